@@ -1,0 +1,91 @@
+"""One exception hierarchy for the whole package.
+
+Every error a user can cause or meet derives from :class:`ZkConsumerError`, so library callers can catch by type
+and the CLIs can turn any of them into one clear line on stderr and a non-zero exit.
+"""
+
+
+class ZkConsumerError(Exception):
+    """Root of every error raised by zkconsumer and migrate."""
+
+
+class ConfigError(ZkConsumerError, ValueError):
+    """A consumer property is missing or has a bad value.
+
+    The message always names the key, the value given and what is allowed.
+    """
+
+    def __init__(self, key, value, allowed, detail=None):
+        self.key = key
+        self.value = value
+        self.allowed = allowed
+        msg = "invalid value %r for %s: %s" % (value, key, allowed)
+        if detail:
+            msg += " (%s)" % detail
+        super().__init__(msg)
+
+
+class PropertiesSyntaxError(ZkConsumerError, ValueError):
+    """A .properties file or a --property argument could not be parsed."""
+
+
+class InvalidNameError(ZkConsumerError, ValueError):
+    """A group id, topic or consumer id is not a legal Kafka name (it would not be a safe znode name)."""
+
+    def __init__(self, kind, name, reason):
+        self.kind = kind
+        self.name = name
+        self.reason = reason
+        super().__init__(
+            "illegal %s %r: %s; legal names use only [a-zA-Z0-9._-], are 1-249 characters long "
+            "and are not '.' or '..'" % (kind, name, reason))
+
+
+class ZnodeFormatError(ZkConsumerError):
+    """A znode holds data that does not decode as the legacy format (empty, not JSON, wrong types)."""
+
+    def __init__(self, path, reason, data=None):
+        self.path = path
+        self.reason = reason
+        self.data = data
+        shown = ""
+        if data is not None:
+            text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else str(data)
+            shown = ": %r" % (text[:120] + ("..." if len(text) > 120 else ""))
+        super().__init__("malformed znode %s: %s%s" % (path or "<unknown path>", reason, shown))
+
+
+class ClusterUnavailableError(ZkConsumerError):
+    """ZooKeeper or the Kafka cluster cannot be reached."""
+
+
+class LocalClusterError(ZkConsumerError):
+    """The embedded local cluster could not be started, found or stopped."""
+
+
+class RegistryConflictError(ZkConsumerError):
+    """The registry mirror refuses to touch a broker registration it did not write."""
+
+
+class RebalanceError(ZkConsumerError):
+    """A rebalance attempt failed (ownership conflict, vanished member, bad subscription)."""
+
+
+class OwnershipLostError(RebalanceError):
+    """A commit or delivery was refused because this consumer no longer owns the partition (fencing)."""
+
+
+class OffsetStoreError(ZkConsumerError):
+    """Reading or writing committed offsets failed."""
+
+
+class ConsumerTimeoutError(ZkConsumerError):
+    """No message arrived within consumer.timeout.ms (the old ConsumerTimeoutException)."""
+
+
+class MessageTooLargeError(ZkConsumerError):
+    """A message is larger than fetch.message.max.bytes; the partition cannot make progress."""
+
+
+class GroupConflictError(ZkConsumerError):
+    """The same group id is active as a broker-coordinated group (split brain) or has live members."""
