@@ -1,0 +1,74 @@
+"""Shared CLI plumbing: error reporting, logging, JSON output and where ZooKeeper / the brokers are."""
+import json
+import logging
+import os
+import sys
+
+import click
+
+from ..errors import ZkConsumerError
+from ..local import LocalCluster
+
+ZK_ENV = "ZK_CONNECT"
+KAFKA_ENV = "KAFKA_BOOTSTRAP"
+
+
+class ZkCommandGroup(click.Group):
+    """A click group that turns every ZkConsumerError into one clear line on stderr and exit code 1."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except ZkConsumerError as e:
+            click.echo("%s: error: %s" % (ctx.find_root().info_name or "zkconsumer", e), err=True)
+            sys.exit(1)
+
+
+def setup_logging(level):
+    logging.basicConfig(level=getattr(logging, level.upper()), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kazoo").setLevel(max(logging.WARNING, logging.getLogger().level))
+    logging.getLogger("kafka").setLevel(max(logging.ERROR, logging.getLogger().level))
+
+
+def emit_json(obj):
+    click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
+
+
+def local_dir_option(f):
+    return click.option("--dir", "directory", type=click.Path(file_okay=False), default=None,
+                        help="State directory of the local cluster [default: $ZKCONSUMER_LOCAL_DIR or "
+                             "~/.zkconsumer/local].")(f)
+
+
+def resolve_zookeeper(value, directory=None):
+    """--zookeeper, else $ZK_CONNECT, else the running local cluster's ZooKeeper."""
+    if value:
+        return value
+    if os.environ.get(ZK_ENV):
+        return os.environ[ZK_ENV]
+    info = LocalCluster(directory).info()
+    if info.get("running"):
+        return info["zookeeper_connect"]
+    raise click.UsageError("no ZooKeeper given: pass --zookeeper HOST:PORT[/chroot], set $%s, or start the local "
+                           "cluster with 'zkconsumer local up'" % ZK_ENV)
+
+
+def resolve_bootstrap(value, directory=None):
+    """--bootstrap-server, else $KAFKA_BOOTSTRAP, else the running local cluster's broker."""
+    if value:
+        return value
+    if os.environ.get(KAFKA_ENV):
+        return os.environ[KAFKA_ENV]
+    info = LocalCluster(directory).info()
+    if info.get("running"):
+        return info["bootstrap_servers"]
+    raise click.UsageError("no Kafka broker given: pass --bootstrap-server HOST:PORT, set $%s, or start the local "
+                           "cluster with 'zkconsumer local up'" % KAFKA_ENV)
+
+
+zookeeper_option = click.option("--zookeeper", "zookeeper", metavar="HOST:PORT[,...][/CHROOT]", default=None,
+                                help="ZooKeeper connect string [default: $ZK_CONNECT or the local cluster].")
+bootstrap_option = click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT", default=None,
+                                help="Kafka bootstrap servers [default: $KAFKA_BOOTSTRAP or the local cluster].")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")

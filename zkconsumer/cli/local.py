@@ -1,0 +1,119 @@
+"""``zkconsumer local ...``: the embedded local cluster (real ZooKeeper + tansu broker + registry mirror)."""
+import sys
+import time
+
+import click
+
+from ..errors import LocalClusterError
+from ..layout.names import validate_topic
+from ..local import LocalCluster
+from ..local import tools
+from .common import emit_json, json_option, local_dir_option
+
+
+@click.group()
+def local():
+    """Run a real ZooKeeper and Kafka-protocol broker on loopback (for demos, tests and development)."""
+
+
+@local.command()
+@local_dir_option
+@json_option
+@click.option("--timeout", default=60.0, show_default=True, help="Seconds to wait for each server to start.")
+def up(directory, as_json, timeout):
+    """Start ZooKeeper, the broker and the registry mirror on free loopback ports."""
+    cluster = LocalCluster(directory)
+    info = cluster.up(start_timeout=timeout, log=(lambda m: None) if as_json else
+                      (lambda m: click.echo(m, err=True)))
+    if as_json:
+        emit_json(info)
+        return
+    click.echo("ZooKeeper:         %s" % info["zookeeper_connect"])
+    click.echo("Bootstrap servers: %s" % info["bootstrap_servers"])
+    click.echo("State directory:   %s" % info["dir"])
+    click.echo("export ZK_CONNECT=%s KAFKA_BOOTSTRAP=%s" % (info["zookeeper_connect"], info["bootstrap_servers"]))
+
+
+@local.command()
+@local_dir_option
+@json_option
+def status(directory, as_json):
+    """Show whether the local cluster runs; exit code 1 if it does not."""
+    info = LocalCluster(directory).info()
+    if as_json:
+        emit_json(info)
+    elif not info.get("processes"):
+        click.echo("local cluster not running (state directory %s)" % info["dir"])
+    else:
+        click.echo("local cluster %s" % ("running" if info["running"] else "DEGRADED (a process died)"))
+        click.echo("ZooKeeper:         %s" % info["zookeeper_connect"])
+        click.echo("Bootstrap servers: %s" % info["bootstrap_servers"])
+        for name, p in sorted(info["processes"].items()):
+            click.echo("  %-10s pid %-8s %s  log %s" % (name, p["pid"], "alive" if p["alive"] else "DEAD", p["log"]))
+    sys.exit(0 if info.get("running") else 1)
+
+
+@local.command()
+@local_dir_option
+@json_option
+def down(directory, as_json):
+    """Stop every process of the local cluster (leaves none behind)."""
+    stopped = LocalCluster(directory).down()
+    if as_json:
+        emit_json({"stopped": stopped})
+    else:
+        click.echo("stopped: %s" % (", ".join(stopped) if stopped else "nothing was running"))
+
+
+def _running(directory):
+    info = LocalCluster(directory).info()
+    if not info.get("running"):
+        raise LocalClusterError("the local cluster is not running (state directory %s); start it with "
+                                "'zkconsumer local up'" % info["dir"])
+    return info
+
+
+@local.command("create-topic")
+@click.argument("name")
+@click.option("--partitions", "-p", type=click.IntRange(1, 100000), required=True, help="Number of partitions.")
+@click.option("--wait/--no-wait", default=True, show_default=True,
+              help="Wait until the topic is mirrored into ZooKeeper's /brokers/topics.")
+@local_dir_option
+@json_option
+def create_topic(name, partitions, wait, directory, as_json):
+    """Create topic NAME on the local broker (or add partitions if it exists with fewer)."""
+    validate_topic(name)
+    info = _running(directory)
+    result = tools.create_or_grow_topic(info["bootstrap_servers"], name, partitions)
+    if wait:
+        tools.wait_for_zk_topic(info["zookeeper_connect"], name, partitions)
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo("topic %s: %s, %d partitions" % (name, result["action"], result["partitions"]))
+
+
+@local.command()
+@click.argument("topic")
+@click.option("--count", "-n", type=click.IntRange(0, None), required=True, help="Number of messages.")
+@click.option("--size", "-s", type=click.IntRange(1, 10 * 1024 * 1024), default=100, show_default=True,
+              help="Value size in bytes (JSON padded to this size).")
+@click.option("--keys", type=click.IntRange(1, None), default=10, show_default=True,
+              help="Number of distinct keys (k0..kN-1) to cycle through.")
+@click.option("--partition", type=click.IntRange(0, None), default=None,
+              help="Send every message to this partition [default: round robin over all partitions].")
+@click.option("--bootstrap-server", "bootstrap", default=None,
+              help="Produce to this broker instead of the local cluster's.")
+@local_dir_option
+@json_option
+def produce(topic, count, size, keys, partition, bootstrap, directory, as_json):
+    """Produce COUNT JSON messages {"key","seq","ts","pad"} of SIZE bytes to TOPIC."""
+    validate_topic(topic)
+    bootstrap = bootstrap or _running(directory)["bootstrap_servers"]
+    t0 = time.monotonic()
+    sent = tools.produce(bootstrap, topic, count, size=size, keys=keys, partition=partition)
+    secs = time.monotonic() - t0
+    if as_json:
+        emit_json({"topic": topic, "sent": sent, "seconds": round(secs, 3)})
+    else:
+        click.echo("produced %d messages to %s in %.2f s" % (sent, topic, secs))

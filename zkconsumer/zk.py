@@ -1,0 +1,46 @@
+"""ZooKeeper adapter: one place that builds kazoo clients from a ``zookeeper.connect`` string.
+
+The chroot suffix (``host:port,host:port/chroot``) is handled by kazoo; the string is validated first
+(reference §1, ``zookeeper.connect``), so a malformed one fails before any connection is tried.
+"""
+import logging
+
+from .errors import ClusterUnavailableError
+
+log = logging.getLogger(__name__)
+
+
+def make_client(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=None, read_only=False):
+    """An unstarted KazooClient for a validated connect string."""
+    from kazoo.client import KazooClient
+    from kazoo.retry import KazooRetry
+    from .layout.connect import parse_zk_connect
+    parsed = parse_zk_connect(zookeeper_connect)
+    return KazooClient(hosts=parsed.kazoo_hosts, timeout=session_timeout_ms / 1000.0,
+                       connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
+                       command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
+                       read_only=read_only)
+
+
+def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=None):
+    """A started KazooClient, or ClusterUnavailableError naming the connect string."""
+    from kazoo.handlers.threading import KazooTimeoutError
+    client = make_client(zookeeper_connect, session_timeout_ms)
+    timeout = (connection_timeout_ms or session_timeout_ms) / 1000.0
+    try:
+        client.start(timeout=timeout)
+    except KazooTimeoutError as e:
+        client.stop()
+        client.close()
+        raise ClusterUnavailableError("cannot connect to ZooKeeper at %s within %.1f s"
+                                      % (zookeeper_connect, timeout)) from e
+    if client.chroot:
+        client.ensure_path("/")
+    return client
+
+
+def close(client):
+    try:
+        client.stop()
+    finally:
+        client.close()
