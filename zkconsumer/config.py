@@ -1,0 +1,366 @@
+"""``ConsumerConfig``: every key of the old consumer's ``kafka.consumer.ConsumerConfig`` (reference §1).
+
+Defaults are those of Kafka 0.8.2.2 (plus ``fetch.max.bytes`` from 0.10.1), including the quirks
+listed in reference §1 ("Quirks in ConsumerConfig"):
+
+* ``zookeeper.connection.timeout.ms`` defaults to ``zookeeper.session.timeout.ms``;
+* ``rebalance.backoff.ms`` defaults to ``zookeeper.sync.time.ms`` (KAFKA-2589);
+* ``client.id`` defaults to ``group.id``;
+* ``offsets.storage`` is lower-cased and ``dual.commit.enabled`` defaults to true only when it is ``kafka``;
+* ``rebalance.max.retries`` is the *total* number of attempts (reference §3.5);
+* the ``fetch.wait.max.ms <= socket.timeout.ms`` check is done as 0.9+ does it (KAFKA-1054),
+  and ``partition.assignment.strategy`` is validated as in 0.9+ (KAFKA-2032).
+
+Where we are stricter than Java (deliberately, so typos fail fast):
+
+* booleans must be ``true``/``false`` (any case, surrounding whitespace allowed); Java's
+  ``toBoolean`` would silently read ``yes`` as false;
+* integers are Java ints (``[+-]?[0-9]+``, 32-bit) but surrounding whitespace is allowed, and each
+  key has a sensible range (timeouts > 0, counts >= 1, backoffs >= 0);
+* ``group.id``/``client.id``/``consumer.id`` must be non-empty ``[a-zA-Z0-9._-]+`` names;
+* ``zookeeper.connect`` must be ``host:port[,host:port...][/chroot]`` (the port is required).
+
+zkconsumer extension keys (not in Kafka; marked ``extension`` in :func:`describe_keys`):
+``rebalance.settle.ms``, ``rebalance.slow.retry.ms``, ``zookeeper.suspended.grace.ms``.
+
+Unknown keys are logged (one warning per key, logger ``zkconsumer.config``) and kept in
+``cfg.raw``, like ``VerifiableProperties.verify()``.  All validation happens in the constructor;
+this module never touches the network.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import types
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from .errors import ConfigError
+from .properties import load_properties
+
+__all__ = ["ConsumerConfig", "describe_keys", "KNOWN_KEYS", "EXTENSION_KEYS"]
+
+log = logging.getLogger("zkconsumer.config")
+
+_INT_MIN, _INT_MAX = -2 ** 31, 2 ** 31 - 1
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_NAME_RE = re.compile(r"[a-zA-Z0-9._-]+")
+_HOST_RE = re.compile(r"(?:\[[0-9A-Fa-f:.%a-zA-Z]+\]|[A-Za-z0-9._-]+)")
+_NAME_RULE = "a non-empty name of ASCII letters, digits, '.', '_' and '-'"
+_GROUP_RULE = _NAME_RULE + ", at most 249 characters, not '.' or '..'"
+_ZK_RULE = ("host:port[,host:port...][/chroot] (chroot starts with '/', has no empty segments and "
+            "does not end with '/' unless it is exactly '/')")
+
+# Derived defaults: the default is the value of another key (reference §1).
+_SAME_AS = {
+    "zookeeper.connection.timeout.ms": "zookeeper.session.timeout.ms",
+    "rebalance.backoff.ms": "zookeeper.sync.time.ms",
+    "client.id": "group.id",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Key:
+    name: str
+    kind: str  # int | bool | enum | name | zk | derived-bool
+    default: object  # None = required/derived/unset
+    doc: str
+    lo: Optional[int] = None  # inclusive minimum for ints
+    choices: Tuple[str, ...] = ()
+    extension: bool = False
+
+    @property
+    def attr(self) -> str:
+        return self.name.replace(".", "_")
+
+
+_KEYS: Tuple[_Key, ...] = (
+    _Key("group.id", "name", None, "Consumer group name (required)."),
+    _Key("consumer.id", "name", None, "Explicit consumer id; normally generated as <group>_<host>-<millis>-<uuid8> (reference §2.6). For testing."),
+    _Key("zookeeper.connect", "zk", None, "ZooKeeper connect string host:port[,host:port...][/chroot] (required)."),
+    _Key("zookeeper.session.timeout.ms", "int", 6000, "ZooKeeper session timeout.", lo=1),
+    _Key("zookeeper.connection.timeout.ms", "int", None, "Max wait to connect to ZooKeeper; defaults to zookeeper.session.timeout.ms.", lo=1),
+    _Key("zookeeper.sync.time.ms", "int", 2000, "How far a ZK follower can be behind its leader; only used as the default of rebalance.backoff.ms.", lo=0),
+    _Key("socket.timeout.ms", "int", 30 * 1000, "Socket timeout for fetch and metadata requests; must be >= fetch.wait.max.ms.", lo=1),
+    _Key("socket.receive.buffer.bytes", "int", 64 * 1024, "Socket receive buffer for fetch connections.", lo=1),
+    _Key("fetch.message.max.bytes", "int", 1024 * 1024, "Bytes fetched per partition per request; larger messages cannot be consumed.", lo=1),
+    _Key("num.consumer.fetchers", "int", 1, "Number of fetcher threads.", lo=1),
+    _Key("auto.commit.enable", "bool", True, "Periodically commit consumed offsets."),
+    _Key("auto.commit.interval.ms", "int", 60 * 1000, "Auto-commit period (first commit after one interval).", lo=1),
+    _Key("queued.max.message.chunks", "int", 2, "Capacity (in fetched chunks) of each stream's queue.", lo=1),
+    _Key("rebalance.max.retries", "int", 4, "Total number of rebalance attempts (not 1 + retries; reference §3.5).", lo=1),
+    _Key("rebalance.backoff.ms", "int", None, "Backoff between rebalance attempts; defaults to zookeeper.sync.time.ms.", lo=0),
+    _Key("refresh.leader.backoff.ms", "int", 200, "Sleep between leader-finder passes.", lo=0),
+    _Key("fetch.min.bytes", "int", 1, "Minimum bytes the broker should return for a fetch.", lo=0),
+    _Key("fetch.wait.max.ms", "int", 100, "Max broker wait when fetch.min.bytes is not available; must be <= socket.timeout.ms.", lo=0),
+    _Key("auto.offset.reset", "enum", "largest", "Where to start without a committed offset: smallest or largest.", choices=("smallest", "largest")),
+    _Key("consumer.timeout.ms", "int", -1, "Iterator timeout: -1 blocks forever, >= 0 raises ConsumerTimeoutError after that long.", lo=-1),
+    _Key("client.id", "name", None, "Client id sent to brokers; defaults to group.id."),
+    _Key("exclude.internal.topics", "bool", True, "Wildcard subscriptions skip internal topics (__consumer_offsets)."),
+    _Key("partition.assignment.strategy", "enum", "range", "Partition assignor: range or roundrobin.", choices=("range", "roundrobin")),
+    _Key("offsets.storage", "enum", "zookeeper", "Where offsets are committed: zookeeper or kafka (case-insensitive).", choices=("zookeeper", "kafka")),
+    _Key("offsets.channel.backoff.ms", "int", 1000, "Backoff between offset-channel reconnects and offset fetch/commit retries.", lo=0),
+    _Key("offsets.channel.socket.timeout.ms", "int", 10000, "Socket timeout of the offset-manager channel.", lo=1),
+    _Key("offsets.commit.max.retries", "int", 5, "Offset commit retries (reference §4.4).", lo=0),
+    _Key("dual.commit.enabled", "bool", None, "Also commit to ZooKeeper when offsets.storage=kafka; defaults to true only then."),
+    _Key("fetch.max.bytes", "int", 50 * 1024 * 1024, "Max bytes per fetch response (0.10.1+; read by no old-consumer code).", lo=1),
+    _Key("rebalance.settle.ms", "int", 100, "Extension: coalescing window for bursts of ZooKeeper events before a rebalance.", lo=0, extension=True),
+    _Key("rebalance.slow.retry.ms", "int", 10000, "Extension: retry period after rebalance.max.retries attempts failed (we never sit idle).", lo=1, extension=True),
+    _Key("zookeeper.suspended.grace.ms", "int", 1000, "Extension: how long fetching continues after a ZooKeeper disconnect before delivery pauses; must be < zookeeper.session.timeout.ms (when unset and the session timeout is <= 1000, defaults to half of it).", lo=0, extension=True),
+)
+_BY_NAME: Dict[str, _Key] = {k.name: k for k in _KEYS}
+KNOWN_KEYS: Tuple[str, ...] = tuple(k.name for k in _KEYS)
+EXTENSION_KEYS: Tuple[str, ...] = tuple(k.name for k in _KEYS if k.extension)
+
+
+def _parse_int(key: _Key, text: str) -> int:
+    s = text.strip()
+    if not _INT_RE.fullmatch(s) or len(s) > 12 or not _INT_MIN <= int(s) <= _INT_MAX:
+        raise ConfigError(key.name, text, "an integer (32-bit, Java int)" + _range_text(key))
+    v = int(s)
+    if key.lo is not None and v < key.lo:
+        raise ConfigError(key.name, text, "an integer" + _range_text(key))
+    return v
+
+
+def _range_text(key: _Key) -> str:
+    if key.lo is None:
+        return ""
+    if key.name == "consumer.timeout.ms":
+        return " that is -1 (block forever) or >= 0"
+    return " > 0" if key.lo == 1 else " >= %d" % key.lo
+
+
+def _parse_bool(key: _Key, text: str) -> bool:
+    s = text.strip().lower()
+    if s not in ("true", "false"):
+        raise ConfigError(key.name, text, "true or false (case-insensitive)")
+    return s == "true"
+
+
+def _parse_name(key: _Key, text: str) -> str:
+    s = text.strip()
+    rule = _GROUP_RULE if key.name == "group.id" else _NAME_RULE
+    if not _NAME_RE.fullmatch(s) or s in (".", ".."):
+        raise ConfigError(key.name, text, rule)
+    if key.name == "group.id" and len(s) > 249:
+        raise ConfigError(key.name, text, rule, "%d characters" % len(s))
+    return s
+
+
+def parse_zookeeper_connect(text: str) -> Tuple[Tuple[Tuple[str, int], ...], Optional[str]]:
+    """Split ``host:port[,host:port...][/chroot]`` into ``((host, port), ...), chroot``.
+
+    Whitespace around the whole string and around each ``host:port`` is ignored.  IPv6 hosts
+    must be bracketed (``[::1]:2181``); the brackets are removed.  ``chroot`` is None when absent
+    or exactly ``/`` (the same thing to ZooKeeper).  Raises ConfigError for ``zookeeper.connect``.
+    """
+    def bad(detail):
+        return ConfigError("zookeeper.connect", text, _ZK_RULE, detail)
+
+    s = text.strip()
+    hosts_part, slash, chroot = s.partition("/")
+    chroot = slash + chroot
+    if chroot:
+        if chroot != "/" and (chroot.endswith("/") or "//" in chroot):
+            raise bad("bad chroot %r" % chroot)
+        if any(seg in (".", "..") or any(c.isspace() for c in seg) for seg in chroot.split("/")[1:]):
+            raise bad("bad chroot %r" % chroot)
+    hosts = []
+    for item in hosts_part.split(","):
+        item = item.strip()
+        host, colon, port = item.rpartition(":")
+        if not item:
+            raise bad("empty host entry")
+        if not colon:
+            raise bad("no port in %r" % item)
+        if not _HOST_RE.fullmatch(host):
+            raise bad("bad host in %r" % item)
+        if not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+            raise bad("bad port in %r (need 1-65535)" % item)
+        hosts.append((host.strip("[]") if host.startswith("[") else host, int(port)))
+    return tuple(hosts), (chroot if chroot not in ("", "/") else None)
+
+
+def _canonical(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _as_text(key: str, value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int)):
+        return str(value)
+    raise ConfigError(key, value, "a string value")
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsumerConfig:
+    """Immutable, validated old-consumer configuration (reference §1).
+
+    Attribute names are the property keys with ``.`` replaced by ``_``.  ``group_id``/``client_id``
+    are None only when built with ``require_group=False`` and no group; ``zookeeper_connect`` is
+    None only with ``require_zookeeper=False``.  ``zookeeper_hosts``/``zookeeper_chroot`` are the
+    parsed connect string.  ``raw`` is a read-only view of the merged input properties
+    (including unknown keys) and is not part of equality.
+    """
+
+    group_id: Optional[str]
+    consumer_id: Optional[str]
+    zookeeper_connect: Optional[str]
+    zookeeper_session_timeout_ms: int
+    zookeeper_connection_timeout_ms: int
+    zookeeper_sync_time_ms: int
+    socket_timeout_ms: int
+    socket_receive_buffer_bytes: int
+    fetch_message_max_bytes: int
+    num_consumer_fetchers: int
+    auto_commit_enable: bool
+    auto_commit_interval_ms: int
+    queued_max_message_chunks: int
+    rebalance_max_retries: int
+    rebalance_backoff_ms: int
+    refresh_leader_backoff_ms: int
+    fetch_min_bytes: int
+    fetch_wait_max_ms: int
+    auto_offset_reset: str
+    consumer_timeout_ms: int
+    client_id: Optional[str]
+    exclude_internal_topics: bool
+    partition_assignment_strategy: str
+    offsets_storage: str
+    offsets_channel_backoff_ms: int
+    offsets_channel_socket_timeout_ms: int
+    offsets_commit_max_retries: int
+    dual_commit_enabled: bool
+    fetch_max_bytes: int
+    rebalance_settle_ms: int
+    rebalance_slow_retry_ms: int
+    zookeeper_suspended_grace_ms: int
+    zookeeper_hosts: Tuple[Tuple[str, int], ...] = ()
+    zookeeper_chroot: Optional[str] = None
+    raw: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+    explicit_keys: Tuple[str, ...] = dataclasses.field(default=(), compare=False, repr=False)
+
+    @classmethod
+    def from_properties(cls, props: Optional[Mapping[str, str]] = None,
+                        overrides: Optional[Mapping[str, object]] = None, *,
+                        require_group: bool = True, require_zookeeper: bool = True) -> "ConsumerConfig":
+        """Validate ``props`` with ``overrides`` applied on top and build the config.
+
+        Override values may be str, int or bool; an override of None removes the key (back to
+        its default).  Raises :class:`ConfigError` (naming key, value and what is allowed) on the
+        first bad or missing value; logs one warning per unknown key.
+        """
+        merged: Dict[str, str] = {}
+        for source in (props or {}), (overrides or {}):
+            for k, v in source.items():
+                if v is None:
+                    merged.pop(k, None)
+                else:
+                    merged[k] = _as_text(k, v)
+        for k in merged:
+            if k not in _BY_NAME:
+                log.warning("unknown consumer property %r is ignored (not a ConsumerConfig key)", k)
+
+        values: Dict[str, object] = {}
+        for key in _KEYS:
+            text = merged.get(key.name)
+            if text is None:
+                if key.name in _SAME_AS:
+                    values[key.attr] = values[_BY_NAME[_SAME_AS[key.name]].attr]
+                elif key.name == "dual.commit.enabled":
+                    values[key.attr] = values["offsets_storage"] == "kafka"
+                else:
+                    values[key.attr] = key.default
+                continue
+            if key.kind == "int":
+                values[key.attr] = _parse_int(key, text)
+            elif key.kind == "bool":
+                values[key.attr] = _parse_bool(key, text)
+            elif key.kind == "name":
+                values[key.attr] = _parse_name(key, text)
+            elif key.kind == "enum":
+                s = text.strip()
+                if key.name == "offsets.storage":
+                    s = s.lower()
+                if s not in key.choices:
+                    raise ConfigError(key.name, text, " or ".join(key.choices))
+                values[key.attr] = s
+            else:  # zk
+                hosts, chroot = parse_zookeeper_connect(text)
+                values[key.attr] = text.strip()
+                values["zookeeper_hosts"], values["zookeeper_chroot"] = hosts, chroot
+
+        if values["group_id"] is None and require_group:
+            raise ConfigError("group.id", None, "required: " + _GROUP_RULE)
+        if values["zookeeper_connect"] is None and require_zookeeper:
+            raise ConfigError("zookeeper.connect", None, "required: " + _ZK_RULE)
+        if values["fetch_wait_max_ms"] > values["socket_timeout_ms"]:
+            raise ConfigError("fetch.wait.max.ms", merged["fetch.wait.max.ms"] if "fetch.wait.max.ms" in merged
+                              else str(values["fetch_wait_max_ms"]),
+                              "at most socket.timeout.ms (%d)" % values["socket_timeout_ms"],
+                              "socket.timeout.ms should always be at least fetch.wait.max.ms")
+        grace, session = values["zookeeper_suspended_grace_ms"], values["zookeeper_session_timeout_ms"]
+        if "zookeeper.suspended.grace.ms" not in merged and grace >= session:
+            grace = values["zookeeper_suspended_grace_ms"] = session // 2  # default clamped below session
+        if grace >= session:
+            raise ConfigError("zookeeper.suspended.grace.ms", merged.get("zookeeper.suspended.grace.ms", str(grace)),
+                              "less than zookeeper.session.timeout.ms (%d)" % session)
+        return cls(raw=types.MappingProxyType(dict(merged)),
+                   explicit_keys=tuple(k for k in merged if k in _BY_NAME), **values)
+
+    @classmethod
+    def load(cls, path=None, overrides: Optional[Mapping[str, object]] = None, **kw) -> "ConsumerConfig":
+        """Read ``path`` (a ``.properties`` file, optional) then apply ``overrides`` on top.
+
+        ``kw`` is passed to :meth:`from_properties` (``require_group``, ``require_zookeeper``).
+        """
+        props = load_properties(path) if path is not None else {}
+        return cls.from_properties(props, overrides, **kw)
+
+    def to_properties(self) -> Dict[str, str]:
+        """Every explicitly given key as text (known keys normalised, unknown keys verbatim).
+
+        ``ConsumerConfig.from_properties(cfg.to_properties()) == cfg`` always holds.
+        """
+        out: Dict[str, str] = {}
+        for k, v in self.raw.items():
+            key = _BY_NAME.get(k)
+            out[k] = _canonical(getattr(self, key.attr)) if key is not None else v
+        return out
+
+    def with_overrides(self, overrides: Mapping[str, object], **kw) -> "ConsumerConfig":
+        """A new validated config: this one's raw properties with ``overrides`` on top."""
+        kw.setdefault("require_group", self.group_id is not None)
+        kw.setdefault("require_zookeeper", self.zookeeper_connect is not None)
+        return type(self).from_properties(dict(self.raw), overrides, **kw)
+
+    def get(self, key: str):
+        """The typed value of a property key, e.g. ``cfg.get("group.id")``; KeyError if unknown."""
+        return getattr(self, _BY_NAME[key].attr)
+
+
+def describe_keys() -> List[Tuple[str, str, str]]:
+    """``(key, default as text, doc)`` for every known key, in reference §1 order, for ``--help``/docs.
+
+    Required keys show ``(required)``; derived defaults show ``= <other key>``; extension keys'
+    docs start with ``Extension:``.
+    """
+    rows = []
+    for key in _KEYS:
+        if key.name in ("group.id", "zookeeper.connect"):
+            default = "(required)"
+        elif key.name == "consumer.id":
+            default = "(generated)"
+        elif key.name in _SAME_AS:
+            default = "= " + _SAME_AS[key.name]
+        elif key.name == "dual.commit.enabled":
+            default = "true if offsets.storage=kafka, else false"
+        else:
+            default = _canonical(key.default)
+        rows.append((key.name, default, key.doc))
+    return rows
