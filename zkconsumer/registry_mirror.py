@@ -17,6 +17,7 @@ registers itself, and the mirror leaves the topic nodes alone as well.
 """
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import List
 
@@ -49,15 +50,17 @@ class SyncReport:
 
 
 class RegistryMirror:
-    def __init__(self, zk, admin, controller_epoch=1):
+    def __init__(self, zk, admin=None, controller_epoch=1, metadata_source=None):
+        """metadata_source: a callable returning ClusterMetadata; default reads it from ``admin`` (Kafka)."""
         self.zk = zk
         self.admin = admin
+        self.metadata_source = metadata_source or (lambda: fetch_cluster_metadata(self.admin))
         self.controller_epoch = controller_epoch
         self._warned = set()
 
     # -- one pass ----------------------------------------------------------------------------------------------
     def sync_once(self) -> SyncReport:
-        meta = fetch_cluster_metadata(self.admin)
+        meta = self.metadata_source()
         report = SyncReport()
         self.zk.ensure_path(paths.broker_ids_path())
         self.zk.ensure_path(paths.broker_topics_path())
@@ -83,8 +86,10 @@ class RegistryMirror:
     def _sync_brokers(self, meta, report):
         for broker_id, b in sorted(meta.brokers.items()):
             path = paths.broker_path(broker_id)
-            data = codecs.encode_broker_registration(codecs.BrokerRegistration.for_plaintext(
-                broker_id, b.host, b.port, rack=b.rack))
+            data = codecs.encode_broker_registration(codecs.BrokerRegistration(
+                broker_id=broker_id, host=b.host, port=b.port, endpoints=["PLAINTEXT://%s:%d" % (b.host, b.port)],
+                rack=b.rack, listener_security_protocol_map={"PLAINTEXT": "PLAINTEXT"},
+                timestamp=str(int(time.time() * 1000)), version=4))
             try:
                 current, stat = self.zk.get(path)
             except NoNodeError:
@@ -130,7 +135,7 @@ class RegistryMirror:
     def _sync_topics(self, meta, report):
         for topic, parts in sorted(meta.topics.items()):
             try:
-                paths.broker_topic_path(topic)
+                paths.topic_path(topic)
             except ValueError:
                 self._warn_once(("topic", topic), "skipping topic %r: not a legal legacy topic name" % topic)
                 continue
@@ -141,12 +146,12 @@ class RegistryMirror:
         existing = self.zk.get_children(paths.broker_topics_path())
         for topic in existing:
             if topic not in meta.topics:
-                self.zk.delete(paths.broker_topic_path(topic), recursive=True)
+                self.zk.delete(paths.topic_path(topic), recursive=True)
                 report.topics_deleted.append(topic)
 
     def _sync_topic_assignment(self, topic, want, report):
-        path = paths.broker_topic_path(topic)
-        data = codecs.encode_topic_assignment(want)
+        path = paths.topic_path(topic)
+        data = codecs.encode_topic_assignment(codecs.TopicAssignment(version=1, partitions=want))
         try:
             current, stat = self.zk.get(path)
         except NoNodeError:

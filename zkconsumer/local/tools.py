@@ -9,7 +9,7 @@ from ..kafka_metadata import admin_client, fetch_cluster_metadata
 def create_or_grow_topic(bootstrap, name, partitions, timeout=30.0):
     """Create topic name with the given partitions, or add partitions if it has fewer. Returns what was done."""
     from kafka.admin import NewPartitions, NewTopic
-    from kafka.errors import TopicAlreadyExistsError
+    from kafka.errors import IncompatibleBrokerVersion, TopicAlreadyExistsError
     admin = admin_client(bootstrap)
     try:
         existing = fetch_cluster_metadata(admin).topics.get(name)
@@ -24,7 +24,11 @@ def create_or_grow_topic(bootstrap, name, partitions, timeout=30.0):
                 raise LocalClusterError("topic %s already has %d partitions; partitions can only be added, not "
                                         "removed (asked for %d)" % (name, len(existing), partitions))
             if len(existing) < partitions:
-                admin.create_partitions({name: NewPartitions(partitions)})
+                try:
+                    admin.create_partitions({name: NewPartitions(partitions)})
+                except IncompatibleBrokerVersion as e:
+                    raise LocalClusterError("cannot add partitions to %s: the broker does not support "
+                                            "CreatePartitions (tansu 0.6 does not)" % name) from e
                 action = "grown from %d" % len(existing)
             else:
                 action = "already exists"
@@ -45,7 +49,7 @@ def wait_for_zk_topic(zookeeper_connect, topic, partitions, timeout=15.0):
     from ..layout import codecs, paths
     zk = zkmod.connect(zookeeper_connect)
     try:
-        path = paths.broker_topic_path(topic)
+        path = paths.topic_path(topic)
         deadline = time.monotonic() + timeout
         while True:
             if zk.exists(path):
