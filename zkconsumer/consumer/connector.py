@@ -1,0 +1,292 @@
+"""``ZookeeperConsumerConnector``: the library API of the ZooKeeper-coordinated consumer (reference §3).
+
+    config = ConsumerConfig.from_properties({"group.id": "g", "zookeeper.connect": "127.0.0.1:2181"})
+    with ZookeeperConsumerConnector(config) as conn:
+        [stream] = conn.create_message_streams({"orders": 1})["orders"]
+        for msg in stream:            # kafka-python ConsumerRecord: topic, partition, offset, key, value, ...
+            handle(msg)
+
+The connector registers in ``/consumers/[g]/ids`` with the Scala JSON format, takes part in the group's
+rebalances through one rebalancer thread (:mod:`.rebalancer`), claims owner nodes with consumer thread ids as data,
+fetches from partition leaders into bounded queues (:mod:`.fetcher`) and commits next offsets to the configured
+offset store (ZooKeeper, Kafka or dual). Positions count as consumed when a stream hands a record out (§4.1).
+"""
+import logging
+import queue
+import threading
+
+from ..errors import ClusterUnavailableError, ConfigError, ZkConsumerError
+from ..layout import codecs, paths
+from ..layout.names import validate_topic
+from ..offsets import make_offset_store
+from .. import zk as zkmod
+from .fetcher import FetcherManager
+from .rebalancer import Rebalancer
+from .stream import SHUTDOWN, Generation, KafkaStream
+
+log = logging.getLogger(__name__)
+
+
+class RebalanceListener:
+    """Hooks the rebalancer calls (override what you need). Each gets a set of (topic, partition).
+
+    * ``on_revoke``: before ownership of these partitions is released — delivery has stopped, so this is the place
+      to commit (``connector.commit_offsets()``) when ``auto.commit.enable=false``;
+    * ``on_assign``: after the owner nodes are claimed and offsets read, before fetching starts;
+    * ``on_lost``: the ZooKeeper session expired; these partitions may already belong to someone else (no commit
+      is possible for them any more).
+    """
+
+    def on_revoke(self, partitions):
+        pass
+
+    def on_assign(self, partitions):
+        pass
+
+    def on_lost(self, partitions):
+        pass
+
+
+class ZookeeperConsumerConnector:
+    def __init__(self, config, listener=None, bootstrap_servers=None):
+        if not config.group_id:
+            raise ConfigError("group.id", config.group_id, "a group id (required)")
+        if not config.zookeeper_connect:
+            raise ConfigError("zookeeper.connect", config.zookeeper_connect, "host:port[,host:port][/chroot]")
+        self.config = config
+        self.listener = listener or RebalanceListener()
+        self.consumer_id = codecs.make_consumer_id(config.group_id, config.consumer_id)
+        self.group = config.group_id
+        self.positions = {}                 # (t, p) -> next offset to deliver (consumed position)
+        self.generation = Generation()
+        self.streams = []
+        self._queues = {}                   # (topic, n) or n (wildcard) -> Queue
+        self._wildcard = False
+        self.registration = None
+        self.rebalancer = None
+        self.fetchers = None
+        self._bootstrap = bootstrap_servers
+        self._commit_thread = None
+        self._stopped = threading.Event()
+        self._shutdown_lock = threading.Lock()
+        self._closed = False
+        self.zk = zkmod.connect(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
+                                config.zookeeper_connection_timeout_ms)
+        try:
+            self.offset_store = make_offset_store(config, self.zk, bootstrap_servers=self._kafka_bootstrap()
+                                                  if config.offsets_storage == "kafka" else None)
+        except Exception:
+            zkmod.close(self.zk)
+            raise
+
+    # -- subscription ------------------------------------------------------------------------------------------
+    def create_message_streams(self, topic_count_map):
+        """{topic: number of streams} -> {topic: [KafkaStream, ...]} (may be called once)."""
+        self._check_not_started()
+        if not topic_count_map:
+            raise ConfigError("topic count map", topic_count_map, "at least one topic with >= 1 stream")
+        out = {}
+        for topic, n in topic_count_map.items():
+            validate_topic(topic)
+            if not isinstance(n, int) or n < 1:
+                raise ConfigError("streams for topic %s" % topic, n, "an integer >= 1")
+            out[topic] = [self._new_stream((topic, i), "%s-%d" % (topic, i)) for i in range(n)]
+        self.registration = codecs.ConsumerRegistration.static(dict(topic_count_map))
+        self._start()
+        return out
+
+    def create_message_streams_by_filter(self, topic_filter, num_streams=1):
+        """Whitelist(regex) or Blacklist(regex) -> [KafkaStream] shared by every matching topic (reference §3.9);
+        topics created later that match are consumed without restart."""
+        self._check_not_started()
+        if not isinstance(num_streams, int) or num_streams < 1:
+            raise ConfigError("num_streams", num_streams, "an integer >= 1")
+        self._wildcard = True
+        streams = [self._new_stream(i, "%s-%d" % (topic_filter.regex, i)) for i in range(num_streams)]
+        self.registration = codecs.ConsumerRegistration.wildcard(topic_filter.regex, num_streams,
+                                                                 whitelist=topic_filter.pattern == "white_list")
+        self._start()
+        return streams
+
+    def _check_not_started(self):
+        if self.registration is not None:
+            raise ZkConsumerError("create_message_streams may be called only once per connector")
+        if self._closed:
+            raise ZkConsumerError("connector is shut down")
+
+    def _new_stream(self, key, name):
+        q = queue.Queue(self.config.queued_max_message_chunks)
+        self._queues[key] = q
+        s = KafkaStream(q, self.generation, self.positions, self.config.consumer_timeout_ms, name=name)
+        self.streams.append(s)
+        return s
+
+    def _start(self, wait_timeout=None):
+        self.fetchers = FetcherManager(self.config, self._kafka_bootstrap(), on_error=self._on_fetch_error)
+        self.rebalancer = Rebalancer(self)
+        self.zk.add_listener(self.rebalancer.session_listener)
+        self.rebalancer.start()
+        if self.config.auto_commit_enable:
+            self._commit_thread = threading.Thread(target=self._auto_commit_loop, daemon=True,
+                                                   name="%s-autocommit" % self.consumer_id)
+            self._commit_thread.start()
+        cfg = self.config
+        timeout = wait_timeout or (cfg.rebalance_max_retries * (cfg.rebalance_backoff_ms / 1000.0 + 5) + 10)
+        if not self.rebalancer.first_done.wait(timeout):
+            log.warning("%s: first rebalance still in progress after %.0f s (state %s)", self.consumer_id,
+                        timeout, self.rebalancer.state)
+
+    def _kafka_bootstrap(self):
+        if self._bootstrap:
+            return self._bootstrap
+        brokers = []
+        try:
+            ids = self.zk.get_children(paths.broker_ids_path())
+        except Exception:
+            ids = []
+        for b in sorted(ids):
+            try:
+                data, _ = self.zk.get(paths.broker_path(b))
+                ep = codecs.decode_broker_registration(data, paths.broker_path(b)).plaintext_endpoint()
+            except Exception as e:
+                log.warning("skipping broker registration %s: %s", b, e)
+                continue
+            if ep:
+                brokers.append("%s:%d" % ep)
+        if not brokers:
+            raise ClusterUnavailableError("no brokers registered under /brokers/ids in ZooKeeper %s (no PLAINTEXT "
+                                          "endpoint found); is the cluster running, or the registry mirror for a "
+                                          "ZooKeeper-less cluster?" % self.config.zookeeper_connect)
+        self._bootstrap = ",".join(brokers)
+        return self._bootstrap
+
+    # -- delivery control (rebalancer thread) ------------------------------------------------------------------
+    def stop_delivery(self):
+        """New generation, streams fenced, fetchers stopped, queues cleared: nothing old is delivered."""
+        self.generation.value += 1
+        for s in self.streams:
+            s.fence()
+        self.fetchers.stop_all(self.generation.value)
+        for s in self.streams:
+            s.clear()
+
+    def start_delivery(self, plan):
+        """plan: {(t, p): (start offset or None, thread id)} -> fetchers running under the current generation."""
+        work = {}
+        for tp, (offset, thread_id) in plan.items():
+            n = int(thread_id.rsplit("-", 1)[1])
+            key = n if self._wildcard else (tp[0], n)
+            work[tp] = (offset, self._queues[key])
+        self.fetchers.assign(self.generation.value, work)
+
+    def listener_call(self, name, partitions):
+        try:
+            getattr(self.listener, name)(partitions)
+        except Exception:
+            log.exception("rebalance listener %s failed", name)
+
+    def _on_fetch_error(self, tp, exc):
+        self._last_fetch_error = exc
+
+    # -- offsets -----------------------------------------------------------------------------------------------
+    def commit_offsets(self, raise_errors=False):
+        """Commit the consumed positions of every owned partition (only changed ones are written)."""
+        rb = self.rebalancer
+        if rb is None:
+            return None
+        with rb.lock:
+            return self.commit_partitions(list(rb.owned), raise_errors=raise_errors)
+
+    def commit_partitions(self, partitions, raise_errors=False):
+        rb = self.rebalancer
+        with rb.lock:
+            offsets = {tp: self.positions[tp] for tp in partitions if tp in self.positions and tp in rb.owned}
+            if not offsets:
+                return None
+            result = self.offset_store.commit(offsets, fence=rb.fence())
+        if result.failed:
+            log.warning("offset commit failed for %d partition(s): %s", len(result.failed),
+                        "; ".join("%s-%d: %s" % (t, p, e) for (t, p), e in sorted(result.failed.items())[:5]))
+            rb.on_commit_result(result)
+        if raise_errors:
+            result.raise_for_errors()
+        return result
+
+    def _auto_commit_loop(self):
+        interval = self.config.auto_commit_interval_ms / 1000.0
+        while not self._stopped.wait(interval):
+            try:
+                self.commit_offsets()
+            except Exception as e:
+                log.warning("exception during autoCommit: %s", e)
+
+    # -- introspection -----------------------------------------------------------------------------------------
+    def owned_partitions(self):
+        rb = self.rebalancer
+        return dict(rb.owned) if rb else {}
+
+    @property
+    def state(self):
+        return self.rebalancer.state if self.rebalancer else "NEW"
+
+    # -- shutdown ----------------------------------------------------------------------------------------------
+    def shutdown(self):
+        """Stop fetching, commit (auto-commit), release owner nodes, delete the registration, end the streams."""
+        with self._shutdown_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._stopped.set()
+        rb = self.rebalancer
+        try:
+            if rb is not None:
+                rb.stop()
+                rb.join(30)
+                self.zk.remove_listener(rb.session_listener)
+                with rb.lock:
+                    self.stop_delivery()
+                    if self.config.auto_commit_enable and rb.owned and rb.session_id == self.zk.client_id[0]:
+                        try:
+                            self.commit_partitions(list(rb.owned))
+                        except Exception as e:
+                            log.warning("commit at shutdown failed: %s", e)
+                    if rb.owned:
+                        self.listener_call("on_revoke", set(rb.owned))
+                        try:
+                            from .ownership import release
+                            release(self.zk, self.group, list(rb.owned))
+                        except Exception as e:
+                            log.warning("releasing owner nodes at shutdown failed (they vanish with the "
+                                        "session): %s", e)
+                        rb.owned.clear()
+            if self.registration is not None:
+                try:
+                    from .registration import deregister
+                    deregister(self.zk, self.group, self.consumer_id)
+                except Exception as e:
+                    log.warning("deleting the registration failed (it vanishes with the session): %s", e)
+        finally:
+            for q in self._queues.values():
+                try:
+                    q.put_nowait(SHUTDOWN)
+                except queue.Full:
+                    while True:
+                        try:
+                            q.get_nowait()
+                        except queue.Empty:
+                            break
+                    q.put_nowait(SHUTDOWN)
+            if self.fetchers is not None:
+                self.fetchers.shutdown()
+            try:
+                self.offset_store.close()
+            finally:
+                zkmod.close(self.zk)
+            if self._commit_thread is not None:
+                self._commit_thread.join(5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()

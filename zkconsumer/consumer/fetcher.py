@@ -1,0 +1,220 @@
+"""Fetcher threads: read owned partitions from their leaders and fill the streams' bounded queues.
+
+Each :class:`FetcherThread` owns one kafka-python ``KafkaConsumer`` used only for manual assignment (``assign`` +
+``seek`` + ``poll``: no broker-side group, no commits). Brokers come from ZooKeeper's ``/brokers/ids`` (the
+bootstrap list); partition leaders come from Kafka metadata, and kafka-python re-finds them after a leader change
+(backing off ``refresh.leader.backoff.ms``). Partitions are spread over ``num.consumer.fetchers`` threads.
+
+The rebalancer changes a fetcher's work only through :meth:`FetcherThread.assign`, which the fetcher applies on its
+own thread (a KafkaConsumer is not thread-safe) and acknowledges; ``assign({})`` is "stop fetching". A chunk that
+cannot be queued because the stream is full is retried until it fits or the assignment changes — the bounded queue
+is the back-pressure, so memory stays bounded by the queue settings whatever the backlog.
+"""
+import logging
+import queue
+import threading
+
+from ..errors import ClusterUnavailableError, MessageTooLargeError
+from .stream import Chunk
+
+log = logging.getLogger(__name__)
+
+
+def consumer_settings(config):
+    """kafka-python settings equivalent to the old consumer's fetch keys (reference §1)."""
+    return dict(
+        client_id=config.client_id or config.group_id or "zkconsumer",
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest" if config.auto_offset_reset == "smallest" else "latest",
+        max_partition_fetch_bytes=config.fetch_message_max_bytes,
+        fetch_min_bytes=config.fetch_min_bytes,
+        fetch_max_wait_ms=config.fetch_wait_max_ms,
+        request_timeout_ms=max(config.socket_timeout_ms, config.fetch_wait_max_ms + 5000),
+        receive_buffer_bytes=config.socket_receive_buffer_bytes,
+        retry_backoff_ms=config.refresh_leader_backoff_ms,
+        max_poll_records=100000,
+        check_crcs=True,
+    )
+
+
+class FetcherThread(threading.Thread):
+    def __init__(self, index, bootstrap_servers, config, on_error=None):
+        super().__init__(name="zkconsumer-fetcher-%d" % index, daemon=True)
+        self.bootstrap_servers = bootstrap_servers
+        self.config = config
+        self.on_error = on_error or (lambda tp, exc: None)
+        self._consumer = None
+        self._lock = threading.Condition()
+        self._pending = None        # (generation, {tp: (offset or None, queue)}, done_event)
+        self._assignment = {}       # tp -> queue
+        self._generation = -1
+        self._stopped = False
+
+    # -- called by the rebalancer ------------------------------------------------------------------------------
+    def assign(self, generation, work, timeout=30.0):
+        """Replace this fetcher's work: {tp: (start offset or None for auto.offset.reset, queue)}. Blocks until
+        the fetcher has applied it (so when assign({}) returns, nothing more is put on any queue)."""
+        done = threading.Event()
+        with self._lock:
+            self._pending = (generation, dict(work), done)
+            self._lock.notify_all()
+        if not self.is_alive():
+            self._apply_pending()
+        if not done.wait(timeout):
+            raise ClusterUnavailableError("fetcher %s did not apply a new assignment within %.0f s"
+                                          % (self.name, timeout))
+
+    def shutdown(self):
+        with self._lock:
+            self._stopped = True
+            self._lock.notify_all()
+
+    # -- fetcher thread ----------------------------------------------------------------------------------------
+    def _changing(self):
+        return self._pending is not None or self._stopped
+
+    def _apply_pending(self):
+        with self._lock:
+            pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        generation, work, done = pending
+        try:
+            if work:
+                consumer = self._ensure_consumer()
+                consumer.assign(list(work))
+                seek_begin, seek_end = [], []
+                for tp, (offset, _) in work.items():
+                    if offset is None or offset < 0:
+                        (seek_begin if self.config.auto_offset_reset == "smallest" else seek_end).append(tp)
+                    else:
+                        consumer.seek(tp, offset)
+                if seek_begin:
+                    consumer.seek_to_beginning(*seek_begin)
+                if seek_end:
+                    consumer.seek_to_end(*seek_end)
+            elif self._consumer is not None:
+                self._consumer.assign([])
+            self._assignment = {tp: q for tp, (_, q) in work.items()}
+            self._generation = generation
+        finally:
+            done.set()
+
+    def _ensure_consumer(self):
+        if self._consumer is None:
+            from kafka import KafkaConsumer
+            from kafka.errors import KafkaError
+            try:
+                self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers,
+                                               **consumer_settings(self.config))
+            except (KafkaError, OSError) as e:
+                raise ClusterUnavailableError("cannot reach brokers %s: %s" % (self.bootstrap_servers, e)) from e
+        return self._consumer
+
+    def run(self):
+        try:
+            self._loop()
+        except Exception:  # never die silently: the rebalancer would wait on a dead fetcher
+            log.exception("fetcher %s crashed", self.name)
+            raise
+        finally:
+            if self._consumer is not None:
+                try:
+                    self._consumer.close(autocommit=False)
+                except Exception:
+                    pass
+
+    def _loop(self):
+        from kafka.consumer.fetcher import RecordTooLargeError
+        from kafka.errors import KafkaError
+        while True:
+            with self._lock:
+                while not self._stopped and self._pending is None and not self._assignment:
+                    self._lock.wait(1.0)
+                if self._stopped:
+                    break
+            if self._pending is not None:
+                try:
+                    self._apply_pending()
+                except Exception as e:  # reported, retried by the rebalancer's next attempt
+                    log.error("fetcher %s could not apply its assignment: %s", self.name, e)
+                    self.on_error(None, e)
+                continue
+            try:
+                batches = self._consumer.poll(timeout_ms=100)
+            except RecordTooLargeError as e:
+                err = MessageTooLargeError("a message is larger than fetch.message.max.bytes=%d: %s"
+                                           % (self.config.fetch_message_max_bytes, e))
+                log.error("%s", err)
+                self.on_error(None, err)
+                self._wait_for_change(5.0)
+                continue
+            except (KafkaError, OSError) as e:
+                log.warning("fetch error (retrying after refresh.leader.backoff.ms): %s", e)
+                self._wait_for_change(self.config.refresh_leader_backoff_ms / 1000.0)
+                continue
+            except Exception as e:
+                if "Failed to make progress" in str(e):
+                    err = MessageTooLargeError("a message is larger than fetch.message.max.bytes=%d: %s"
+                                               % (self.config.fetch_message_max_bytes, e))
+                    log.error("%s", err)
+                    self.on_error(None, err)
+                else:
+                    log.exception("unexpected fetch error; retrying")
+                self._wait_for_change(1.0)
+                continue
+            generation = self._generation
+            for tp, records in batches.items():
+                q = self._assignment.get(tp)
+                if q is None or not records:
+                    continue
+                chunk = Chunk(generation, (tp.topic, tp.partition), records)
+                if not self._put(q, chunk):
+                    break  # assignment changing: the rest of this poll is dropped (it will be re-fetched)
+
+    def _put(self, q, chunk):
+        while not self._changing():
+            try:
+                q.put(chunk, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _wait_for_change(self, seconds):
+        with self._lock:
+            if not self._changing():
+                self._lock.wait(seconds)
+
+
+class FetcherManager:
+    """``num.consumer.fetchers`` fetcher threads; partitions are spread over them by a stable hash."""
+
+    def __init__(self, config, bootstrap_servers, on_error=None):
+        self.config = config
+        self.fetchers = [FetcherThread(i, bootstrap_servers, config, on_error)
+                         for i in range(config.num_consumer_fetchers)]
+        for f in self.fetchers:
+            f.start()
+
+    def _index(self, tp):
+        return (hash(tp[0]) * 31 + tp[1]) % len(self.fetchers)
+
+    def assign(self, generation, work):
+        """work: {(topic, partition): (offset or None, queue)}; {} stops every fetcher."""
+        from kafka import TopicPartition
+        split = [dict() for _ in self.fetchers]
+        for (topic, partition), v in work.items():
+            split[self._index((topic, partition))][TopicPartition(topic, partition)] = v
+        for f, w in zip(self.fetchers, split):
+            f.assign(generation, w)
+
+    def stop_all(self, generation):
+        self.assign(generation, {})
+
+    def shutdown(self):
+        for f in self.fetchers:
+            f.shutdown()
+        for f in self.fetchers:
+            f.join(10)

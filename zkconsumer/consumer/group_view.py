@@ -1,0 +1,89 @@
+"""One consistent read of a group's state for an assignment (reference §3.6 step 6; peer failure mode 4).
+
+Reads the member list, every member's registration, the topic list (for wildcard members) and the partition map
+of every topic any member subscribes to — with parallel asynchronous reads, and watches re-armed on the nodes whose
+changes must trigger a rebalance. The read is repeated until the member list did not change while it was being
+read (the ``cversion`` of ``/ids`` before and after), so every member computing from the same ZooKeeper state gets
+the same answer. Members that vanish between the list and the read, and malformed registrations, are skipped with
+a log line rather than failing the rebalance (peers' checklist item 11).
+"""
+import logging
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+from kazoo.exceptions import NoNodeError
+
+from ..errors import RebalanceError, ZnodeFormatError
+from ..layout import codecs, paths
+from ..topic_count import consumers_per_topic
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GroupSnapshot:
+    members: Dict[str, codecs.ConsumerRegistration]
+    all_topics: List[str]
+    partitions: Dict[str, List[int]]            # topic -> sorted partition ids (missing topic -> [])
+    consumers_for_topic: Dict[str, List[str]]   # topic -> thread ids sorted as strings
+    broker_ids: List[int] = field(default_factory=list)
+    zk_reads: int = 0
+
+
+def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5):
+    """Return a GroupSnapshot. ``watch`` (a kazoo watcher callable) is set on /ids children, /brokers/ids children,
+    /brokers/topics children and each subscribed topic's partition map."""
+    ids_path = paths.group_ids_path(group)
+    zk.ensure_path(ids_path)
+    reads = 0
+    for _ in range(max_passes):
+        children, stat = zk.get_children(ids_path, watch=watch, include_data=True)
+        reads += 1
+        asyncs = {cid: zk.get_async(ids_path + "/" + cid) for cid in children}
+        topics_async = zk.get_children_async(paths.broker_topics_path(), watch=watch)
+        brokers_async = zk.get_children_async(paths.broker_ids_path(), watch=watch)
+        members = {}
+        for cid, res in asyncs.items():
+            reads += 1
+            try:
+                data, _ = res.get()
+            except NoNodeError:
+                continue  # left between the list and the read: the next pass or rebalance sees it
+            try:
+                members[cid] = codecs.decode_consumer_registration(data, ids_path + "/" + cid)
+            except ZnodeFormatError as e:
+                log.warning("ignoring member with a malformed registration: %s", e)
+        all_topics = _children_or_empty(topics_async)
+        broker_ids = sorted(int(b) for b in _children_or_empty(brokers_async) if b.isdigit())
+        reads += 2
+        try:
+            cft = consumers_per_topic({cid: (r.subscription, r.pattern) for cid, r in members.items()},
+                                      all_topics, exclude_internal_topics)
+        except RebalanceError as e:
+            raise RebalanceError("cannot compute the group's subscriptions: %s" % e) from e
+        topic_asyncs = {t: zk.get_async(paths.topic_path(t), watch=watch) for t in cft}
+        partitions = {}
+        for t, res in topic_asyncs.items():
+            reads += 1
+            try:
+                data, _ = res.get()
+                partitions[t] = codecs.decode_topic_assignment(data, paths.topic_path(t)).partition_ids()
+            except NoNodeError:
+                partitions[t] = []
+                zk.exists(paths.topic_path(t), watch=watch)  # be told when it appears
+            except ZnodeFormatError as e:
+                log.warning("treating topic %s as having no partitions: %s", t, e)
+                partitions[t] = []
+        _, stat_after = zk.get_children(ids_path, include_data=True)
+        reads += 1
+        if stat_after.cversion == stat.cversion:
+            return GroupSnapshot(members, sorted(all_topics), partitions, cft, broker_ids, reads)
+        log.debug("group %s changed while being read; reading again", group)
+    raise RebalanceError("group %s kept changing during %d consecutive reads" % (group, max_passes))
+
+
+def _children_or_empty(result):
+    try:
+        return result.get()
+    except NoNodeError:
+        return []

@@ -1,0 +1,127 @@
+"""Owner znodes ``/consumers/[g]/owners/[t]/[p]`` (ephemeral, data = consumer thread id; reference §2.7, §3.7).
+
+Claims and releases are each one ZooKeeper multi-op (chunked for very large groups), so a claim is atomic: when
+any partition is still owned by someone else the whole claim fails and nothing has to be rolled back — where Scala
+created nodes one by one and deleted its partial successes. The conflicting partitions are reported so the
+rebalancer can wait for exactly those nodes to go instead of sleeping blindly.
+"""
+import logging
+
+from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
+
+from ..layout import codecs, paths
+
+log = logging.getLogger(__name__)
+
+MAX_OPS = 1000  # ops per transaction: stays far below ZooKeeper's 1 MB request limit
+
+
+def _chunks(items, n=MAX_OPS):
+    items = list(items)
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
+
+
+def ensure_owner_dirs(zk, group, topics):
+    for t in sorted(set(topics)):
+        zk.ensure_path(paths.topic_owners_path(group, t))
+
+
+def claim(zk, group, decision):
+    """Create owner nodes for {(topic, partition): thread_id}. Returns the set of conflicting (t, p) (empty = all
+    claimed). On conflict nothing of this call remains claimed (earlier committed chunks are released again)."""
+    if not decision:
+        return set()
+    ensure_owner_dirs(zk, group, (t for t, _ in decision))
+    done = []
+    conflicts = set()
+    for chunk in _chunks(sorted(decision.items())):
+        tx = zk.transaction()
+        for (t, p), thread_id in chunk:
+            tx.create(paths.partition_owner_path(group, t, p), thread_id.encode(), ephemeral=True)
+        results = tx.commit()
+        failed = [(tp, r) for (tp, _), r in zip(chunk, results) if isinstance(r, Exception)]
+        if not failed:
+            done.extend(tp for tp, _ in chunk)
+            continue
+        for (t, p), err in failed:
+            if isinstance(err, (RolledBackError, RuntimeInconsistency)):
+                continue
+            if isinstance(err, NodeExistsError):
+                if _owned_by(zk, group, t, p, decision[(t, p)]):
+                    # ours already (a retried create in the same session): Scala's "this is ok" case
+                    continue
+                conflicts.add((t, p))
+            elif isinstance(err, NoNodeError):
+                ensure_owner_dirs(zk, group, [t])
+                conflicts.add((t, p))
+            else:
+                raise err
+        if not conflicts:
+            # only own nodes were in the way: claim the rest of the chunk individually
+            for (t, p), thread_id in chunk:
+                try:
+                    zk.create(paths.partition_owner_path(group, t, p), thread_id.encode(), ephemeral=True)
+                except NodeExistsError:
+                    if not _owned_by(zk, group, t, p, thread_id):
+                        conflicts.add((t, p))
+                        continue
+                done.append((t, p))
+        if conflicts:
+            break
+    if conflicts:
+        release(zk, group, done)
+        for t, p in sorted(conflicts):
+            log.info("waiting for the partition ownership to be deleted: %d for topic %s", p, t)
+    return conflicts
+
+
+def _owned_by(zk, group, topic, partition, thread_id):
+    path = paths.partition_owner_path(group, topic, partition)
+    try:
+        data, stat = zk.get(path)
+    except NoNodeError:
+        return False
+    return data == thread_id.encode() and stat.ephemeralOwner == zk.client_id[0]
+
+
+def release(zk, group, partitions):
+    """Delete our owner nodes for the given (topic, partition)s; nodes already gone are ignored."""
+    partitions = sorted(partitions)
+    for chunk in _chunks(partitions):
+        tx = zk.transaction()
+        for t, p in chunk:
+            tx.delete(paths.partition_owner_path(group, t, p))
+        results = tx.commit()
+        if any(isinstance(r, Exception) for r in results):
+            for t, p in chunk:  # some were already gone: delete the rest one by one
+                try:
+                    zk.delete(paths.partition_owner_path(group, t, p))
+                except NoNodeError:
+                    pass
+
+
+def read_owners(zk, group, topics):
+    """{(topic, partition): owner thread id string} for the given topics (tools and tests)."""
+    out = {}
+    for t in topics:
+        base = paths.topic_owners_path(group, t)
+        try:
+            children = zk.get_children(base)
+        except NoNodeError:
+            continue
+        asyncs = {c: zk.get_async(base + "/" + c) for c in children if c.isdigit()}
+        for c, res in asyncs.items():
+            try:
+                data, _ = res.get()
+            except NoNodeError:
+                continue
+            out[(t, int(c))] = data.decode("utf-8", "replace")
+    return out
+
+
+def owner_paths(group, partitions):
+    return {tp: paths.partition_owner_path(group, tp[0], tp[1]) for tp in partitions}
+
+
+decode_owner = codecs.decode_owner

@@ -1,0 +1,299 @@
+"""The rebalancer: one thread that owns all of a connector's ownership state (reference §3.3–§3.8).
+
+States and transitions (``Rebalancer.state``)::
+
+    STARTING   --registered-------------------------------------------> SETTLING
+    IDLE       --group/topic/broker watch, audit timer, fence failure--> SETTLING
+    SETTLING   --rebalance.settle.ms passed (the burst is coalesced)---> attempt
+    attempt:   ASSIGNING  one consistent read of members, subscriptions, partitions; the assignor
+                          (unchanged assignment and fetchers running: --> IDLE at once, nothing stops)
+               RELEASING  new generation; streams fenced; fetchers stopped; queues cleared; commit (auto-commit)
+                          and the revoke hook for the partitions leaving us; their owner nodes deleted
+               CLAIMING   owner nodes for the partitions coming to us, one atomic multi-op
+                          --conflict--> BACKOFF (watches on the conflicting owner nodes)
+               FETCHING   offsets of the new partitions read (after the claim, so the previous owner's
+                          commit-before-release is visible); the assign hook; fetchers started ---------> IDLE
+    BACKOFF    --owner node deleted, new event, or rebalance.backoff.ms + jitter---------------------> SETTLING
+               --rebalance.max.retries failed attempts in a row------------------------------------> DEGRADED
+    DEGRADED   retries every rebalance.slow.retry.ms and at once on any event; never idle while registered
+    SUSPENDED  ZooKeeper connection lost (same session may come back); after zookeeper.suspended.grace.ms the
+               generation is bumped and fetchers stop, so nothing is delivered while peers may have taken over;
+               --reconnected--> SETTLING (verify the assignment; fetch resumes from the consumed positions)
+    LOST       the session expired: everything revoked locally (no commit: the owner nodes died with the
+               session), the lost hook; --new session--> re-register --> SETTLING
+    STOPPED    shutdown()
+
+Unlike Scala, partitions that stay with this consumer are not released and re-claimed: they keep their owner
+nodes and resume from the consumed position, and a member whose assignment did not change keeps fetching.
+"""
+import logging
+import queue
+import random
+import threading
+import time
+
+from kazoo.protocol.states import KazooState
+
+from ..assignors import get_assignor
+from ..errors import OwnershipLostError, RebalanceError
+from ..layout import paths
+from ..offsets import OwnershipFence
+from . import ownership
+from .group_view import read_group
+from .registration import register
+
+log = logging.getLogger(__name__)
+
+STARTING, IDLE, SETTLING, ASSIGNING, RELEASING, CLAIMING, FETCHING = (
+    "STARTING", "IDLE", "SETTLING", "ASSIGNING", "RELEASING", "CLAIMING", "FETCHING")
+BACKOFF, DEGRADED, SUSPENDED, LOST, STOPPED = "BACKOFF", "DEGRADED", "SUSPENDED", "LOST", "STOPPED"
+
+AUDIT_INTERVAL_S = 30.0
+
+
+class Rebalancer(threading.Thread):
+    def __init__(self, connector):
+        super().__init__(name="%s_watcher_executor" % connector.consumer_id, daemon=True)
+        c = connector
+        self.c = c
+        self.zk = c.zk
+        self.config = c.config
+        self.group = c.config.group_id
+        self.consumer_id = c.consumer_id
+        self.assignor = get_assignor(c.config.partition_assignment_strategy)
+        self.events = queue.Queue()
+        self.lock = threading.RLock()       # ownership state; commits take it too
+        self.owned = {}                     # (t, p) -> thread id, claimed under self.session_id
+        self.start_offsets = {}             # (t, p) -> committed offset read at claim (None: auto.offset.reset)
+        self.session_id = None
+        self.fetching = False
+        self.state = STARTING
+        self.failures = 0
+        self.stats = {"attempts": 0, "rebalances": 0, "failed_attempts": 0, "noop_attempts": 0,
+                      "last_duration_ms": None, "last_zk_reads": None, "state_changes": 0}
+        self.first_done = threading.Event()
+        self._stopping = False
+        self._suspended_timer = None
+        self._need_register = True
+
+    # -- event intake (any thread; never blocks) ---------------------------------------------------------------
+    def watch(self, event=None):
+        self.events.put(("watch", getattr(event, "path", None)))
+
+    def session_listener(self, state):
+        self.events.put(("session", state))
+
+    def request(self, why):
+        self.events.put(("request", why))
+
+    def stop(self):
+        self._stopping = True
+        self.events.put(("stop", None))
+
+    def _set_state(self, state):
+        if state != self.state:
+            log.debug("rebalancer %s: %s -> %s", self.consumer_id, self.state, state)
+            self.state = state
+            self.stats["state_changes"] += 1
+
+    # -- main loop ---------------------------------------------------------------------------------------------
+    def run(self):
+        settle = self.config.rebalance_settle_ms / 1000.0
+        dirty, attempt_at = True, time.monotonic()
+        while not self._stopping:
+            now = time.monotonic()
+            connected = self.zk.state == KazooState.CONNECTED
+            if dirty and now >= attempt_at and connected and self.state not in (SUSPENDED,):
+                if self._attempt_safely():
+                    dirty = False
+                    self.failures = 0
+                    self._set_state(IDLE)
+                    self.first_done.set()
+                else:
+                    self.failures += 1
+                    if self.failures >= self.config.rebalance_max_retries:
+                        wait = self.config.rebalance_slow_retry_ms / 1000.0
+                        if self.state != DEGRADED:
+                            log.error("%s can't rebalance after %d retries; not giving up: retrying every %.1f s "
+                                      "and on every group change", self.consumer_id, self.failures, wait)
+                        self._set_state(DEGRADED)
+                        self.first_done.set()
+                    else:
+                        wait = self.config.rebalance_backoff_ms / 1000.0
+                        self._set_state(BACKOFF)
+                    attempt_at = time.monotonic() + wait * (1 + random.uniform(0, 0.2))
+                continue
+            if dirty and connected and self.state not in (SUSPENDED,):
+                timeout = max(0.0, attempt_at - now)
+            else:
+                timeout = None if dirty else AUDIT_INTERVAL_S
+            try:
+                kind, arg = self.events.get(timeout=timeout if timeout is None else max(timeout, 0.001))
+            except queue.Empty:
+                if not dirty:  # periodic audit: a no-op attempt unless something drifted
+                    dirty, attempt_at = True, time.monotonic()
+                continue
+            if kind == "stop":
+                break
+            if kind == "session":
+                dirty, attempt_at = self._on_session(arg, dirty, attempt_at)
+                continue
+            if kind == "grace":
+                self._pause_for_suspension()
+                continue
+            # watch / request / owner_deleted: (re)attempt after the settle window; a burst is one attempt
+            if not dirty:
+                dirty, attempt_at = True, time.monotonic() + settle
+                if self.state == IDLE:
+                    self._set_state(SETTLING)
+            elif self.state in (BACKOFF, DEGRADED):
+                attempt_at = min(attempt_at, time.monotonic() + settle)
+        self._set_state(STOPPED)
+        self.first_done.set()
+
+    def _on_session(self, state, dirty, attempt_at):
+        if state == KazooState.SUSPENDED:
+            self._set_state(SUSPENDED)
+            grace = self.config.zookeeper_suspended_grace_ms / 1000.0
+            self._cancel_grace()
+            self._suspended_timer = threading.Timer(grace, lambda: self.events.put(("grace", None)))
+            self._suspended_timer.daemon = True
+            self._suspended_timer.start()
+            return dirty, attempt_at
+        if state == KazooState.LOST:
+            self._cancel_grace()
+            self._revoke_lost()
+            self._set_state(LOST)
+            return True, time.monotonic()
+        # CONNECTED: same session back (from SUSPENDED) or a new one (after LOST)
+        self._cancel_grace()
+        if self.session_id is not None and self.zk.client_id and self.zk.client_id[0] != self.session_id \
+                and self.owned:
+            self._revoke_lost()  # a new session without a LOST event: our owner nodes are gone
+        self._set_state(SETTLING)
+        return True, time.monotonic()
+
+    def _cancel_grace(self):
+        if self._suspended_timer is not None:
+            self._suspended_timer.cancel()
+            self._suspended_timer = None
+
+    # -- attempts ----------------------------------------------------------------------------------------------
+    def _attempt_safely(self):
+        self.stats["attempts"] += 1
+        t0 = time.monotonic()
+        log.info("begin rebalancing consumer %s try #%d", self.consumer_id, self.failures)
+        try:
+            with self.lock:
+                ok = self._attempt()
+        except Exception as e:  # ZooKeeper changing under us, connection loss, offset store down...
+            log.info("exception during rebalance of %s: %s", self.consumer_id, e, exc_info=log.isEnabledFor(10))
+            ok = False
+        self.stats["last_duration_ms"] = round((time.monotonic() - t0) * 1000, 1)
+        log.info("end rebalancing consumer %s try #%d (%s)", self.consumer_id, self.failures,
+                 "ok" if ok else "failed")
+        if not ok:
+            self.stats["failed_attempts"] += 1
+            log.info("Rebalancing attempt failed. Clearing the cache before the next rebalancing operation is "
+                     "triggered")
+        return ok
+
+    def _attempt(self):
+        c = self.c
+        if self._need_register:
+            register(self.zk, self.group, self.consumer_id, c.registration,
+                     wait_timeout=self.config.zookeeper_session_timeout_ms / 1000.0 * 2)
+            self._need_register = False
+        self._set_state(ASSIGNING)
+        snap = read_group(self.zk, self.group, self.config.exclude_internal_topics, watch=self.watch)
+        self.stats["last_zk_reads"] = snap.zk_reads
+        if self.consumer_id not in snap.members:
+            self._need_register = True
+            raise RebalanceError("own registration %s is missing" % self.consumer_id)
+        if not snap.broker_ids:
+            log.warning("no brokers found when trying to rebalance.")
+        glob = self.assignor(snap.consumers_for_topic, snap.partitions)
+        prefix = self.consumer_id + "-"
+        new = {tp: th for tp, th in glob.items()
+               if th.startswith(prefix) and th[len(prefix):].isdigit()}
+        if new == self.owned and self.fetching:
+            self.stats["noop_attempts"] += 1
+            return True
+        self.stats["rebalances"] += 1
+        # RELEASING
+        self._set_state(RELEASING)
+        c.stop_delivery()
+        self.fetching = False
+        leaving = {tp for tp, th in self.owned.items() if new.get(tp) != th}
+        if leaving:
+            if self.config.auto_commit_enable:
+                c.commit_partitions(leaving)
+            c.listener_call("on_revoke", set(leaving))
+            ownership.release(self.zk, self.group, leaving)
+            for tp in leaving:
+                del self.owned[tp]
+                self.start_offsets.pop(tp, None)
+                c.positions.pop(tp, None)
+        # CLAIMING
+        self._set_state(CLAIMING)
+        coming = {tp: th for tp, th in new.items() if self.owned.get(tp) != th}
+        session = self.zk.client_id[0]
+        if self.owned and self.session_id != session:
+            raise RebalanceError("ZooKeeper session changed during the rebalance")
+        conflicts = ownership.claim(self.zk, self.group, coming)
+        if conflicts:
+            for t, p in conflicts:  # wake up as soon as a conflicting owner lets go
+                path = paths.partition_owner_path(self.group, t, p)
+                if self.zk.exists(path, watch=lambda e: self.events.put(("owner_deleted", e.path))) is None:
+                    self.events.put(("owner_deleted", path))
+            return False
+        self.session_id = session
+        self.owned.update(coming)
+        # FETCHING
+        self._set_state(FETCHING)
+        need = [tp for tp in self.owned if tp not in c.positions and tp not in self.start_offsets]
+        if need:
+            fetched = c.offset_store.fetch(need)
+            for tp in need:
+                off = fetched.get(tp)
+                self.start_offsets[tp] = off if off is not None and off >= 0 else None
+                if self.start_offsets[tp] is not None:
+                    c.positions[tp] = self.start_offsets[tp]
+        c.listener_call("on_assign", set(self.owned))
+        c.start_delivery({tp: (c.positions.get(tp, self.start_offsets.get(tp)), th)
+                          for tp, th in self.owned.items()})
+        self.fetching = True
+        return True
+
+    def _pause_for_suspension(self):
+        if self.state != SUSPENDED:
+            return
+        log.warning("%s: ZooKeeper connection suspended for longer than zookeeper.suspended.grace.ms; pausing "
+                    "delivery until it is back", self.consumer_id)
+        with self.lock:
+            self.c.stop_delivery()
+            self.fetching = False
+
+    def _revoke_lost(self):
+        log.warning("ZK expired; release old broker parition ownership; re-register consumer %s",
+                    self.consumer_id)
+        with self.lock:
+            self.c.stop_delivery()
+            self.fetching = False
+            lost = set(self.owned)
+            for tp in lost:
+                self.c.positions.pop(tp, None)
+            self.owned.clear()
+            self.start_offsets.clear()
+            self.session_id = None
+            self._need_register = True
+        if lost:
+            self.c.listener_call("on_lost", lost)
+
+    # -- used by the connector under self.lock -----------------------------------------------------------------
+    def fence(self):
+        return OwnershipFence(self.session_id or 0, ownership.owner_paths(self.group, self.owned))
+
+    def on_commit_result(self, result):
+        if any(isinstance(e, OwnershipLostError) for e in getattr(result, "failed", {}).values()):
+            self.request("ownership lost (commit fenced)")

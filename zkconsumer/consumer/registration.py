@@ -1,0 +1,63 @@
+"""Consumer registration: the ephemeral ``/consumers/[g]/ids/[consumerId]`` node (reference §2.6, §3.8).
+
+Created with its data in one step (never create-then-set). On NodeExists the node's ephemeral owner is compared
+with our own session (KAFKA-1387's ``ZKCheckedEphemeral``): our own node from a retried create counts as success;
+a node of another session — normally our own previous session that has not expired yet, or another process using
+the same explicit ``consumer.id`` — is waited for, bounded, and then reported as an error instead of looping
+forever as 0.8.2 did.
+"""
+import logging
+import threading
+import time
+
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from ..errors import RebalanceError
+from ..layout import codecs, paths
+
+log = logging.getLogger(__name__)
+
+
+def register(zk, group, consumer_id, registration, wait_timeout):
+    """Create the registration node; return its path. Raises RebalanceError if another session keeps it."""
+    path = paths.consumer_registration_path(group, consumer_id)
+    data = codecs.encode_consumer_registration(registration)
+    deadline = time.monotonic() + wait_timeout
+    while True:
+        try:
+            zk.create(path, data, ephemeral=True, makepath=True)
+            log.info("registered consumer %s in %s", consumer_id, path)
+            return path
+        except NodeExistsError:
+            pass
+        try:
+            current, stat = zk.get(path)
+        except NoNodeError:
+            continue
+        if stat.ephemeralOwner == zk.client_id[0]:
+            if current != data:
+                zk.set(path, data, version=stat.version)
+            log.info("registration %s already belongs to this session", path)
+            return path
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise RebalanceError(
+                "consumer id %s is already registered at %s by another live ZooKeeper session (0x%x); is another "
+                "process running with the same consumer.id?" % (consumer_id, path, stat.ephemeralOwner))
+        log.info("registration %s is held by session 0x%x (an earlier session of ours not yet expired, or a "
+                 "duplicate consumer.id); waiting up to %.1f s for it to go", path, stat.ephemeralOwner, remaining)
+        gone = threading.Event()
+        if zk.exists(path, watch=lambda event: gone.set()) is None:
+            continue
+        gone.wait(min(remaining, 1.0))
+
+
+def deregister(zk, group, consumer_id):
+    """Delete our registration node if it is ours (best effort at shutdown)."""
+    path = paths.consumer_registration_path(group, consumer_id)
+    try:
+        _, stat = zk.get(path)
+        if stat.ephemeralOwner == zk.client_id[0]:
+            zk.delete(path, version=stat.version)
+    except NoNodeError:
+        pass
