@@ -1,0 +1,89 @@
+"""Dual commit: Kafka's offset manager first, then ZooKeeper; read = max of both.
+
+Reference ``kafka-old-consumer.md`` §4.3 ("Order and behaviour of dual commit"), §4.5 (dual fetch = maximum, a
+missing value never wins), §4.8 (why the migration steps work).  Used when ``offsets.storage=kafka`` and
+``dual.commit.enabled=true``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Dict, Optional, Tuple
+
+from zkconsumer.errors import OffsetStoreError
+from zkconsumer.offsets.base import CommitResult, OffsetStore, OwnershipFence, normalize_offsets, \
+    normalize_partitions
+
+__all__ = ["DualOffsetStore"]
+
+log = logging.getLogger(__name__)
+
+
+class DualOffsetStore(OffsetStore):
+    """Commit to Kafka, then to ZooKeeper only what Kafka acknowledged; fetch the per-partition maximum.
+
+    :param zk_store: a :class:`~zkconsumer.offsets.ZooKeeperOffsetStore` of the same group.
+    :param kafka_store: a :class:`~migrate.kafka_store.KafkaOffsetStore` of the same group.
+    """
+
+    name = "dual"
+
+    def __init__(self, zk_store, kafka_store):
+        if zk_store.group != kafka_store.group:
+            raise ValueError("dual store needs one group, got %r (ZooKeeper) and %r (Kafka)"
+                             % (zk_store.group, kafka_store.group))
+        self.zk_store = zk_store
+        self.kafka_store = kafka_store
+        self.group = zk_store.group
+
+    def commit(self, offsets, fence: Optional[OwnershipFence] = None) -> CommitResult:
+        """§4.3: one Kafka OffsetCommit for all partitions, then ZooKeeper (only-changed, fenced) for the
+        partitions Kafka acknowledged.  A partition is ``committed`` only when both stores hold it.
+
+        The fence is checked *before* Kafka (the Scala consumer had no fence) so a consumer that lost a partition
+        writes neither store; the ZooKeeper write is fenced again in its multi-op.  When Kafka cannot be reached,
+        every partition fails with that cause and ZooKeeper is not written.
+        """
+        offsets = normalize_offsets(offsets)
+        result = CommitResult()
+        if fence is not None:
+            for tp, exc in fence.precheck(self.zk_store.zk, list(offsets)).items():
+                result.fail(tp, exc)
+                offsets.pop(tp)
+        if not offsets:
+            return result
+        try:
+            kafka_result = self.kafka_store.commit(offsets)
+        except OffsetStoreError as e:
+            for tp in offsets:
+                result.fail(tp, OffsetStoreError("not committed (Kafka first, ZooKeeper skipped): %s" % e))
+            return result
+        for tp, exc in kafka_result.failed.items():
+            result.fail(tp, exc)
+        acked = {tp: off for tp, off in kafka_result.committed.items()}
+        if acked:
+            result.merge(self.zk_store.commit(acked, fence=fence))
+        return result
+
+    def fetch(self, partitions) -> Dict:
+        """§4.5: ``max(ZooKeeper, Kafka)`` per partition; a partition absent from one store takes the other's
+        value, and is absent only when both lack it."""
+        out = {}
+        for tp, (z, k) in self.fetch_both(partitions).items():
+            vals = [v for v in (z, k) if v is not None]
+            if vals:
+                out[tp] = max(vals)
+        return out
+
+    def fetch_both(self, partitions) -> Dict[Tuple[str, int], Tuple[Optional[int], Optional[int]]]:
+        """``{(t, p): (zookeeper_offset_or_None, kafka_offset_or_None)}`` for every requested partition (tools)."""
+        parts = normalize_partitions(partitions)
+        kafka = self.kafka_store.fetch(parts)
+        zk = self.zk_store.fetch(parts)
+        return {tp: (zk.get(tp), kafka.get(tp)) for tp in parts}
+
+    def close(self) -> None:
+        try:
+            self.kafka_store.close()
+        finally:
+            self.zk_store.close()

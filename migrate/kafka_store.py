@@ -1,0 +1,279 @@
+"""Offsets in Kafka's offset manager (``__consumer_offsets``) without joining a broker-side group.
+
+Reference ``kafka-old-consumer.md`` §4.3 (OffsetCommit, error handling), §4.4 (retries), §4.5 (OffsetFetch
+retries), §4.6 (versions), §4.7 (finding the coordinator); ``pyspark.md`` §5.3-§5.4 (kafka-python 3.x).
+
+Layer chosen (kafka-python 3.0.12): one :class:`kafka.admin.KafkaAdminClient` per store, used only as a connection
+manager with its own IO thread.  We send FindCoordinator (v<=3), OffsetCommit (v<=8, ``generation_id=-1``,
+``member_id=""``: a "simple consumer" commit, no JoinGroup ever) and OffsetFetch (v<=7) ourselves through
+``admin._manager.send`` because the public ``list_group_offsets`` raises on the first partition error and neither
+public call lets us re-find the coordinator after NOT_COORDINATOR.  The coordinator gets its own connection
+(``cluster.add_coordinator``), kept across calls.  ``KafkaConsumer.commit`` was rejected: it raises for the whole
+batch instead of reporting per-partition errors.
+
+Observed tansu behaviour (the test broker): OffsetCommit for an unknown topic -> UNKNOWN_TOPIC_OR_PARTITION for
+that partition (the others commit); for a non-existent partition of an existing topic -> NONE (stored);
+OffsetFetch of a partition without an offset -> offset -1, error NONE; commit metadata is dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from typing import Dict, Optional
+
+import kafka.errors as Errors
+from kafka.admin import KafkaAdminClient
+from kafka.protocol.consumer import OffsetCommitRequest, OffsetFetchRequest
+from kafka.protocol.metadata import CoordinatorType, FindCoordinatorRequest
+
+from zkconsumer.errors import OffsetStoreError
+from zkconsumer.layout import validate_group
+from zkconsumer.offsets.base import CommitResult, OffsetStore, normalize_offsets, normalize_partitions
+
+__all__ = ["KafkaOffsetStore"]
+
+log = logging.getLogger(__name__)
+
+_REFIND = (Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError)
+_WAIT = (Errors.CoordinatorLoadInProgressError,)
+# Not worth retrying although kafka-python marks some of them retriable (reported per partition at once).
+_PERMANENT = (Errors.UnknownTopicOrPartitionError, Errors.OffsetMetadataTooLargeError)
+
+
+class _AdminClient(KafkaAdminClient):
+    """KafkaAdminClient that does not leak its IO thread when bootstrapping fails in ``__init__``."""
+
+    def __init__(self, **configs):
+        try:
+            super().__init__(**configs)
+        except BaseException:
+            for closer in (lambda: self._client.close(), lambda: self._net.stop(), lambda: self._metrics.close()):
+                try:
+                    closer()
+                except Exception:
+                    pass
+            raise
+
+
+class KafkaOffsetStore(OffsetStore):
+    """The group's offsets in Kafka's offset manager (``offsets.storage=kafka``, reference §4.3).
+
+    :param bootstrap_servers: ``host:port[,host:port]`` (or a list).
+    :param config: a :class:`~zkconsumer.config.ConsumerConfig` for ``offsets.channel.backoff.ms``,
+        ``offsets.channel.socket.timeout.ms``, ``offsets.commit.max.retries`` and ``client.id`` (defaults 1000,
+        10000, 5 and the group when None).
+    :param zk: optional kazoo client, only used to pre-check an :class:`~zkconsumer.offsets.OwnershipFence`.
+
+    Nothing touches the network before the first ``fetch``/``commit``; the connection is then kept until
+    :meth:`close`.  A broker that cannot be reached within ``offsets.channel.socket.timeout.ms`` raises
+    :class:`OffsetStoreError` (the next call tries again).
+    """
+
+    name = "kafka"
+
+    def __init__(self, bootstrap_servers, group: str, config=None, zk=None):
+        self.group = validate_group(group)
+        self.bootstrap_servers = bootstrap_servers
+        self.backoff_ms = getattr(config, "offsets_channel_backoff_ms", 1000)
+        self.socket_timeout_ms = getattr(config, "offsets_channel_socket_timeout_ms", 10000)
+        self.max_retries = getattr(config, "offsets_commit_max_retries", 5)
+        self.client_id = getattr(config, "client_id", None) or self.group
+        self.zk = zk
+        self._admin: Optional[_AdminClient] = None
+        self._node = None  # coordinator node id (synthesized "coordinator-N": a dedicated connection)
+        self._lock = threading.RLock()
+        self._closed = False
+
+    # ---- connection -------------------------------------------------------------------------------------------
+
+    def _client(self) -> _AdminClient:
+        if self._closed:
+            raise OffsetStoreError("Kafka offset store for group %s is closed" % self.group)
+        if self._admin is None:
+            try:
+                self._admin = _AdminClient(
+                    bootstrap_servers=self.bootstrap_servers, client_id=self.client_id,
+                    request_timeout_ms=self.socket_timeout_ms, bootstrap_timeout_ms=self.socket_timeout_ms,
+                    reconnect_backoff_ms=50, reconnect_backoff_max_ms=max(50, self.backoff_ms))
+            except Exception as e:
+                raise OffsetStoreError(
+                    "cannot reach Kafka at %s within %d ms (offsets.channel.socket.timeout.ms) for the offsets of "
+                    "group %s: %s" % (self._servers_text(), self.socket_timeout_ms, self.group, e)) from e
+        return self._admin
+
+    def _servers_text(self):
+        bs = self.bootstrap_servers
+        return bs if isinstance(bs, str) else ",".join(bs)
+
+    def _coordinator(self):
+        """The coordinator's node id: cached, else FindCoordinator (§4.7); raises the broker's error class."""
+        if self._node is None:
+            admin = self._client()
+            self._node = admin._manager.run(self._async_find_coordinator, admin)
+        return self._node
+
+    async def _async_find_coordinator(self, admin):
+        mgr = admin._manager
+        resp = await mgr.send(FindCoordinatorRequest(key=self.group, key_type=0, max_version=3))
+        # raises the error class (e.g. COORDINATOR_NOT_AVAILABLE) on a non-zero error_code
+        return mgr.cluster.add_coordinator(resp, CoordinatorType.GROUP, self.group, synthesize_node_id=True)
+
+    def _drop_coordinator(self):
+        if self._node is not None and self._admin is not None:
+            try:
+                self._admin._manager.close(self._node)  # "offsetsChannel.disconnect()"
+            except Exception:
+                pass
+        self._node = None
+
+    def _attempts(self, fn, pending: Dict, what: str):
+        """Run ``fn(node, pending) -> {tp: error_class}`` with the §4.4 retry budget (1 + max retries, backoff
+        between attempts), re-finding the coordinator after NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE and waiting
+        out COORDINATOR_LOAD_IN_PROGRESS.  Returns ``(done {tp: value}, failed {tp: exception}, exhausted)``,
+        *exhausted* being the partitions that still had a retriable error when the budget ran out.
+        Transport failures stop retrying once ``offsets.channel.socket.timeout.ms`` has passed; if the broker
+        never answered, raises :class:`OffsetStoreError`."""
+        done, failed, last = {}, {}, {}
+        answered, last_exc = False, None
+        start = time.monotonic()
+        for attempt in range(1 + self.max_retries):
+            if attempt:
+                time.sleep(self.backoff_ms / 1000.0)
+            try:
+                node = self._coordinator()
+                answered = True
+                errs = self._client()._manager.run(fn, node, pending)
+            except OffsetStoreError:
+                raise  # bootstrap failed: unreachable
+            except Errors.KafkaError as e:
+                last_exc = e
+                log.warning("offset %s for group %s failed (attempt %d): %r", what, self.group, attempt + 1, e)
+                if isinstance(e, _REFIND + _WAIT):
+                    answered = True
+                self._drop_coordinator()
+                if not answered and (time.monotonic() - start) * 1000 >= self.socket_timeout_ms:
+                    break
+                continue
+            retry = {}
+            for tp in pending:
+                err, value = errs.get(tp, (OffsetStoreError, None))
+                if err is Errors.NoError:
+                    done[tp] = value
+                elif isinstance(err, type) and issubclass(err, _REFIND):
+                    self._drop_coordinator()
+                    retry[tp], last[tp] = pending[tp], err
+                elif isinstance(err, type) and (issubclass(err, _WAIT) or (
+                        issubclass(err, Errors.KafkaError) and err.retriable and not issubclass(err, _PERMANENT))):
+                    retry[tp], last[tp] = pending[tp], err
+                else:
+                    failed[tp] = self._error(err, tp, what)
+            pending = retry
+            if not pending:
+                break
+            log.info("retrying offset %s for %d partition(s) of group %s in %d ms", what, len(pending), self.group,
+                     self.backoff_ms)
+        if pending and not answered and last_exc is not None:
+            raise OffsetStoreError("Kafka offset manager for group %s at %s unreachable: %r"
+                                   % (self.group, self._servers_text(), last_exc)) from last_exc
+        exhausted = set(pending)
+        for tp in pending:
+            err = last.get(tp)
+            failed[tp] = (self._error(err, tp, what) if err is not None else OffsetStoreError(
+                "offset %s for %s-%d failed after %d attempt(s): %r" % (what, tp[0], tp[1], 1 + self.max_retries,
+                                                                        last_exc)))
+        return done, failed, exhausted
+
+    def _error(self, err, tp, what):
+        if isinstance(err, type) and issubclass(err, Errors.KafkaError):
+            return OffsetStoreError("offset %s for %s-%d of group %s: %s (error %s)"
+                                    % (what, tp[0], tp[1], self.group, err.__name__, getattr(err, "errno", "?")))
+        return OffsetStoreError("offset %s for %s-%d of group %s: no answer for this partition"
+                                % (what, tp[0], tp[1], self.group))
+
+    # ---- commit -----------------------------------------------------------------------------------------------
+
+    def commit(self, offsets, fence=None) -> CommitResult:
+        """OffsetCommit of all *offsets* in one request (§4.3: Kafka commits are unfiltered), empty metadata.
+
+        Per-partition errors are in the result; an unreachable broker raises :class:`OffsetStoreError`.  With a
+        *fence* and a ``zk`` client, partitions the fence refuses are not sent (see ``OwnershipFence``).
+        """
+        offsets = normalize_offsets(offsets)
+        result = CommitResult()
+        with self._lock:
+            if fence is not None and self.zk is not None:
+                for tp, exc in fence.precheck(self.zk, list(offsets)).items():
+                    result.fail(tp, exc)
+                    offsets.pop(tp)
+            if not offsets:
+                return result
+            done, failed, _ = self._attempts(self._async_commit, offsets, "commit")
+        for tp in done:
+            result.committed[tp] = offsets[tp]
+        for tp, exc in failed.items():
+            result.fail(tp, exc)
+        return result
+
+    async def _async_commit(self, node, offsets):
+        _Topic = OffsetCommitRequest.OffsetCommitRequestTopic
+        _Partition = _Topic.OffsetCommitRequestPartition
+        by_topic = defaultdict(list)
+        for (t, p), off in sorted(offsets.items()):
+            by_topic[t].append(_Partition(partition_index=p, committed_offset=off, committed_leader_epoch=-1,
+                                          committed_metadata=""))
+        request = OffsetCommitRequest(
+            group_id=self.group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+            retention_time_ms=-1, topics=[_Topic(name=t, partitions=ps) for t, ps in by_topic.items()],
+            max_version=8)
+        response = await self._admin._manager.send(request, node_id=node)
+        return {(topic.name, part.partition_index): (Errors.for_code(part.error_code), None)
+                for topic in response.topics for part in topic.partitions}
+
+    # ---- fetch ------------------------------------------------------------------------------------------------
+
+    def fetch(self, partitions) -> Dict:
+        """OffsetFetch (§4.5): ``{(t, p): next_offset}``; partitions without an offset (-1) are absent.
+
+        Unlike Scala (which retries forever while holding the rebalance lock) this retries coordinator errors
+        within the §4.4 budget and then raises :class:`OffsetStoreError`.  Other per-partition errors (e.g.
+        UNKNOWN_TOPIC_OR_PARTITION) mean "no offset", as in Scala.
+        """
+        parts = {tp: None for tp in normalize_partitions(partitions)}
+        if not parts:
+            return {}
+        with self._lock:
+            done, failed, exhausted = self._attempts(self._async_fetch, parts, "fetch")
+        if exhausted:
+            tp = sorted(exhausted)[0]
+            raise OffsetStoreError("cannot fetch offsets of group %s from Kafka: %s" % (self.group, failed[tp]))
+        for tp, e in failed.items():
+            log.warning("no Kafka offset for %s-%d of group %s: %s", tp[0], tp[1], self.group, e)
+        return {tp: off for tp, off in done.items() if off is not None and off >= 0}
+
+    async def _async_fetch(self, node, parts):
+        _Topic = OffsetFetchRequest.OffsetFetchRequestTopic
+        by_topic = defaultdict(list)
+        for t, p in sorted(parts):
+            by_topic[t].append(p)
+        request = OffsetFetchRequest(group_id=self.group, max_version=7,
+                                     topics=[_Topic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
+        response = await self._admin._manager.send(request, node_id=node)
+        group_error = Errors.for_code(getattr(response, "error_code", 0) or 0)
+        if group_error is not Errors.NoError:
+            return {tp: (group_error, None) for tp in parts}
+        return {(topic.name, part.partition_index): (Errors.for_code(part.error_code), part.committed_offset)
+                for topic in response.topics for part in topic.partitions}
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._closed = True
+            admin, self._admin, self._node = self._admin, None, None
+        if admin is not None:
+            try:
+                admin.close()
+            except Exception as e:
+                log.debug("closing Kafka admin client: %r", e)

@@ -1,0 +1,82 @@
+"""DualOffsetStore: Kafka first, then ZooKeeper for what Kafka acknowledged; read = max (reference §4.3, §4.5)."""
+import socket
+
+import pytest
+
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.errors import OffsetStoreError, OwnershipLostError
+from zkconsumer.layout import partition_offset_path, partition_owner_path
+from zkconsumer.offsets import OwnershipFence, ZooKeeperOffsetStore
+from migrate.dual_store import DualOffsetStore
+from migrate.kafka_store import KafkaOffsetStore
+
+
+def _config(group, timeout_ms=3000):
+    return ConsumerConfig.from_properties(
+        {"group.id": group, "offsets.channel.backoff.ms": "100", "offsets.commit.max.retries": "1",
+         "offsets.channel.socket.timeout.ms": str(timeout_ms)}, require_zookeeper=False)
+
+
+@pytest.fixture
+def dual(zk, services, unique):
+    g = unique("g")
+    store = DualOffsetStore(ZooKeeperOffsetStore(zk, g), KafkaOffsetStore(services.bootstrap_servers, g, _config(g)))
+    yield store
+    store.close()
+
+
+def test_commit_goes_to_both_and_zookeeper_only_after_kafka_ack(dual, zk, services, unique):
+    t, missing = services.create_topic(unique("dt"), 2), unique("missing")
+    g = dual.group
+    r = dual.commit({(t, 0): 10, (t, 1): 20, (missing, 0): 5})
+    assert r.committed == {(t, 0): 10, (t, 1): 20}
+    assert set(r.failed) == {(missing, 0)}  # Kafka refused it (unknown topic) ...
+    assert zk.exists(partition_offset_path(g, missing, 0)) is None  # ... so ZooKeeper was not written
+    assert zk.get(partition_offset_path(g, t, 0))[0] == b"10"
+    with KafkaOffsetStore(services.bootstrap_servers, g, _config(g)) as k:
+        assert k.fetch([(t, 0), (t, 1)]) == {(t, 0): 10, (t, 1): 20}
+    # unchanged ZooKeeper values are not rewritten, Kafka always gets every partition (KAFKA-1510)
+    v = zk.exists(partition_offset_path(g, t, 0)).version
+    r = dual.commit({(t, 0): 10, (t, 1): 21})
+    assert r.ok and (t, 0) in r.unchanged and zk.exists(partition_offset_path(g, t, 0)).version == v
+
+
+def test_fetch_is_max_and_missing_never_wins(dual, zk, services, unique):
+    t = services.create_topic(unique("dt"), 6)
+    g = dual.group
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 50, (t, 1): 5, (t, 2): 7}).raise_for_errors()
+    dual.kafka_store.commit({(t, 0): 40, (t, 1): 60, (t, 3): 9}).raise_for_errors()
+    zk.create(partition_offset_path(g, t, 4), b"-1")  # "no offset" in ZooKeeper, nothing in Kafka
+    parts = [(t, p) for p in range(6)]
+    assert dual.fetch_both(parts) == {(t, 0): (50, 40), (t, 1): (5, 60), (t, 2): (7, None), (t, 3): (None, 9),
+                                      (t, 4): (None, None), (t, 5): (None, None)}
+    assert dual.fetch(parts) == {(t, 0): 50, (t, 1): 60, (t, 2): 7, (t, 3): 9}
+
+
+def test_kafka_unreachable_leaves_zookeeper_untouched(zk, unique):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    g, t = unique("g"), unique("t")
+    zk_store = ZooKeeperOffsetStore(zk, g)
+    zk_store.commit({(t, 0): 1}).raise_for_errors()
+    stat = zk.exists(partition_offset_path(g, t, 0))
+    dual = DualOffsetStore(zk_store, KafkaOffsetStore("127.0.0.1:%d" % port, g, _config(g, 1000)))
+    r = dual.commit({(t, 0): 2, (t, 1): 3})
+    assert not r.committed and set(r.failed) == {(t, 0), (t, 1)}
+    assert all(isinstance(e, OffsetStoreError) and "127.0.0.1:%d" % port in str(e) for e in r.failed.values())
+    assert zk.exists(partition_offset_path(g, t, 0)).mzxid == stat.mzxid
+    assert zk.exists(partition_offset_path(g, t, 1)) is None
+    with pytest.raises(OffsetStoreError):
+        dual.fetch([(t, 0)])
+    dual.close()
+
+
+def test_fence_checked_before_kafka(dual, zk, services, unique):
+    t = services.create_topic(unique("dt"), 2)
+    g = dual.group
+    owners = {(t, p): partition_owner_path(g, t, p) for p in range(2)}
+    zk.create(owners[(t, 0)], b"me-0", ephemeral=True, makepath=True)
+    r = dual.commit({(t, 0): 4, (t, 1): 8}, fence=OwnershipFence(zk.client_id[0], owners))
+    assert r.committed == {(t, 0): 4} and isinstance(r.failed[(t, 1)], OwnershipLostError)
+    assert dual.fetch_both([(t, 0), (t, 1)]) == {(t, 0): (4, 4), (t, 1): (None, None)}

@@ -1,0 +1,90 @@
+"""KafkaOffsetStore against the real (tansu) broker (reference §4.3, §4.4, §4.5, §4.7; pyspark.md §5.3-§5.4)."""
+import socket
+import time
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.errors import OffsetStoreError
+from migrate.kafka_store import KafkaOffsetStore
+
+
+def _config(group, **over):
+    props = {"group.id": group, "offsets.channel.backoff.ms": "100", "offsets.commit.max.retries": "2",
+             "offsets.channel.socket.timeout.ms": "3000"}
+    props.update(over)
+    return ConsumerConfig.from_properties(props, require_zookeeper=False)
+
+
+@pytest.fixture
+def topic(services, unique):
+    return services.create_topic(unique("kt"), 3)
+
+
+def test_round_trip_fresh_group_visible_to_kafka_consumer(services, unique, topic):
+    g = unique("g")
+    store = KafkaOffsetStore(services.bootstrap_servers, g, _config(g))
+    try:
+        assert store._admin is None  # nothing touches the network before the first call
+        assert store.fetch([(topic, 0), (topic, 1)]) == {}
+        r = store.commit({(topic, 0): 17, (topic, 2): 3})
+        assert r.ok and r.committed == {(topic, 0): 17, (topic, 2): 3}
+        admin, node = store._admin, store._node
+        assert store.fetch([(topic, 0), (topic, 1), (topic, 2)]) == {(topic, 0): 17, (topic, 2): 3}
+        assert store.commit({(topic, 0): 18}).ok
+        assert store._admin is admin and store._node == node  # one connection, reused
+        assert store.fetch([(topic, 0)]) == {(topic, 0): 18}
+    finally:
+        store.close()
+    consumer = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, group_id=g, enable_auto_commit=False)
+    try:
+        assert consumer.committed(TopicPartition(topic, 0)) == 18
+        assert consumer.committed(TopicPartition(topic, 2)) == 3
+        assert consumer.committed(TopicPartition(topic, 1)) is None
+    finally:
+        consumer.close()
+    with pytest.raises(OffsetStoreError, match="closed"):
+        store.fetch([(topic, 0)])
+
+
+def test_unknown_topic_is_a_partition_failure(services, unique, topic):
+    """tansu: UNKNOWN_TOPIC_OR_PARTITION for a topic it does not know; a missing partition of a known topic is
+    accepted and stored (NONE).  Not retried: reported at once."""
+    g, missing = unique("g"), unique("missing")
+    with KafkaOffsetStore(services.bootstrap_servers, g, _config(g)) as store:
+        t0 = time.monotonic()
+        r = store.commit({(topic, 1): 5, (missing, 0): 9})
+        assert time.monotonic() - t0 < 2.0
+        assert r.committed == {(topic, 1): 5}
+        assert set(r.failed) == {(missing, 0)}
+        assert "UnknownTopicOrPartition" in str(r.failed[(missing, 0)])
+        with pytest.raises(OffsetStoreError, match=missing):
+            r.raise_for_errors()
+        assert store.fetch([(topic, 1), (missing, 0)]) == {(topic, 1): 5}
+
+
+def test_reconnects_after_coordinator_connection_closed(services, unique, topic):
+    g = unique("g")
+    with KafkaOffsetStore(services.bootstrap_servers, g, _config(g)) as store:
+        assert store.commit({(topic, 0): 1}).ok
+        store._drop_coordinator()  # what NOT_COORDINATOR does: disconnect, FindCoordinator again
+        assert store.commit({(topic, 0): 2}).ok
+        store._admin._manager.close(store._node)  # connection dropped under us
+        assert store.fetch([(topic, 0)]) == {(topic, 0): 2}
+
+
+def test_unreachable_broker_bounded(unique):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: connection refused
+    g = unique("g")
+    store = KafkaOffsetStore("127.0.0.1:%d" % port, g, _config(g, **{"offsets.channel.socket.timeout.ms": "1500"}))
+    for call in (lambda: store.commit({("t", 0): 1}), lambda: store.fetch([("t", 0)])):
+        t0 = time.monotonic()
+        with pytest.raises(OffsetStoreError) as ei:
+            call()
+        elapsed = time.monotonic() - t0
+        assert elapsed < 6.0, elapsed
+        assert "127.0.0.1:%d" % port in str(ei.value) and "offsets.channel.socket.timeout.ms" in str(ei.value)
+    store.close()

@@ -1,0 +1,42 @@
+"""Offset stores: ZooKeeper (here), Kafka offset manager and dual commit (in :mod:`migrate`), one interface.
+
+Reference ``kafka-old-consumer.md`` §4.2 (ZooKeeper), §4.3 (Kafka, dual commit order), §4.5 (fetch, dual = max).
+
+* :class:`OffsetStore` - ``fetch(partitions)``, ``commit(offsets, fence=None) -> CommitResult``, ``close()``;
+* :class:`CommitResult` - committed / unchanged / failed (with reasons), ``raise_for_errors()``;
+* :class:`OwnershipFence` - ``OwnershipFence(zk_session_id, {(t, p): owner_path})`` for fenced commits;
+* :func:`make_offset_store` - the store ``offsets.storage`` / ``dual.commit.enabled`` select.
+
+:mod:`migrate` is imported lazily inside :func:`make_offset_store` only (no import cycle).
+"""
+
+from .base import CommitResult, OffsetStore, OwnershipFence
+from .zookeeper import ZooKeeperOffsetStore
+
+__all__ = ["CommitResult", "OffsetStore", "OwnershipFence", "ZooKeeperOffsetStore", "make_offset_store"]
+
+
+def make_offset_store(config, zk_client, bootstrap_servers=None, strict=False) -> OffsetStore:
+    """The offset store for ``config`` (a :class:`~zkconsumer.config.ConsumerConfig`), bound to ``group.id``.
+
+    * ``offsets.storage=zookeeper`` -> :class:`ZooKeeperOffsetStore` (``dual.commit.enabled`` has no effect, §4.3);
+    * ``kafka`` and ``dual.commit.enabled=false`` -> :class:`migrate.kafka_store.KafkaOffsetStore`;
+    * ``kafka`` and ``dual.commit.enabled=true`` -> :class:`migrate.dual_store.DualOffsetStore`.
+
+    ``bootstrap_servers`` is required for the Kafka-backed stores.  ``strict`` is passed to the ZooKeeper store
+    (the consumer wants the tolerant reading of malformed nodes: see :class:`ZooKeeperOffsetStore`).
+    """
+    group = config.group_id
+    if config.offsets_storage == "zookeeper":
+        return ZooKeeperOffsetStore(zk_client, group, strict=strict)
+    if not bootstrap_servers:
+        from ..errors import ConfigError
+        raise ConfigError("offsets.storage", config.offsets_storage,
+                          "zookeeper, or kafka together with bootstrap servers",
+                          "no bootstrap servers were given for the Kafka offset manager")
+    from migrate.kafka_store import KafkaOffsetStore
+    kafka = KafkaOffsetStore(bootstrap_servers, group, config=config, zk=zk_client)
+    if not config.dual_commit_enabled:
+        return kafka
+    from migrate.dual_store import DualOffsetStore
+    return DualOffsetStore(ZooKeeperOffsetStore(zk_client, group, strict=strict), kafka)

@@ -1,0 +1,203 @@
+"""The one small interface every offset store implements, its result type and the ownership fence.
+
+Reference ``kafka-old-consumer.md`` §4 (offset storage), ``design-notes.md`` ("never deliver or commit for a
+partition we do not own").  A store is bound to one consumer group at construction; offsets are always the *next*
+offset to consume (§2.8), keyed by ``(topic, partition)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Dict, Iterable, Mapping, Optional, Set, Tuple
+
+from ..errors import OffsetStoreError, OwnershipLostError
+
+__all__ = ["TopicPartitionKey", "OffsetStore", "CommitResult", "OwnershipFence", "normalize_offsets",
+           "normalize_partitions"]
+
+log = logging.getLogger(__name__)
+
+TopicPartitionKey = Tuple[str, int]
+
+
+def normalize_partitions(partitions: Iterable) -> list:
+    """``[(topic, int(partition))]`` without duplicates, in input order (accepts kafka ``TopicPartition`` too)."""
+    seen, out = set(), []
+    for tp in partitions:
+        key = (tp[0], int(tp[1]))
+        if key not in seen:
+            seen.add(key)
+            out.append(key)
+    return out
+
+
+def normalize_offsets(offsets: Mapping) -> Dict[TopicPartitionKey, int]:
+    """``{(topic, int(partition)): int(offset)}``; a negative or non-integer offset is a ``ValueError``."""
+    out = {}
+    for tp, off in offsets.items():
+        if isinstance(off, bool) or not isinstance(off, int) or off < 0:
+            raise ValueError("offset for %s-%s must be a non-negative integer (the next offset to consume), not %r"
+                             % (tp[0], tp[1], off))
+        out[(tp[0], int(tp[1]))] = off
+    return out
+
+
+@dataclasses.dataclass
+class CommitResult:
+    """Outcome of one ``commit``: which partitions are durably stored and which failed, with the reason.
+
+    * ``committed`` - ``{(t, p): offset}`` stored (or already stored: see ``unchanged``);
+    * ``unchanged`` - subset of ``committed`` skipped because the store already held that value (§4.2,
+      ``checkpointedZkOffsets``);
+    * ``failed`` - ``{(t, p): exception}``: :class:`OwnershipLostError` when a fence refused the partition,
+      :class:`OffsetStoreError` (or a Kafka error class instance) otherwise.
+    """
+
+    committed: Dict[TopicPartitionKey, int] = dataclasses.field(default_factory=dict)
+    failed: Dict[TopicPartitionKey, Exception] = dataclasses.field(default_factory=dict)
+    unchanged: Set[TopicPartitionKey] = dataclasses.field(default_factory=set)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def merge(self, other: "CommitResult") -> "CommitResult":
+        self.committed.update(other.committed)
+        self.unchanged |= other.unchanged
+        self.failed.update(other.failed)
+        for tp in other.failed:
+            self.committed.pop(tp, None)
+            self.unchanged.discard(tp)
+        return self
+
+    def fail(self, tp: TopicPartitionKey, exc: Exception) -> None:
+        self.committed.pop(tp, None)
+        self.unchanged.discard(tp)
+        self.failed[tp] = exc
+
+    def raise_for_errors(self) -> "CommitResult":
+        """Return self when nothing failed.  Otherwise raise :class:`OwnershipLostError` if every failure is a
+        fence refusal, else :class:`OffsetStoreError`; the message names the failed partitions and the first
+        reason, the exception's ``result`` attribute is this object."""
+        if not self.failed:
+            return self
+        items = sorted(self.failed.items())
+        shown = ", ".join("%s-%d" % tp for tp, _ in items[:10]) + (" ..." if len(items) > 10 else "")
+        first = items[0][1]
+        only_fenced = all(isinstance(e, OwnershipLostError) for _, e in items)
+        cls = OwnershipLostError if only_fenced else OffsetStoreError
+        exc = cls("offset commit failed for %d partition(s) (%s): %s" % (len(items), shown, first))
+        exc.result = self
+        raise exc from (first if isinstance(first, BaseException) else None)
+
+
+class OwnershipFence:
+    """What the consumer owns right now: the ZooKeeper session its owner nodes were created under and the owner
+    node path of every partition (``/consumers/[g]/owners/[t]/[p]``, reference §2.7).
+
+    A fenced commit for a partition is refused (an :class:`OwnershipLostError` in ``CommitResult.failed``, the
+    other partitions still commit) when
+
+    * the partition is not in ``owner_paths``;
+    * the kazoo client's current session id differs from ``zk_session_id`` (kazoo silently opens a new session
+      after LOST: writes would otherwise succeed under it);
+    * the owner node no longer exists, or is owned by another session (``ephemeralOwner``): pre-checked with
+      one pipelined round of ``exists`` (:meth:`precheck`);
+    * the owner node vanished between that pre-check and the write: the ZooKeeper store pairs each write with
+      ``check(owner_path, 0)`` in the same multi-op (owner nodes are never ``set``, so version 0 = "still there").
+
+    The ``ephemeralOwner`` read costs one pipelined ``exists`` per partition (about 0.3 ms each with kazoo), so it
+    is done once per partition per fence object: a partition verified once is then guarded by the session-id
+    comparison and the in-multi check only.  Build a new fence for every generation (after every rebalance) and
+    never commit through a fence whose owner nodes you deleted yourself; :meth:`verify` can be called right after
+    claiming so the first commit is as fast as the others.
+
+    Known residual window: our session expires *and* a successor creates the node between the verification and
+    the multi-op; the in-multi check cannot tell the two version-0 nodes apart (the session-id comparison made
+    just before the multi-op narrows this to milliseconds).
+    """
+
+    def __init__(self, zk_session_id: int, owner_paths: Mapping):
+        self.zk_session_id = zk_session_id
+        self.owner_paths: Dict[TopicPartitionKey, str] = {(t, int(p)): path for (t, p), path in owner_paths.items()}
+        self._verified: Set[TopicPartitionKey] = set()
+
+    def verify(self, zk) -> Dict[TopicPartitionKey, Exception]:
+        """Verify every owner node now (see :meth:`precheck`); returns the refusals."""
+        return self.precheck(zk, list(self.owner_paths))
+
+    def __repr__(self):
+        return "OwnershipFence(session=0x%x, %d partitions)" % (self.zk_session_id or 0, len(self.owner_paths))
+
+    def session_matches(self, zk) -> bool:
+        cid = zk.client_id
+        return cid is not None and cid[0] == self.zk_session_id
+
+    def precheck(self, zk, partitions: Iterable[TopicPartitionKey]) -> Dict[TopicPartitionKey, Exception]:
+        """``{tp: OwnershipLostError}`` for every partition of *partitions* the fence refuses now."""
+        partitions = list(partitions)
+        refused: Dict[TopicPartitionKey, Exception] = {}
+        if not partitions:
+            return refused
+        if not self.session_matches(zk):
+            cur = zk.client_id[0] if zk.client_id else None
+            for tp in partitions:
+                refused[tp] = OwnershipLostError(
+                    "commit for %s-%d refused: ZooKeeper session changed (owned under 0x%x, now %s)"
+                    % (tp[0], tp[1], self.zk_session_id or 0, "0x%x" % cur if cur is not None else "none"))
+            return refused
+        pending = {}
+        for tp in partitions:
+            path = self.owner_paths.get(tp)
+            if path is None:
+                refused[tp] = OwnershipLostError("commit for %s-%d refused: partition not owned in this generation"
+                                                 % tp)
+            elif tp not in self._verified:
+                pending[tp] = (path, zk.exists_async(path))
+        for tp, (path, res) in pending.items():
+            try:
+                stat = res.get()
+            except Exception as e:  # connection loss etc.: we cannot prove ownership
+                refused[tp] = OwnershipLostError("commit for %s-%d refused: cannot read owner node %s: %r"
+                                                 % (tp[0], tp[1], path, e))
+                continue
+            if stat is None:
+                refused[tp] = OwnershipLostError("commit for %s-%d refused: owner node %s no longer exists"
+                                                 % (tp[0], tp[1], path))
+            elif stat.ephemeralOwner != self.zk_session_id:
+                refused[tp] = OwnershipLostError(
+                    "commit for %s-%d refused: owner node %s belongs to session 0x%x, not ours (0x%x)"
+                    % (tp[0], tp[1], path, stat.ephemeralOwner, self.zk_session_id))
+            else:
+                self._verified.add(tp)
+        for tp in refused:
+            self._verified.discard(tp)
+        return refused
+
+
+class OffsetStore:
+    """Interface of the ZooKeeper, Kafka and dual offset stores (reference §4.2, §4.3, §4.5).
+
+    * ``fetch(partitions) -> {(t, p): next_offset}``; partitions without a committed offset are absent;
+    * ``commit(offsets, fence=None) -> CommitResult``; never raises for per-partition failures;
+    * ``close()``.
+    """
+
+    name: str = "abstract"
+    group: str
+
+    def fetch(self, partitions) -> Dict[TopicPartitionKey, int]:
+        raise NotImplementedError
+
+    def commit(self, offsets, fence: Optional[OwnershipFence] = None) -> CommitResult:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,301 @@
+"""Offsets in ZooKeeper: ``/consumers/[g]/offsets/[t]/[p]`` holding the next offset as a decimal string.
+
+Reference ``kafka-old-consumer.md`` §2.8 (node and encoding), §4.2 (commit only what changed,
+``checkpointedZkOffsets``), §4.5 (fetch; a missing node means "no offset").  Differences from Scala, by design:
+
+* many partitions are read with pipelined ``get_async`` calls and written with a few multi-ops (chunked below
+  ZooKeeper's 1 MB ``jute.maxbuffer``) instead of one round trip per partition;
+* a commit can be fenced (:class:`~.base.OwnershipFence`): the write is paired with ``check(owner, 0)`` in the same
+  multi-op, so a consumer that lost a partition cannot overwrite its successor's progress;
+* a failing op inside a multi-op is identified from the results; its partition is reported (or re-tried as
+  ``create``/``set`` when the node appeared/vanished concurrently) and the rest of the chunk is re-sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Dict, Optional
+
+from kazoo.exceptions import (BadVersionError, KazooException, NodeExistsError, NoNodeError, RolledBackError,
+                              RuntimeInconsistency)
+
+from ..errors import OffsetStoreError, OwnershipLostError, ZnodeFormatError
+from ..layout import decode_offset, encode_offset, partition_offset_path, topic_offsets_path, validate_group
+from .base import CommitResult, OffsetStore, OwnershipFence, normalize_offsets, normalize_partitions
+
+__all__ = ["ZooKeeperOffsetStore"]
+
+log = logging.getLogger(__name__)
+
+# jute.maxbuffer defaults to 1 MiB (0xfffff); stay well below it per multi-op.
+_MAX_TXN_BYTES = 512 * 1024
+_MAX_TXN_OPS = 4000
+_OP_OVERHEAD = 32  # per-op header + lengths, generous
+
+_ABSENT = object()  # cache marker: we know the node does not exist
+
+
+class ZooKeeperOffsetStore(OffsetStore):
+    """ZooKeeper offset storage for one group (``offsets.storage=zookeeper``, reference §4.2).
+
+    :param zk: a started kazoo client (owned by the caller, not closed by :meth:`close`).
+    :param strict: on a malformed offset node, ``fetch`` raises :class:`OffsetStoreError` naming the path (tools);
+        with ``strict=False`` it logs a warning and treats the partition as having no offset (the consumer then
+        applies ``auto.offset.reset``, like a missing node).  A negative stored value (e.g. ``-1`` written by
+        tools) always counts as "no offset" (§4.5).
+    """
+
+    name = "zookeeper"
+
+    def __init__(self, zk, group: str, strict: bool = True):
+        self.zk = zk
+        self.group = validate_group(group)
+        self.strict = strict
+        self._lock = threading.RLock()
+        # (t, p) -> last value read/written (int; -1 for a node holding an invalid/negative value), or _ABSENT.
+        self._checkpoint: Dict = {}
+        self._topics_ensured = set()
+        self.stats = {"transactions": 0, "writes": 0}
+
+    # ---- fetch ------------------------------------------------------------------------------------------------
+
+    def fetch(self, partitions) -> Dict:
+        """``{(t, p): next_offset}`` for the partitions that have a valid committed offset (§4.5).
+
+        One ``get_children`` per topic finds the existing nodes, then all their reads are issued at once
+        (``get_async``) and collected.  Seeds the only-changed cache.
+        Raises :class:`OffsetStoreError` when ZooKeeper cannot be read, or (strict) a node is malformed.
+        """
+        parts = normalize_partitions(partitions)
+        out, error = {}, None
+        with self._lock:
+            try:
+                present = self._list_children({tp[0] for tp in parts})
+            except Exception as e:
+                raise OffsetStoreError("cannot list offsets of group %s in ZooKeeper: %r" % (self.group, e)) from e
+            for tp in parts:
+                if str(tp[1]) not in present[tp[0]]:
+                    self._checkpoint[tp] = _ABSENT
+            pending = [(tp, path, self.zk.get_async(path))
+                       for tp, path in ((tp, partition_offset_path(self.group, *tp)) for tp in parts
+                                        if str(tp[1]) in present[tp[0]])]
+            for tp, path, res in pending:
+                try:
+                    data, _stat = res.get()
+                except NoNodeError:
+                    self._checkpoint[tp] = _ABSENT
+                    continue
+                except Exception as e:  # connection loss, session expiry, timeout
+                    error = error or OffsetStoreError("cannot read offset node %s from ZooKeeper: %r" % (path, e))
+                    continue
+                try:
+                    value = decode_offset(data, path)
+                except ZnodeFormatError as e:
+                    self._checkpoint[tp] = -1
+                    if self.strict:
+                        error = error or OffsetStoreError(str(e))
+                    else:
+                        log.warning("ignoring malformed offset node (treated as no offset): %s", e)
+                    continue
+                self._checkpoint[tp] = value if value >= 0 else -1
+                if value >= 0:
+                    out[tp] = value
+        if error is not None:
+            raise error
+        return out
+
+    # ---- commit -----------------------------------------------------------------------------------------------
+
+    def commit(self, offsets, fence: Optional[OwnershipFence] = None, force: bool = False) -> CommitResult:
+        """Write changed offsets in a few multi-ops (§4.2), optionally fenced (see :class:`OwnershipFence`).
+
+        ``force=True`` writes even values the cache says are already stored (tools).  ZooKeeper errors are
+        reported per partition in the result, never raised.
+        """
+        offsets = normalize_offsets(offsets)
+        result = CommitResult()
+        with self._lock:
+            todo = {}
+            for tp, off in offsets.items():
+                if not force and self._checkpoint.get(tp) == off:
+                    result.committed[tp] = off
+                    result.unchanged.add(tp)
+                else:
+                    todo[tp] = off
+            if fence is not None:
+                if not fence.session_matches(self.zk):
+                    # a changed session also refuses the unchanged ones: we must not claim them as ours
+                    refused = fence.precheck(self.zk, list(offsets))
+                else:
+                    refused = fence.precheck(self.zk, list(todo))
+                for tp, exc in refused.items():
+                    result.fail(tp, exc)
+                    todo.pop(tp, None)
+            if todo:
+                self._write(todo, fence, result)
+        return result
+
+    def _write(self, todo: Dict, fence: Optional[OwnershipFence], result: CommitResult) -> None:
+        # Decide set vs create: the cache knows for nodes we read or wrote; otherwise one get_children per topic.
+        exists = {tp: self._checkpoint[tp] is not _ABSENT for tp in todo if tp in self._checkpoint}
+        unknown = [tp for tp in todo if tp not in exists]
+        if unknown:
+            try:
+                present = self._list_children({tp[0] for tp in unknown})
+            except Exception as e:
+                for tp in unknown:
+                    result.fail(tp, OffsetStoreError("cannot list offset nodes of %s in ZooKeeper: %r"
+                                                     % (topic_offsets_path(self.group, tp[0]), e)))
+                    todo.pop(tp)
+            else:
+                for tp in unknown:
+                    exists[tp] = str(tp[1]) in present[tp[0]]
+        for topic in sorted({tp[0] for tp in todo if not exists[tp]}):
+            if topic not in self._topics_ensured:
+                try:
+                    self.zk.ensure_path(topic_offsets_path(self.group, topic))
+                    self._topics_ensured.add(topic)
+                except Exception as e:
+                    for tp in [tp for tp in todo if tp[0] == topic]:
+                        result.fail(tp, OffsetStoreError("cannot create %s: %r"
+                                                         % (topic_offsets_path(self.group, topic), e)))
+                        todo.pop(tp)
+        switched = set()  # partitions already re-tried once as create<->set
+        pending = dict(todo)
+        while pending:
+            chunks = self._chunks(pending, exists, fence)
+            inflight = []
+            for chunk in chunks:
+                txn = self.zk.transaction()
+                ops = []  # (tp, kind)
+                for tp in chunk:
+                    path = partition_offset_path(self.group, *tp)
+                    if fence is not None:
+                        txn.check(fence.owner_paths[tp], 0)
+                        ops.append((tp, "check"))
+                    data = encode_offset(pending[tp])
+                    if exists[tp]:
+                        txn.set_data(path, data)
+                    else:
+                        txn.create(path, data)
+                    ops.append((tp, "write"))
+                inflight.append((chunk, ops, txn.commit_async()))
+                self.stats["transactions"] += 1
+            retry = {}
+            for chunk, ops, res in inflight:
+                try:
+                    results = res.get()
+                except Exception as e:  # connection loss: the outcome is unknown
+                    for tp in chunk:
+                        self._checkpoint.pop(tp, None)
+                        result.fail(tp, OffsetStoreError("ZooKeeper multi-op failed for offset node %s: %r"
+                                                         % (partition_offset_path(self.group, *tp), e)))
+                    continue
+                bad = {}
+                for (tp, kind), r in zip(ops, results):
+                    if isinstance(r, (RolledBackError, RuntimeInconsistency)) or not isinstance(r, Exception):
+                        continue
+                    bad[tp] = (kind, r)
+                if not bad and not any(isinstance(r, Exception) for r in results):
+                    for tp in chunk:
+                        self._checkpoint[tp] = pending[tp]
+                        result.committed[tp] = pending[tp]
+                        self.stats["writes"] += 1
+                    continue
+                if not bad:  # rolled back without a culprit (should not happen): report the chunk
+                    bad = {tp: ("write", OffsetStoreError("multi-op rolled back")) for tp in chunk}
+                for tp in chunk:
+                    if tp not in bad:
+                        retry[tp] = pending[tp]
+                        continue
+                    kind, err = bad[tp]
+                    path = partition_offset_path(self.group, *tp)
+                    if kind == "check" and isinstance(err, (NoNodeError, BadVersionError)):
+                        result.fail(tp, OwnershipLostError("commit for %s-%d refused: owner node %s %s"
+                                                           % (tp[0], tp[1], fence.owner_paths[tp],
+                                                              "vanished" if isinstance(err, NoNodeError)
+                                                              else "was replaced or modified")))
+                    elif kind == "write" and isinstance(err, (NoNodeError, NodeExistsError)) \
+                            and tp not in switched:
+                        switched.add(tp)  # raced with a delete/create: flip create<->set once
+                        exists[tp] = isinstance(err, NodeExistsError)
+                        if not exists[tp]:
+                            self._topics_ensured.discard(tp[0])
+                            try:
+                                self.zk.ensure_path(topic_offsets_path(self.group, tp[0]))
+                            except KazooException:
+                                pass
+                        retry[tp] = pending[tp]
+                    else:
+                        self._checkpoint.pop(tp, None)
+                        result.fail(tp, OffsetStoreError("cannot write offset node %s: %r" % (path, err)))
+            pending = retry
+
+    def _list_children(self, topics) -> Dict[str, set]:
+        """``{topic: {partition names with an offset node}}`` with one pipelined ``get_children`` per topic."""
+        calls = [(t, self.zk.get_children_async(topic_offsets_path(self.group, t))) for t in sorted(topics)]
+        present = {}
+        for t, res in calls:
+            try:
+                present[t] = set(res.get())
+                self._topics_ensured.add(t)
+            except NoNodeError:
+                present[t] = set()
+        return present
+
+    def _chunks(self, pending: Dict, exists: Dict, fence) -> list:
+        chunks, cur, size = [], [], 0
+        for tp in sorted(pending):
+            cost = len(partition_offset_path(self.group, *tp)) + 20 + _OP_OVERHEAD
+            nops = 1
+            if fence is not None:
+                cost += len(fence.owner_paths[tp]) + _OP_OVERHEAD
+                nops = 2
+            if cur and (size + cost > _MAX_TXN_BYTES or (len(cur) + 1) * nops > _MAX_TXN_OPS):
+                chunks.append(cur)
+                cur, size = [], 0
+            cur.append(tp)
+            size += cost
+        if cur:
+            chunks.append(cur)
+        return chunks
+
+    # ---- tools ------------------------------------------------------------------------------------------------
+
+    def delete_offsets(self, partitions) -> CommitResult:
+        """Delete the offset nodes of *partitions* (pipelined); a missing node counts as deleted.
+
+        ``committed`` lists the deleted partitions (value -1), ``failed`` the others with the reason.
+        """
+        parts = normalize_partitions(partitions)
+        result = CommitResult()
+        with self._lock:
+            pending = [(tp, path, self.zk.delete_async(path))
+                       for tp, path in ((tp, partition_offset_path(self.group, *tp)) for tp in parts)]
+            for tp, path, res in pending:
+                try:
+                    res.get()
+                except NoNodeError:
+                    pass
+                except Exception as e:
+                    self._checkpoint.pop(tp, None)
+                    result.fail(tp, OffsetStoreError("cannot delete offset node %s: %r" % (path, e)))
+                    continue
+                self._checkpoint[tp] = _ABSENT
+                result.committed[tp] = -1
+        return result
+
+    def forget(self, partitions=None) -> None:
+        """Drop the only-changed cache (all of it, or for *partitions*): the next commit writes them again."""
+        with self._lock:
+            if partitions is None:
+                self._checkpoint.clear()
+            else:
+                for tp in normalize_partitions(partitions):
+                    self._checkpoint.pop(tp, None)
+
+    def close(self) -> None:
+        """Nothing to release: the kazoo client belongs to the caller."""
+        with self._lock:
+            self._checkpoint.clear()
