@@ -2,6 +2,7 @@
 import click
 
 from .common import ZkCommandGroup, setup_logging
+from .consume import consume
 from .local import local
 from .registry import registry
 from .tree import tree
@@ -20,6 +21,7 @@ def cli(log_level):
     setup_logging(log_level)
 
 
+cli.add_command(consume)
 cli.add_command(local)
 cli.add_command(registry)
 cli.add_command(tree)

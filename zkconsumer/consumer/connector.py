@@ -285,6 +285,11 @@ class ZookeeperConsumerConnector:
             if self._commit_thread is not None:
                 self._commit_thread.join(5)
 
+    def shutdown_streams(self):
+        """End every stream's iteration without shutting down (signal-safe); call shutdown() afterwards."""
+        for s in self.streams:
+            s.close()
+
     def __enter__(self):
         return self
 

@@ -54,6 +54,7 @@ class KafkaStream:
         self._chunk_gen = -1
         self._tp = None
         self._ended = False
+        self._closing = False
 
     def __iter__(self):
         return self
@@ -62,9 +63,11 @@ class KafkaStream:
         lock = self._lock
         while True:
             with lock:
+                if self._closing:
+                    self._ended = True
                 i = self._index
                 records = self._records
-                if i < len(records) and self._chunk_gen == self._generation.value:
+                if not self._ended and i < len(records) and self._chunk_gen == self._generation.value:
                     rec = records[i]
                     self._index = i + 1
                     self._positions[self._tp] = rec.offset + 1
@@ -88,6 +91,14 @@ class KafkaStream:
                 self._chunk_gen = chunk.generation
                 self._tp = chunk.tp
 
+    def close(self):
+        """End iteration promptly (signal-safe: never blocks). Records already handed out stay consumed."""
+        self._closing = True
+        try:
+            self.queue.put_nowait(SHUTDOWN)
+        except queue.Full:
+            pass  # _take notices _closing within a second
+
     def fence(self):
         """Barrier: after this returns, no record fetched under an older generation is handed out."""
         with self._lock:
@@ -102,10 +113,13 @@ class KafkaStream:
                 try:
                     return q.get(timeout=1.0)
                 except queue.Empty:
-                    continue
+                    if self._closing:
+                        return SHUTDOWN
         deadline = time.monotonic() + self._timeout
         while True:
             remaining = deadline - time.monotonic()
+            if self._closing:
+                return SHUTDOWN
             if remaining <= 0:
                 return _TIMEOUT
             try:

@@ -1,0 +1,160 @@
+"""``zkconsumer consume``: run one member of a ZooKeeper-coordinated group and print what it delivers."""
+import base64
+import json
+import logging
+import signal
+import sys
+import threading
+
+import click
+
+from ..config import ConsumerConfig
+from ..consumer import Blacklist, RebalanceListener, Whitelist, ZookeeperConsumerConnector
+from ..errors import ConfigError, ConsumerTimeoutError
+from ..properties import load_properties, parse_property_override
+from .common import resolve_zookeeper
+
+log = logging.getLogger(__name__)
+
+
+def build_config(zookeeper, group, config_file, properties):
+    """consumer.properties, then --property overrides, then --zookeeper/--group (explicit flags win)."""
+    props = load_properties(config_file) if config_file else {}
+    overrides = dict(parse_property_override(p) for p in properties)
+    if group:
+        overrides["group.id"] = group
+    if zookeeper:
+        overrides["zookeeper.connect"] = zookeeper
+    elif "zookeeper.connect" not in props and "zookeeper.connect" not in overrides:
+        overrides["zookeeper.connect"] = resolve_zookeeper(None)
+    return ConsumerConfig.from_properties(props, overrides)
+
+
+def _text(b):
+    if b is None:
+        return None, None
+    try:
+        return b.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return base64.b64encode(b).decode("ascii"), "base64"
+
+
+def format_jsonl(msg):
+    key, kenc = _text(msg.key)
+    value, venc = _text(msg.value)
+    out = {"topic": msg.topic, "partition": msg.partition, "offset": msg.offset, "key": key, "value": value}
+    if kenc or venc:
+        out["encoding"] = "base64"
+        if kenc != venc:  # one is text, the other not: say which
+            out["key_encoding"], out["value_encoding"] = kenc or "utf-8", venc or "utf-8"
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+
+
+class _LoggingListener(RebalanceListener):
+    def __init__(self, emit_events):
+        self.emit_events = emit_events
+
+    def _emit(self, kind, partitions):
+        if self.emit_events:
+            parts = [[t, p] for t, p in sorted(partitions)]
+            sys.stderr.write(json.dumps({"event": kind, "partitions": parts}) + "\n")
+            sys.stderr.flush()
+
+    def on_revoke(self, partitions):
+        self._emit("revoke", partitions)
+
+    def on_assign(self, partitions):
+        self._emit("assign", partitions)
+
+    def on_lost(self, partitions):
+        self._emit("lost", partitions)
+
+
+@click.command()
+@click.option("--zookeeper", metavar="HOST:PORT[,...][/CHROOT]", default=None,
+              help="ZooKeeper connect string [default: zookeeper.connect from --config, $ZK_CONNECT, or the local "
+                   "cluster].")
+@click.option("--group", default=None, help="Consumer group id (group.id).")
+@click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="Topic to consume (repeatable).")
+@click.option("--whitelist", default=None, metavar="REGEX", help="Consume every topic matching REGEX.")
+@click.option("--blacklist", default=None, metavar="REGEX", help="Consume every topic not matching REGEX.")
+@click.option("--streams", type=click.IntRange(1, 1024), default=1, show_default=True,
+              help="Streams (consumer threads) per topic.")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A consumer.properties file (the Scala consumer's keys).")
+@click.option("--property", "properties", multiple=True, metavar="KEY=VALUE",
+              help="Override one consumer property (repeatable).")
+@click.option("--max-messages", type=click.IntRange(0, None), default=None,
+              help="Exit (gracefully) after this many messages.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "value"]), default="jsonl", show_default=True,
+              help="jsonl: one JSON object per message; value: the raw value, one per line.")
+@click.option("--events", is_flag=True, help="Also print rebalance events (assign/revoke/lost) as JSON on stderr.")
+def consume(zookeeper, group, topics, whitelist, blacklist, streams, config_file, properties, max_messages, fmt,
+            events):
+    """Join a ZooKeeper-coordinated consumer group and print the messages this member is given.
+
+    SIGTERM and SIGINT shut down gracefully: offsets committed, owner nodes released, exit code 0.
+    """
+    chosen = [x for x in (bool(topics), whitelist is not None, blacklist is not None) if x]
+    if len(chosen) != 1:
+        raise click.UsageError("give exactly one of --topic (repeatable), --whitelist or --blacklist")
+    config = build_config(zookeeper, group, config_file, properties)
+    if not config.group_id:
+        raise ConfigError("group.id", None, "a group id: pass --group or set group.id in --config")
+    stop = threading.Event()
+    connector = ZookeeperConsumerConnector(config, listener=_LoggingListener(events))
+
+    def on_signal(signum, frame):
+        stop.set()
+        connector.shutdown_streams()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        if topics:
+            stream_map = connector.create_message_streams({t: streams for t in topics})
+            all_streams = [s for ss in stream_map.values() for s in ss]
+        else:
+            flt = Whitelist(whitelist) if whitelist is not None else Blacklist(blacklist)
+            all_streams = connector.create_message_streams_by_filter(flt, streams)
+        _drain(connector, all_streams, fmt, max_messages, stop)
+    finally:
+        connector.shutdown()
+
+
+def _drain(connector, streams, fmt, max_messages, stop):
+    """Read every stream on its own thread; write to stdout from one thread, flushed per message."""
+    out = sys.stdout
+    lock = threading.Lock()
+    count = [0]
+    done = threading.Event()
+
+    def reader(stream):
+        while not stop.is_set():
+            try:
+                for msg in stream:
+                    line = format_jsonl(msg) if fmt == "jsonl" else (msg.value or b"").decode("utf-8", "replace")
+                    with lock:
+                        if max_messages is not None and count[0] >= max_messages:
+                            done.set()
+                            return
+                        out.write(line + "\n")
+                        out.flush()
+                        count[0] += 1
+                        if max_messages is not None and count[0] >= max_messages:
+                            done.set()
+                            return
+                return  # stream ended: shutdown
+            except ConsumerTimeoutError:
+                done.set()
+                return
+
+    threads = [threading.Thread(target=reader, args=(s,), daemon=True) for s in streams]
+    for t in threads:
+        t.start()
+    while not stop.is_set() and not done.is_set() and any(t.is_alive() for t in threads):
+        done.wait(0.2)
+    stop.set()
+    connector.shutdown_streams()
+    for t in threads:
+        t.join(5)
