@@ -34,6 +34,9 @@ class Services:
 @pytest.fixture(scope="session")
 def services(tmp_path_factory):
     zk, kafka = os.environ.get("ZK_CONNECT"), os.environ.get("KAFKA_BOOTSTRAP")
+    if bool(zk) != bool(kafka):
+        pytest.fail("set both ZK_CONNECT and KAFKA_BOOTSTRAP to use external services (only %s is set)"
+                    % ("ZK_CONNECT" if zk else "KAFKA_BOOTSTRAP"), pytrace=False)
     if zk and kafka:
         yield Services(zk, kafka)
         return

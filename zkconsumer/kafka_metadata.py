@@ -34,6 +34,8 @@ class ClusterMetadata:
     brokers: Dict[int, BrokerInfo] = field(default_factory=dict)
     topics: Dict[str, Dict[int, PartitionInfo]] = field(default_factory=dict)
     controller_id: Optional[int] = None
+    unavailable_topics: Tuple[str, ...] = ()   # listed with an error (e.g. leader not yet elected): not deleted
+
 
     def partitions_for(self, topic) -> List[int]:
         return sorted(self.topics.get(topic, {}))
@@ -61,9 +63,12 @@ def fetch_cluster_metadata(admin, include_internal=True) -> ClusterMetadata:
     brokers = {b["broker_id"]: BrokerInfo(b["broker_id"], b["host"], b["port"], b.get("rack"))
                for b in cluster.get("brokers", [])}
     out = {}
+    unavailable = []
     for t in topics:
         if t.get("error_code"):
-            log.debug("skipping topic %s: error code %s", t.get("name"), t.get("error_code"))
+            log.debug("topic %s reported error code %s", t.get("name"), t.get("error_code"))
+            if t.get("name"):
+                unavailable.append(t["name"])
             continue
         if t.get("is_internal") and not include_internal:
             continue
@@ -73,4 +78,5 @@ def fetch_cluster_metadata(admin, include_internal=True) -> ClusterMetadata:
                 partition=p["partition_index"], leader=p.get("leader_id", -1), leader_epoch=p.get("leader_epoch", 0),
                 replicas=tuple(p.get("replica_nodes", ())), isr=tuple(p.get("isr_nodes", ())))
         out[t["name"]] = parts
-    return ClusterMetadata(brokers=brokers, topics=out, controller_id=cluster.get("controller_id"))
+    return ClusterMetadata(brokers=brokers, topics=out, controller_id=cluster.get("controller_id"),
+                           unavailable_topics=tuple(sorted(unavailable)))

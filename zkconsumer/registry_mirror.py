@@ -145,9 +145,16 @@ class RegistryMirror:
                 self._sync_partition_state(topic, info, report)
         existing = self.zk.get_children(paths.broker_topics_path())
         for topic in existing:
-            if topic not in meta.topics:
-                self.zk.delete(paths.topic_path(topic), recursive=True)
-                report.topics_deleted.append(topic)
+            if topic in meta.topics or topic in meta.unavailable_topics:
+                continue  # a topic reporting an error (e.g. no leader yet) still exists: never churn its node
+            try:
+                path = paths.topic_path(topic)
+            except ValueError:
+                self._warn_once(("badtopic", topic), "leaving /brokers/topics/%r alone: not a legal topic name"
+                                % topic)
+                continue
+            self.zk.delete(path, recursive=True)
+            report.topics_deleted.append(topic)
 
     def _sync_topic_assignment(self, topic, want, report):
         path = paths.topic_path(topic)

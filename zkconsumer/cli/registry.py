@@ -21,7 +21,8 @@ def registry():
 @bootstrap_option
 @click.option("--interval", type=click.FloatRange(0.05, 3600), default=1.0, show_default=True,
               help="Seconds between metadata reads.")
-@click.option("--once", is_flag=True, help="Sync once and exit.")
+@click.option("--once", is_flag=True, help="Sync once and exit (broker registrations are ephemeral: they vanish "
+                                           "when this process exits; topic nodes stay).")
 @json_option
 def sync(zookeeper, bootstrap, interval, once, as_json):
     """Keep /brokers/ids, /brokers/topics and partition state nodes in step with a Kafka cluster.

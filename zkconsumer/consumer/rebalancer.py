@@ -75,6 +75,8 @@ class Rebalancer(threading.Thread):
         self._stopping = False
         self._suspended_timer = None
         self._need_register = True
+        self._fence = None
+        self._fence_key = None
 
     # -- event intake (any thread; never blocks) ---------------------------------------------------------------
     def watch(self, event=None):
@@ -292,7 +294,13 @@ class Rebalancer(threading.Thread):
 
     # -- used by the connector under self.lock -----------------------------------------------------------------
     def fence(self):
-        return OwnershipFence(self.session_id or 0, ownership.owner_paths(self.group, self.owned))
+        """The ownership fence of the current generation (built once per change of ownership: the ZooKeeper store
+        reads every owner node once per fence object)."""
+        key = (self.session_id, frozenset(self.owned))
+        if self._fence is None or self._fence_key != key:
+            self._fence = OwnershipFence(self.session_id or 0, ownership.owner_paths(self.group, self.owned))
+            self._fence_key = key
+        return self._fence
 
     def on_commit_result(self, result):
         if any(isinstance(e, OwnershipLostError) for e in getattr(result, "failed", {}).values()):

@@ -79,7 +79,7 @@ def produce(bootstrap, topic, count, size=100, keys=10, partition=None, one_per_
     """Produce `count` JSON messages; returns the number acknowledged.
 
     one_per_batch=True sends each record in its own produce request (slow): tansu's ListOffsets(latest) is only
-    right then (see DEVELOPERS.md), which some tests need.
+    right then (a measured tansu quirk), which some tests need.
     """
     from kafka import KafkaProducer
     from kafka.errors import KafkaError
