@@ -217,6 +217,7 @@ def test_required_keys():
     ("a:1/kafka/prod", (("a", 1),), "/kafka/prod"),
     ("a:1/", (("a", 1),), None),
     ("[::1]:2181/x", (("::1", 2181),), "/x"),
+    ("h", (("h", 2181),), None),  # ZooKeeper's default port, as ConnectStringParser
 ])
 def test_zookeeper_connect_ok(connect, hosts, chroot):
     c = make({"zookeeper.connect": connect})
@@ -226,14 +227,14 @@ def test_zookeeper_connect_ok(connect, hosts, chroot):
 
 
 @pytest.mark.parametrize("connect", [
-    "", "h", "h:", ":2181", "h:0", "h:65536", "h:abc", "h:1,", "h:1,,g:2", "h:1/chroot/",
-    "h:1//x", "h:1/a//b", "/chroot", "h:1/a/../b", "h x:1", "::1:2181", "h:1/a b",
+    "", "h:", ":2181", "h:0", "h:65536", "h:abc", "h:1,", "h:1,,g:2", "h:1/chroot/",
+    "h:1//x", "h:1/a//b", "/chroot", "h:1/a/../b", "h x:1", "::1:2181",
 ])
 def test_zookeeper_connect_bad(connect):
     with pytest.raises(ConfigError) as e:
         make({"zookeeper.connect": connect})
     assert "zookeeper.connect" in str(e.value) and repr(connect) in str(e.value)
-    assert "host:port" in str(e.value)
+    assert "host[:port]" in str(e.value)
 
 
 def test_fetch_wait_must_not_exceed_socket_timeout():

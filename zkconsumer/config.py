@@ -150,37 +150,12 @@ def _parse_name(key: _Key, text: str) -> str:
 
 
 def parse_zookeeper_connect(text: str) -> Tuple[Tuple[Tuple[str, int], ...], Optional[str]]:
-    """Split ``host:port[,host:port...][/chroot]`` into ``((host, port), ...), chroot``.
-
-    Whitespace around the whole string and around each ``host:port`` is ignored.  IPv6 hosts
-    must be bracketed (``[::1]:2181``); the brackets are removed.  ``chroot`` is None when absent
-    or exactly ``/`` (the same thing to ZooKeeper).  Raises ConfigError for ``zookeeper.connect``.
-    """
-    def bad(detail):
-        return ConfigError("zookeeper.connect", text, _ZK_RULE, detail)
-
-    s = text.strip()
-    hosts_part, slash, chroot = s.partition("/")
-    chroot = slash + chroot
-    if chroot:
-        if chroot != "/" and (chroot.endswith("/") or "//" in chroot):
-            raise bad("bad chroot %r" % chroot)
-        if any(seg in (".", "..") or any(c.isspace() for c in seg) for seg in chroot.split("/")[1:]):
-            raise bad("bad chroot %r" % chroot)
-    hosts = []
-    for item in hosts_part.split(","):
-        item = item.strip()
-        host, colon, port = item.rpartition(":")
-        if not item:
-            raise bad("empty host entry")
-        if not colon:
-            raise bad("no port in %r" % item)
-        if not _HOST_RE.fullmatch(host):
-            raise bad("bad host in %r" % item)
-        if not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
-            raise bad("bad port in %r (need 1-65535)" % item)
-        hosts.append((host.strip("[]") if host.startswith("[") else host, int(port)))
-    return tuple(hosts), (chroot if chroot not in ("", "/") else None)
+    """Split ``host[:port][,host[:port]...][/chroot]`` into ``((host, port), ...), chroot`` (port defaults to
+    2181, as in ZooKeeper); the one parser is :func:`zkconsumer.layout.connect.parse_zk_connect`.
+    Raises ConfigError for ``zookeeper.connect``."""
+    from .layout.connect import parse_zk_connect
+    parsed = parse_zk_connect(text)
+    return tuple(parsed.host_ports), parsed.chroot
 
 
 def _canonical(value) -> str:
