@@ -122,7 +122,7 @@ class ZookeeperConsumerConnector:
         return s
 
     def _start(self, wait_timeout=None):
-        self.fetchers = FetcherManager(self.config, self._kafka_bootstrap(), on_error=self._on_fetch_error)
+        self.fetchers = self._make_fetchers()
         self.rebalancer = Rebalancer(self)
         self.zk.add_listener(self.rebalancer.session_listener)
         self.rebalancer.start()
@@ -135,6 +135,10 @@ class ZookeeperConsumerConnector:
         if not self.rebalancer.first_done.wait(timeout):
             log.warning("%s: first rebalance still in progress after %.0f s (state %s)", self.consumer_id,
                         timeout, self.rebalancer.state)
+
+    def _make_fetchers(self):
+        """The fetcher manager (a subclass that only coordinates — e.g. a Spark driver member — overrides this)."""
+        return FetcherManager(self.config, self._kafka_bootstrap(), on_error=self._on_fetch_error)
 
     def _kafka_bootstrap(self):
         if self._bootstrap:

@@ -15,6 +15,7 @@ States and transitions (``Rebalancer.state``)::
                           commit-before-release is visible); the assign hook; fetchers started ---------> IDLE
     BACKOFF    --owner node deleted, new event, or rebalance.backoff.ms + jitter---------------------> SETTLING
                --rebalance.max.retries failed attempts in a row------------------------------------> DEGRADED
+               (a claim conflict — a predecessor has not released yet — is a wait, not a failed attempt)
     DEGRADED   retries every rebalance.slow.retry.ms and at once on any event; never idle while registered
     SUSPENDED  ZooKeeper connection lost (same session may come back); after zookeeper.suspended.grace.ms the
                generation is bumped and fetchers stop, so nothing is delivered while peers may have taken over;
@@ -69,14 +70,15 @@ class Rebalancer(threading.Thread):
         self.fetching = False
         self.state = STARTING
         self.failures = 0
-        self.stats = {"attempts": 0, "rebalances": 0, "failed_attempts": 0, "noop_attempts": 0,
-                      "last_duration_ms": None, "last_zk_reads": None, "state_changes": 0}
+        self.stats = {"attempts": 0, "rebalances": 0, "failed_attempts": 0, "claim_waits": 0, "noop_attempts": 0,
+                      "last_duration_ms": None, "last_zk_reads": None, "zk_reads": 0, "state_changes": 0}
         self.first_done = threading.Event()
         self._stopping = False
         self._suspended_timer = None
         self._need_register = True
         self._fence = None
         self._fence_key = None
+        self._conflicted = False
 
     # -- event intake (any thread; never blocks) ---------------------------------------------------------------
     def watch(self, event=None):
@@ -112,7 +114,8 @@ class Rebalancer(threading.Thread):
                     self._set_state(IDLE)
                     self.first_done.set()
                 else:
-                    self.failures += 1
+                    if not self._conflicted:  # waiting for a predecessor's release is not a failure
+                        self.failures += 1
                     if self.failures >= self.config.rebalance_max_retries:
                         wait = self.config.rebalance_slow_retry_ms / 1000.0
                         if self.state != DEGRADED:
@@ -185,6 +188,7 @@ class Rebalancer(threading.Thread):
         self.stats["attempts"] += 1
         t0 = time.monotonic()
         log.info("begin rebalancing consumer %s try #%d", self.consumer_id, self.failures)
+        self._conflicted = False
         try:
             with self.lock:
                 ok = self._attempt()
@@ -194,7 +198,9 @@ class Rebalancer(threading.Thread):
         self.stats["last_duration_ms"] = round((time.monotonic() - t0) * 1000, 1)
         log.info("end rebalancing consumer %s try #%d (%s)", self.consumer_id, self.failures,
                  "ok" if ok else "failed")
-        if not ok:
+        if not ok and self._conflicted:
+            self.stats["claim_waits"] += 1  # a predecessor still holds a partition: wait for its release
+        elif not ok:
             self.stats["failed_attempts"] += 1
             log.info("Rebalancing attempt failed. Clearing the cache before the next rebalancing operation is "
                      "triggered")
@@ -209,6 +215,7 @@ class Rebalancer(threading.Thread):
         self._set_state(ASSIGNING)
         snap = read_group(self.zk, self.group, self.config.exclude_internal_topics, watch=self.watch)
         self.stats["last_zk_reads"] = snap.zk_reads
+        self.stats["zk_reads"] += snap.zk_reads
         if self.consumer_id not in snap.members:
             self._need_register = True
             raise RebalanceError("own registration %s is missing" % self.consumer_id)
@@ -244,6 +251,7 @@ class Rebalancer(threading.Thread):
             raise RebalanceError("ZooKeeper session changed during the rebalance")
         conflicts = ownership.claim(self.zk, self.group, coming)
         if conflicts:
+            self._conflicted = True
             for t, p in conflicts:  # wake up as soon as a conflicting owner lets go
                 path = paths.partition_owner_path(self.group, t, p)
                 if self.zk.exists(path, watch=lambda e: self.events.put(("owner_deleted", e.path))) is None:
