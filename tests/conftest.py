@@ -60,3 +60,26 @@ def zk(services):
 def unique():
     """unique('topic') -> 'topic-3f2a9c1b': names that never collide across tests sharing the cluster."""
     return lambda prefix="t": "%s-%s" % (prefix, uuid.uuid4().hex[:8])
+
+
+# --- Spark (zkconsumer.spark tests): one local[2] SparkSession for the whole test session -------------------------
+@pytest.fixture(scope="session")
+def spark():
+    """A local[2] SparkSession with the ``zkconsumer`` data source registered (started once, ~10-15 s)."""
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    from pyspark.sql import SparkSession
+    from zkconsumer.spark import ZkConsumerDataSource
+    session = (SparkSession.builder.master("local[2]").appName("zkconsumer-tests")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2").config("spark.default.parallelism", "2")
+               .config("spark.sql.session.timeZone", "UTC").config("spark.log.level", "ERROR")
+               .getOrCreate())
+    session.dataSource.register(ZkConsumerDataSource)
+    session.range(1).count()
+    yield session
+    session.stop()

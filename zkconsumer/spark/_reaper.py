@@ -1,0 +1,70 @@
+"""Reaper of a dead Spark group member: ``python -m zkconsumer.spark._reaper ZK GROUP CONSUMER_ID``.
+
+Started by :class:`~zkconsumer.spark.member.GroupMember` with a pipe as stdin that only the member's process
+holds. Spark ends the streaming source's Python process with SIGKILL (``stop()`` is not called), which closes the
+pipe: the reaper then deletes the member's registration ``/consumers/[g]/ids/[id]`` and every owner node whose
+value is one of the member's thread ids (``<id>-<n>``), so the group rebalances at once instead of after
+``zookeeper.session.timeout.ms``. After a clean shutdown it finds nothing to delete.
+"""
+import sys
+
+
+def release_member(zookeeper_connect, group, consumer_id):
+    """Delete the registration and owner nodes of ``consumer_id`` (a dead member). Returns what was deleted."""
+    from kazoo.exceptions import NoNodeError
+    from .. import zk as zkmod
+    from ..layout import paths
+    deleted = []
+    zk = zkmod.connect(zookeeper_connect)
+    try:
+        reg = paths.consumer_registration_path(group, consumer_id)
+        try:
+            zk.delete(reg)
+            deleted.append(reg)
+        except NoNodeError:
+            pass
+        owners = paths.group_owners_path(group)
+        try:
+            topics = zk.get_children(owners)
+        except NoNodeError:
+            topics = []
+        prefix = (consumer_id + "-").encode()
+        for t in topics:
+            base = owners + "/" + t
+            try:
+                parts = zk.get_children(base)
+            except NoNodeError:
+                continue
+            reads = {p: zk.get_async(base + "/" + p) for p in parts}
+            for p, res in reads.items():
+                try:
+                    data, _ = res.get()
+                except NoNodeError:
+                    continue
+                if data.startswith(prefix) and data[len(prefix):].isdigit():
+                    try:
+                        zk.delete(base + "/" + p)
+                        deleted.append(base + "/" + p)
+                    except NoNodeError:
+                        pass
+    finally:
+        zkmod.close(zk)
+    return deleted
+
+
+def main(argv):
+    zk_connect, group, consumer_id = argv[1:4]
+    try:
+        while sys.stdin.buffer.read(65536):
+            pass
+    except Exception:
+        pass
+    try:
+        release_member(zk_connect, group, consumer_id)
+    except Exception:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,175 @@
+"""Driver helpers: plan a batch read, commit end offsets after the output is written, read Spark checkpoints.
+
+Batch (read the group's unconsumed range once, commit after the output is durable)::
+
+    plan = plan_batch(opts)                               # committed offset (else startingOffsets) -> log end
+    df = (spark.read.format("zkconsumer").options(**opts)
+          .option("startingOffsets", plan.start_json).option("endingOffsets", plan.end_json).load())
+    ... write df ...
+    commit_batch(opts, plan.end)                          # only now do legacy tools see the progress
+
+Streaming: ``commit(end)`` of the source lags one batch and is never called for the last batch, so after an
+``availableNow`` query terminated (or after ``stop()``), commit the last finished batch yourself::
+
+    commit_batch(opts, last_committed_end(checkpoint_dir))
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+from typing import Dict, Mapping, Optional, Tuple
+
+from .offsets import from_spark, to_spark
+from .options import SourceOptions, parse_options
+
+log = logging.getLogger("zkconsumer.spark")
+
+TP = Tuple[str, int]
+
+
+@dataclasses.dataclass
+class BatchPlan:
+    start: Dict[TP, int]
+    end: Dict[TP, int]
+    bootstrap: str
+
+    @property
+    def start_json(self) -> str:
+        return json.dumps(to_spark(self.start))
+
+    @property
+    def end_json(self) -> str:
+        return json.dumps(to_spark(self.end))
+
+    @property
+    def total(self) -> int:
+        return sum(max(0, self.end[tp] - self.start.get(tp, self.end[tp])) for tp in self.end)
+
+
+def _opts(options) -> SourceOptions:
+    return options if isinstance(options, SourceOptions) else parse_options(options)
+
+
+def plan_batch(options) -> BatchPlan:
+    """The ranges a batch read covers: per partition of the subscribed topics, from the group's committed offset
+    (or ``startingOffsets``: JSON entries win, ``earliest``/``latest`` apply where nothing is committed) to the log
+    end (or ``endingOffsets`` JSON). ``options``: the source's option dict or parsed :class:`SourceOptions`."""
+    from .. import zk as zkmod
+    from ..offsets import make_offset_store
+    from .cluster import bootstrap_from_zk, resolve_start, resolve_topics, topic_partitions
+    from .kafka_io import LogEndProbe
+    opts = _opts(options)
+    zk = zkmod.connect(opts.zookeeper_connect)
+    probe = None
+    try:
+        bootstrap = opts.bootstrap_servers or bootstrap_from_zk(zk, opts.zookeeper_connect)
+        tps = topic_partitions(zk, resolve_topics(zk, opts))
+        cfg = opts.consumer_config
+        store = make_offset_store(cfg, zk, bootstrap_servers=bootstrap if cfg.offsets_storage == "kafka" else None,
+                                  strict=False)
+        try:
+            stored = store.fetch(tps)
+        finally:
+            store.close()
+        probe = LogEndProbe(bootstrap)
+        overrides = opts.starting if isinstance(opts.starting, dict) else None
+        start = resolve_start(stored, tps, opts.default_reset(streaming=False), probe, overrides)
+        ends = probe.log_ends(tps)
+        if isinstance(opts.ending, dict):
+            for tp in tps:
+                e = opts.ending.get(tp)
+                if e is not None and e >= 0:
+                    ends[tp] = min(ends[tp], e) if e > ends[tp] else e
+        end = {tp: max(ends[tp], start[tp]) for tp in tps}
+        return BatchPlan(start, end, bootstrap)
+    finally:
+        if probe is not None:
+            probe.close()
+        zkmod.close(zk)
+
+
+def commit_batch(options, end_offsets, skip_owned_by_others: bool = True) -> Dict[str, Dict]:
+    """Write ``end_offsets`` (``{(t, p): next}``, Spark's ``{"t": {"p": n}}`` dict or JSON text) to the group's
+    offset store (zookeeper / kafka / dual per the options) from the driver, **after** the output is durable.
+
+    Never moves an offset backwards. With ``skip_owned_by_others`` (default) a partition whose owner node belongs to
+    a member that is not a Spark member of this group (``<group>_spark-...``) is skipped: that member is consuming
+    it and its own commits win. Returns ``{"committed": {...}, "unchanged": {...}, "skipped": {...},
+    "failed": {...}}`` keyed ``"topic-partition"``.
+    """
+    from .. import zk as zkmod
+    from ..consumer.ownership import read_owners
+    from ..offsets import make_offset_store
+    from .cluster import bootstrap_from_zk
+    opts = _opts(options)
+    offsets = end_offsets if isinstance(end_offsets, dict) and all(isinstance(k, tuple) for k in end_offsets) \
+        else from_spark(end_offsets)
+    report = {"committed": {}, "unchanged": {}, "skipped": {}, "failed": {}}
+    if not offsets:
+        return report
+    name = lambda tp: "%s-%d" % tp  # noqa: E731
+    zk = zkmod.connect(opts.zookeeper_connect)
+    try:
+        cfg = opts.consumer_config
+        bootstrap = None
+        if cfg.offsets_storage == "kafka":
+            bootstrap = opts.bootstrap_servers or bootstrap_from_zk(zk, opts.zookeeper_connect)
+        todo = dict(offsets)
+        if skip_owned_by_others:
+            spark_prefix = cfg.group_id + "_spark-"
+            owners = read_owners(zk, cfg.group_id, sorted({t for t, _ in todo}))
+            for tp in list(todo):
+                owner = owners.get(tp)
+                if owner is not None and not owner.startswith(spark_prefix):
+                    report["skipped"][name(tp)] = "owned by %s" % owner
+                    del todo[tp]
+        store = make_offset_store(cfg, zk, bootstrap_servers=bootstrap, strict=False)
+        try:
+            stored = store.fetch(list(todo)) if todo else {}
+            forward = {tp: o for tp, o in todo.items() if stored.get(tp) is None or o > stored[tp]}
+            for tp in set(todo) - set(forward):
+                report["unchanged"][name(tp)] = stored[tp]
+            if forward:
+                res = store.commit(forward)
+                for tp, o in res.committed.items():
+                    report["committed"][name(tp)] = o
+                for tp, e in res.failed.items():
+                    report["failed"][name(tp)] = str(e)
+        finally:
+            store.close()
+    finally:
+        zkmod.close(zk)
+    log.info("commit_batch for group %s: %s", opts.group, report)
+    return report
+
+
+def _batch_files(directory):
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return sorted(int(n) for n in names if n.isdigit())
+
+
+def read_checkpoint_offsets(checkpoint: str, batch_id: int, source_index: int = 0) -> Dict[TP, int]:
+    """End offsets of batch ``batch_id`` from ``<checkpoint>/offsets/<batch_id>`` (local file system).
+
+    Spark's internal format (v1 in 4.2/4.3): line 1 ``v1``, line 2 batch metadata, then one JSON line per source.
+    """
+    path = os.path.join(checkpoint, "offsets", str(batch_id))
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    if not lines or lines[0].strip() != "v1":
+        raise ValueError("%s: unsupported offset log format %r (expected v1)" % (path, lines[:1]))
+    line = lines[2 + source_index]
+    return from_spark(json.loads(line)) if line.strip() not in ("", "-") else {}
+
+
+def last_committed_end(checkpoint: str, source_index: int = 0) -> Dict[TP, int]:
+    """End offsets of the newest batch in ``<checkpoint>/commits`` (i.e. whose output Spark finished writing)."""
+    ids = _batch_files(os.path.join(checkpoint, "commits"))
+    if not ids:
+        return {}
+    return read_checkpoint_offsets(checkpoint, ids[-1], source_index)

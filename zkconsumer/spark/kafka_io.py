@@ -1,0 +1,191 @@
+"""Kafka access of the source through kafka-python (no JVM Kafka client is available here).
+
+* :class:`LogEndProbe` (driver): the log end of many partitions as the *high watermark of a fetch response*.
+  ``ListOffsets(latest)`` is what every Kafka client uses and is exact on Apache Kafka, where it equals the high
+  watermark; some brokers (tansu, the test broker) answer it with the base offset of the last batch + 1 after
+  multi-record produce batches.  The probe seeks each partition to ``max(ListOffsets(latest), last known end)``
+  (never beyond the log end) and polls once with a tiny fetch size, reading the high watermark every fetch response
+  carries; on Apache Kafka this returns the same number as ListOffsets.
+* :func:`read_range` (executor): one KafkaConsumer per task, ``assign`` + ``seek`` + ``poll`` until the position
+  reaches ``end``, a wall-clock deadline, records ``>= end`` trimmed, rows yielded as ``pyarrow.RecordBatch``.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import time
+from typing import Dict, Iterable, Iterator, Optional, Tuple
+
+from ..errors import ClusterUnavailableError, ZkConsumerError
+
+log = logging.getLogger(__name__)
+
+TP = Tuple[str, int]
+
+
+class DataLossError(ZkConsumerError):
+    """Offsets the batch must read are no longer in the log (retention, topic recreated) and failOnDataLoss=true."""
+
+
+def _consumer(bootstrap, **kw):
+    from kafka import KafkaConsumer
+    from kafka.errors import KafkaError
+    conf = dict(bootstrap_servers=bootstrap.split(","), group_id=None, enable_auto_commit=False,
+                client_id="zkconsumer-spark")
+    conf.update(kw)
+    try:
+        return KafkaConsumer(**conf)
+    except (KafkaError, OSError) as e:
+        raise ClusterUnavailableError("cannot reach the Kafka brokers %s: %s" % (bootstrap, e)) from e
+
+
+class LogEndProbe:
+    """Driver-side helper holding one KafkaConsumer (created lazily; never pickled)."""
+
+    def __init__(self, bootstrap):
+        self.bootstrap = bootstrap
+        self._c = None
+        self._known: Dict[TP, int] = {}
+
+    def __getstate__(self):
+        return {"bootstrap": self.bootstrap, "_c": None, "_known": {}}
+
+    def _client(self):
+        if self._c is None:
+            self._c = _consumer(self.bootstrap, auto_offset_reset="latest", fetch_max_wait_ms=10,
+                                max_partition_fetch_bytes=1024, fetch_max_bytes=1 << 20, max_poll_records=1,
+                                check_crcs=False)
+        return self._c
+
+    def close(self):
+        if self._c is not None:
+            try:
+                self._c.close(autocommit=False)
+            except Exception:
+                pass
+            self._c = None
+
+    def earliest(self, tps: Iterable[TP]) -> Dict[TP, int]:
+        from kafka import TopicPartition
+        tps = sorted(set(tps))
+        if not tps:
+            return {}
+        res = self._client().beginning_offsets([TopicPartition(t, p) for t, p in tps])
+        return {(k.topic, k.partition): v for k, v in res.items()}
+
+    def log_ends(self, tps: Iterable[TP], timeout_s: float = 15.0) -> Dict[TP, int]:
+        from kafka import TopicPartition
+        tps = sorted(set(tps))
+        if not tps:
+            return {}
+        c = self._client()
+        ktps = [TopicPartition(t, p) for t, p in tps]
+        c.assign(ktps)
+        listed = c.end_offsets(ktps)
+        state = getattr(getattr(c, "_subscription", None), "assignment", None)
+        for k in ktps:
+            c.seek(k, max(listed[k], self._known.get((k.topic, k.partition), 0)))
+            if state is not None and k in state:
+                state[k].highwater = None
+        ends: Dict[TP, int] = {}
+        if state is not None:
+            pending = set(ktps)
+            deadline = time.monotonic() + timeout_s
+            while pending and time.monotonic() < deadline:
+                c.poll(timeout_ms=100, max_records=1, update_offsets=False)
+                for k in list(pending):
+                    hw = state[k].highwater if k in state else None
+                    if hw is not None:
+                        ends[(k.topic, k.partition)] = max(hw, listed[k])
+                        pending.discard(k)
+            if pending:
+                log.warning("no fetch response within %.0f s for %s; using ListOffsets(latest)", timeout_s,
+                            ", ".join("%s-%d" % (k.topic, k.partition) for k in sorted(pending)[:5]))
+        for k in ktps:
+            ends.setdefault((k.topic, k.partition), listed[k])
+        self._known.update(ends)
+        return ends
+
+
+_ARROW_SCHEMA = None
+
+
+def arrow_schema():
+    global _ARROW_SCHEMA
+    if _ARROW_SCHEMA is None:
+        import pyarrow as pa
+        _ARROW_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
+                                   ("partition", pa.int32()), ("offset", pa.int64()),
+                                   ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32())])
+    return _ARROW_SCHEMA
+
+
+def _batch(topic, partition, keys, values, offsets, stamps, types):
+    import pyarrow as pa
+    n = len(offsets)
+    ts = pa.array(stamps, pa.int64())
+    ts = pa.compute.multiply(ts, 1000).cast(pa.timestamp("us", tz="UTC"))
+    return pa.RecordBatch.from_arrays(
+        [pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+         pa.array([topic] * n, pa.string()) if n else pa.array([], pa.string()),
+         pa.array([partition] * n, pa.int32()), pa.array(offsets, pa.int64()), ts, pa.array(types, pa.int32())],
+        schema=arrow_schema())
+
+
+def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int, poll_timeout_ms: int = 120000,
+               fail_on_data_loss: bool = True, batch_rows: int = 20000) -> Iterator:
+    """Yield ``pyarrow.RecordBatch`` es holding the records of ``[start, end)`` of one partition."""
+    import pyarrow.compute  # noqa: F401  (pa.compute)
+    from kafka import TopicPartition
+    from kafka.errors import OffsetOutOfRangeError
+    if end <= start:
+        return
+    tp = TopicPartition(topic, partition)
+    c = _consumer(bootstrap, auto_offset_reset="none", max_poll_records=batch_rows, fetch_max_wait_ms=100,
+                  max_partition_fetch_bytes=16 << 20, fetch_max_bytes=64 << 20, check_crcs=True)
+    try:
+        c.assign([tp])
+        c.seek(tp, start)
+        deadline = time.monotonic() + poll_timeout_ms / 1000.0
+        keys, values, offsets, stamps, types = [], [], [], [], []
+        pos = start
+        while pos < end:
+            if time.monotonic() > deadline:
+                raise ZkConsumerError("timed out after %d ms (kafkaConsumer.pollTimeoutMs) reading %s-%d [%d, %d): "
+                                      "position %d" % (poll_timeout_ms, topic, partition, start, end, pos))
+            try:
+                recs = c.poll(timeout_ms=500, max_records=batch_rows).get(tp, ())
+            except OffsetOutOfRangeError as e:
+                first = c.beginning_offsets([tp])[tp]
+                if fail_on_data_loss:
+                    raise DataLossError(
+                        "offsets %d..%d of %s-%d are no longer in the log (log starts at %d): data was lost "
+                        "(retention?). Set failOnDataLoss=false to skip it." % (pos, first - 1, topic, partition,
+                                                                               first)) from e
+                log.warning("%s-%d: offsets %d..%d are gone (log starts at %d); skipping them (failOnDataLoss=false)",
+                            topic, partition, pos, first - 1, first)
+                if first >= end:
+                    break
+                c.seek(tp, first)
+                pos = first
+                continue
+            if recs:
+                if recs[-1].offset >= end:
+                    cut = bisect.bisect_left([r.offset for r in recs], end)
+                    recs = recs[:cut]
+                if recs:
+                    cols = list(zip(*recs))
+                    offsets.extend(cols[3])
+                    stamps.extend(cols[4])
+                    types.extend(cols[5])
+                    keys.extend(cols[6])
+                    values.extend(cols[7])
+                    pos = offsets[-1] + 1
+            pos = max(pos, c.position(tp))  # jumps over compaction / transaction-marker gaps
+            if len(offsets) >= batch_rows:
+                yield _batch(topic, partition, keys, values, offsets, stamps, types)
+                keys, values, offsets, stamps, types = [], [], [], [], []
+        if offsets:
+            yield _batch(topic, partition, keys, values, offsets, stamps, types)
+    finally:
+        c.close(autocommit=False)

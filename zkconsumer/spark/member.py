@@ -1,0 +1,186 @@
+"""``GroupMember``: the streaming source's driver-side member of the legacy ZooKeeper group.
+
+A :class:`~zkconsumer.consumer.ZookeeperConsumerConnector` that never fetches: it registers in
+``/consumers/[g]/ids``, takes part in every rebalance with the group's assignor, claims (ephemeral) owner nodes and
+releases them like any member, but ``start_delivery`` only records which partitions it owns; the source plans
+micro-batches for exactly those partitions and Spark's executors read them.  Commits go through the connector's
+fenced path (only partitions still owned under our ZooKeeper session) and never move an offset backwards.
+
+Spark kills the source's Python process without calling ``stop()``, so every member also starts a tiny *reaper*
+process (:mod:`._reaper`) that waits for the member's process to die and then deletes the member's registration
+and owner nodes at once (they are ephemeral anyway and would vanish after ``zookeeper.session.timeout.ms``).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+from ..consumer.connector import RebalanceListener, ZookeeperConsumerConnector
+from ..layout import codecs
+from ..offsets import CommitResult
+
+log = logging.getLogger(__name__)
+
+
+def spark_consumer_id(group):
+    """``<group>_spark-<host>-<millis>-<uuid8>``: the Scala id format with a ``spark-`` marker, so tools (and
+    :func:`~zkconsumer.spark.commit.commit_batch`) can tell Spark members from others."""
+    host = "".join(c if c.isalnum() or c in "._-" else "-" for c in socket.gethostname()) or "host"
+    return "spark-%s-%d-%s" % (host, int(time.time() * 1000), uuid.uuid4().hex[:8])
+
+
+class _Listener(RebalanceListener):
+    def __init__(self, member):
+        self.member = member
+
+    def on_revoke(self, partitions):
+        self.member._forget(partitions, "revoked")
+
+    def on_lost(self, partitions):
+        self.member._forget(partitions, "lost (ZooKeeper session expired)")
+
+
+class GroupMember(ZookeeperConsumerConnector):
+    """A non-fetching group member. ``join(topics=...)`` or ``join(topic_filter=Whitelist(...))``."""
+
+    def __init__(self, config, bootstrap_servers=None, reaper=True):
+        if not config.consumer_id:
+            config = config.with_overrides({"consumer.id": spark_consumer_id(config.group_id)})
+        if config.auto_commit_enable:
+            config = config.with_overrides({"auto.commit.enable": "false"})
+        super().__init__(config, listener=_Listener(self), bootstrap_servers=bootstrap_servers)
+        self._assigned = {}          # (t, p) -> start offset the rebalancer read (None = none committed)
+        self.claims = 0              # number of completed assignments
+        self.claimed_at = {}         # (t, p) -> value of `claims` when it was (re)claimed
+        self._want_reaper = reaper
+        self._reaper = None
+
+    # -- subscription ------------------------------------------------------------------------------------------
+    def join(self, topics=(), topic_filter=None, wait_timeout=None):
+        self._check_not_started()
+        if topic_filter is not None:
+            self._wildcard = True
+            self.registration = codecs.ConsumerRegistration.wildcard(
+                topic_filter.regex, 1, whitelist=topic_filter.pattern == "white_list")
+        else:
+            if not topics:
+                raise ValueError("join() needs topics or a topic filter")
+            self.registration = codecs.ConsumerRegistration.static({t: 1 for t in topics})
+        if self._want_reaper:
+            self._reaper = start_reaper(self.config.zookeeper_connect, self.group, self.consumer_id)
+        self._start(wait_timeout)
+        return self
+
+    def _start(self, wait_timeout=None):
+        """The connector's start without fetchers and without the auto-commit thread."""
+        from ..consumer.rebalancer import Rebalancer
+        self.fetchers = None
+        self.rebalancer = Rebalancer(self)
+        self.zk.add_listener(self.rebalancer.session_listener)
+        self.rebalancer.start()
+        cfg = self.config
+        timeout = wait_timeout or (cfg.rebalance_max_retries * (cfg.rebalance_backoff_ms / 1000.0 + 5) + 10)
+        if not self.rebalancer.first_done.wait(timeout):
+            log.warning("%s: first rebalance still in progress after %.0f s (state %s)", self.consumer_id,
+                        timeout, self.rebalancer.state)
+
+    # -- delivery hooks the rebalancer calls (under its lock) --------------------------------------------------
+    def stop_delivery(self):
+        self.generation.value += 1
+
+    def start_delivery(self, plan):
+        self.claims += 1
+        for tp in plan:
+            if tp not in self._assigned:
+                self.claimed_at[tp] = self.claims
+        self._assigned = {tp: off for tp, (off, _thread) in plan.items()}
+        log.info("%s owns %d partition(s): %s", self.consumer_id, len(plan),
+                 ", ".join("%s-%d" % tp for tp in sorted(plan)[:20]))
+
+    def _forget(self, partitions, why):
+        for tp in partitions:
+            self._assigned.pop(tp, None)
+            self.claimed_at.pop(tp, None)
+        log.info("%s: partitions %s: %s", self.consumer_id, why, ", ".join("%s-%d" % tp for tp in sorted(partitions)))
+
+    # -- what the source reads ---------------------------------------------------------------------------------
+    def ownership(self):
+        """``(owned set, {tp: claim number}, claims)`` when the last rebalance completed, else None (a rebalance
+        is under way: plan nothing new until it ends)."""
+        rb = self.rebalancer
+        if rb is None:
+            return None
+        with rb.lock:
+            if not rb.fetching:
+                return None
+            owned = set(rb.owned)
+            return owned, {tp: self.claimed_at.get(tp, 0) for tp in owned}, self.claims
+
+    def wait_ownership(self, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            snap = self.ownership()
+            if snap is not None or time.monotonic() > deadline:
+                return snap
+            time.sleep(0.05)
+
+    def commit_forward(self, offsets):
+        """Fenced commit of ``{(t, p): next_offset}`` for partitions still owned, only where it moves the stored
+        offset forward. Returns a :class:`CommitResult` (never raises for per-partition failures)."""
+        rb = self.rebalancer
+        result = CommitResult()
+        if rb is None or not offsets:
+            return result
+        with rb.lock:
+            own = {tp: off for tp, off in offsets.items() if tp in rb.owned}
+            for tp in set(offsets) - set(own):
+                log.info("not committing %s-%d=%d: no longer owned by %s", tp[0], tp[1], offsets[tp],
+                         self.consumer_id)
+            if not own:
+                return result
+            stored = self.offset_store.fetch(list(own))
+            forward = {tp: off for tp, off in own.items() if stored.get(tp) is None or off > stored[tp]}
+            for tp in set(own) - set(forward):
+                result.unchanged.add(tp)
+                result.committed[tp] = stored[tp]
+                if stored[tp] > own[tp]:
+                    log.info("not committing %s-%d=%d: the store already holds %d (never moving backwards)",
+                             tp[0], tp[1], own[tp], stored[tp])
+            if forward:
+                result.merge(self.offset_store.commit(forward, fence=rb.fence()))
+                for tp, off in forward.items():
+                    if tp in result.committed:
+                        self.positions[tp] = off
+        if result.failed:
+            rb.on_commit_result(result)
+        return result
+
+    def shutdown(self):
+        try:
+            super().shutdown()
+        finally:
+            if self._reaper is not None:
+                try:
+                    self._reaper.stdin.close()  # the reaper finds nothing left to delete and exits
+                except Exception:
+                    pass
+                self._reaper = None
+
+
+def start_reaper(zookeeper_connect, group, consumer_id):
+    """Start the reaper process for this member (see :mod:`._reaper`); its stdin is a pipe only we hold."""
+    try:
+        return subprocess.Popen([sys.executable, "-m", "zkconsumer.spark._reaper", zookeeper_connect, group,
+                                 consumer_id], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                                env=dict(os.environ))
+    except OSError as e:
+        log.warning("cannot start the owner-node reaper (owner nodes will vanish with the ZooKeeper session "
+                    "instead): %s", e)
+        return None

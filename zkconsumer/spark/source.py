@@ -1,0 +1,252 @@
+"""The ``zkconsumer`` Python data source (``pyspark.sql.datasource``, pyspark>=4.2).
+
+Where things run (see ``pyspark.md`` §1.3): ``partitions``/``latestOffset``/``commit``/``initialOffset`` run in a
+long-lived Python process on the driver (the streaming source runner) - the :class:`GroupMember` lives there;
+``read`` runs on executors and depends only on the :class:`RangePartition` it gets (no ZooKeeper, one Kafka
+consumer per task).  Nothing live is ever pickled: clients are created lazily and dropped by ``__getstate__``.
+
+Streaming offsets are ``{"topic": {"partition": next_offset}}`` holding exactly the partitions the member owned
+when the batch was planned.  A batch reads ``[start[p], end[p])`` for partitions present in both.  The rules:
+
+* partition owned but absent from ``start`` (first batch after a rebalance gave it to us): it is *adopted* - the
+  end offset is its start (the group's committed offset, else ``startingOffsets``); nothing is read from it in that
+  batch, the next batches read from there;
+* partition in ``start`` no longer owned: absent from ``end`` (dropped; its successor continues from the store);
+* checkpoint vs store: on the first plan of a query run and for partitions (re)claimed since the previous plan,
+  the store is read; where it is **ahead** of the checkpointed offset (the group moved on: another member
+  progressed, or an operator moved offsets forward) the partition is dropped for one batch and re-adopted from
+  the store (logged); where it is behind (the normal one-batch commit lag, or a rollback) the checkpoint wins, so
+  nothing is lost and nothing is committed backwards;
+* ``commit(end)`` (Spark calls it for batch N-1 while planning batch N, never for the last batch) writes ``end`` for
+  partitions still owned, fenced by the owner nodes, and only where it moves the stored offset forward.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Dict, Optional
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+
+from .options import SourceOptions, parse_options
+from .offsets import from_spark, rate_limit, to_spark
+
+log = logging.getLogger("zkconsumer.spark")
+
+SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+          "timestampType int")
+
+
+class RangePartition(InputPartition):
+    """``[start, end)`` of one Kafka partition and where to read it (picklable plain data)."""
+
+    def __init__(self, bootstrap: str, topic: str, partition: int, start: int, end: int):
+        super().__init__((topic, partition, start, end))
+        self.bootstrap, self.topic, self.partition, self.start, self.end = bootstrap, topic, partition, start, end
+
+    def __repr__(self):
+        return "RangePartition(%s-%d [%d, %d))" % (self.topic, self.partition, self.start, self.end)
+
+
+def _read(opts: SourceOptions, part: RangePartition):
+    from .kafka_io import read_range
+    return read_range(part.bootstrap, part.topic, part.partition, part.start, part.end,
+                      poll_timeout_ms=opts.poll_timeout_ms, fail_on_data_loss=opts.fail_on_data_loss,
+                      batch_rows=opts.arrow_batch_size)
+
+
+class ZkConsumerDataSource(DataSource):
+    """Register with ``spark.dataSource.register(ZkConsumerDataSource)``; format name ``zkconsumer``."""
+
+    @classmethod
+    def name(cls):
+        return "zkconsumer"
+
+    def schema(self):
+        return SCHEMA
+
+    def reader(self, schema):
+        return ZkBatchReader(parse_options(self.options))
+
+    def streamReader(self, schema):
+        return ZkStreamReader(parse_options(self.options))
+
+
+class ZkBatchReader(DataSourceReader):
+    """Batch read of the group's unconsumed range: committed offset (else ``startingOffsets``) -> log end (else
+    ``endingOffsets``). Commits nothing: see :func:`zkconsumer.spark.plan_batch` / :func:`commit_batch`."""
+
+    def __init__(self, opts: SourceOptions):
+        self.opts = opts
+
+    def partitions(self):
+        from .commit import plan_batch
+        plan = plan_batch(self.opts)
+        parts = [RangePartition(plan.bootstrap, t, p, plan.start[(t, p)], plan.end[(t, p)])
+                 for (t, p) in sorted(plan.end) if plan.end[(t, p)] > plan.start[(t, p)]]
+        return parts or [RangePartition(plan.bootstrap, "", 0, 0, 0)]
+
+    def read(self, partition):
+        return _read(self.opts, partition)
+
+
+class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, opts: SourceOptions):
+        self.opts = opts
+        self._member = None
+        self._probe = None
+        self._bootstrap = opts.bootstrap_servers
+        self._first_plan = True
+        self._seen_claims = 0
+        self._target: Optional[Dict] = None  # AvailableNow: log ends recorded at prepareForTriggerAvailableNow
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_member"] = state["_probe"] = None
+        return state
+
+    # -- driver-side plumbing (runner process only) ------------------------------------------------------------
+    def _ensure_member(self):
+        if self._member is None:
+            from .member import GroupMember
+            m = GroupMember(self.opts.consumer_config, bootstrap_servers=self.opts.bootstrap_servers)
+            try:
+                if self._bootstrap is None:
+                    self._bootstrap = m._kafka_bootstrap()
+                m.join(topics=self.opts.topics, topic_filter=self.opts.topic_filter())
+            except BaseException:
+                m.shutdown()
+                raise
+            log.info("zkconsumer source joined group %s as %s", self.opts.group, m.consumer_id)
+            self._member = m
+        return self._member
+
+    def _get_bootstrap(self):
+        if self._bootstrap is None:
+            from .. import zk as zkmod
+            from .cluster import bootstrap_from_zk
+            zk = zkmod.connect(self.opts.zookeeper_connect)
+            try:
+                self._bootstrap = bootstrap_from_zk(zk, self.opts.zookeeper_connect)
+            finally:
+                zkmod.close(zk)
+        return self._bootstrap
+
+    def _get_probe(self):
+        if self._probe is None:
+            from .kafka_io import LogEndProbe
+            self._probe = LogEndProbe(self._get_bootstrap())
+        return self._probe
+
+    def _ownership(self):
+        snap = self._ensure_member().wait_ownership(timeout=0.0 if not self._first_plan else 60.0)
+        return snap
+
+    def _adopt(self, tps, overrides=None):
+        from .cluster import resolve_start
+        if not tps:
+            return {}
+        stored = self._member.offset_store.fetch(list(tps))
+        out = resolve_start(stored, tps, self.opts.default_reset(streaming=True), self._get_probe(), overrides)
+        for tp in sorted(out):
+            log.info("adopting %s-%d at %d (%s)", tp[0], tp[1], out[tp],
+                     "group offset" if stored.get(tp) == out[tp] else "no group offset: startingOffsets")
+        if self._target is not None:
+            for tp in tps:
+                self._target.setdefault(tp, None)
+        return out
+
+    # -- DataSourceStreamReader --------------------------------------------------------------------------------
+    def initialOffset(self):
+        snap = self._ownership()
+        if snap is None:
+            log.warning("no completed rebalance yet: starting with no partitions")
+            return {}
+        owned, _claimed, claims = snap
+        overrides = self.opts.starting if isinstance(self.opts.starting, dict) else None
+        start = self._adopt(sorted(owned), overrides)
+        self._first_plan = False
+        self._seen_claims = claims
+        return to_spark(start)
+
+    def getDefaultReadLimit(self):
+        n = self.opts.max_offsets_per_trigger
+        return ReadMaxRows(n) if n else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self):
+        snap = self._ownership()
+        owned = snap[0] if snap else set()
+        self._target = dict(self._get_probe().log_ends(owned))
+        log.info("Trigger.AvailableNow: reading up to %s", to_spark(self._target))
+
+    def latestOffset(self, start, limit):
+        start_d = from_spark(start)
+        snap = self._ownership()
+        if snap is None:  # a rebalance is under way: no new batch until it is done
+            return to_spark(start_d)
+        owned, claimed_at, claims = snap
+        recheck = [tp for tp in start_d if tp in owned and (self._first_plan or claimed_at[tp] > self._seen_claims)]
+        dropped = set()
+        if recheck:
+            stored = self._member.offset_store.fetch(recheck)
+            for tp in recheck:
+                if stored.get(tp) is not None and stored[tp] > start_d[tp]:
+                    log.warning("group %s: stored offset of %s-%d (%d) is ahead of the checkpoint (%d): the group "
+                                "moved on; re-adopting the partition from the stored offset (dropped for one batch)",
+                                self.opts.group, tp[0], tp[1], stored[tp], start_d[tp])
+                    dropped.add(tp)
+        for tp in sorted(set(start_d) - owned):
+            log.info("%s-%d is no longer owned by this member: dropped from the next batch", *tp)
+        cont = sorted(tp for tp in start_d if tp in owned and tp not in dropped)
+        new = sorted(tp for tp in owned if tp not in start_d)
+        ends = self._get_probe().log_ends(cont) if cont else {}
+        latest = {}
+        for tp in cont:
+            e = ends[tp]
+            if e < start_d[tp]:
+                log.warning("%s-%d: log end %d is behind the planned offset %d (topic recreated or truncated?)",
+                            tp[0], tp[1], e, start_d[tp])
+            if self._target is not None:
+                tgt = self._target.get(tp)
+                if tgt is None:
+                    tgt = self._target[tp] = e
+                e = min(e, tgt)
+            latest[tp] = max(e, start_d[tp])
+        if isinstance(limit, ReadMaxRows):
+            latest = rate_limit({tp: start_d[tp] for tp in cont}, latest, int(limit.max_rows))
+        end = dict(latest)
+        end.update(self._adopt(new))
+        self._first_plan = False
+        self._seen_claims = claims
+        return to_spark(end)
+
+    def partitions(self, start, end):
+        s, e = from_spark(start), from_spark(end)
+        bootstrap = self._get_bootstrap()
+        return [RangePartition(bootstrap, t, p, s[(t, p)], e[(t, p)])
+                for (t, p) in sorted(e) if (t, p) in s and e[(t, p)] > s[(t, p)]]
+
+    def read(self, partition):
+        return _read(self.opts, partition)
+
+    def commit(self, end):
+        offsets = from_spark(end)
+        if not offsets:
+            return
+        try:
+            result = self._ensure_member().commit_forward(offsets)
+        except Exception as e:  # never fail the query over a derived copy of the offsets
+            log.warning("committing %s to the group's offset store failed: %s", to_spark(offsets), e)
+            return
+        if result.failed:
+            log.warning("offset commit failed for %s", "; ".join("%s-%d: %s" % (tp[0], tp[1], err)
+                                                                for tp, err in sorted(result.failed.items())))
+        else:
+            log.info("committed %s to group %s", to_spark(offsets), self.opts.group)
+
+    def stop(self):
+        if self._probe is not None:
+            self._probe.close()
+        if self._member is not None:
+            self._member.shutdown()
+            self._member = None
