@@ -25,6 +25,7 @@ cli.add_command(consume)
 cli.add_command(local)
 cli.add_command(registry)
 cli.add_command(tree)
+cli.add_command(__import__('zkconsumer.cli.groups', fromlist=['groups']).groups)
 
 
 def main():

@@ -15,7 +15,7 @@ import logging
 import queue
 import threading
 
-from ..errors import ClusterUnavailableError, ConfigError, ZkConsumerError
+from ..errors import ClusterUnavailableError, ConfigError, GroupConflictError, ZkConsumerError
 from ..layout import codecs, paths
 from ..layout.names import validate_topic
 from ..offsets import make_offset_store
@@ -122,6 +122,7 @@ class ZookeeperConsumerConnector:
         return s
 
     def _start(self, wait_timeout=None):
+        self._refuse_split_brain()
         self.fetchers = self._make_fetchers()
         self.rebalancer = Rebalancer(self)
         self.zk.add_listener(self.rebalancer.session_listener)
@@ -135,6 +136,23 @@ class ZookeeperConsumerConnector:
         if not self.rebalancer.first_done.wait(timeout):
             log.warning("%s: first rebalance still in progress after %.0f s (state %s)", self.consumer_id,
                         timeout, self.rebalancer.state)
+
+    def _refuse_split_brain(self, timeout_ms=2000):
+        """Before registering: one quick DescribeGroups; GroupConflictError while the broker-side group of the same
+        id is Stable with members (both rebalance protocols would hand out the same partitions). A broker that
+        cannot be reached is only logged: startup neither fails nor waits longer than *timeout_ms* for it."""
+        try:
+            from migrate.broker_group import describe_broker_group
+            bg = describe_broker_group(self._kafka_bootstrap(), self.group, timeout_ms=timeout_ms)
+        except (ZkConsumerError, ImportError) as e:
+            log.warning("could not check for a broker-coordinated group %s (continuing): %s", self.group, e)
+            return
+        if bg.stable_with_members:
+            raise GroupConflictError(
+                "group %s is already active as a broker-coordinated group (state %s, %d member(s), e.g. %s): a "
+                "ZooKeeper-coordinated member would consume the same partitions (split brain); stop those "
+                "consumers or use another group.id" % (self.group, bg.state, len(bg.members),
+                                                       bg.members[0]["member_id"]))
 
     def _make_fetchers(self):
         """The fetcher manager (a subclass that only coordinates — e.g. a Spark driver member — overrides this)."""
@@ -254,21 +272,18 @@ class ZookeeperConsumerConnector:
                             self.commit_partitions(list(rb.owned))
                         except Exception as e:
                             log.warning("commit at shutdown failed: %s", e)
-                    if rb.owned:
-                        self.listener_call("on_revoke", set(rb.owned))
-                        try:
-                            from .ownership import release
-                            release(self.zk, self.group, list(rb.owned))
-                        except Exception as e:
-                            log.warning("releasing owner nodes at shutdown failed (they vanish with the "
-                                        "session): %s", e)
-                        rb.owned.clear()
+                    leaving = list(rb.owned)
+                    if leaving:
+                        self.listener_call("on_revoke", set(leaving))
+                    rb.owned.clear()
             if self.registration is not None:
                 try:
-                    from .registration import deregister
-                    deregister(self.zk, self.group, self.consumer_id)
+                    from .ownership import release_and_deregister
+                    reg_path = paths.consumer_registration_path(self.group, self.consumer_id)
+                    release_and_deregister(self.zk, self.group, leaving if rb is not None else [], reg_path)
                 except Exception as e:
-                    log.warning("deleting the registration failed (it vanishes with the session): %s", e)
+                    log.warning("releasing owner nodes / deleting the registration failed (they vanish with the "
+                                "session): %s", e)
         finally:
             for q in self._queues.values():
                 try:

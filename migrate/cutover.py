@@ -1,0 +1,50 @@
+"""``zkmigrate cutover``: hand the group to broker-coordinated consumers (KafkaConsumer with the same group id).
+
+1. wait (bounded by ``timeout``) until no ZooKeeper owner node remains (``/consumers/G/owners``) and no member is
+   registered: the old members are stopped;
+2. make sure Kafka offsets >= ZooKeeper offsets for every partition: partitions where ZooKeeper is ahead or Kafka
+   has nothing are copied (only with ``execute``; never backwards);
+3. ready = no owner, no member and nothing left to copy.
+"""
+from __future__ import annotations
+
+import time
+
+from zkconsumer import groups as zkgroups
+
+from .transfer import apply_copy, plan_copy, write_backup
+
+__all__ = ["cutover"]
+
+
+def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=0.5) -> dict:
+    zk, group = gofs.zk, gofs.group
+    deadline = time.monotonic() + timeout
+    while True:
+        own = zkgroups.owners(zk, group)
+        members = zkgroups.live_members(zk, group)
+        if (not own and not members) or time.monotonic() >= deadline:
+            break
+        time.sleep(poll)
+    out = {"group": group, "owners": ["%s-%d:%s" % (t, p, o) for (t, p), o in own.items()],
+           "zookeeper_members": sorted(members), "copied": {}, "to_copy": {}, "backup": [], "failed": {}}
+    if own or members:
+        out["ready"] = False
+        out["reason"] = "ZooKeeper members still own partitions after %.0f s; stop them first" % timeout
+        return out
+    both = gofs.read_all(topics)
+    source = {tp: z for tp, (z, k) in both.items() if z is not None}
+    plan = plan_copy(source, {tp: k for tp, (z, k) in both.items()}, allow_rewind=False)
+    todo = plan["write"]
+    out["to_copy"] = {"%s-%d" % tp: off for tp, off in todo.items()}
+    if todo and execute:
+        out["backup"] = write_backup(backup_dir or ".", group, both)
+        failed = apply_copy(gofs.kafka_store, todo)
+        out["failed"] = {"%s-%d" % tp: e for tp, e in failed.items()}
+        out["copied"] = {"%s-%d" % tp: off for tp, off in todo.items() if tp not in failed}
+        todo = {tp: o for tp, o in todo.items() if tp in failed}
+    out["ready"] = not todo
+    if not out["ready"]:
+        out["reason"] = ("%d partition(s) have ZooKeeper offsets ahead of Kafka; run again with --execute"
+                         % len(todo)) if not execute else "%d partition(s) failed to copy" % len(todo)
+    return out

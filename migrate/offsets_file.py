@@ -1,0 +1,55 @@
+"""The ExportZkOffsets / ImportZkOffsets file format (reference §5.2): one ``/consumers/G/offsets/T/P:offset`` line
+per partition.
+
+Parsing validates **every** line before the caller writes anything: the path must pass
+:func:`zkconsumer.layout.parse_offset_path` (no path injection: exactly ``/consumers/<group>/offsets/<topic>/<p>``
+with legal names), the offset must be a canonical non-negative decimal, and a partition may appear only once.
+Unlike ImportZkOffsets, an empty line does not end the file (blank lines and ``#`` comments are skipped).
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterable, List, Tuple
+
+from zkconsumer.errors import ZkConsumerError, ZnodeFormatError
+from zkconsumer.layout import parse_offset_path, partition_offset_path
+
+__all__ = ["OffsetsFileError", "format_offsets", "parse_offsets"]
+
+_OFFSET = re.compile(r"(0|[1-9][0-9]{0,18})\Z")
+
+
+class OffsetsFileError(ZkConsumerError):
+    """A line of an offsets file is malformed; names the file, line number and value."""
+
+
+def format_offsets(group: str, offsets: Dict[Tuple[str, int], int]) -> List[str]:
+    """Lines (without newline) sorted by topic and partition."""
+    return ["%s:%d" % (partition_offset_path(group, t, p), off) for (t, p), off in sorted(offsets.items())]
+
+
+def parse_offsets(lines: Iterable[str], source: str = "<input>") -> Dict[str, Dict[Tuple[str, int], int]]:
+    """``{group: {(topic, partition): offset}}``; raises :class:`OffsetsFileError` on the first bad line (after
+    reading none of the later ones into any store: nothing is written by this function)."""
+    out: Dict[str, Dict[Tuple[str, int], int]] = {}
+    seen = {}
+    for n, raw in enumerate(lines, 1):
+        line = raw.rstrip("\r\n")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        path, sep, value = line.rpartition(":")
+        if not sep:
+            raise OffsetsFileError("%s line %d: %r is not of the form /consumers/<group>/offsets/<topic>/"
+                                   "<partition>:<offset>" % (source, n, line))
+        try:
+            group, topic, partition = parse_offset_path(path)
+        except ZnodeFormatError as e:
+            raise OffsetsFileError("%s line %d: bad path %r: %s" % (source, n, path, e.reason)) from e
+        if not _OFFSET.match(value) or int(value) > 2 ** 63 - 1:
+            raise OffsetsFileError("%s line %d: bad offset %r for %s (a non-negative decimal integer)"
+                                   % (source, n, value, path))
+        if path in seen:
+            raise OffsetsFileError("%s line %d: %s appears twice (first on line %d)" % (source, n, path, seen[path]))
+        seen[path] = n
+        out.setdefault(group, {})[(topic, partition)] = int(value)
+    return out

@@ -1,0 +1,37 @@
+"""``zkmigrate status``: both stores, log-end offsets, lags and owners per partition; ZooKeeper members; the
+broker-side group.  Read-only."""
+from __future__ import annotations
+
+import logging
+
+from zkconsumer import groups as zkgroups
+from zkconsumer.errors import ClusterUnavailableError
+
+from .broker_group import describe_broker_group
+
+__all__ = ["group_status"]
+
+log = logging.getLogger(__name__)
+
+
+def _lag(end, off):
+    return end - off if end is not None and off is not None else None
+
+
+def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
+    """``gofs``: a :class:`~migrate.group_offsets.GroupOffsets`.  Returns a JSON-able dict."""
+    zk, group = gofs.zk, gofs.group
+    both = gofs.read_all(topics, scan_all_topics)
+    own = zkgroups.owners(zk, group)
+    members = zkgroups.live_members(zk, group)
+    leo = zkgroups.log_end_offsets(gofs.bootstrap_servers, list(both)) if both else {}
+    rows = []
+    for (t, p), (z, k) in sorted(both.items()):
+        end = leo.get((t, p))
+        rows.append({"topic": t, "partition": p, "zookeeper_offset": z, "kafka_offset": k, "log_end_offset": end,
+                     "zookeeper_lag": _lag(end, z), "kafka_lag": _lag(end, k), "owner": own.get((t, p))})
+    try:
+        broker = describe_broker_group(gofs.bootstrap_servers, group).as_dict()
+    except ClusterUnavailableError as e:
+        broker = {"group": group, "state": "unknown", "members": [], "active": None, "error": str(e)}
+    return {"group": group, "partitions": rows, "zookeeper_members": sorted(members), "broker_group": broker}

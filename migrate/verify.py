@@ -1,0 +1,91 @@
+"""``zkmigrate verify``: may the group go on to the next phase?
+
+Phases (what the members run now) and the store the *next* phase reads:
+
+=================  ================================  =======================================================
+``--phase``        members run                       checked
+=================  ================================  =======================================================
+``zookeeper``      offsets.storage=zookeeper         every partition has a ZooKeeper offset
+``dual --to kafka`` kafka + dual commit              every partition has a Kafka offset and Kafka >= ZooKeeper
+``dual --to zookeeper`` kafka + dual commit          every partition has a ZooKeeper offset and ZK >= Kafka
+``kafka``          kafka, dual commit off            every partition has a Kafka offset
+=================  ================================  =======================================================
+
+**Tolerance rule.** Dual commit writes Kafka first and ZooKeeper second, so at any instant the two stores may
+differ by commits in flight.  A partition whose target store is behind the other one is therefore not failed at
+once: both stores are re-read for up to ``settle`` seconds (default 10 s, more than a few
+``auto.commit.interval.ms``) and the partition passes as soon as the target store has reached the value the other
+store had at the first read.  A difference that does not close is a real disagreement (a member still commits
+to one store only, or dual commits fail).  An empty partition (log-end offset 0) without any offset passes.
+
+**Split brain** fails every phase: live ZooKeeper members (``/consumers/G/ids``) while the broker-side group of
+the same id is active (members, not Empty/Dead).
+"""
+from __future__ import annotations
+
+import time
+
+from zkconsumer import groups as zkgroups
+from zkconsumer.errors import ClusterUnavailableError
+
+from .broker_group import describe_broker_group
+
+__all__ = ["verify_group", "PHASES"]
+
+PHASES = ("zookeeper", "dual", "kafka")
+
+
+def _target(phase, to):
+    if phase == "zookeeper":
+        return "zookeeper", None
+    if phase == "kafka":
+        return "kafka", None
+    return (to or "kafka"), ("zookeeper" if (to or "kafka") == "kafka" else "kafka")
+
+
+def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5) -> dict:
+    zk, group = gofs.zk, gofs.group
+    target, other = _target(phase, to)
+    idx = {"zookeeper": 0, "kafka": 1}
+    problems = []
+    both = gofs.read_all(topics, scan_all_topics=(phase == "kafka"))
+    leo = zkgroups.log_end_offsets(gofs.bootstrap_servers, list(both)) if both else {}
+    if not both:
+        problems.append("group %s has no partitions (no topics in ZooKeeper and none given with --topic)" % group)
+    missing, behind = [], {}
+    for tp, vals in sorted(both.items()):
+        t_off = vals[idx[target]]
+        if t_off is None:
+            if all(v is None for v in vals) and leo.get(tp) == 0:
+                continue  # empty partition: nothing to lose
+            missing.append(tp)
+            continue
+        if other is not None:
+            o_off = vals[idx[other]]
+            if o_off is not None and t_off < o_off:
+                behind[tp] = (t_off, o_off)
+    deadline = time.monotonic() + settle
+    while behind and time.monotonic() < deadline:
+        time.sleep(poll)
+        now = gofs.read(list(behind))
+        behind = {tp: (now[tp][idx[target]], o0) for tp, (_, o0) in behind.items()
+                  if now[tp][idx[target]] is None or now[tp][idx[target]] < o0}
+    for tp in missing:
+        problems.append("%s-%d has no offset in %s (the store the next phase reads)" % (tp[0], tp[1], target))
+    for tp, (t_off, o_off) in sorted(behind.items()):
+        problems.append("%s-%d: %s offset %s stays behind %s offset %d after %.0f s (not explained by in-flight "
+                        "dual commits)" % (tp[0], tp[1], target, t_off, other, o_off, settle))
+    members = zkgroups.live_members(zk, group)
+    try:
+        broker = describe_broker_group(gofs.bootstrap_servers, group)
+        broker_d = broker.as_dict()
+        if broker.active and members:
+            problems.append("split brain: group %s is active both in ZooKeeper (%d live member(s)) and as a "
+                            "broker-coordinated group (state %s, %d member(s))"
+                            % (group, len(members), broker.state, len(broker.members)))
+    except ClusterUnavailableError as e:
+        broker_d = {"error": str(e)}
+        problems.append("cannot check the broker-side group: %s" % e)
+    return {"group": group, "phase": phase, "to": to, "target_store": target, "ok": not problems,
+            "problems": problems, "partitions": len(both), "zookeeper_members": sorted(members),
+            "broker_group": broker_d}

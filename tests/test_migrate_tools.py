@@ -1,0 +1,205 @@
+"""zkmigrate tools against the real ZooKeeper + broker: export/import, copy (no rewind, backup, idempotent),
+verify, plan, status, and the dual read picking the larger offset in a real consumer process."""
+import glob
+import json
+import os
+
+from kafka import KafkaConsumer
+
+from zkconsumer.layout import paths
+from zkconsumer.offsets import ZooKeeperOffsetStore
+from migrate.dual_store import DualOffsetStore
+from migrate.kafka_store import KafkaOffsetStore
+
+from test_migrate_support import DUAL, ConsumerProc, wait_until, zkmigrate, zkmigrate_json
+
+
+def _stores(services, zk, group):
+    return ZooKeeperOffsetStore(zk, group), KafkaOffsetStore(services.bootstrap_servers, group)
+
+
+def test_export_import_round_trip(services, zk, unique, tmp_path):
+    topic = services.create_topic(unique("rt"), 3)
+    g = unique("g-rt")
+    zs, ks = _stores(services, zk, g)
+    try:
+        zs.commit({(topic, 0): 11, (topic, 1): 22, (topic, 2): 33}).raise_for_errors()
+        f = tmp_path / "zk.txt"
+        zkmigrate(services, "export", "--group", g, "--output", str(f), expect=0)
+        lines = f.read_text().splitlines()
+        assert lines == ["/consumers/%s/offsets/%s/%d:%d" % (g, topic, p, o) for p, o in ((0, 11), (1, 22), (2, 33))]
+        # dry run writes nothing
+        zkmigrate(services, "import", "--file", str(f), "--store", "kafka", expect=0)
+        assert ks.fetch([(topic, p) for p in range(3)]) == {}
+        zkmigrate(services, "import", "--file", str(f), "--store", "kafka", "--execute", expect=0)
+        assert ks.fetch([(topic, p) for p in range(3)]) == {(topic, 0): 11, (topic, 1): 22, (topic, 2): 33}
+        f2 = tmp_path / "kafka.txt"
+        zkmigrate(services, "export", "--group", g, "--store", "kafka", "--output", str(f2), expect=0)
+        assert f2.read_text().splitlines() == lines
+        # and back into ZooKeeper under the same paths after deleting them
+        zs.delete_offsets([(topic, p) for p in range(3)]).raise_for_errors()
+        zkmigrate(services, "import", "--file", str(f2), "--store", "zookeeper", "--execute", expect=0)
+        assert ZooKeeperOffsetStore(zk, g).fetch([(topic, p) for p in range(3)]) == {
+            (topic, 0): 11, (topic, 1): 22, (topic, 2): 33}
+    finally:
+        ks.close()
+
+
+def test_import_validates_every_line_before_writing(services, zk, unique, tmp_path):
+    topic = services.create_topic(unique("iv"), 1)
+    g = unique("g-iv")
+    cases = [
+        ("/consumers/%s/offsets/../x/0:5" % g, ".."),
+        ("/consumers/%s/offsets/%s/0:-3" % (g, topic), "'-3'"),
+        ("/consumers/%s/ids/%s/0:5" % (g, topic), "/ids/"),
+        ("/consumers/%s/offsets/%s/0:12x" % (g, topic), "12x"),
+    ]
+    for bad, shown in cases:
+        f = tmp_path / "bad.txt"
+        f.write_text("/consumers/%s/offsets/%s/0:7\n%s\n" % (g, topic, bad))
+        code, out, err = zkmigrate(services, "import", "--file", str(f), "--store", "zookeeper", "--execute")
+        assert code == 1, (bad, out, err)
+        assert "line 2" in err and shown in err, err
+        assert zk.exists(paths.group_path(g)) is None  # the good first line was not written either
+
+
+def test_copy_never_rewinds_backs_up_and_is_idempotent(services, zk, unique, tmp_path):
+    topic = services.create_topic(unique("cp"), 3)
+    g = unique("g-cp")
+    zs, ks = _stores(services, zk, g)
+    parts = [(topic, p) for p in range(3)]
+    try:
+        zs.commit({(topic, 0): 10, (topic, 1): 30, (topic, 2): 40}).raise_for_errors()
+        ks.commit({(topic, 0): 20, (topic, 1): 5}).raise_for_errors()
+        code, dry, _ = zkmigrate_json(services, "copy", "--group", g, "--backup-dir", str(tmp_path), expect=0)
+        assert dry["to_write"] == {"%s-1" % topic: 30, "%s-2" % topic: 40}
+        assert ks.fetch(parts) == {(topic, 0): 20, (topic, 1): 5}  # dry run
+        code, res, _ = zkmigrate_json(services, "copy", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                      expect=0)
+        assert res["written"] == 2
+        assert res["skipped_rewind"] == {"%s-0" % topic: {"destination": 20, "source": 10}}
+        assert ks.fetch(parts) == {(topic, 0): 20, (topic, 1): 30, (topic, 2): 40}
+        backups = sorted(glob.glob(str(tmp_path / ("backup-%s-*.txt" % g))))
+        assert len(backups) == 2
+        kb = [b for b in backups if "-kafka-" in b][0]
+        assert open(kb).read().splitlines() == ["/consumers/%s/offsets/%s/0:20" % (g, topic),
+                                                "/consumers/%s/offsets/%s/1:5" % (g, topic)]
+        # second run: nothing to do, no new backup
+        code, again, _ = zkmigrate_json(services, "copy", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                        expect=0)
+        assert again["written"] == 0 and again["to_write"] == {} and again["backup"] == []
+        assert len(glob.glob(str(tmp_path / ("backup-%s-*.txt" % g)))) == 2
+        # rollback direction (Kafka -> ZooKeeper) moves only what is ahead: partition 0 (20 > 10)
+        code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir",
+                                     str(tmp_path), expect=0)
+        assert rb["to_write"] == {"%s-0" % topic: 20}
+        assert ZooKeeperOffsetStore(zk, g).fetch(parts) == {(topic, 0): 20, (topic, 1): 30, (topic, 2): 40}
+        # explicit rewind
+        zs2 = ZooKeeperOffsetStore(zk, g)
+        zs2.commit({(topic, 2): 3}).raise_for_errors()
+        code, rw, _ = zkmigrate_json(services, "copy", "--group", g, "--execute", "--allow-rewind",
+                                     "--backup-dir", str(tmp_path), expect=0)
+        assert rw["rewound"] == {"%s-2" % topic: {"from": 40, "to": 3}}
+        assert ks.fetch(parts)[(topic, 2)] == 3
+    finally:
+        ks.close()
+
+
+def test_copy_refuses_while_members_are_live(services, zk, unique, tmp_path):
+    topic = services.create_topic(unique("lv"), 1)
+    g = unique("g-lv")
+    zs, ks = _stores(services, zk, g)
+    try:
+        zs.commit({(topic, 0): 9}).raise_for_errors()
+        zk.create(paths.consumer_registration_path(g, g + "_host-1-abcdef12"),
+                  b'{"version":1,"subscription":{"%s":1},"pattern":"static","timestamp":"1"}' % topic.encode(),
+                  ephemeral=True, makepath=True)
+        code, out, err = zkmigrate(services, "copy", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+        assert code == 1 and "live ZooKeeper member" in err and "--force" in err
+        assert ks.fetch([(topic, 0)]) == {}
+        assert not os.listdir(str(tmp_path))
+        zkmigrate(services, "copy", "--group", g, "--execute", "--force", "--backup-dir", str(tmp_path), expect=0)
+        assert ks.fetch([(topic, 0)]) == {(topic, 0): 9}
+    finally:
+        ks.close()
+
+
+def test_verify_rules(services, zk, unique):
+    topic = services.create_topic(unique("vf"), 2)
+    services.produce(topic, 2, partition=0, one_per_batch=True)
+    services.produce(topic, 2, partition=1, one_per_batch=True)
+    g = unique("g-vf")
+    zs, ks = _stores(services, zk, g)
+    try:
+        zs.commit({(topic, 0): 2, (topic, 1): 2}).raise_for_errors()
+        zkmigrate(services, "verify", "--group", g, "--phase", "zookeeper", expect=0)
+        code, rep, _ = zkmigrate_json(services, "verify", "--group", g, "--phase", "dual", "--settle", "0.5",
+                                      expect=1)
+        assert sum("has no offset in kafka" in p for p in rep["problems"]) == 2
+        ks.commit({(topic, 0): 2, (topic, 1): 1}).raise_for_errors()
+        code, rep, _ = zkmigrate_json(services, "verify", "--group", g, "--phase", "dual", "--settle", "0.5",
+                                      expect=1)
+        assert len(rep["problems"]) == 1 and "%s-1: kafka offset 1 stays behind zookeeper offset 2" % topic \
+            in rep["problems"][0]
+        ks.commit({(topic, 1): 2}).raise_for_errors()
+        zkmigrate(services, "verify", "--group", g, "--phase", "dual", "--settle", "0.5", expect=0)
+        zkmigrate(services, "verify", "--group", g, "--phase", "kafka", expect=0)
+        # rollback direction: ZooKeeper behind Kafka fails
+        ks.commit({(topic, 0): 2, (topic, 1): 2})
+        zs.commit({(topic, 1): 1}).raise_for_errors()
+        zkmigrate(services, "verify", "--group", g, "--phase", "dual", "--to", "zookeeper", "--settle", "0.3",
+                  expect=1)
+        zkmigrate(services, "verify", "--group", "no/such", "--phase", "kafka", expect=1)
+    finally:
+        ks.close()
+
+
+def test_plan_and_status(services, zk, unique):
+    code, out, _ = zkmigrate(services, "plan", "--group", "orders", "--to", "kafka", expect=0)
+    assert "offsets.storage=kafka dual.commit.enabled=true" in out
+    assert "zkmigrate verify --group orders --phase dual --to kafka" in out
+    assert "offsets.storage=kafka dual.commit.enabled=false" in out
+    code, p, _ = zkmigrate_json(services, "plan", "--group", "orders", "--to", "zookeeper", expect=0)
+    assert [s.get("phase") for s in p["steps"]] == [None, "dual", "zookeeper"]
+    assert p["steps"][1]["properties"] == ["offsets.storage=kafka", "dual.commit.enabled=true"]
+    assert "--phase dual --to zookeeper" in p["steps"][1]["verify"]
+
+    topic = services.create_topic(unique("st"), 2)
+    services.produce(topic, 5, partition=0, one_per_batch=True)
+    g = unique("g-st")
+    zs, ks = _stores(services, zk, g)
+    try:
+        zs.commit({(topic, 0): 3}).raise_for_errors()
+        ks.commit({(topic, 0): 4}).raise_for_errors()
+        code, st, _ = zkmigrate_json(services, "status", "--group", g, expect=0)
+        row = [r for r in st["partitions"] if r["partition"] == 0][0]
+        assert (row["zookeeper_offset"], row["kafka_offset"], row["log_end_offset"]) == (3, 4, 5)
+        assert (row["zookeeper_lag"], row["kafka_lag"], row["owner"]) == (2, 1, None)
+        assert st["zookeeper_members"] == [] and st["broker_group"]["active"] is False
+    finally:
+        ks.close()
+
+
+def test_dual_read_picks_the_larger_offset(services, zk, unique, tmp_path):
+    topic = services.create_topic(unique("dr"), 2)
+    services.produce(topic, 12, partition=0)
+    services.produce(topic, 12, partition=1)
+    g = unique("g-dr")
+    zs, ks = _stores(services, zk, g)
+    try:
+        zs.commit({(topic, 0): 5, (topic, 1): 9}).raise_for_errors()
+        ks.commit({(topic, 0): 8, (topic, 1): 3}).raise_for_errors()
+        assert DualOffsetStore(ZooKeeperOffsetStore(zk, g), ks).fetch([(topic, 0), (topic, 1)]) == {
+            (topic, 0): 8, (topic, 1): 9}
+        c = ConsumerProc(tmp_path, "dr", services.zookeeper_connect, g, topic, DUAL)
+        try:
+            wait_until(lambda: len(c.seen()) >= (12 - 8) + (12 - 9), 30, "messages after the larger offsets")
+        finally:
+            assert c.stop() == 0
+        seen = c.seen()
+        assert min(o for p, o in seen if p == 0) == 8
+        assert min(o for p, o in seen if p == 1) == 9
+        both = DualOffsetStore(ZooKeeperOffsetStore(zk, g), ks).fetch_both([(topic, 0), (topic, 1)])
+        assert both == {(topic, 0): (12, 12), (topic, 1): (12, 12)}
+    finally:
+        ks.close()

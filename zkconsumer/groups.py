@@ -1,0 +1,283 @@
+"""Read-mostly operations on ZooKeeper-coordinated groups: list, describe, owners, verify, delete.
+
+Reference ``kafka-old-consumer.md`` §5.4 (VerifyConsumerRebalance), §5.5 (``kafka-consumer-groups --zookeeper``).
+The CLI is :mod:`zkconsumer.cli.groups`; :mod:`migrate` uses the same readers (members, owners, offsets).
+
+Differences from the Scala tools, on purpose:
+
+* ``describe`` lists the topics of ``/owners`` **and** ``/offsets`` **and** the live members' subscriptions (the
+  tool used ``/owners`` only, so a group whose owners were released showed nothing);
+* ``verify`` compares owner values with live thread ids as strings (the 0.8.2-0.10.0 tool compared a String with
+  an Int / a ConsumerThreadId and always failed: KAFKA-2140, KAFKA-3952) and also reports owners of topics nobody
+  subscribes to any more;
+* ``delete`` refuses (GroupConflictError) while ``/consumers/G/ids`` has children and re-checks right before
+  deleting.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from kazoo.exceptions import NoNodeError, NotEmptyError
+
+from .errors import ClusterUnavailableError, GroupConflictError, ZkConsumerError, ZnodeFormatError
+from .layout import codecs, paths, validate_group
+from .topic_count import consumers_per_topic
+
+__all__ = ["GroupNotFoundError", "list_groups", "group_exists", "live_members", "owners", "zk_offsets",
+           "topic_partitions", "log_end_offsets", "describe", "verify", "delete", "DescribeRow", "VerifyReport",
+           "group_topics"]
+
+log = logging.getLogger(__name__)
+
+
+class GroupNotFoundError(ZkConsumerError):
+    """The group has no node under /consumers."""
+
+
+TP = Tuple[str, int]
+
+
+def list_groups(zk) -> List[str]:
+    """Every child of ``/consumers`` (like ``--list``: includes dead groups that only hold offsets)."""
+    try:
+        return sorted(zk.get_children(paths.consumers_path()))
+    except NoNodeError:
+        return []
+
+
+def group_exists(zk, group) -> bool:
+    return zk.exists(paths.group_path(validate_group(group))) is not None
+
+
+def require_group(zk, group) -> str:
+    group = validate_group(group)
+    if not group_exists(zk, group):
+        raise GroupNotFoundError("the consumer group %r does not exist (no %s in ZooKeeper)"
+                                 % (group, paths.group_path(group)))
+    return group
+
+
+def live_members(zk, group) -> Dict[str, Optional[codecs.ConsumerRegistration]]:
+    """``{consumer_id: registration or None (unreadable)}`` for the children of ``/consumers/G/ids``."""
+    ids_path = paths.group_ids_path(validate_group(group))
+    try:
+        children = zk.get_children(ids_path)
+    except NoNodeError:
+        return {}
+    pending = {cid: zk.get_async(ids_path + "/" + cid) for cid in children}
+    out = {}
+    for cid, res in pending.items():
+        try:
+            data, _ = res.get()
+        except NoNodeError:
+            continue
+        try:
+            out[cid] = codecs.decode_consumer_registration(data, ids_path + "/" + cid)
+        except ZnodeFormatError as e:
+            log.warning("member %s has a malformed registration: %s", cid, e)
+            out[cid] = None
+    return dict(sorted(out.items()))
+
+
+def _children(zk, path) -> List[str]:
+    try:
+        return zk.get_children(path)
+    except NoNodeError:
+        return []
+
+
+def owners(zk, group) -> Dict[TP, str]:
+    """``{(topic, partition): owner thread id string}`` from ``/consumers/G/owners`` (malformed names skipped)."""
+    group = validate_group(group)
+    pending = []
+    for topic in _children(zk, paths.group_owners_path(group)):
+        for p in _children(zk, paths.topic_owners_path(group, topic)):
+            if not p.isdigit():
+                continue
+            path = paths.topic_owners_path(group, topic) + "/" + p
+            pending.append(((topic, int(p)), zk.get_async(path)))
+    out = {}
+    for tp, res in pending:
+        try:
+            data, _ = res.get()
+        except NoNodeError:
+            continue
+        out[tp] = (data or b"").decode("utf-8", "replace")
+    return dict(sorted(out.items()))
+
+
+def zk_offsets(zk, group, strict=False) -> Dict[TP, int]:
+    """Every offset stored under ``/consumers/G/offsets`` (all topics)."""
+    from .offsets import ZooKeeperOffsetStore
+    group = validate_group(group)
+    parts = []
+    for topic in _children(zk, paths.group_offsets_path(group)):
+        for p in _children(zk, paths.topic_offsets_path(group, topic)):
+            if p.isdigit():
+                parts.append((topic, int(p)))
+    if not parts:
+        return {}
+    return dict(sorted(ZooKeeperOffsetStore(zk, group, strict=strict).fetch(parts).items()))
+
+
+def topic_partitions(zk, topic) -> List[int]:
+    """Partition ids of ``/brokers/topics/T`` ([] when the topic is unknown)."""
+    path = paths.topic_path(topic)
+    try:
+        data, _ = zk.get(path)
+    except NoNodeError:
+        return []
+    return sorted(codecs.decode_topic_assignment(data, path).partition_ids())
+
+
+def subscribed_topics(zk, members) -> Dict[str, List[str]]:
+    """``{topic: [thread ids]}`` the live members subscribe to (wildcards evaluated against /brokers/topics)."""
+    regs = {cid: (r.subscription, r.pattern) for cid, r in members.items() if r is not None}
+    if not regs:
+        return {}
+    return consumers_per_topic(regs, _children(zk, paths.broker_topics_path()))
+
+
+def group_topics(zk, group, members=None) -> List[str]:
+    """Topics of the group: owners + offsets + live subscriptions."""
+    members = live_members(zk, group) if members is None else members
+    topics = set(_children(zk, paths.group_owners_path(group)))
+    topics |= set(_children(zk, paths.group_offsets_path(group)))
+    topics |= set(subscribed_topics(zk, members))
+    return sorted(topics)
+
+
+def log_end_offsets(bootstrap_servers, partitions, timeout_ms=10000) -> Dict[TP, int]:
+    """Log-end offsets (high watermark) through kafka-python's ``KafkaConsumer.end_offsets``."""
+    partitions = sorted(set(partitions))
+    if not partitions:
+        return {}
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import KafkaError
+    try:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-groups",
+                                 request_timeout_ms=max(timeout_ms, 1000), enable_auto_commit=False)
+    except (KafkaError, OSError, ValueError) as e:
+        raise ClusterUnavailableError("cannot reach Kafka at %s for log-end offsets: %s" % (bootstrap_servers, e))
+    try:
+        got = consumer.end_offsets([TopicPartition(t, p) for t, p in partitions])
+        return {(tp.topic, tp.partition): off for tp, off in got.items() if off is not None}
+    except (KafkaError, OSError) as e:
+        raise ClusterUnavailableError("cannot read log-end offsets from %s: %s" % (bootstrap_servers, e)) from e
+    finally:
+        consumer.close()
+
+
+@dataclass
+class DescribeRow:
+    topic: Optional[str]
+    partition: Optional[int]
+    current_offset: Optional[int]
+    log_end_offset: Optional[int]
+    lag: Optional[int]
+    consumer_id: Optional[str]
+    owner: Optional[str] = None
+
+    def as_dict(self):
+        return dict(self.__dict__)
+
+
+def _consumer_of(owner: Optional[str]) -> Optional[str]:
+    if not owner:
+        return None
+    i = owner.rfind("-")
+    return owner[:i] if i > 0 else owner
+
+
+def describe(zk, group, bootstrap_servers=None) -> List[DescribeRow]:
+    """Rows of ``kafka-consumer-groups --zookeeper --describe`` (0.10.2+): one per partition of every topic of
+    the group, then one per live member that owns nothing (partition columns ``None``).  Without
+    *bootstrap_servers* the log-end offset and lag are ``None``."""
+    group = require_group(zk, group)
+    members = live_members(zk, group)
+    own = owners(zk, group)
+    offs = zk_offsets(zk, group)
+    parts = [(t, p) for t in group_topics(zk, group, members) for p in topic_partitions(zk, t)]
+    parts = sorted(set(parts) | set(offs) | set(own))
+    leo = log_end_offsets(bootstrap_servers, parts) if bootstrap_servers and parts else {}
+    rows = []
+    for tp in parts:
+        cur, end = offs.get(tp), leo.get(tp)
+        lag = end - cur if cur is not None and end is not None else None
+        rows.append(DescribeRow(tp[0], tp[1], cur, end, lag, _consumer_of(own.get(tp)), own.get(tp)))
+    owning = {_consumer_of(o) for o in own.values()}
+    for cid in members:
+        if cid not in owning:
+            rows.append(DescribeRow(None, None, None, None, None, cid))
+    return rows
+
+
+@dataclass
+class VerifyReport:
+    group: str
+    ok: bool
+    problems: List[str] = field(default_factory=list)
+    checked_partitions: int = 0
+
+    def as_dict(self):
+        return dict(self.__dict__)
+
+
+def verify(zk, group) -> VerifyReport:
+    """VerifyConsumerRebalance: every partition of every topic a live member subscribes to has an owner, and
+    every owner is a thread id of a live member subscribed to that topic."""
+    group = require_group(zk, group)
+    members = live_members(zk, group)
+    own = owners(zk, group)
+    report = VerifyReport(group, True)
+    for cid, reg in members.items():
+        if reg is None:
+            report.problems.append("member %s has an unreadable registration" % cid)
+    if not members:
+        report.problems.append("No consumer ids registered for group %s" % group)
+    threads = subscribed_topics(zk, members)
+    for topic, thread_ids in sorted(threads.items()):
+        valid = set(thread_ids)
+        parts = topic_partitions(zk, topic)
+        if not parts:
+            report.problems.append("topic %s has no partitions in ZooKeeper" % topic)
+        for p in parts:
+            report.checked_partitions += 1
+            owner = own.get((topic, p))
+            if owner is None:
+                report.problems.append("No owner for partition [%s,%d]" % (topic, p))
+            elif owner not in valid:
+                report.problems.append("Owner %s for partition [%s,%d] is not a valid member of consumer group %s"
+                                       % (owner, topic, p, group))
+    for (topic, p), owner in own.items():
+        if topic not in threads:
+            report.problems.append("Owner %s for partition [%s,%d] but no live member subscribes to %s"
+                                   % (owner, topic, p, topic))
+    report.ok = not report.problems
+    return report
+
+
+def delete(zk, group, execute=False) -> dict:
+    """Delete ``/consumers/G`` recursively, only without live members.  Dry run unless *execute*."""
+    group = require_group(zk, group)
+    members = _children(zk, paths.group_ids_path(group))
+    if members:
+        raise GroupConflictError("Delete for group '%s' failed because its consumers are still active (%d live "
+                                 "member(s): %s)" % (group, len(members), ", ".join(sorted(members)[:5])))
+    nodes = _count(zk, paths.group_path(group))
+    if not execute:
+        return {"group": group, "deleted": False, "dry_run": True, "znodes": nodes}
+    if _children(zk, paths.group_ids_path(group)):  # re-check right before deleting
+        raise GroupConflictError("Delete for group '%s' failed because its consumers are still active" % group)
+    try:
+        zk.delete(paths.group_path(group), recursive=True)
+    except NotEmptyError as e:
+        raise GroupConflictError("Delete for group '%s' failed: a node was created while deleting (%s)"
+                                 % (group, e)) from e
+    return {"group": group, "deleted": True, "dry_run": False, "znodes": nodes}
+
+
+def _count(zk, path) -> int:
+    return 1 + sum(_count(zk, path + "/" + c) for c in _children(zk, path))
