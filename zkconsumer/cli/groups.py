@@ -49,6 +49,7 @@ def describe_cmd(group, zookeeper, bootstrap, no_log_end, as_json):
     """TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID of GROUP (ZooKeeper offsets)."""
     zk = _zk(zookeeper)
     try:
+        lib.require_group(zk, group)  # a missing group is reported before anything else is resolved
         rows = lib.describe(zk, group, None if no_log_end else resolve_bootstrap(bootstrap))
     finally:
         zkmod.close(zk)

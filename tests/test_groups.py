@@ -1,0 +1,92 @@
+"""zkconsumer groups list / describe / owners / verify / delete with real consumer processes; split brain with a
+broker-coordinated KafkaConsumer of the same group id (verify fails, a new ZooKeeper consumer refuses)."""
+import json
+import threading
+
+from kafka import KafkaConsumer
+
+from zkconsumer.cli import cli as zkcli
+from zkconsumer.layout import paths
+
+from test_migrate_support import ConsumerProc, run_cli, wait_until, zkmigrate_json
+
+
+def zkgroups(services, *args, expect=None):
+    return run_cli(zkcli, ["groups"] + list(args), expect)
+
+
+def test_groups_commands(services, zk, unique, tmp_path):
+    topic = services.create_topic(unique("gr"), 3)
+    services.produce(topic, 30)
+    g = unique("g-gr")
+    zkopt = ["--zookeeper", services.zookeeper_connect]
+    c = ConsumerProc(tmp_path, "c1", services.zookeeper_connect, g, topic)
+    try:
+        wait_until(lambda: len(c.seen()) >= 30, 30, "30 messages")
+        code, out, _ = zkgroups(services, "list", "--json", *zkopt, expect=0)
+        assert g in json.loads(out)
+        wait_until(lambda: zkgroups(services, "verify", g, *zkopt)[0] == 0, 20, "verify ok")
+        code, out, _ = zkgroups(services, "describe", g, *zkopt, "--bootstrap-server", services.bootstrap_servers,
+                                expect=0)
+        lines = out.splitlines()
+        assert lines[0].split() == ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID"]
+        assert len(lines) == 4 and all(l.split()[0] == topic for l in lines[1:])
+        code, out, _ = zkgroups(services, "owners", g, "--json", *zkopt, expect=0)
+        own = json.loads(out)
+        assert len(own["members"]) == 1 and len(own["owners"]) == 3
+        assert all(o["owner"] == own["members"][0] + "-0" for o in own["owners"])
+        code, out, _ = zkgroups(services, "describe", g, "--json", "--no-log-end", *zkopt, expect=0)
+        rows = json.loads(out)
+        assert {r["consumer_id"] for r in rows} == {own["members"][0]}
+        # a broken owner: verify fails and names it
+        zk.set(paths.partition_owner_path(g, topic, 1), b"someone-else-0")
+        code, out, err = zkgroups(services, "verify", g, *zkopt)
+        assert code == 1 and "Rebalance operation failed" in out and "someone-else-0" in err
+        code, out, err = zkgroups(services, "delete", g, "--execute", *zkopt)
+        assert code == 1 and "still active" in err and zk.exists(paths.group_path(g))
+    finally:
+        c.stop()
+        c.kill()
+    wait_until(lambda: not zk.get_children(paths.group_ids_path(g)), 15, "member gone")
+    code, out, _ = zkgroups(services, "describe", g, "--json", "--no-log-end", *zkopt, expect=0)
+    assert sum(r["current_offset"] for r in json.loads(out)) == 30
+    code, out, _ = zkgroups(services, "delete", g, "--json", *zkopt, expect=0)
+    assert json.loads(out)["deleted"] is False and zk.exists(paths.group_path(g))
+    zkgroups(services, "delete", g, "--execute", *zkopt, expect=0)
+    assert zk.exists(paths.group_path(g)) is None
+    code, out, err = zkgroups(services, "describe", g, *zkopt)
+    assert code == 1 and "does not exist" in err
+
+
+def test_split_brain(services, zk, unique, tmp_path):
+    topic = services.create_topic(unique("sb"), 2)
+    services.produce(topic, 10)
+    g = unique("g-sb")
+    zc = ConsumerProc(tmp_path, "zk1", services.zookeeper_connect, g, topic)
+    stop = threading.Event()
+    kc = KafkaConsumer(topic, bootstrap_servers=services.bootstrap_servers, group_id=g, max_poll_interval_ms=3000,
+                       session_timeout_ms=6000, heartbeat_interval_ms=1000, enable_auto_commit=False)
+    poller = threading.Thread(target=lambda: [kc.poll(200) for _ in iter(stop.is_set, True)], daemon=True)
+    zc2 = None
+    try:
+        wait_until(lambda: len(zc.seen()) >= 10, 30, "ZooKeeper member consuming")
+        poller.start()
+        wait_until(lambda: zkmigrate_json(services, "status", "--group", g)[1]["broker_group"]["state"] == "Stable",
+                   30, "broker-side group Stable")
+        code, rep, _ = zkmigrate_json(services, "verify", "--group", g, "--phase", "zookeeper", expect=1)
+        assert any(p.startswith("split brain") for p in rep["problems"]), rep["problems"]
+        zc2 = ConsumerProc(tmp_path, "zk2", services.zookeeper_connect, g, topic)
+        assert zc2.proc.wait(30) == 1
+        err = zc2.stderr()
+        assert "broker-coordinated group" in err and g in err and "split brain" in err
+        assert len(zk.get_children(paths.group_ids_path(g))) == 1  # the refused one never registered
+        assert zc.alive()
+    finally:
+        stop.set()
+        if poller.is_alive():
+            poller.join(10)
+        kc.close()
+        zc.stop()
+        zc.kill()
+        if zc2 is not None:
+            zc2.kill()
