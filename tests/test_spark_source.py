@@ -73,3 +73,71 @@ def test_bad_options_are_clear(services, unique):
         parse_options(dict(base, subscribe="t", **{"offsets.storage": "redis"}))
     with pytest.raises(ConfigError, match="bogus"):
         parse_options(dict(base, subscribe="t", bogus="1"))
+
+
+def _owners(zk, group, topic):
+    base = "%s/%s" % (paths.group_owners_path(group), topic)
+    if not zk.exists(base):
+        return {}
+    return {int(c): zk.get(base + "/" + c)[0].decode() for c in zk.get_children(base)}
+
+
+def _wait(cond, timeout=30.0, step=0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()
+
+
+def _run_available_now(spark, opts, ckpt, zk=None, group=None, topic=None, n=2):
+    """Run an availableNow query with foreachBatch; returns ([(batch_id, rows)], [zk offsets seen in each batch])."""
+    batches, seen = [], []
+
+    def each(df, batch_id):
+        rows = [(r.partition, r.offset, r.value) for r in df.select("partition", "offset", "value").collect()]
+        batches.append((batch_id, rows))
+        if zk is not None:
+            seen.append((batch_id, _zk_offsets(zk, group, topic, n)))
+
+    q = (spark.readStream.format("zkconsumer").options(**opts).load()
+         .writeStream.foreachBatch(each).option("checkpointLocation", ckpt).trigger(availableNow=True).start())
+    assert q.awaitTermination(120), "query did not terminate"
+    assert q.exception() is None, q.exception()
+    return batches, seen
+
+
+def test_streaming_commits_follow_batches_and_restart_continues(spark, services, zk, unique, tmp_path):
+    from zkconsumer.spark import commit_batch, last_committed_end, read_checkpoint_offsets
+    topic, group = services.create_topic(unique("ss"), 2), unique("g")
+    services.produce(topic, 30)
+    opts = _opts(services, group, topic, maxOffsetsPerTrigger=8)
+    ckpt = str(tmp_path / "ckpt")
+    batches, seen = _run_available_now(spark, opts, ckpt, zk, group, topic)
+    data_batches = [(b, rows) for b, rows in batches if rows]
+    assert len(data_batches) >= 4 and all(len(rows) <= 8 for _, rows in batches)   # maxOffsetsPerTrigger holds
+    first = sorted((p, o) for _, rows in batches for p, o, _ in rows)
+    assert len(first) == 30 and len(set(first)) == 30
+    # the group's ZooKeeper offsets follow the batches: while batch N is written, batch N-1 is committed
+    for b, offs in seen:
+        if b >= 1:
+            want = {p: o for (t, p), o in read_checkpoint_offsets(ckpt, b - 1).items()}
+            assert {p: o for p, o in offs.items() if p in want} == want, (b, offs, want)
+    # owner nodes and the registration go away when the query ends (reaper), not after the session timeout
+    assert _wait(lambda: not _owners(zk, group, topic), 10), _owners(zk, group, topic)
+    assert not zk.get_children(paths.group_ids_path(group))
+    # commit-after-output for the last batch (Spark never calls commit for it)
+    last = last_committed_end(ckpt)
+    commit_batch(opts, last)
+    ends = {p: o for (t, p), o in last.items()}
+    assert sum(ends.values()) == 30 and _zk_offsets(zk, group, topic, 2) == ends
+    # restart from the checkpoint: only the new messages, none lost, none twice
+    services.produce(topic, 12)
+    batches2, _ = _run_available_now(spark, opts, ckpt)
+    second = sorted((p, o) for _, rows in batches2 for p, o, _ in rows)
+    assert len(second) == 12 and not set(second) & set(first)
+    assert all(o >= ends[p] for p, o in second)
+    commit_batch(opts, last_committed_end(ckpt))
+    assert sum(_zk_offsets(zk, group, topic, 2).values()) == 42
