@@ -1,0 +1,330 @@
+"""Helpers shared by the consumer tests (tests/test_consumer_*.py): real ZooKeeper and broker, never mocks.
+
+* :func:`wait_until` — bounded polling (every wait in these tests has a deadline);
+* :func:`produce_tracked` — produce and return the broker-acknowledged (partition, offset) of every record
+  (tansu's produce responses carry the right offsets even for multi-record batches, while its
+  ListOffsets(latest) does not, see README "tansu quirks");
+* :func:`expected_range` — what Scala's range assignor decides for the group's *registered* members;
+* :class:`CliConsumer` — one ``zkconsumer consume`` process, its stdout/stderr read by threads;
+* :class:`StreamCollector` — a thread draining one in-process :class:`KafkaStream`.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from zkconsumer.assignors import range_assign
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.consumer import ZookeeperConsumerConnector
+from zkconsumer.consumer.ownership import read_owners
+from zkconsumer.errors import ConsumerTimeoutError
+from zkconsumer.layout import codecs, paths
+from zkconsumer.topic_count import consumers_per_topic
+
+# short timeouts so that failover and rebalances happen within seconds (ZooKeeper runs with tickTime=500,
+# minSessionTimeout=1000, so a 4 s session timeout is granted as asked)
+FAST_PROPS = {
+    "zookeeper.session.timeout.ms": "4000",
+    "auto.commit.interval.ms": "200",
+    "rebalance.backoff.ms": "200",
+    "rebalance.max.retries": "20",
+    "auto.offset.reset": "smallest",
+}
+
+
+def wait_until(predicate, timeout, interval=0.1, message="condition"):
+    """Poll predicate() until it returns a truthy value (returned) or timeout seconds pass (AssertionError)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        last = predicate()
+        if last:
+            return last
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.1f s waiting for %s (last value: %r)" % (timeout, message, last))
+        time.sleep(interval)
+
+
+def produce_tracked(bootstrap, topic, count, partitions=None, partition=None, tag="m"):
+    """Produce ``count`` records; returns [(partition, offset, value_str)] as acknowledged by the broker.
+
+    Records go round-robin over ``range(partitions)`` when given, to ``partition`` when given, else by key.
+    Values are unique: ``"<tag>-<i>"``.
+    """
+    from kafka import KafkaProducer
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks=1, enable_idempotence=False)
+    try:
+        futures = []
+        for i in range(count):
+            value = "%s-%d" % (tag, i)
+            p = (i % partitions) if partitions else partition
+            futures.append((value, producer.send(topic, key=("k%d" % i).encode(), value=value.encode(),
+                                                 partition=p)))
+        producer.flush(timeout=60)
+        out = []
+        for value, fut in futures:
+            md = fut.get(timeout=30)
+            out.append((md.partition, md.offset, value))
+        return out
+    finally:
+        producer.close(timeout=10)
+
+
+class BackgroundProducer(threading.Thread):
+    """Produces small batches round-robin over the partitions until stop(); .produced holds the acks."""
+
+    def __init__(self, bootstrap, topic, partitions, batch=12, pause=0.1, tag="bg"):
+        super().__init__(daemon=True, name="test-producer")
+        self.args = (bootstrap, topic, partitions, batch, pause, tag)
+        self.produced = []
+        self.error = None
+        self._halt = threading.Event()
+
+    def run(self):
+        bootstrap, topic, partitions, batch, pause, tag = self.args
+        n = 0
+        try:
+            while not self._halt.is_set():
+                self.produced.extend(produce_tracked(bootstrap, topic, batch, partitions=partitions,
+                                                     tag="%s%d" % (tag, n)))
+                n += 1
+                self._halt.wait(pause)
+        except Exception as e:  # surfaced by stop()
+            self.error = e
+
+    def stop(self, timeout=60):
+        self._halt.set()
+        self.join(timeout)
+        assert not self.is_alive(), "background producer did not stop"
+        if self.error is not None:
+            raise AssertionError("background producer failed: %r" % (self.error,))
+        return list(self.produced)
+
+
+def group_members(zk, group):
+    """{consumer id: ConsumerRegistration} of the registered members."""
+    base = paths.group_ids_path(group)
+    if not zk.exists(base):
+        return {}
+    out = {}
+    for cid in zk.get_children(base):
+        try:
+            data, _ = zk.get(base + "/" + cid)
+        except Exception:
+            continue
+        out[cid] = codecs.decode_consumer_registration(data, base + "/" + cid)
+    return out
+
+
+def topic_partitions(zk, topic):
+    data, _ = zk.get(paths.topic_path(topic))
+    return codecs.decode_topic_assignment(data, paths.topic_path(topic)).partition_ids()
+
+
+def expected_range(zk, group, topics):
+    """The global range assignment (thread id per (t, p)) computed from the registered members' subscriptions
+    and the partition maps in /brokers/topics — what every member must converge to."""
+    members = group_members(zk, group)
+    cft = consumers_per_topic({cid: (r.subscription, r.pattern) for cid, r in members.items()}, topics)
+    return range_assign(cft, {t: topic_partitions(zk, t) for t in topics})
+
+
+def owners(zk, group, topics):
+    """{(t, p): owner znode data} as found in /consumers/[g]/owners."""
+    return read_owners(zk, group, topics)
+
+
+def wait_for_assignment(zk, group, topics, n_members, timeout, extra=None):
+    """Wait until n_members are registered and the owner znodes equal the range assignment of those members;
+    returns the assignment."""
+    def check():
+        if len(group_members(zk, group)) != n_members:
+            return None
+        want = expected_range(zk, group, topics)
+        have = owners(zk, group, topics)
+        if want and want == have and (extra is None or extra(want)):
+            return want
+        return None
+    return wait_until(check, timeout, interval=0.1,
+                      message="%d members of %s to own %s per range" % (n_members, group, topics))
+
+
+def duplicates(seen):
+    """[(partition, offset)] -> the set of pairs that appear more than once."""
+    counts = {}
+    for x in seen:
+        counts[x] = counts.get(x, 0) + 1
+    return {x for x, c in counts.items() if c > 1}
+
+
+class CliConsumer:
+    """A ``zkconsumer consume --format jsonl --events`` process. stdout lines -> .records, stderr event lines ->
+    .events (other stderr lines -> .log). Always call .kill() (idempotent) in a finally/fixture."""
+
+    def __init__(self, services, group, topics, consumer_id=None, props=None, streams=1, extra_args=()):
+        self.name = consumer_id or "anon"
+        cmd = [sys.executable, "-m", "zkconsumer", "consume", "--zookeeper", services.zookeeper_connect,
+               "--group", group, "--format", "jsonl", "--events", "--streams", str(streams)]
+        for t in topics:
+            cmd += ["--topic", t]
+        merged = dict(FAST_PROPS)
+        merged.update(props or {})
+        if consumer_id:
+            merged["consumer.id"] = consumer_id
+        for k, v in merged.items():
+            cmd += ["--property", "%s=%s" % (k, v)]
+        cmd += list(extra_args)
+        self.consumer_id = "%s_%s" % (group, consumer_id) if consumer_id else None
+        self.records = []   # dicts {"topic","partition","offset","key","value"}
+        self.events = []    # dicts {"event","partitions"}
+        self.log = []
+        self.lock = threading.Lock()
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        self._threads = [threading.Thread(target=self._read_stdout, daemon=True),
+                         threading.Thread(target=self._read_stderr, daemon=True)]
+        for t in self._threads:
+            t.start()
+
+    def _read_stdout(self):
+        for raw in self.proc.stdout:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                with self.lock:
+                    self.log.append("stdout: " + line)
+                continue
+            with self.lock:
+                self.records.append(rec)
+
+    def _read_stderr(self):
+        for raw in self.proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip()
+            ev = None
+            if line.startswith("{"):
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    ev = None
+            with self.lock:
+                if isinstance(ev, dict) and "event" in ev:
+                    self.events.append(ev)
+                else:
+                    self.log.append(line)
+
+    def seen(self, topic=None):
+        """[(partition, offset)] printed so far (in print order)."""
+        with self.lock:
+            return [(r["partition"], r["offset"]) for r in self.records if topic is None or r["topic"] == topic]
+
+    def values(self):
+        with self.lock:
+            return [r["value"] for r in self.records]
+
+    def last_offsets(self, topic):
+        """{partition: offset of the last record printed for it}."""
+        out = {}
+        with self.lock:
+            for r in self.records:
+                if r["topic"] == topic:
+                    out[r["partition"]] = max(out.get(r["partition"], -1), r["offset"])
+        return out
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def terminate(self, timeout=30):
+        """SIGTERM and wait; returns the exit code."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError("%s did not exit within %.0f s of SIGTERM; stderr tail:\n%s"
+                                 % (self.name, timeout, "\n".join(self.log[-30:])))
+        self.join_readers()
+        return rc
+
+    def kill(self):
+        """SIGKILL (no cleanup at all, like kill -9); idempotent."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.join_readers()
+
+    def join_readers(self):
+        for t in self._threads:
+            t.join(5)
+
+    def describe(self):
+        with self.lock:
+            return "%s rc=%s events=%s\nstderr tail:\n%s" % (self.name, self.proc.poll(), self.events[-5:],
+                                                             "\n".join(self.log[-20:]))
+
+
+def connector(services, group, listener=None, **props):
+    """An in-process ZookeeperConsumerConnector with FAST_PROPS (+ props, '_' in keys stays as given)."""
+    merged = dict(FAST_PROPS)
+    merged.update({"group.id": group, "zookeeper.connect": services.zookeeper_connect})
+    merged.update(props)
+    return ZookeeperConsumerConnector(ConsumerConfig.from_properties(merged), listener=listener)
+
+
+class StreamCollector(threading.Thread):
+    """Drains one KafkaStream on a thread: .records gets every ConsumerRecord; ConsumerTimeoutError is counted
+    and iteration continues; ends when the stream ends (connector shutdown) or stop()."""
+
+    def __init__(self, stream, name="collector", delay=0.0):
+        super().__init__(daemon=True, name=name)
+        self.stream = stream
+        self.delay = delay      # seconds to "process" each record (a slow application)
+        self.records = []
+        self.times = []         # time.monotonic() when each record was handed out
+        self.timeouts = 0
+        self.error = None
+        self._halt = threading.Event()
+        self.lock = threading.Lock()
+
+    def run(self):
+        while not self._halt.is_set():
+            try:
+                for rec in self.stream:
+                    now = time.monotonic()
+                    with self.lock:
+                        self.records.append(rec)
+                        self.times.append(now)
+                    if self.delay:
+                        time.sleep(self.delay)
+                    if self._halt.is_set():
+                        return
+                return
+            except ConsumerTimeoutError:
+                self.timeouts += 1
+            except Exception as e:
+                self.error = e
+                return
+
+    def stop(self):
+        self._halt.set()
+
+    def seen(self, topic=None):
+        with self.lock:
+            return [(r.topic, r.partition, r.offset) for r in self.records if topic is None or r.topic == topic]
+
+    def values(self):
+        with self.lock:
+            return [r.value.decode() for r in self.records]
+
+    def seen_between(self, start, end):
+        """(t, p, o) handed out with start < time < end."""
+        with self.lock:
+            return [(r.topic, r.partition, r.offset) for r, ts in zip(self.records, self.times) if start < ts < end]
