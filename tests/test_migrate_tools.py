@@ -203,3 +203,29 @@ def test_dual_read_picks_the_larger_offset(services, zk, unique, tmp_path):
         assert both == {(topic, 0): (12, 12), (topic, 1): (12, 12)}
     finally:
         ks.close()
+
+
+def test_cutover(services, zk, unique, tmp_path):
+    topic = services.create_topic(unique("co"), 2)
+    g = unique("g-co")
+    zs, ks = _stores(services, zk, g)
+    parts = [(topic, 0), (topic, 1)]
+    try:
+        zs.commit({(topic, 0): 7, (topic, 1): 4}).raise_for_errors()
+        ks.commit({(topic, 0): 9}).raise_for_errors()
+        reg = paths.consumer_registration_path(g, g + "_host-1-abcdef12")
+        zk.create(reg, b'{"version":1,"subscription":{"%s":1},"pattern":"static","timestamp":"1"}' % topic.encode(),
+                  ephemeral=True, makepath=True)
+        code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--timeout", "0.5", expect=1)
+        assert out["ready"] is False and out["zookeeper_members"] and out["copied"] == {}
+        zk.delete(reg)
+        code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--timeout", "5", expect=1)
+        assert out["to_copy"] == {"%s-1" % topic: 4} and ks.fetch(parts) == {(topic, 0): 9}
+        code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                      expect=0)
+        assert out["ready"] is True and out["copied"] == {"%s-1" % topic: 4} and len(out["backup"]) == 2
+        assert ks.fetch(parts) == {(topic, 0): 9, (topic, 1): 4}
+        code, out, _ = zkmigrate_json(services, "cutover", "--group", g, expect=0)
+        assert out["to_copy"] == {}
+    finally:
+        ks.close()
