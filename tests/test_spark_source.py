@@ -141,3 +141,81 @@ def test_streaming_commits_follow_batches_and_restart_continues(spark, services,
     assert all(o >= ends[p] for p, o in second)
     commit_batch(opts, last_committed_end(ckpt))
     assert sum(_zk_offsets(zk, group, topic, 2).values()) == 42
+
+
+def test_spark_member_and_plain_consumer_share_partitions(spark, services, zk, unique, tmp_path):
+    import threading
+    from zkconsumer.assignors import range_assign
+    topic, group = services.create_topic(unique("sh"), 4), unique("g")
+    cmd = [sys.executable, "-m", "zkconsumer", "consume", "--zookeeper", services.zookeeper_connect, "--group",
+           group, "--topic", topic, "--property", "auto.offset.reset=smallest", "--events"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    plain_rows, events = [], []
+    threading.Thread(target=lambda: [plain_rows.append(json.loads(l)) for l in proc.stdout], daemon=True).start()
+    threading.Thread(target=lambda: [events.append(l) for l in proc.stderr], daemon=True).start()
+    spark_rows = []
+    q = None
+    try:
+        assert _wait(lambda: len(_owners(zk, group, topic)) == 4, 30), "plain consumer did not claim"
+        opts = _opts(services, group, topic)
+        q = (spark.readStream.format("zkconsumer").options(**opts).load()
+             .writeStream.foreachBatch(lambda df, b: spark_rows.extend(
+                 (r.partition, r.offset) for r in df.select("partition", "offset").collect()))
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(processingTime="300 milliseconds").start())
+        ids = _wait(lambda: len(zk.get_children(paths.group_ids_path(group))) == 2
+                    and len(set(_owners(zk, group, topic).values())) == 2
+                    and len(_owners(zk, group, topic)) == 4 and zk.get_children(paths.group_ids_path(group)), 60)
+        assert ids, (zk.get_children(paths.group_ids_path(group)), _owners(zk, group, topic))
+        expected = range_assign({topic: ["%s-0" % c for c in ids]}, {topic: [0, 1, 2, 3]})
+        owners = _owners(zk, group, topic)
+        assert owners == {p: th for (t, p), th in expected.items()}
+        spark_parts = {p for p, th in owners.items() if "_spark-" in th}
+        assert len(spark_parts) == 2
+        time.sleep(2)  # let the spark member adopt its partitions (one planning round)
+        for p in range(4):
+            services.produce(topic, 10, partition=p)
+        assert _wait(lambda: len(spark_rows) + len(plain_rows) >= 40, 60), (len(spark_rows), len(plain_rows))
+        time.sleep(1)
+        assert {p for p, _ in spark_rows} == spark_parts
+        assert {r["partition"] for r in plain_rows} == set(range(4)) - spark_parts
+        allrows = spark_rows + [(r["partition"], r["offset"]) for r in plain_rows]
+        assert len(allrows) == 40 and len(set(allrows)) == 40          # each message read exactly once
+        q.stop()
+        q = None
+        # the spark member's owner nodes are released when the query stops: the plain member takes everything
+        assert _wait(lambda: set(_owners(zk, group, topic).values()) == {th for th in owners.values()
+                                                                          if "_spark-" not in th}
+                     and len(_owners(zk, group, topic)) == 4, 20), _owners(zk, group, topic)
+    finally:
+        if q is not None:
+            q.stop()
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_kafka_storage_with_dual_commit_writes_both(spark, services, zk, unique, tmp_path):
+    from migrate.dual_store import DualOffsetStore
+    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.offsets import make_offset_store
+    from zkconsumer.spark import commit_batch, last_committed_end
+    topic, group = services.create_topic(unique("sd"), 2), unique("g")
+    services.produce(topic, 20)
+    opts = _opts(services, group, topic, maxOffsetsPerTrigger=6,
+                 **{"offsets.storage": "kafka", "dual.commit.enabled": "true"})
+    ckpt = str(tmp_path / "ckpt")
+    seen_both = []
+    cfg = ConsumerConfig.from_properties({"group.id": group, "zookeeper.connect": services.zookeeper_connect,
+                                          "offsets.storage": "kafka", "dual.commit.enabled": "true"})
+    store = make_offset_store(cfg, zk, bootstrap_servers=services.bootstrap_servers)
+    assert isinstance(store, DualOffsetStore)
+    try:
+        batches, _ = _run_available_now(spark, opts, ckpt)
+        assert sum(len(r) for _, r in batches) == 20
+        mid = store.fetch_both([(topic, 0), (topic, 1)])
+        assert any(z is not None for z, k in mid.values())
+        assert all(z == k for z, k in mid.values()), mid           # source commits wrote both stores
+        commit_batch(opts, last_committed_end(ckpt))
+        both = store.fetch_both([(topic, 0), (topic, 1)])
+        assert all(z == k for z, k in both.values()) and sum(k for _, k in both.values()) == 20, both
+    finally:
+        store.close()
