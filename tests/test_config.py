@@ -52,7 +52,7 @@ REFERENCE_DEFAULTS = {
     "dual_commit_enabled": False,
     "fetch_max_bytes": 50 * 1024 * 1024,
     # extensions
-    "rebalance_settle_ms": 100,
+    "rebalance_settle_ms": 20,
     "rebalance_slow_retry_ms": 10000,
     "zookeeper_suspended_grace_ms": 1000,
 }

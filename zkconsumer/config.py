@@ -105,7 +105,7 @@ _KEYS: Tuple[_Key, ...] = (
     _Key("offsets.commit.max.retries", "int", 5, "Offset commit retries (reference §4.4).", lo=0),
     _Key("dual.commit.enabled", "bool", None, "Also commit to ZooKeeper when offsets.storage=kafka; defaults to true only then."),
     _Key("fetch.max.bytes", "int", 50 * 1024 * 1024, "Max bytes per fetch response (0.10.1+; read by no old-consumer code).", lo=1),
-    _Key("rebalance.settle.ms", "int", 100, "Extension: coalescing window for bursts of ZooKeeper events before a rebalance.", lo=0, extension=True),
+    _Key("rebalance.settle.ms", "int", 20, "Extension: coalescing window for bursts of ZooKeeper events before a rebalance.", lo=0, extension=True),
     _Key("rebalance.slow.retry.ms", "int", 10000, "Extension: retry period after rebalance.max.retries attempts failed (we never sit idle).", lo=1, extension=True),
     _Key("zookeeper.suspended.grace.ms", "int", 1000, "Extension: how long fetching continues after a ZooKeeper disconnect before delivery pauses; must be < zookeeper.session.timeout.ms (when unset and the session timeout is <= 1000, defaults to half of it).", lo=0, extension=True),
 )

@@ -71,6 +71,10 @@ class RebalanceError(ZkConsumerError):
     """A rebalance attempt failed (ownership conflict, vanished member, bad subscription)."""
 
 
+class RegistrationConflictError(RebalanceError):
+    """Our consumer id is registered by another live ZooKeeper session (a duplicate explicit consumer.id)."""
+
+
 class OwnershipLostError(RebalanceError):
     """A commit or delivery was refused because this consumer no longer owns the partition (fencing)."""
 

@@ -133,7 +133,12 @@ class ZookeeperConsumerConnector:
             self._commit_thread.start()
         cfg = self.config
         timeout = wait_timeout or (cfg.rebalance_max_retries * (cfg.rebalance_backoff_ms / 1000.0 + 5) + 10)
-        if not self.rebalancer.first_done.wait(timeout):
+        done = self.rebalancer.first_done.wait(timeout)
+        if self.rebalancer.start_error is not None:
+            err = self.rebalancer.start_error
+            self.shutdown()
+            raise err
+        if not done:
             log.warning("%s: first rebalance still in progress after %.0f s (state %s)", self.consumer_id,
                         timeout, self.rebalancer.state)
 

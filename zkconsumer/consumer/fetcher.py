@@ -142,7 +142,7 @@ class FetcherThread(threading.Thread):
                     self.on_error(None, e)
                 continue
             try:
-                batches = self._consumer.poll(timeout_ms=100)
+                batches = self._consumer.poll(timeout_ms=20)  # short: assignment changes wait for this
             except RecordTooLargeError as e:
                 err = MessageTooLargeError("a message is larger than fetch.message.max.bytes=%d: %s"
                                            % (self.config.fetch_message_max_bytes, e))

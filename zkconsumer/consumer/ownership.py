@@ -101,6 +101,28 @@ def release(zk, group, partitions):
                     pass
 
 
+def release_and_deregister(zk, group, partitions, registration_path):
+    """Leave the group in one step: delete our owner nodes and our registration in one multi-op, so peers rebalance
+    once and find every partition free (no claim conflict with a leaver that is still releasing)."""
+    partitions = sorted(partitions)
+    stat = zk.exists(registration_path)
+    if stat is None or stat.ephemeralOwner != zk.client_id[0]:
+        release(zk, group, partitions)  # the registration is not ours (any more): leave it alone
+        return
+    if len(partitions) < MAX_OPS:
+        tx = zk.transaction()
+        for t, p in partitions:
+            tx.delete(paths.partition_owner_path(group, t, p))
+        tx.delete(registration_path)
+        if not any(isinstance(r, Exception) for r in tx.commit()):
+            return
+    release(zk, group, partitions)
+    try:
+        zk.delete(registration_path)
+    except NoNodeError:
+        pass
+
+
 def read_owners(zk, group, topics):
     """{(topic, partition): owner thread id string} for the given topics (tools and tests)."""
     out = {}

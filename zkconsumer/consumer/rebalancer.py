@@ -36,7 +36,7 @@ import time
 from kazoo.protocol.states import KazooState
 
 from ..assignors import get_assignor
-from ..errors import OwnershipLostError, RebalanceError
+from ..errors import OwnershipLostError, RebalanceError, RegistrationConflictError
 from ..layout import paths
 from ..offsets import OwnershipFence
 from . import ownership
@@ -79,6 +79,7 @@ class Rebalancer(threading.Thread):
         self._fence = None
         self._fence_key = None
         self._conflicted = False
+        self.start_error = None
 
     # -- event intake (any thread; never blocks) ---------------------------------------------------------------
     def watch(self, event=None):
@@ -146,7 +147,10 @@ class Rebalancer(threading.Thread):
             if kind == "grace":
                 self._pause_for_suspension()
                 continue
-            # watch / request / owner_deleted: (re)attempt after the settle window; a burst is one attempt
+            if kind == "owner_deleted" and dirty:
+                attempt_at = time.monotonic()  # the partition we wait for is free: claim at once
+                continue
+            # watch / request: (re)attempt after the settle window; a burst is one attempt
             if not dirty:
                 dirty, attempt_at = True, time.monotonic() + settle
                 if self.state == IDLE:
@@ -192,6 +196,15 @@ class Rebalancer(threading.Thread):
         try:
             with self.lock:
                 ok = self._attempt()
+        except RegistrationConflictError as e:
+            if self.state == STARTING:  # like Scala 0.9+: a duplicate consumer.id fails the subscription call
+                log.error("%s", e)
+                self.start_error = e
+                self._stopping = True
+                self.first_done.set()
+            else:
+                log.error("cannot re-register: %s", e)
+            ok = False
         except Exception as e:  # ZooKeeper changing under us, connection loss, offset store down...
             log.info("exception during rebalance of %s: %s", self.consumer_id, e, exc_info=log.isEnabledFor(10))
             ok = False

@@ -12,14 +12,15 @@ import time
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from ..errors import RebalanceError
+from ..errors import RegistrationConflictError
 from ..layout import codecs, paths
 
 log = logging.getLogger(__name__)
 
 
 def register(zk, group, consumer_id, registration, wait_timeout):
-    """Create the registration node; return its path. Raises RebalanceError if another session keeps it."""
+    """Create the registration node; return its path. Raises RegistrationConflictError if another session keeps
+    it for longer than wait_timeout."""
     path = paths.consumer_registration_path(group, consumer_id)
     data = codecs.encode_consumer_registration(registration)
     deadline = time.monotonic() + wait_timeout
@@ -41,7 +42,7 @@ def register(zk, group, consumer_id, registration, wait_timeout):
             return path
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise RebalanceError(
+            raise RegistrationConflictError(
                 "consumer id %s is already registered at %s by another live ZooKeeper session (0x%x); is another "
                 "process running with the same consumer.id?" % (consumer_id, path, stat.ephemeralOwner))
         log.info("registration %s is held by session 0x%x (an earlier session of ours not yet expired, or a "

@@ -1,0 +1,61 @@
+"""``python -m bench [--quick] [--only consume,rebalance,scale,commit,spark]``: zkconsumer's measured targets.
+
+Every figure is a ratio to a baseline measured in the same run, on the same data, on loopback. Prints a Markdown
+table and writes bench/results.json (a list of {metric, value, unit, baseline, ratio, goal, ...}).
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+from . import commit, common, consume, rebalance, scale
+
+SUITES = {"consume": consume, "rebalance": rebalance, "scale": scale, "commit": commit}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller runs; finishes within 10 minutes on 2 cores")
+    ap.add_argument("--only", default="consume,rebalance,scale,commit,spark",
+                    help="comma-separated suites [default: all]")
+    ap.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "results.json"))
+    args = ap.parse_args(argv)
+    wanted = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in wanted if s not in SUITES and s != "spark"]
+    if unknown:
+        ap.error("unknown suite(s) %s; choose from %s" % (", ".join(unknown), ", ".join(list(SUITES) + ["spark"])))
+    import logging
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)  # clients still retrying after the cluster stops
+    log = lambda msg: print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
+    results = []
+    t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="zkconsumer-bench-") as tmp:
+        cluster = common.Cluster(tmp)
+        try:
+            for name in wanted:
+                log("running %s" % name)
+                try:
+                    if name == "spark":
+                        from . import spark
+                        results.extend(spark.run(cluster, quick=args.quick, log=log))
+                    else:
+                        results.extend(SUITES[name].run(cluster, quick=args.quick, log=log))
+                except Exception as e:  # one suite failing must not hide the others' figures
+                    log("%s FAILED: %r" % (name, e))
+                    results.append(common.Result(name + " (failed)", float("nan"), "-", None, None, "-", False,
+                                                 "error: %r" % (e,)))
+        finally:
+            cluster.close()
+    info = common.machine()
+    command = "python -m bench" + (" --quick" if args.quick else "") + (
+        " --only " + args.only if args.only != ap.get_default("only") else "")
+    print(common.markdown(results, info, command))
+    common.write_json(args.output, results, info)
+    log("done in %.0f s; wrote %s" % (time.time() - t0, args.output))
+    return 0 if all(r.met is not False for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

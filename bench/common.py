@@ -1,0 +1,119 @@
+"""Shared bench plumbing: the cluster to run against, results, and the Markdown/JSON report."""
+import json
+import os
+import platform
+import statistics
+import subprocess
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+
+@dataclass
+class Result:
+    metric: str
+    value: float
+    unit: str
+    baseline: Optional[float]
+    ratio: Optional[float]
+    goal: str
+    met: Optional[bool] = None
+    note: str = ""
+
+
+def unique(prefix):
+    return "%s-%s" % (prefix, uuid.uuid4().hex[:8])
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+class Cluster:
+    """The bench runs on the embedded local cluster (or ZK_CONNECT/KAFKA_BOOTSTRAP when both are set)."""
+
+    def __init__(self, directory):
+        self.local = None
+        zk, kafka = os.environ.get("ZK_CONNECT"), os.environ.get("KAFKA_BOOTSTRAP")
+        if zk and kafka:
+            self.zookeeper_connect, self.bootstrap_servers = zk, kafka
+        else:
+            from zkconsumer.local import LocalCluster
+            self.local = LocalCluster(directory)
+            info = self.local.up()
+            self.zookeeper_connect, self.bootstrap_servers = info["zookeeper_connect"], info["bootstrap_servers"]
+
+    def create_topic(self, name, partitions):
+        from zkconsumer.local import tools
+        tools.create_or_grow_topic(self.bootstrap_servers, name, partitions)
+        tools.wait_for_zk_topic(self.zookeeper_connect, name, partitions, timeout=60)
+        return name
+
+    def produce_fast(self, topic, partitions, count, size=100):
+        """count messages of `size` bytes spread evenly over the partitions, as fast as kafka-python goes."""
+        from kafka import KafkaProducer
+        p = KafkaProducer(bootstrap_servers=self.bootstrap_servers, linger_ms=20, batch_size=512 * 1024,
+                          acks=1, enable_idempotence=False, buffer_memory=256 * 1024 * 1024)
+        value = b"x" * size
+        for i in range(count):
+            p.send(topic, value=value, partition=i % partitions)
+        p.flush(timeout=300)
+        p.close()
+
+    def close(self):
+        if self.local is not None:
+            self.local.down()
+
+
+def machine():
+    info = {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo") as f:
+            info["memory_gb"] = round(int(f.readline().split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    try:
+        info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                        cwd=os.path.dirname(__file__)).stdout.strip()
+    except OSError:
+        pass
+    info["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return info
+
+
+def fmt(x):
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        if abs(x) >= 1000:
+            return "{:,.0f}".format(x)
+        return "{:.3g}".format(x)
+    return str(x)
+
+
+def markdown(results, info, command):
+    lines = ["Command: `%s` — %s, %s CPUs, %s GB, Python %s, commit %s, %s" % (
+        command, info.get("cpu", "?"), info.get("cpus"), info.get("memory_gb", "?"), info["python"],
+        info.get("commit", "?"), info["date"]), "",
+        "| metric | value | unit | baseline | ratio | goal | met |", "|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            r.metric, fmt(r.value), r.unit, fmt(r.baseline), fmt(r.ratio), r.goal,
+            {True: "yes", False: "**no**", None: "-"}[r.met]))
+    notes = [r for r in results if r.note]
+    if notes:
+        lines.append("")
+        for r in notes:
+            lines.append("- %s: %s" % (r.metric, r.note))
+    return "\n".join(lines)
+
+
+def write_json(path, results, info):
+    with open(path, "w") as f:
+        json.dump([dict(asdict(r), machine=info) for r in results], f, indent=2)

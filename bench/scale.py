@@ -1,0 +1,108 @@
+"""scale: 100 consumers x 1,000 partitions (ZooKeeper sessions sharing one process), one joins.
+
+Members run the real registration, watches, rebalancer and owner claims; they do not fetch (a fetcher per member
+would measure 100 Kafka clients on 2 cores, not coordination). Converged = every member IDLE and the owner claims
+equal the range assignment of all members. Reported: time to converge, failed rebalance attempts (claim waits — a
+member waiting for its predecessor's release — are counted apart), ZooKeeper reads per member per rebalance.
+"""
+import time
+
+from .common import Result, unique
+
+PARTITIONS = 1000
+
+
+def _member(cluster, group):
+    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.consumer import ZookeeperConsumerConnector
+
+    class CoordinationOnly(ZookeeperConsumerConnector):
+        """The full group protocol without fetchers."""
+
+        def _make_fetchers(self):
+            return _NoFetch()
+
+    cfg = ConsumerConfig.from_properties({"group.id": group, "zookeeper.connect": cluster.zookeeper_connect,
+                                          "rebalance.backoff.ms": "500", "auto.commit.enable": "false",
+                                          "zookeeper.session.timeout.ms": "30000"})
+    return CoordinationOnly(cfg, bootstrap_servers=cluster.bootstrap_servers)
+
+
+class _NoFetch:
+    def assign(self, generation, work):
+        pass
+
+    def stop_all(self, generation):
+        pass
+
+    def shutdown(self):
+        pass
+
+
+def _converged(members, topic):
+    from zkconsumer.assignors import range_assign
+    owned = {}
+    for m in members:
+        rb = m.rebalancer
+        if rb is None or rb.state != "IDLE":
+            return False
+        for tp, th in list(rb.owned.items()):
+            if tp in owned:
+                return False
+            owned[tp] = th
+    threads = sorted(m.consumer_id + "-0" for m in members)
+    return owned == range_assign({topic: threads}, {topic: list(range(PARTITIONS))})
+
+
+def run(cluster, quick=False, log=print):
+    n = 100
+    topic = cluster.create_topic(unique("bench-scale"), PARTITIONS)
+    group = unique("bench-scale")
+    members = []
+    try:
+        t0 = time.perf_counter()
+        for i in range(n):
+            m = _member(cluster, group)
+            m.create_message_streams({topic: 1})
+            members.append(m)
+        deadline = time.perf_counter() + 300
+        while not _converged(members, topic):
+            if time.perf_counter() > deadline:
+                raise TimeoutError("100 members did not converge")
+            time.sleep(0.01)
+        log("scale: %d members converged after start-up in %.1f s" % (n, time.perf_counter() - t0))
+        before = {id(m): dict(m.rebalancer.stats) for m in members}
+        m = _member(cluster, group)
+        t0 = time.perf_counter()
+        import threading
+        threading.Thread(target=m.create_message_streams, args=({topic: 1},), daemon=True).start()
+        members.append(m)
+        deadline = time.perf_counter() + 120
+        while not _converged(members, topic):
+            if time.perf_counter() > deadline:
+                raise TimeoutError("did not converge after the join")
+            time.sleep(0.005)
+        took = time.perf_counter() - t0
+        time.sleep(0.5)  # let trailing watch events finish (they must be no-ops)
+        failed = waits = reads = attempts = 0
+        for x in members:
+            b = before.get(id(x), {"failed_attempts": 0, "claim_waits": 0, "zk_reads": 0, "attempts": 0})
+            s = x.rebalancer.stats
+            failed += s["failed_attempts"] - b["failed_attempts"]
+            waits += s["claim_waits"] - b["claim_waits"]
+            reads += s["zk_reads"] - b["zk_reads"]
+            attempts += s["attempts"] - b["attempts"]
+        degraded = sum(1 for x in members if x.rebalancer.state == "DEGRADED")
+        log("scale: join converged in %.2f s; %d attempts, %d failed, %d claim waits, %d ZK reads" % (
+            took, attempts, failed, waits, reads))
+        return [Result("scale: 100 consumers x 1,000 partitions, one joins: time to converge", round(took, 2), "s",
+                       None, None, "<= 5 s, 0 failed rebalances", took <= 5 and failed == 0 and degraded == 0,
+                       "%d members' attempts, %d failed, %d claim waits, %d degraded; ZooKeeper reads per member per "
+                       "attempt %.0f (%d in all)" % (attempts, failed, waits, degraded,
+                                                     reads / max(attempts, 1), reads))]
+    finally:
+        for x in members:
+            try:
+                x.shutdown()
+            except Exception:
+                pass
