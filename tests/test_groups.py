@@ -38,10 +38,6 @@ def test_groups_commands(services, zk, unique, tmp_path):
         code, out, _ = zkgroups(services, "describe", g, "--json", "--no-log-end", *zkopt, expect=0)
         rows = json.loads(out)
         assert {r["consumer_id"] for r in rows} == {own["members"][0]}
-        # a broken owner: verify fails and names it
-        zk.set(paths.partition_owner_path(g, topic, 1), b"someone-else-0")
-        code, out, err = zkgroups(services, "verify", g, *zkopt)
-        assert code == 1 and "Rebalance operation failed" in out and "someone-else-0" in err
         code, out, err = zkgroups(services, "delete", g, "--execute", *zkopt)
         assert code == 1 and "still active" in err and zk.exists(paths.group_path(g))
     finally:
@@ -54,6 +50,11 @@ def test_groups_commands(services, zk, unique, tmp_path):
         return sum(r["current_offset"] or 0 for r in rows), rows
     total, rows = committed()
     assert total == 30, (rows, c.stderr()[-3000:])
+    # a stale owner without live members: verify fails and names it
+    zk.create(paths.partition_owner_path(g, topic, 1), b"someone-else-0", ephemeral=True, makepath=True)
+    code, out, err = zkgroups(services, "verify", g, *zkopt)
+    assert code == 1 and "Rebalance operation failed" in out and "someone-else-0" in err
+    zk.delete(paths.partition_owner_path(g, topic, 1))
     code, out, _ = zkgroups(services, "delete", g, "--json", *zkopt, expect=0)
     assert json.loads(out)["deleted"] is False and zk.exists(paths.group_path(g))
     zkgroups(services, "delete", g, "--execute", *zkopt, expect=0)
