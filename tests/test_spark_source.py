@@ -219,3 +219,23 @@ def test_kafka_storage_with_dual_commit_writes_both(spark, services, zk, unique,
         assert all(z == k for z, k in both.values()) and sum(k for _, k in both.values()) == 20, both
     finally:
         store.close()
+
+
+def test_restart_when_store_is_ahead_of_checkpoint_starts_from_store(spark, services, zk, unique, tmp_path):
+    from zkconsumer.spark import commit_batch, last_committed_end
+    topic, group = services.create_topic(unique("sa"), 1), unique("g")
+    services.produce(topic, 10)
+    opts = _opts(services, group, topic)
+    ckpt = str(tmp_path / "ckpt")
+    _run_available_now(spark, opts, ckpt, n=1)
+    commit_batch(opts, last_committed_end(ckpt))
+    assert _zk_offsets(zk, group, topic, 1) == {0: 10}
+    services.produce(topic, 10)
+    _set_zk_offsets(zk, group, topic, {0: 14})           # the group moved on while the query was down
+    batches, _ = _run_available_now(spark, opts, ckpt, n=1)
+    got = sorted(o for _, rows in batches for _, o, _ in rows)
+    assert got == list(range(14, 20))
+    _set_zk_offsets(zk, group, topic, {0: 12})           # store behind the checkpoint: checkpoint wins
+    services.produce(topic, 2)
+    batches, _ = _run_available_now(spark, opts, ckpt, n=1)
+    assert sorted(o for _, rows in batches for _, o, _ in rows) == [20, 21]
