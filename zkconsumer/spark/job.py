@@ -1,0 +1,142 @@
+"""Example pipeline: ``python -m zkconsumer.spark.job --group G --topic T --output DIR --checkpoint DIR``.
+
+Reads the group's topics through the ``zkconsumer`` source (the job's streaming source is a real member of the
+legacy group), parses the JSON values (``{"key", "seq", "ts", ...}``), counts messages per key per minute in every
+micro-batch, writes the counts as Parquet (``<output>/batch_id=N/``, overwritten if Spark replays batch N, so the
+output is idempotent per batch) and then commits the batch's end offsets to the group's offset store:
+
+* commit-after-output: inside ``foreachBatch``, after the Parquet files are written, the batch's end offsets (from
+  ``<checkpoint>/offsets/<batchId>``) are committed with :func:`commit_batch` - exact, no replay window;
+* the source's own ``commit(end)`` also runs (one batch late) and never moves offsets backwards, so both agree;
+* after an ``--available-now`` run terminates, the last finished batch is committed once more
+  (:func:`last_committed_end`) - Spark never calls the source's commit for the last batch.
+
+Defaults: ZooKeeper from ``--zookeeper``, ``$ZK_CONNECT`` or the running local cluster (``zkconsumer local up``);
+brokers are discovered from ZooKeeper unless ``--bootstrap-server`` / ``$KAFKA_BOOTSTRAP`` is given.
+Totals per key and minute are the sum of the per-batch rows: ``SELECT key, minute, sum(count) ... GROUP BY``.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+log = logging.getLogger("zkconsumer.spark.job")
+
+
+def build_options(args) -> dict:
+    from ..cli.common import KAFKA_ENV, resolve_zookeeper
+    from ..properties import parse_property_override
+    opts = {"zookeeper.connect": resolve_zookeeper(args.zookeeper), "group.id": args.group}
+    if args.topics:
+        opts["subscribe"] = ",".join(args.topics)
+    else:
+        opts["subscribePattern"] = args.pattern
+    bootstrap = args.bootstrap or os.environ.get(KAFKA_ENV)
+    if bootstrap:
+        opts["kafka.bootstrap.servers"] = bootstrap
+    if args.max_offsets_per_trigger:
+        opts["maxOffsetsPerTrigger"] = str(args.max_offsets_per_trigger)
+    if args.starting_offsets:
+        opts["startingOffsets"] = args.starting_offsets
+    for p in args.properties:
+        k, v = parse_property_override(p)
+        opts[k] = v
+    return opts
+
+
+def counts_per_key_per_minute(df):
+    from pyspark.sql import functions as F
+    value_schema = "key string, seq long, ts long"
+    parsed = df.select(F.from_json(F.col("value").cast("string"), value_schema).alias("v"), "timestamp")
+    event_time = F.coalesce(F.timestamp_millis(F.col("v.ts")), F.col("timestamp"))
+    return (parsed.select(F.coalesce(F.col("v.key"), F.lit("<unparsed>")).alias("key"),
+                          F.date_trunc("minute", event_time).alias("minute"))
+            .groupBy("key", "minute").count())
+
+
+def run(spark, opts: dict, output: str, checkpoint: str, available_now: bool = True, trigger_seconds: float = 10.0,
+        timeout: float = None):
+    """Start the pipeline on ``spark``; with ``available_now`` wait for it to finish and return the query."""
+    from . import ZkConsumerDataSource, commit_batch, last_committed_end, read_checkpoint_offsets
+    spark.dataSource.register(ZkConsumerDataSource)
+
+    def write_then_commit(batch_df, batch_id):
+        counts = counts_per_key_per_minute(batch_df)
+        counts.write.mode("overwrite").parquet(os.path.join(output, "batch_id=%d" % batch_id))
+        # commit-after-output: this batch's end offsets, now that its output is durable
+        end = read_checkpoint_offsets(checkpoint, batch_id)
+        report = commit_batch(opts, end)
+        log.info("batch %d written; offsets committed: %s", batch_id, report["committed"] or "(unchanged)")
+
+    writer = (spark.readStream.format("zkconsumer").options(**opts).load()
+              .writeStream.foreachBatch(write_then_commit).option("checkpointLocation", checkpoint))
+    writer = writer.trigger(availableNow=True) if available_now else \
+        writer.trigger(processingTime="%g seconds" % trigger_seconds)
+    query = writer.start()
+    if available_now:
+        query.awaitTermination(timeout)
+        if query.exception() is not None:
+            raise query.exception()
+        final = last_committed_end(checkpoint)
+        if final:
+            commit_batch(opts, final)  # Spark never calls the source's commit for the last batch
+    return query
+
+
+def make_session(app="zkconsumer-job", master=None):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+    b = SparkSession.builder.appName(app).config("spark.ui.showConsoleProgress", "false") \
+        .config("spark.sql.shuffle.partitions", "4").config("spark.sql.session.timeZone", "UTC")
+    if master or not os.environ.get("SPARK_MASTER"):
+        b = b.master(master or "local[2]")
+    return b.getOrCreate()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m zkconsumer.spark.job", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--zookeeper", default=None, help="ZooKeeper connect [default: $ZK_CONNECT or the local cluster]")
+    ap.add_argument("--bootstrap-server", dest="bootstrap", default=None,
+                    help="Kafka bootstrap servers [default: $KAFKA_BOOTSTRAP or discovered from ZooKeeper]")
+    ap.add_argument("--group", required=True, help="legacy consumer group (group.id)")
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--topic", dest="topics", action="append", help="topic (repeatable)")
+    src.add_argument("--pattern", help="subscribePattern (Java regex)")
+    ap.add_argument("--output", required=True, help="Parquet output directory")
+    ap.add_argument("--checkpoint", required=True, help="Spark checkpoint directory (keep it across runs)")
+    ap.add_argument("--available-now", action="store_true", help="Trigger.AvailableNow: process the backlog, stop")
+    ap.add_argument("--trigger-seconds", type=float, default=10.0, help="micro-batch interval when streaming")
+    ap.add_argument("--max-offsets-per-trigger", type=int, default=None)
+    ap.add_argument("--starting-offsets", choices=("earliest", "latest"), default=None,
+                    help="for partitions without a committed offset [default: auto.offset.reset, else latest]")
+    ap.add_argument("--property", dest="properties", action="append", default=[], metavar="KEY=VALUE",
+                    help="legacy consumer property, e.g. offsets.storage=kafka (repeatable)")
+    ap.add_argument("--master", default=None, help="Spark master [default: local[2]]")
+    ap.add_argument("--log-level", default="INFO")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("kafka", "kazoo", "py4j"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    opts = build_options(args)
+    spark = make_session(master=args.master)
+    try:
+        q = run(spark, opts, args.output, args.checkpoint, available_now=args.available_now,
+                trigger_seconds=args.trigger_seconds)
+        if not args.available_now:
+            try:
+                q.awaitTermination()
+            except KeyboardInterrupt:
+                q.stop()
+                from . import commit_batch, last_committed_end
+                commit_batch(opts, last_committed_end(args.checkpoint))
+        return 0
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
