@@ -74,21 +74,12 @@ class GroupMember(ZookeeperConsumerConnector):
             self.registration = codecs.ConsumerRegistration.static({t: 1 for t in topics})
         if self._want_reaper:
             self._reaper = start_reaper(self.config.zookeeper_connect, self.group, self.consumer_id)
-        self._start(wait_timeout)
+        self._start(wait_timeout)  # engine: split-brain check, rebalancer, waits for the first rebalance
         return self
 
-    def _start(self, wait_timeout=None):
-        """The connector's start without fetchers and without the auto-commit thread."""
-        from ..consumer.rebalancer import Rebalancer
-        self.fetchers = None
-        self.rebalancer = Rebalancer(self)
-        self.zk.add_listener(self.rebalancer.session_listener)
-        self.rebalancer.start()
-        cfg = self.config
-        timeout = wait_timeout or (cfg.rebalance_max_retries * (cfg.rebalance_backoff_ms / 1000.0 + 5) + 10)
-        if not self.rebalancer.first_done.wait(timeout):
-            log.warning("%s: first rebalance still in progress after %.0f s (state %s)", self.consumer_id,
-                        timeout, self.rebalancer.state)
+    def _make_fetchers(self):
+        """The engine's hook: a coordinating-only member has no fetchers (Spark's executors read)."""
+        return None
 
     # -- delivery hooks the rebalancer calls (under its lock) --------------------------------------------------
     def stop_delivery(self):
