@@ -54,7 +54,7 @@ class Cluster:
         """count messages of `size` bytes spread evenly over the partitions, as fast as kafka-python goes."""
         from kafka import KafkaProducer
         p = KafkaProducer(bootstrap_servers=self.bootstrap_servers, linger_ms=20, batch_size=512 * 1024,
-                          acks=1, enable_idempotence=False, buffer_memory=256 * 1024 * 1024)
+                          acks=1, enable_idempotence=False)
         value = b"x" * size
         for i in range(count):
             p.send(topic, value=value, partition=i % partitions)

@@ -61,10 +61,13 @@ def run(cluster, quick=False, log=print):
     members = []
     try:
         t0 = time.perf_counter()
-        for i in range(n):
-            m = _member(cluster, group)
-            m.create_message_streams({topic: 1})
-            members.append(m)
+        import concurrent.futures
+        with concurrent.futures.ThreadPoolExecutor(20) as pool:  # a mass start: bursts coalesce into few rebalances
+            def start(_):
+                m = _member(cluster, group)
+                members.append(m)
+                m.create_message_streams({topic: 1})
+            list(pool.map(start, range(n)))
         deadline = time.perf_counter() + 300
         while not _converged(members, topic):
             if time.perf_counter() > deadline:
@@ -101,8 +104,12 @@ def run(cluster, quick=False, log=print):
                        "attempt %.0f (%d in all)" % (attempts, failed, waits, degraded,
                                                      reads / max(attempts, 1), reads))]
     finally:
-        for x in members:
+        import concurrent.futures
+
+        def stop(x):
             try:
                 x.shutdown()
             except Exception:
                 pass
+        with concurrent.futures.ThreadPoolExecutor(20) as pool:
+            list(pool.map(stop, members))
