@@ -104,14 +104,18 @@ def create_topic(name, partitions, wait, directory, as_json):
               help="Send every message to this partition [default: round robin over all partitions].")
 @click.option("--bootstrap-server", "bootstrap", default=None,
               help="Produce to this broker instead of the local cluster's.")
+@click.option("--one-per-batch", is_flag=True,
+              help="Send each message in its own request (slow). tansu 0.6 reports a wrong log-end offset "
+                   "(ListOffsets latest) after multi-record batches; use this when lag figures must be exact.")
 @local_dir_option
 @json_option
-def produce(topic, count, size, keys, partition, bootstrap, directory, as_json):
+def produce(topic, count, size, keys, partition, bootstrap, one_per_batch, directory, as_json):
     """Produce COUNT JSON messages {"key","seq","ts","pad"} of SIZE bytes to TOPIC."""
     validate_topic(topic)
     bootstrap = bootstrap or _running(directory)["bootstrap_servers"]
     t0 = time.monotonic()
-    sent = tools.produce(bootstrap, topic, count, size=size, keys=keys, partition=partition)
+    sent = tools.produce(bootstrap, topic, count, size=size, keys=keys, partition=partition,
+                         one_per_batch=one_per_batch)
     secs = time.monotonic() - t0
     if as_json:
         emit_json({"topic": topic, "sent": sent, "seconds": round(secs, 3)})
