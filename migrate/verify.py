@@ -16,7 +16,9 @@ differ by commits in flight.  A partition whose target store is behind the other
 once: both stores are re-read for up to ``settle`` seconds (default 10 s, more than a few
 ``auto.commit.interval.ms``) and the partition passes as soon as the target store has reached the value the other
 store had at the first read.  A difference that does not close is a real disagreement (a member still commits
-to one store only, or dual commits fail).  An empty partition (log-end offset 0) without any offset passes.
+to one store only, or dual commits fail).  While the group has live members, a partition with no offset yet in
+the target store is waited for the same way (their first commit may be pending).  An empty partition (log-end
+offset 0) without any offset passes.
 
 **Split brain** fails every phase: live ZooKeeper members (``/consumers/G/ids``) while the broker-side group of
 the same id is active (members, not Empty/Dead).
@@ -64,18 +66,22 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5) -> dict
             o_off = vals[idx[other]]
             if o_off is not None and t_off < o_off:
                 behind[tp] = (t_off, o_off)
+    members = zkgroups.live_members(zk, group)
     deadline = time.monotonic() + settle
-    while behind and time.monotonic() < deadline:
+    # live members may simply not have committed yet (first auto-commit pending): wait for those offsets too
+    waiting_missing = bool(members)
+    while (behind or (missing and waiting_missing)) and time.monotonic() < deadline:
         time.sleep(poll)
-        now = gofs.read(list(behind))
+        now = gofs.read(list(behind) + (missing if waiting_missing else []))
         behind = {tp: (now[tp][idx[target]], o0) for tp, (_, o0) in behind.items()
                   if now[tp][idx[target]] is None or now[tp][idx[target]] < o0}
+        if waiting_missing:
+            missing = [tp for tp in missing if now[tp][idx[target]] is None]
     for tp in missing:
         problems.append("%s-%d has no offset in %s (the store the next phase reads)" % (tp[0], tp[1], target))
     for tp, (t_off, o_off) in sorted(behind.items()):
         problems.append("%s-%d: %s offset %s stays behind %s offset %d after %.0f s (not explained by in-flight "
                         "dual commits)" % (tp[0], tp[1], target, t_off, other, o_off, settle))
-    members = zkgroups.live_members(zk, group)
     try:
         broker = describe_broker_group(gofs.bootstrap_servers, group)
         broker_d = broker.as_dict()
