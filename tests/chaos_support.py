@@ -1,0 +1,313 @@
+"""Support for the chaos tests (tests/test_chaos_*.py) and the bad-input corpus (tests/test_bad_input.py).
+
+* :class:`TimedConsumer` — a :class:`consumer_helpers.CliConsumer` that stamps every stdout record and every
+  ``--events`` line with ``time.monotonic()`` at the moment the test reads it, and knows when it was killed;
+* :func:`ownership_intervals` / :func:`check_deliveries` — the split-brain invariant, defined on those stamps;
+* :func:`recovery_times` — kill -> every partition the dead member owned re-assigned to a live member;
+* :class:`OwnCluster` — a private :class:`LocalCluster` whose ZooKeeper / broker processes may be stopped,
+  frozen (SIGSTOP) and restarted *on the same port* (the session-wide services are never touched);
+* :func:`zk_tree` — a snapshot of a whole ZooKeeper tree (path -> (data, mzxid)).
+"""
+import json
+import os
+import signal
+import time
+
+from consumer_helpers import CliConsumer, wait_until
+from zkconsumer.local import LocalCluster, discovery, processes
+from zkconsumer.local.cluster import zk_four_letter
+
+TOL = 1.0   # seconds: skew allowed between a consumer's stdout and stderr pipes as the test reads them
+
+
+class TimedConsumer(CliConsumer):
+    """Records get ``_t`` (read time), events get ``_t``; ``.killed_at`` / ``.termed_at`` / ``.frozen`` are set
+    by the signal helpers below."""
+
+    def __init__(self, *a, **kw):
+        self.killed_at = None
+        self.termed_at = None
+        self.started_at = time.monotonic()
+        super().__init__(*a, **kw)
+
+    def _read_stdout(self):
+        for raw in self.proc.stdout:
+            now = time.monotonic()
+            line = raw.decode("utf-8", "replace").strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                with self.lock:
+                    self.log.append("stdout: " + line)
+                continue
+            rec["_t"] = now
+            with self.lock:
+                self.records.append(rec)
+
+    def _read_stderr(self):
+        for raw in self.proc.stderr:
+            now = time.monotonic()
+            line = raw.decode("utf-8", "replace").rstrip()
+            ev = None
+            if line.startswith("{"):
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    ev = None
+            with self.lock:
+                if isinstance(ev, dict) and "event" in ev:
+                    ev["_t"] = now
+                    self.events.append(ev)
+                else:
+                    self.log.append(line)
+
+    def sigkill(self):
+        if self.proc.poll() is None:
+            self.killed_at = time.monotonic()
+            self.proc.kill()
+
+    def sigterm(self):
+        if self.proc.poll() is None:
+            self.termed_at = time.monotonic()
+            self.proc.send_signal(signal.SIGTERM)
+
+    def timed_records(self, topic):
+        with self.lock:
+            return [(r["partition"], r["offset"], r["_t"]) for r in self.records if r["topic"] == topic]
+
+    def timed_events(self):
+        with self.lock:
+            return list(self.events)
+
+    def owned_now(self, topic):
+        """Partitions owned according to this member's own events (assign = full set, revoke -, lost = none)."""
+        owned = set()
+        for ev in self.timed_events():
+            parts = {p for t, p in ev["partitions"] if t == topic}
+            if ev["event"] == "assign":
+                owned = parts
+            elif ev["event"] == "revoke":
+                owned -= parts
+            elif ev["event"] == "lost":
+                owned = set()
+        return owned
+
+    def stderr_problems(self):
+        """Lines that must never appear: a rebalance giving up / degrading, or a traceback."""
+        with self.lock:
+            return [ln for ln in self.log if "can't rebalance" in ln or "DEGRADED" in ln or "Traceback" in ln]
+
+
+def ownership_intervals(consumer, topic, end):
+    """{partition: [(start, stop)]} from the member's events. An interval ends at revoke/lost, at the kill
+    (a SIGKILLed process delivers nothing more), at the process exit as observed, else at `end`."""
+    stop_at = consumer.killed_at
+    if stop_at is None and consumer.proc.poll() is not None:
+        stop_at = end
+    open_ = {}
+    out = {}
+    for ev in consumer.timed_events():
+        t = ev["_t"]
+        parts = {p for tt, p in ev["partitions"] if tt == topic}
+        if ev["event"] == "assign":
+            for p in list(open_):
+                if p not in parts:  # not expected (assign lists the full set), close defensively
+                    out.setdefault(p, []).append((open_.pop(p), t))
+            for p in parts:
+                open_.setdefault(p, t)
+        elif ev["event"] in ("revoke", "lost"):
+            for p in (parts if ev["event"] == "revoke" else set(open_)):
+                if p in open_:
+                    out.setdefault(p, []).append((open_.pop(p), t))
+    final = stop_at if stop_at is not None else end
+    for p, s in open_.items():
+        out.setdefault(p, []).append((s, max(s, final)))
+    return out
+
+
+def check_deliveries(consumers, topic, end, tol=TOL, exempt=None):
+    """The split-brain invariant. Returns a list of violations (empty = fine):
+
+    1. every record a member printed was printed while it owned the partition (within ``tol`` of one of its
+       ownership intervals);
+    2. no two members' ownership intervals of the same partition overlap by more than ``tol``.
+
+    ``exempt(consumer, p, start, stop)`` may return an allowed extra overlap in seconds for an interval (the
+    session-timeout window of a frozen member, which cannot know it lost its session until it runs again).
+    """
+    bad = []
+    ivs = {c.name: ownership_intervals(c, topic, end) for c in consumers}
+    for c in consumers:
+        mine = ivs[c.name]
+        for p, o, t in c.timed_records(topic):
+            if not any(s - tol <= t <= e + tol for s, e in mine.get(p, [])):
+                bad.append("%s printed p%d@%d at %.2f outside its ownership %s" % (c.name, p, o, t, mine.get(p)))
+    names = [c.name for c in consumers]
+    by_name = {c.name: c for c in consumers}
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            for p in set(ivs[a]) & set(ivs[b]):
+                for sa, ea in ivs[a][p]:
+                    for sb, eb in ivs[b][p]:
+                        overlap = min(ea, eb) - max(sa, sb)
+                        allowed = tol
+                        if exempt is not None:
+                            allowed += max(exempt(by_name[a], p, sa, ea), exempt(by_name[b], p, sb, eb))
+                        if overlap > allowed:
+                            bad.append("p%d owned by %s [%.2f, %.2f] and %s [%.2f, %.2f]: overlap %.2f s"
+                                       % (p, a, sa, ea, b, sb, eb, overlap))
+    return bad
+
+
+def recovery_times(consumers, topic):
+    """For every SIGKILL of a member that owned partitions: seconds until every one of them was assigned to another
+    member (from the others' assign events). Kills whose partitions were never re-assigned are skipped."""
+    out = []
+    for c in consumers:
+        if c.killed_at is None:
+            continue
+        owned = set()
+        for ev in c.timed_events():
+            if ev["_t"] > c.killed_at:
+                break
+            parts = {p for t, p in ev["partitions"] if t == topic}
+            if ev["event"] == "assign":
+                owned = parts
+            elif ev["event"] == "revoke":
+                owned -= parts
+            elif ev["event"] == "lost":
+                owned = set()
+        if not owned:
+            continue
+        when = {}
+        for other in consumers:
+            if other is c:
+                continue
+            for ev in other.timed_events():
+                if ev["event"] == "assign" and ev["_t"] > c.killed_at:
+                    for t, p in ev["partitions"]:
+                        if t == topic and p in owned and (p not in when or ev["_t"] < when[p]):
+                            when[p] = ev["_t"]
+        if set(when) == owned:
+            out.append(round(max(when.values()) - c.killed_at, 2))
+    return out
+
+
+# -- ZooKeeper tree snapshot ------------------------------------------------------------------------------------
+def zk_tree(zk, root="/"):
+    """{path: (data, mzxid)} of every node under root (ZooKeeper's own /zookeeper subtree excluded)."""
+    out = {}
+    stack = [root]
+    while stack:
+        path = stack.pop()
+        try:
+            data, stat = zk.get(path)
+            children = zk.get_children(path)
+        except Exception:  # vanished while walking
+            continue
+        out[path] = (data, stat.mzxid)
+        for ch in children:
+            child = (path.rstrip("/") + "/" + ch)
+            if child != "/zookeeper":
+                stack.append(child)
+    return out
+
+
+def stable_tree(zk, quiet=5.0, timeout=40.0):
+    """A snapshot taken once the tree did not change for `quiet` seconds (ephemeral nodes of processes killed by
+    earlier tests expire on their own)."""
+    deadline = time.monotonic() + timeout
+    snap, since = zk_tree(zk), time.monotonic()
+    while time.monotonic() - since < quiet:
+        if time.monotonic() > deadline:
+            raise AssertionError("the ZooKeeper tree kept changing for %.0f s" % timeout)
+        time.sleep(0.5)
+        now = zk_tree(zk)
+        if now != snap:
+            snap, since = now, time.monotonic()
+    return snap
+
+
+def tree_diff(before, after):
+    changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+    return ["%s: %r -> %r" % (p, before.get(p), after.get(p)) for p in changed]
+
+
+# -- a private cluster whose servers may be stopped and restarted on the same port ------------------------------
+class OwnCluster:
+    """A LocalCluster of its own (never the session-wide one). ZooKeeper keeps its data directory (and its
+    sessions) across a restart; tansu is memory-only, so after a broker restart topics must be created again."""
+
+    def __init__(self, directory):
+        self.cluster = LocalCluster(directory)
+        self.info = self.cluster.up(start_timeout=90)
+        self.zookeeper_connect = self.info["zookeeper_connect"]
+        self.bootstrap_servers = self.info["bootstrap_servers"]
+
+    # duck-types conftest.Services for CliConsumer / create_topic
+    def create_topic(self, name, partitions):
+        from zkconsumer.local import tools
+        tools.create_or_grow_topic(self.bootstrap_servers, name, partitions)
+        tools.wait_for_zk_topic(self.zookeeper_connect, name, partitions, timeout=30)
+        return name
+
+    def state(self):
+        return self.cluster.read_state()
+
+    def pid(self, name):
+        return self.state()[name]["pid"]
+
+    def freeze(self, name):
+        os.killpg(self.pid(name), signal.SIGSTOP)
+
+    def thaw(self, name):
+        os.killpg(self.pid(name), signal.SIGCONT)
+
+    def stop(self, name):
+        processes.stop(self.pid(name))
+
+    def _record(self, name, pid):
+        state = self.state()
+        state[name]["pid"] = pid
+        self.cluster._write_state(state)
+
+    def start_zookeeper(self, timeout=60):
+        """Start ZooKeeper again with the same zoo.cfg (same port, same data dir)."""
+        st = self.state()["zookeeper"]
+        cfg = os.path.join(self.cluster.dir, "zoo.cfg")
+        argv = [discovery.find_java(), "-Xmx512m", "-Dzookeeper.admin.enableServer=false", "-cp",
+                discovery.find_zookeeper_classpath(), discovery.ZK_MAIN_CLASS, cfg]
+        proc = processes.spawn(argv, st["log"], cwd=self.cluster.dir)
+        self._record("zookeeper", proc.pid)
+        host, port = LocalCluster.HOST, st["port"]
+
+        def answers():
+            try:
+                return "Zookeeper version" in zk_four_letter(host, port)
+            except OSError:
+                return False
+        wait_until(answers, timeout, interval=0.1, message="restarted ZooKeeper to answer on port %d" % port)
+
+    def start_broker(self, timeout=60):
+        """Start tansu again on the same port (empty: memory storage)."""
+        st = self.state()["broker"]
+        url = "tcp://%s" % st["bootstrap"]
+        argv = [discovery.find_tansu(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                "--storage-engine", "memory://tansu/"]
+        proc = processes.spawn(argv, st["log"], cwd=self.cluster.dir)
+        self._record("broker", proc.pid)
+        host, port = st["bootstrap"].rsplit(":", 1)
+        processes.wait_for_port(host, int(port), proc, timeout, "tansu broker", st["log"])
+
+    def down(self):
+        state = self.state()
+        if state:
+            for name in ("zookeeper", "broker", "mirror"):
+                if state.get(name) and processes.is_alive(state[name]["pid"]):
+                    try:
+                        os.killpg(state[name]["pid"], signal.SIGCONT)  # a frozen process cannot stop
+                    except OSError:
+                        pass
+        self.cluster.down()
