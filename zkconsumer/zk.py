@@ -44,3 +44,30 @@ def close(client):
         client.stop()
     finally:
         client.close()
+
+
+def bootstrap_from_zk(zk, zookeeper_connect=""):
+    """``host:port,...`` of every broker registered under ``/brokers/ids`` with a PLAINTEXT endpoint (how the old
+    consumer finds brokers, reference §2.1, §2.9); ClusterUnavailableError when there is none."""
+    from kazoo.exceptions import NoNodeError
+    from .layout import codecs, paths
+    try:
+        ids = zk.get_children(paths.broker_ids_path())
+    except NoNodeError:
+        ids = []
+    brokers = []
+    for b in sorted(ids):
+        try:
+            data, _ = zk.get(paths.broker_path(b))
+            ep = codecs.decode_broker_registration(data, paths.broker_path(b)).plaintext_endpoint()
+        except Exception as e:  # a malformed or vanished registration: use the others
+            log.warning("skipping broker registration %s: %s", b, e)
+            continue
+        if ep:
+            brokers.append("%s:%d" % ep)
+    if not brokers:
+        raise ClusterUnavailableError(
+            "no brokers registered under /brokers/ids in ZooKeeper %s (no PLAINTEXT endpoint found); is the cluster "
+            "running, or, for a ZooKeeper-less cluster, the registry mirror ('zkconsumer registry sync')? Or give "
+            "the bootstrap servers explicitly" % zookeeper_connect)
+    return ",".join(brokers)

@@ -15,7 +15,7 @@ import logging
 import queue
 import threading
 
-from ..errors import ClusterUnavailableError, ConfigError, GroupConflictError, ZkConsumerError
+from ..errors import ConfigError, GroupConflictError, ZkConsumerError
 from ..layout import codecs, paths
 from ..layout.names import validate_topic
 from ..offsets import make_offset_store
@@ -164,27 +164,8 @@ class ZookeeperConsumerConnector:
         return FetcherManager(self.config, self._kafka_bootstrap(), on_error=self._on_fetch_error)
 
     def _kafka_bootstrap(self):
-        if self._bootstrap:
-            return self._bootstrap
-        brokers = []
-        try:
-            ids = self.zk.get_children(paths.broker_ids_path())
-        except Exception:
-            ids = []
-        for b in sorted(ids):
-            try:
-                data, _ = self.zk.get(paths.broker_path(b))
-                ep = codecs.decode_broker_registration(data, paths.broker_path(b)).plaintext_endpoint()
-            except Exception as e:
-                log.warning("skipping broker registration %s: %s", b, e)
-                continue
-            if ep:
-                brokers.append("%s:%d" % ep)
-        if not brokers:
-            raise ClusterUnavailableError("no brokers registered under /brokers/ids in ZooKeeper %s (no PLAINTEXT "
-                                          "endpoint found); is the cluster running, or the registry mirror for a "
-                                          "ZooKeeper-less cluster?" % self.config.zookeeper_connect)
-        self._bootstrap = ",".join(brokers)
+        if not self._bootstrap:
+            self._bootstrap = zkmod.bootstrap_from_zk(self.zk, self.config.zookeeper_connect)
         return self._bootstrap
 
     # -- delivery control (rebalancer thread) ------------------------------------------------------------------

@@ -6,7 +6,7 @@ from typing import Dict, List, Tuple
 
 from kazoo.exceptions import NoNodeError
 
-from ..errors import ClusterUnavailableError, ZnodeFormatError
+from ..errors import ZnodeFormatError
 from ..layout import codecs, paths
 from ..topic_filter import is_internal_topic
 
@@ -38,27 +38,6 @@ def topic_partitions(zk, topics) -> List[Tuple[str, int]]:
         except ZnodeFormatError as e:
             log.warning("skipping topic %s: %s", t, e)
     return sorted(out)
-
-
-def bootstrap_from_zk(zk, zookeeper_connect="") -> str:
-    brokers = []
-    try:
-        ids = zk.get_children(paths.broker_ids_path())
-    except NoNodeError:
-        ids = []
-    for b in sorted(ids):
-        try:
-            data, _ = zk.get(paths.broker_path(b))
-            ep = codecs.decode_broker_registration(data, paths.broker_path(b)).plaintext_endpoint()
-        except Exception as e:
-            log.warning("skipping broker registration %s: %s", b, e)
-            continue
-        if ep:
-            brokers.append("%s:%d" % ep)
-    if not brokers:
-        raise ClusterUnavailableError("no brokers registered under /brokers/ids in ZooKeeper %s; pass "
-                                      "kafka.bootstrap.servers or start the registry mirror" % zookeeper_connect)
-    return ",".join(brokers)
 
 
 def resolve_start(store_offsets: Dict, tps, default_reset: str, probe, overrides=None) -> Dict:

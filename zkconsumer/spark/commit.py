@@ -19,7 +19,7 @@ import dataclasses
 import json
 import logging
 import os
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, Tuple
 
 from .offsets import from_spark, to_spark
 from .options import SourceOptions, parse_options
@@ -58,7 +58,8 @@ def plan_batch(options) -> BatchPlan:
     end (or ``endingOffsets`` JSON). ``options``: the source's option dict or parsed :class:`SourceOptions`."""
     from .. import zk as zkmod
     from ..offsets import make_offset_store
-    from .cluster import bootstrap_from_zk, resolve_start, resolve_topics, topic_partitions
+    from ..zk import bootstrap_from_zk
+    from .cluster import resolve_start, resolve_topics, topic_partitions
     from .kafka_io import LogEndProbe
     opts = _opts(options)
     zk = zkmod.connect(opts.zookeeper_connect)
@@ -102,7 +103,7 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True) -> Dic
     from .. import zk as zkmod
     from ..consumer.ownership import read_owners
     from ..offsets import make_offset_store
-    from .cluster import bootstrap_from_zk
+    from ..zk import bootstrap_from_zk
     opts = _opts(options)
     offsets = end_offsets if isinstance(end_offsets, dict) and all(isinstance(k, tuple) for k in end_offsets) \
         else from_spark(end_offsets)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import logging
 import time
-from typing import Dict, Iterable, Iterator, Optional, Tuple
+from typing import Dict, Iterable, Iterator, Tuple
 
 from ..errors import ClusterUnavailableError, ZkConsumerError
 

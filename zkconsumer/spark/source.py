@@ -124,7 +124,7 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _get_bootstrap(self):
         if self._bootstrap is None:
             from .. import zk as zkmod
-            from .cluster import bootstrap_from_zk
+            from ..zk import bootstrap_from_zk
             zk = zkmod.connect(self.opts.zookeeper_connect)
             try:
                 self._bootstrap = bootstrap_from_zk(zk, self.opts.zookeeper_connect)
