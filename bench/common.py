@@ -117,3 +117,19 @@ def markdown(results, info, command):
 def write_json(path, results, info):
     with open(path, "w") as f:
         json.dump([dict(asdict(r), machine=info) for r in results], f, indent=2)
+
+
+def converged(members, topic, partitions, need_fetching=True):
+    """Every member IDLE (and fetching), and their owner claims equal the range assignment of the members."""
+    from zkconsumer.assignors import range_assign
+    owned = {}
+    for m in members:
+        rb = m.rebalancer
+        if rb is None or rb.state != "IDLE" or (need_fetching and not rb.fetching):
+            return False
+        for tp, th in list(rb.owned.items()):
+            if tp in owned:
+                return False
+            owned[tp] = th
+    threads = sorted(m.consumer_id + "-0" for m in members)
+    return owned == range_assign({topic: threads}, {topic: list(range(partitions))})

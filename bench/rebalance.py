@@ -9,7 +9,7 @@ members' assignments cover every partition exactly once.
 import threading
 import time
 
-from .common import Result, median, unique
+from .common import Result, converged, median, unique
 
 MEMBERS, PARTITIONS = 8, 64
 
@@ -24,18 +24,7 @@ def _zk_member(cluster, group, topic):
 
 
 def _zk_converged(members, topic):
-    from zkconsumer.assignors import range_assign
-    owned = {}
-    for m in members:
-        rb = m.rebalancer
-        if rb is None or rb.state != "IDLE" or not rb.fetching:
-            return False
-        for tp, th in list(rb.owned.items()):
-            if tp in owned:
-                return False
-            owned[tp] = th
-    threads = sorted(m.consumer_id + "-0" for m in members)
-    return owned == range_assign({topic: threads}, {topic: list(range(PARTITIONS))})
+    return converged(members, topic, PARTITIONS)
 
 
 def _wait(pred, timeout):

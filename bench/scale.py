@@ -7,7 +7,7 @@ member waiting for its predecessor's release — are counted apart), ZooKeeper r
 """
 import time
 
-from .common import Result, unique
+from .common import Result, converged, unique
 
 PARTITIONS = 1000
 
@@ -40,18 +40,7 @@ class _NoFetch:
 
 
 def _converged(members, topic):
-    from zkconsumer.assignors import range_assign
-    owned = {}
-    for m in members:
-        rb = m.rebalancer
-        if rb is None or rb.state != "IDLE":
-            return False
-        for tp, th in list(rb.owned.items()):
-            if tp in owned:
-                return False
-            owned[tp] = th
-    threads = sorted(m.consumer_id + "-0" for m in members)
-    return owned == range_assign({topic: threads}, {topic: list(range(PARTITIONS))})
+    return converged(members, topic, PARTITIONS, need_fetching=False)
 
 
 def run(cluster, quick=False, log=print):

@@ -41,30 +41,26 @@ def local_dir_option(f):
                              "~/.zkconsumer/local].")(f)
 
 
-def resolve_zookeeper(value, directory=None):
-    """--zookeeper, else $ZK_CONNECT, else the running local cluster's ZooKeeper."""
+def _resolve(value, env, info_key, what, flag, directory):
     if value:
         return value
-    if os.environ.get(ZK_ENV):
-        return os.environ[ZK_ENV]
+    if os.environ.get(env):
+        return os.environ[env]
     info = LocalCluster(directory).info()
     if info.get("running"):
-        return info["zookeeper_connect"]
-    raise click.UsageError("no ZooKeeper given: pass --zookeeper HOST:PORT[/chroot], set $%s, or start the local "
-                           "cluster with 'zkconsumer local up'" % ZK_ENV)
+        return info[info_key]
+    raise click.UsageError("no %s given: pass %s, set $%s, or start the local cluster with 'zkconsumer local up'"
+                           % (what, flag, env))
+
+
+def resolve_zookeeper(value, directory=None):
+    """--zookeeper, else $ZK_CONNECT, else the running local cluster's ZooKeeper."""
+    return _resolve(value, ZK_ENV, "zookeeper_connect", "ZooKeeper", "--zookeeper HOST:PORT[/chroot]", directory)
 
 
 def resolve_bootstrap(value, directory=None):
     """--bootstrap-server, else $KAFKA_BOOTSTRAP, else the running local cluster's broker."""
-    if value:
-        return value
-    if os.environ.get(KAFKA_ENV):
-        return os.environ[KAFKA_ENV]
-    info = LocalCluster(directory).info()
-    if info.get("running"):
-        return info["bootstrap_servers"]
-    raise click.UsageError("no Kafka broker given: pass --bootstrap-server HOST:PORT, set $%s, or start the local "
-                           "cluster with 'zkconsumer local up'" % KAFKA_ENV)
+    return _resolve(value, KAFKA_ENV, "bootstrap_servers", "Kafka broker", "--bootstrap-server HOST:PORT", directory)
 
 
 zookeeper_option = click.option("--zookeeper", "zookeeper", metavar="HOST:PORT[,...][/CHROOT]", default=None,
