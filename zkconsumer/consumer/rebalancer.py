@@ -267,7 +267,12 @@ class Rebalancer(threading.Thread):
             self._conflicted = True
             for t, p in conflicts:  # wake up as soon as a conflicting owner lets go
                 path = paths.partition_owner_path(self.group, t, p)
-                if self.zk.exists(path, watch=lambda e: self.events.put(("owner_deleted", e.path))) is None:
+                st = self.zk.exists(path, watch=lambda e: self.events.put(("owner_deleted", e.path)))
+                if st is not None and st.ephemeralOwner == 0:
+                    # consumers only ever create ephemeral owner nodes: a persistent one belongs to no live member
+                    # and would never go away by itself (the claim would wait forever)
+                    self._delete_stale_owner(path, st)
+                elif st is None:
                     self.events.put(("owner_deleted", path))
             return False
         self.session_id = session
@@ -287,6 +292,18 @@ class Rebalancer(threading.Thread):
                           for tp, th in self.owned.items()})
         self.fetching = True
         return True
+
+    def _delete_stale_owner(self, path, stat):
+        try:
+            data, _ = self.zk.get(path)
+        except Exception:
+            data = b"?"
+        log.warning("owner node %s (data %r) is persistent, not held by any consumer session: a stale or "
+                    "hand-made node; deleting it to claim the partition", path, data[:100])
+        try:
+            self.zk.delete(path, version=stat.version)
+        except Exception as e:  # changed or gone meanwhile: the next attempt looks again
+            log.info("could not delete stale owner node %s: %s", path, e)
 
     def _pause_for_suspension(self):
         if self.state != SUSPENDED:
