@@ -70,6 +70,8 @@ def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5
                 partitions[t] = codecs.decode_topic_assignment(data, paths.topic_path(t)).partition_ids()
             except NoNodeError:
                 partitions[t] = []
+                log.warning("subscribed topic %s does not exist (no %s): no partitions to own until it is created",
+                            t, paths.topic_path(t))
                 zk.exists(paths.topic_path(t), watch=watch)  # be told when it appears
             except ZnodeFormatError as e:
                 log.warning("treating topic %s as having no partitions: %s", t, e)
