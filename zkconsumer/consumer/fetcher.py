@@ -13,6 +13,7 @@ is the back-pressure, so memory stays bounded by the queue settings whatever the
 import logging
 import queue
 import threading
+import time
 
 from ..errors import ClusterUnavailableError, MessageTooLargeError
 from .stream import Chunk
@@ -50,6 +51,8 @@ class FetcherThread(threading.Thread):
         self._assignment = {}       # tp -> queue
         self._generation = -1
         self._stopped = False
+        self._apply_error = None
+        self._last_range_check = 0.0
 
     # -- called by the rebalancer ------------------------------------------------------------------------------
     def assign(self, generation, work, timeout=30.0):
@@ -64,6 +67,9 @@ class FetcherThread(threading.Thread):
         if not done.wait(timeout):
             raise ClusterUnavailableError("fetcher %s did not apply a new assignment within %.0f s"
                                           % (self.name, timeout))
+        error, self._apply_error = self._apply_error, None
+        if error is not None:  # e.g. brokers unreachable: the rebalance attempt fails and is retried
+            raise error
 
     def shutdown(self):
         with self._lock:
@@ -80,6 +86,7 @@ class FetcherThread(threading.Thread):
         if pending is None:
             return
         generation, work, done = pending
+        self._apply_error = None
         try:
             if work:
                 consumer = self._ensure_consumer()
@@ -98,6 +105,10 @@ class FetcherThread(threading.Thread):
                 self._consumer.assign([])
             self._assignment = {tp: q for tp, (_, q) in work.items()}
             self._generation = generation
+        except Exception as e:
+            log.error("fetcher %s could not apply its assignment: %s", self.name, e)
+            self._assignment = {}
+            self._apply_error = e
         finally:
             done.set()
 
@@ -135,11 +146,7 @@ class FetcherThread(threading.Thread):
                 if self._stopped:
                     break
             if self._pending is not None:
-                try:
-                    self._apply_pending()
-                except Exception as e:  # reported, retried by the rebalancer's next attempt
-                    log.error("fetcher %s could not apply its assignment: %s", self.name, e)
-                    self.on_error(None, e)
+                self._apply_pending()  # an error goes back to the rebalancer through assign()
                 continue
             try:
                 batches = self._consumer.poll(timeout_ms=20)  # short: assignment changes wait for this
@@ -164,6 +171,8 @@ class FetcherThread(threading.Thread):
                     log.exception("unexpected fetch error; retrying")
                 self._wait_for_change(1.0)
                 continue
+            if not batches:
+                self._check_out_of_range()
             generation = self._generation
             for tp, records in batches.items():
                 q = self._assignment.get(tp)
@@ -172,6 +181,31 @@ class FetcherThread(threading.Thread):
                 chunk = Chunk(generation, (tp.topic, tp.partition), records)
                 if not self._put(q, chunk):
                     break  # assignment changing: the rest of this poll is dropped (it will be re-fetched)
+
+    def _check_out_of_range(self):
+        """A position beyond the high watermark the broker reported is out of range (reference §4.5): apply
+        auto.offset.reset. Real brokers answer such fetches with OFFSET_OUT_OF_RANGE (kafka-python then resets by
+        itself); some Kafka-protocol brokers (tansu 0.6) just return nothing, so check, at most once a second."""
+        now = time.monotonic()
+        if now - self._last_range_check < 1.0 or self._consumer is None:
+            return
+        self._last_range_check = now
+        consumer = self._consumer
+        for tp in list(self._assignment):
+            try:
+                hw = consumer.highwater(tp)
+                pos = consumer.position(tp, timeout_ms=0) if hw is not None else None
+            except Exception:
+                continue
+            if hw is not None and pos is not None and pos > hw:
+                reset = self.config.auto_offset_reset
+                log.error("Current offset %d for partition [%s,%d] out of range (log end %d); resetting to the %s "
+                          "offset (auto.offset.reset=%s)", pos, tp.topic, tp.partition, hw,
+                          "earliest" if reset == "smallest" else "latest", reset)
+                if reset == "smallest":
+                    consumer.seek_to_beginning(tp)
+                else:
+                    consumer.seek_to_end(tp)
 
     def _put(self, q, chunk):
         while not self._changing():

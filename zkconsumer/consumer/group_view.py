@@ -52,7 +52,7 @@ def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5
             try:
                 members[cid] = codecs.decode_consumer_registration(data, ids_path + "/" + cid)
             except ZnodeFormatError as e:
-                log.warning("ignoring member with a malformed registration: %s", e)
+                _warn_once(("member", cid, data), "ignoring member with a malformed registration: %s" % e)
         all_topics = _children_or_empty(topics_async)
         broker_ids = sorted(int(b) for b in _children_or_empty(brokers_async) if b.isdigit())
         reads += 2
@@ -74,7 +74,7 @@ def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5
                             t, paths.topic_path(t))
                 zk.exists(paths.topic_path(t), watch=watch)  # be told when it appears
             except ZnodeFormatError as e:
-                log.warning("treating topic %s as having no partitions: %s", t, e)
+                _warn_once(("topic", t, str(e)), "treating topic %s as having no partitions: %s" % (t, e))
                 partitions[t] = []
         _, stat_after = zk.get_children(ids_path, include_data=True)
         reads += 1
@@ -82,6 +82,18 @@ def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5
             return GroupSnapshot(members, sorted(all_topics), partitions, cft, broker_ids, reads)
         log.debug("group %s changed while being read; reading again", group)
     raise RebalanceError("group %s kept changing during %d consecutive reads" % (group, max_passes))
+
+
+_warned = set()
+
+
+def _warn_once(key, message):
+    """Log a problem with a znode once per distinct content, not on every rebalance attempt."""
+    if key not in _warned:
+        if len(_warned) > 10000:
+            _warned.clear()
+        _warned.add(key)
+        log.warning("%s", message)
 
 
 def _children_or_empty(result):
