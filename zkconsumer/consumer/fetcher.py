@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 def consumer_settings(config):
     """kafka-python settings equivalent to the old consumer's fetch keys (reference §1)."""
-    return dict(
+    settings = dict(
         client_id=config.client_id or config.group_id or "zkconsumer",
         group_id=None,
         enable_auto_commit=False,
@@ -32,11 +32,14 @@ def consumer_settings(config):
         fetch_min_bytes=config.fetch_min_bytes,
         fetch_max_wait_ms=config.fetch_wait_max_ms,
         request_timeout_ms=max(config.socket_timeout_ms, config.fetch_wait_max_ms + 5000),
-        receive_buffer_bytes=config.socket_receive_buffer_bytes,
         retry_backoff_ms=config.refresh_leader_backoff_ms,
         max_poll_records=100000,
         check_crcs=True,
     )
+    if "socket.receive.buffer.bytes" in config.explicit_keys:
+        # only when asked for: a fixed SO_RCVBUF (Scala's 64 KiB default) turns off the kernel's autotuning
+        settings["receive_buffer_bytes"] = config.socket_receive_buffer_bytes
+    return settings
 
 
 class FetcherThread(threading.Thread):

@@ -36,60 +36,68 @@ class KafkaStream:
     (-1 blocks forever); iteration can continue afterwards, as with the Scala iterator. Iteration ends after
     ``shutdown()``.
 
-    Fencing: the generation check, the position update and the hand-out of one record happen under the stream's
-    lock; :meth:`fence` (called by the rebalancer right after it bumps the generation) takes that lock once, so
-    when it returns no record of an older generation can be handed out any more.
+    Fencing without a lock on the hot path: around the generation check, the position update and the hand-out of
+    one record the stream raises its ``_inflight`` flag. :meth:`fence` — called by the rebalancer right after it
+    bumps the generation — waits until the flag is down. A hand-out that checked the generation before the bump has
+    then finished (and its position is recorded); every later one sees the new generation and hands nothing out.
+    (Attribute stores and loads are sequentially consistent under the interpreter lock.)
     """
 
     def __init__(self, chunk_queue, generation, positions, timeout_ms=-1, name="stream"):
-        import threading
         self.queue = chunk_queue
         self._generation = generation
         self._positions = positions
         self._timeout = None if timeout_ms is None or timeout_ms < 0 else timeout_ms / 1000.0
         self.name = name
-        self._lock = threading.Lock()
         self._records = ()
         self._index = 0
         self._chunk_gen = -1
         self._tp = None
         self._ended = False
         self._closing = False
+        self._inflight = False
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        lock = self._lock
         while True:
-            with lock:
-                if self._closing:
-                    self._ended = True
-                i = self._index
-                records = self._records
-                if not self._ended and i < len(records) and self._chunk_gen == self._generation.value:
-                    rec = records[i]
-                    self._index = i + 1
-                    self._positions[self._tp] = rec.offset + 1
-                    return rec
-                self._records = ()
-                if self._ended:
-                    raise StopIteration
+            self._inflight = True
+            i = self._index
+            records = self._records
+            if i < len(records) and self._chunk_gen == self._generation.value and not self._closing:
+                rec = records[i]
+                self._index = i + 1
+                self._positions[self._tp] = rec.offset + 1
+                self._inflight = False
+                return rec
+            self._inflight = False
+            if not self._load_chunk():
+                raise StopIteration
+
+    def _load_chunk(self):
+        """Block for the next chunk of the current generation; False when the stream has ended. Raises
+        ConsumerTimeoutError after consumer.timeout.ms."""
+        self._records = ()
+        self._index = 0
+        while True:
+            if self._ended or self._closing:
+                self._ended = True
+                return False
             chunk = self._take()
             if chunk is SHUTDOWN:
-                with lock:
-                    self._ended = True
-                raise StopIteration
+                self._ended = True
+                return False
             if chunk is _TIMEOUT:
                 raise ConsumerTimeoutError("no message within consumer.timeout.ms=%d on %s"
                                            % (int(self._timeout * 1000), self.name))
             if chunk.generation != self._generation.value:
                 continue  # fetched before a rebalance: the partition may belong to someone else now
-            with lock:
-                self._records = chunk.records
-                self._index = 0
-                self._chunk_gen = chunk.generation
-                self._tp = chunk.tp
+            self._tp = chunk.tp
+            self._chunk_gen = chunk.generation
+            self._index = 0
+            self._records = chunk.records
+            return True
 
     def close(self):
         """End iteration promptly (signal-safe: never blocks). Records already handed out stay consumed."""
@@ -100,10 +108,10 @@ class KafkaStream:
             pass  # _take notices _closing within a second
 
     def fence(self):
-        """Barrier: after this returns, no record fetched under an older generation is handed out."""
-        with self._lock:
-            if self._chunk_gen != self._generation.value:
-                self._records = ()
+        """Barrier: after this returns, no record fetched under an older generation is handed out (the caller has
+        bumped the generation first)."""
+        while self._inflight:
+            time.sleep(0.0001)
 
     def _take(self):
         """The next chunk, _TIMEOUT, or SHUTDOWN."""
@@ -117,15 +125,13 @@ class KafkaStream:
                         return SHUTDOWN
         deadline = time.monotonic() + self._timeout
         while True:
-            remaining = deadline - time.monotonic()
             if self._closing:
                 return SHUTDOWN
-            if remaining <= 0:
-                return _TIMEOUT
-            try:
-                return q.get(timeout=min(remaining, 1.0))
+            try:  # a queued chunk is taken even when consumer.timeout.ms is 0
+                return q.get(timeout=max(0.0, min(deadline - time.monotonic(), 1.0)))
             except queue.Empty:
-                continue
+                if time.monotonic() >= deadline:
+                    return _TIMEOUT
 
     def clear(self):
         """Drop every queued chunk (rebalance step: clear the queues, reference §3.6 step 3)."""
