@@ -124,6 +124,9 @@ class FetcherThread(threading.Thread):
                                                **consumer_settings(self.config))
             except (KafkaError, OSError) as e:
                 raise ClusterUnavailableError("cannot reach brokers %s: %s" % (self.bootstrap_servers, e)) from e
+            # decode v2 record batches with our own decoder (same records; kafka-python's for anything else)
+            from .fast_records import install
+            install(self._consumer)
         return self._consumer
 
     def run(self):
