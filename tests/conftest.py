@@ -57,6 +57,27 @@ def zk(services):
 
 
 @pytest.fixture
+def procs():
+    """Child processes (objects with .kill()) to kill at the end of a test, whatever happens."""
+    started = []
+    yield started
+    for c in started:
+        c.kill()
+
+
+@pytest.fixture
+def conns():
+    """Connectors to shut down at the end of a test, whatever happens."""
+    made = []
+    yield made
+    for c in reversed(made):
+        try:
+            c.shutdown()
+        except Exception:
+            pass
+
+
+@pytest.fixture
 def unique():
     """unique('topic') -> 'topic-3f2a9c1b': names that never collide across tests sharing the cluster."""
     return lambda prefix="t": "%s-%s" % (prefix, uuid.uuid4().hex[:8])

@@ -34,14 +34,6 @@ def assert_clear_error(rc, err, *needles):
         assert n in err, "%r not in error output:\n%s" % (n, err)
 
 
-@pytest.fixture
-def procs():
-    started = []
-    yield started
-    for c in started:
-        c.kill()
-
-
 # -- consumer.properties ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("body, needles", [
     ("group.id=g\nzookeeper.connect=127.0.0.1:1\nbad=\\uZZZZ\n", ["line 3", "\\u"]),

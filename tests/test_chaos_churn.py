@@ -19,7 +19,6 @@ import json
 import random
 import time
 
-import pytest
 
 from chaos_support import TimedConsumer, check_deliveries, recovery_times
 from consumer_helpers import BackgroundProducer, duplicates, group_members, wait_for_assignment, wait_until
@@ -33,14 +32,6 @@ PARTITIONS = 12
 SESSION_MS = 3000
 PROPS = {"zookeeper.session.timeout.ms": str(SESSION_MS), "auto.commit.interval.ms": "200",
          "rebalance.backoff.ms": "200", "rebalance.max.retries": "20"}
-
-
-@pytest.fixture
-def procs():
-    started = []
-    yield started
-    for c in started:
-        c.kill()
 
 
 def test_churn_200_events(services, zk, unique, procs):

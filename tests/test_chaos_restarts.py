@@ -33,14 +33,6 @@ def own(tmp_path_factory):
 
 
 @pytest.fixture
-def procs():
-    started = []
-    yield started
-    for c in started:
-        c.kill()
-
-
-@pytest.fixture
 def ownzk(own):
     client = zkmod.connect(own.zookeeper_connect, session_timeout_ms=SESSION_MS)
     yield client

@@ -6,7 +6,6 @@ Assignments are checked against ``range_assign`` computed from the members actua
 """
 import time
 
-import pytest
 
 from consumer_helpers import (BackgroundProducer, CliConsumer, duplicates, expected_range, group_members,
                               owners, produce_tracked, wait_for_assignment, wait_until)
@@ -43,14 +42,6 @@ def _by_member(assignment):
     for (_, p), th in assignment.items():
         out.setdefault(th.rsplit("-", 1)[0], []).append(p)
     return {k: sorted(v) for k, v in out.items()}
-
-
-@pytest.fixture
-def procs():
-    started = []
-    yield started
-    for c in started:
-        c.kill()
 
 
 def _offset(zk, group, topic, p):

@@ -13,18 +13,6 @@ from zkconsumer.errors import ConsumerTimeoutError
 from zkconsumer.layout import paths
 
 
-@pytest.fixture
-def conns():
-    """Connectors to shut down (and collector threads to stop) at the end, whatever happens."""
-    made = []
-    yield made
-    for c in reversed(made):
-        try:
-            c.shutdown()
-        except Exception:
-            pass
-
-
 def _start_collectors(streams):
     cols = [StreamCollector(s, name="collector-%d" % i) for i, s in enumerate(streams)]
     for c in cols:

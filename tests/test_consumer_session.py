@@ -23,17 +23,6 @@ from zkconsumer.errors import RebalanceError, RegistrationConflictError
 from zkconsumer.layout import paths
 
 
-@pytest.fixture
-def conns():
-    made = []
-    yield made
-    for c in reversed(made):
-        try:
-            c.shutdown()
-        except Exception:
-            pass
-
-
 def expire_session(services, client, timeout=15):
     """Expire `client`'s ZooKeeper session from the server side; returns the old session id."""
     session_id, password = client.client_id
