@@ -120,7 +120,11 @@ def test_churn_200_events(services, zk, unique, procs):
     assert not violations, "split brain / delivery outside ownership (%d):\n%s" % (len(violations),
                                                                                    "\n".join(violations[:20]))
     problems = {c.name: c.stderr_problems() for c in procs if c.stderr_problems()}
-    assert not problems, "rebalance gave up / degraded / crashed: %s" % json.dumps(problems)[:3000]
+    assert not problems, "rebalance gave up / degraded / crashed: %s\n%s" % (
+        json.dumps(problems)[:1000],
+        "\n".join("--- %s (killed %s, terminated %s):\n%s" % (c.name, c.killed_at, c.termed_at,
+                                                              "\n".join(c.log[-60:]))
+                  for c in procs if c.stderr_problems())[:12000])
     bad_exit = [c.describe() for c in procs if c.termed_at is not None and c.proc.returncode != 0
                 and any(ev["event"] == "assign" and ev["_t"] < c.termed_at for ev in c.timed_events())]
     assert not bad_exit, "SIGTERM did not end with exit 0:\n%s" % "\n".join(bad_exit)

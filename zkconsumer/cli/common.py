@@ -28,7 +28,10 @@ def setup_logging(level):
     logging.basicConfig(level=getattr(logging, level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kazoo").setLevel(max(logging.WARNING, logging.getLogger().level))
-    logging.getLogger("kafka").setLevel(max(logging.ERROR, logging.getLogger().level))
+    # kafka-python logs its own connection errors (with tracebacks) while our code reports the same condition in
+    # one line; show its logs only when asked for (--log-level info or debug)
+    root = logging.getLogger().level
+    logging.getLogger("kafka").setLevel(logging.CRITICAL if root >= logging.WARNING else max(logging.ERROR, root))
 
 
 def emit_json(obj):

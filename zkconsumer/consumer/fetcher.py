@@ -251,7 +251,13 @@ class FetcherManager:
             f.assign(generation, w)
 
     def stop_all(self, generation):
-        self.assign(generation, {})
+        """Stop every fetcher. Never raises: a fetcher that cannot apply "stop" (its client broken or its thread
+        gone) puts nothing more on any queue either, and the streams are fenced by the generation anyway."""
+        for f in self.fetchers:
+            try:
+                f.assign(generation, {})
+            except Exception as e:
+                log.warning("fetcher %s did not stop cleanly: %s", f.name, e)
 
     def shutdown(self):
         for f in self.fetchers:

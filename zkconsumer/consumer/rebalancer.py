@@ -103,6 +103,18 @@ class Rebalancer(threading.Thread):
 
     # -- main loop ---------------------------------------------------------------------------------------------
     def run(self):
+        """The event loop; it never dies of an unexpected error (logged, then the loop goes on with a rebalance)."""
+        while not self._stopping:
+            try:
+                self._loop()
+            except Exception as e:
+                log.error("rebalancer %s: unexpected error (continuing with a new rebalance): %r",
+                          self.consumer_id, e, exc_info=log.isEnabledFor(logging.DEBUG))
+                time.sleep(self.config.rebalance_backoff_ms / 1000.0)
+        self._set_state(STOPPED)
+        self.first_done.set()
+
+    def _loop(self):
         settle = self.config.rebalance_settle_ms / 1000.0
         dirty, attempt_at = True, time.monotonic()
         while not self._stopping:
@@ -157,8 +169,6 @@ class Rebalancer(threading.Thread):
                     self._set_state(SETTLING)
             elif self.state in (BACKOFF, DEGRADED):
                 attempt_at = min(attempt_at, time.monotonic() + settle)
-        self._set_state(STOPPED)
-        self.first_done.set()
 
     def _on_session(self, state, dirty, attempt_at):
         if state == KazooState.SUSPENDED:
