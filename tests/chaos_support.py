@@ -30,21 +30,8 @@ class TimedConsumer(CliConsumer):
         self.started_at = time.monotonic()
         super().__init__(*a, **kw)
 
-    def _read_stdout(self):
-        for raw in self.proc.stdout:
-            now = time.monotonic()
-            line = raw.decode("utf-8", "replace").strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                with self.lock:
-                    self.log.append("stdout: " + line)
-                continue
-            rec["_t"] = now
-            with self.lock:
-                self.records.append(rec)
+    def _stamp(self, rec, now):
+        rec["_t"] = now
 
     def _read_stderr(self):
         for raw in self.proc.stderr:
@@ -83,16 +70,7 @@ class TimedConsumer(CliConsumer):
 
     def owned_now(self, topic):
         """Partitions owned according to this member's own events (assign = full set, revoke -, lost = none)."""
-        owned = set()
-        for ev in self.timed_events():
-            parts = {p for t, p in ev["partitions"] if t == topic}
-            if ev["event"] == "assign":
-                owned = parts
-            elif ev["event"] == "revoke":
-                owned -= parts
-            elif ev["event"] == "lost":
-                owned = set()
-        return owned
+        return owned_after(self.timed_events(), topic)
 
     def stderr_problems(self):
         """Lines that must never appear: a rebalance giving up / degrading, or a traceback."""
@@ -161,6 +139,23 @@ def check_deliveries(consumers, topic, end, tol=TOL, exempt=None):
     return bad
 
 
+def owned_after(events, topic, until=None):
+    """Partitions of topic owned after replaying a member's events (assign = the full set, revoke -, lost =
+    none), stopping at the first event read after ``until``."""
+    owned = set()
+    for ev in events:
+        if until is not None and ev["_t"] > until:
+            break
+        parts = {p for t, p in ev["partitions"] if t == topic}
+        if ev["event"] == "assign":
+            owned = parts
+        elif ev["event"] == "revoke":
+            owned -= parts
+        elif ev["event"] == "lost":
+            owned = set()
+    return owned
+
+
 def recovery_times(consumers, topic):
     """For every SIGKILL of a member that owned partitions: seconds until every one of them was assigned to another
     member (from the others' assign events). Kills whose partitions were never re-assigned are skipped."""
@@ -168,17 +163,7 @@ def recovery_times(consumers, topic):
     for c in consumers:
         if c.killed_at is None:
             continue
-        owned = set()
-        for ev in c.timed_events():
-            if ev["_t"] > c.killed_at:
-                break
-            parts = {p for t, p in ev["partitions"] if t == topic}
-            if ev["event"] == "assign":
-                owned = parts
-            elif ev["event"] == "revoke":
-                owned -= parts
-            elif ev["event"] == "lost":
-                owned = set()
+        owned = owned_after(c.timed_events(), topic, until=c.killed_at)
         if not owned:
             continue
         when = {}

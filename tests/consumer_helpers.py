@@ -191,6 +191,7 @@ class CliConsumer:
 
     def _read_stdout(self):
         for raw in self.proc.stdout:
+            now = time.monotonic()
             line = raw.decode("utf-8", "replace").strip()
             if not line:
                 continue
@@ -200,8 +201,12 @@ class CliConsumer:
                 with self.lock:
                     self.log.append("stdout: " + line)
                 continue
+            self._stamp(rec, now)
             with self.lock:
                 self.records.append(rec)
+
+    def _stamp(self, rec, now):
+        """Hook: subclasses may record when a line was read (TimedConsumer)."""
 
     def _read_stderr(self):
         for raw in self.proc.stderr:

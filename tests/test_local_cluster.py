@@ -20,6 +20,7 @@ import pytest
 
 from zkconsumer.errors import LocalClusterError
 from zkconsumer.local import LocalCluster, discovery
+from zkconsumer.local.cluster import zk_four_letter
 
 TANSU_BROKER_ID = 111  # tansu 0.6 always reports node id 111
 
@@ -54,15 +55,7 @@ def split_hostport(s):
 def zk_srvr(connect):
     """ZooKeeper's four-letter 'srvr' over a raw socket."""
     host, port = split_hostport(connect)
-    with socket.create_connection((host, port), timeout=5) as s:
-        s.sendall(b"srvr")
-        chunks = []
-        while True:
-            data = s.recv(4096)
-            if not data:
-                break
-            chunks.append(data)
-    return b"".join(chunks).decode()
+    return zk_four_letter(host, port, b"srvr", timeout=5)
 
 
 def _recv_exact(sock, n):
