@@ -90,22 +90,8 @@ def _children(zk, path) -> List[str]:
 
 def owners(zk, group) -> Dict[TP, str]:
     """``{(topic, partition): owner thread id string}`` from ``/consumers/G/owners`` (malformed names skipped)."""
-    group = validate_group(group)
-    pending = []
-    for topic in _children(zk, paths.group_owners_path(group)):
-        for p in _children(zk, paths.topic_owners_path(group, topic)):
-            if not p.isdigit():
-                continue
-            path = paths.topic_owners_path(group, topic) + "/" + p
-            pending.append(((topic, int(p)), zk.get_async(path)))
-    out = {}
-    for tp, res in pending:
-        try:
-            data, _ = res.get()
-        except NoNodeError:
-            continue
-        out[tp] = (data or b"").decode("utf-8", "replace")
-    return dict(sorted(out.items()))
+    from .consumer.ownership import read_owners
+    return dict(sorted(read_owners(zk, validate_group(group)).items()))
 
 
 def zk_offsets(zk, group, strict=False) -> Dict[TP, int]:

@@ -123,22 +123,29 @@ def release_and_deregister(zk, group, partitions, registration_path):
         pass
 
 
-def read_owners(zk, group, topics):
-    """{(topic, partition): owner thread id string} for the given topics (tools and tests)."""
-    out = {}
+def read_owners(zk, group, topics=None):
+    """{(topic, partition): owner thread id string} for the given topics, or every topic under
+    /consumers/[g]/owners (tools, tests, the Spark commit helper); non-numeric partition names are skipped."""
+    if topics is None:
+        try:
+            topics = zk.get_children(paths.group_owners_path(group))
+        except NoNodeError:
+            return {}
+    pending = []
     for t in topics:
         base = paths.topic_owners_path(group, t)
         try:
             children = zk.get_children(base)
         except NoNodeError:
             continue
-        asyncs = {c: zk.get_async(base + "/" + c) for c in children if c.isdigit()}
-        for c, res in asyncs.items():
-            try:
-                data, _ = res.get()
-            except NoNodeError:
-                continue
-            out[(t, int(c))] = data.decode("utf-8", "replace")
+        pending.extend(((t, int(c)), zk.get_async(base + "/" + c)) for c in children if c.isdigit())
+    out = {}
+    for tp, res in pending:
+        try:
+            data, _ = res.get()
+        except NoNodeError:
+            continue
+        out[tp] = (data or b"").decode("utf-8", "replace")
     return out
 
 
