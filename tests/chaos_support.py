@@ -14,8 +14,7 @@ import signal
 import time
 
 from consumer_helpers import CliConsumer, wait_until
-from zkconsumer.local import LocalCluster, discovery, processes
-from zkconsumer.local.cluster import zk_four_letter
+from zkconsumer.local import LocalCluster
 
 TOL = 1.0   # seconds: skew allowed between a consumer's stdout and stderr pipes as the test reads them
 
@@ -222,19 +221,23 @@ def tree_diff(before, after):
 
 # -- a private cluster whose servers may be stopped and restarted on the same port ------------------------------
 class OwnCluster:
-    """A LocalCluster of its own (never the session-wide one). ZooKeeper keeps its data directory (and its
-    sessions) across a restart; tansu is memory-only, so after a broker restart topics must be created again."""
+    """A LocalCluster of its own (never the session-wide one), Apache Kafka unless broker= says otherwise.
+    ZooKeeper keeps its data directory (and its sessions) and Kafka its log dirs across a restart; tansu is
+    memory-only, so after a tansu restart topics must be created again."""
 
-    def __init__(self, directory):
+    ALIASES = {"broker": "broker-0"}
+
+    def __init__(self, directory, broker="kafka", **up_kw):
         self.cluster = LocalCluster(directory)
-        self.info = self.cluster.up(start_timeout=90)
+        self.info = self.cluster.up(start_timeout=90, broker=broker, **up_kw)
         self.zookeeper_connect = self.info["zookeeper_connect"]
         self.bootstrap_servers = self.info["bootstrap_servers"]
 
     # duck-types conftest.Services for CliConsumer / create_topic
     def create_topic(self, name, partitions):
         from zkconsumer.local import tools
-        tools.create_or_grow_topic(self.bootstrap_servers, name, partitions)
+        tools.create_or_grow_topic(self.bootstrap_servers, name, partitions,
+                                   replication_factor=min(3, len(self.cluster.broker_names())))
         tools.wait_for_zk_topic(self.zookeeper_connect, name, partitions, timeout=30)
         return name
 
@@ -242,7 +245,7 @@ class OwnCluster:
         return self.cluster.read_state()
 
     def pid(self, name):
-        return self.state()[name]["pid"]
+        return self.cluster.record(self.ALIASES.get(name, name))["pid"]
 
     def freeze(self, name):
         os.killpg(self.pid(name), signal.SIGSTOP)
@@ -250,49 +253,18 @@ class OwnCluster:
     def thaw(self, name):
         os.killpg(self.pid(name), signal.SIGCONT)
 
-    def stop(self, name):
-        processes.stop(self.pid(name))
+    def stop(self, name, kill=False):
+        self.cluster.stop(self.ALIASES.get(name, name), kill=kill)
 
-    def _record(self, name, pid):
-        state = self.state()
-        state[name]["pid"] = pid
-        self.cluster._write_state(state)
+    def start(self, name, timeout=90):
+        """Start a stopped server again with the same configuration (same ports, same data)."""
+        self.cluster.start(self.ALIASES.get(name, name), timeout=timeout)
 
     def start_zookeeper(self, timeout=60):
-        """Start ZooKeeper again with the same zoo.cfg (same port, same data dir)."""
-        st = self.state()["zookeeper"]
-        cfg = os.path.join(self.cluster.dir, "zoo.cfg")
-        argv = [discovery.find_java(), "-Xmx512m", "-Dzookeeper.admin.enableServer=false", "-cp",
-                discovery.find_zookeeper_classpath(), discovery.ZK_MAIN_CLASS, cfg]
-        proc = processes.spawn(argv, st["log"], cwd=self.cluster.dir)
-        self._record("zookeeper", proc.pid)
-        host, port = LocalCluster.HOST, st["port"]
+        self.start("zookeeper", timeout)
 
-        def answers():
-            try:
-                return "Zookeeper version" in zk_four_letter(host, port)
-            except OSError:
-                return False
-        wait_until(answers, timeout, interval=0.1, message="restarted ZooKeeper to answer on port %d" % port)
-
-    def start_broker(self, timeout=60):
-        """Start tansu again on the same port (empty: memory storage)."""
-        st = self.state()["broker"]
-        url = "tcp://%s" % st["bootstrap"]
-        argv = [discovery.find_tansu(), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                "--storage-engine", "memory://tansu/"]
-        proc = processes.spawn(argv, st["log"], cwd=self.cluster.dir)
-        self._record("broker", proc.pid)
-        host, port = st["bootstrap"].rsplit(":", 1)
-        processes.wait_for_port(host, int(port), proc, timeout, "tansu broker", st["log"])
+    def start_broker(self, timeout=90):
+        self.start("broker", timeout)
 
     def down(self):
-        state = self.state()
-        if state:
-            for name in ("zookeeper", "broker", "mirror"):
-                if state.get(name) and processes.is_alive(state[name]["pid"]):
-                    try:
-                        os.killpg(state[name]["pid"], signal.SIGCONT)  # a frozen process cannot stop
-                    except OSError:
-                        pass
         self.cluster.down()

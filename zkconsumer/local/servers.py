@@ -1,0 +1,283 @@
+"""How each server of the embedded local cluster is configured, started and known to be ready.
+
+Every ``plan_*`` function writes the server's configuration files into the cluster directory and returns a
+*process record*: a JSON-able dict with ``argv``, ``log``, ``ready`` (how to know it answers) and the addresses it
+serves. :func:`spawn_ready` starts a record's ``argv`` and waits until it is ready, so the cluster can start a
+server the first time and start it again later (chaos tests) from the same record, on the same ports.
+
+Servers: a ZooKeeper server (jar from :mod:`.discovery`), Apache Kafka (jars from :mod:`.maven`) in ZooKeeper mode
+(it registers itself under ``/brokers/ids``) or in KRaft mode (no ZooKeeper; the registry mirror writes
+``/brokers``), the tansu broker (memory only; mirror as well), and the registry mirror (``zkconsumer registry
+sync``).
+"""
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+import time
+import uuid
+from typing import Any, Callable, Dict, List, Optional
+
+from ..errors import LocalClusterError
+from . import discovery, processes
+
+HOST = "127.0.0.1"
+Record = Dict[str, Any]
+Log = Callable[[str], None]
+
+LOG4J = """\
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka=INFO
+log4j.logger.org.apache.kafka=INFO
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.kafka.controller=INFO
+log4j.logger.state.change.logger=WARN
+log4j.logger.kafka.log.LogCleaner=WARN
+"""
+
+
+def zk_four_letter(host: str, port: int, word: bytes = b"srvr", timeout: float = 1.0) -> str:
+    """Send a ZooKeeper four-letter command; return the answer text ('' if nothing came back)."""
+    import socket
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(word)
+        chunks = []
+        while True:
+            data = s.recv(4096)
+            if not data:
+                break
+            chunks.append(data)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def _write(path: str, text: str) -> str:
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def _properties(props: Dict[str, Any]) -> str:
+    return "".join("%s=%s\n" % (k, v) for k, v in props.items())
+
+
+# -- ZooKeeper --------------------------------------------------------------------------------------------------
+def plan_zookeeper(directory: str) -> Record:
+    java, classpath = discovery.find_java(), discovery.find_zookeeper_classpath()  # before writing anything
+    port = processes.free_port()
+    data_dir = os.path.join(directory, "zookeeper-data")
+    os.makedirs(data_dir, exist_ok=True)
+    cfg = _write(os.path.join(directory, "zoo.cfg"), "\n".join([
+        "tickTime=500", "initLimit=10", "syncLimit=5",
+        "dataDir=%s" % data_dir,
+        "clientPort=%d" % port, "clientPortAddress=%s" % HOST,
+        "admin.enableServer=false",
+        "minSessionTimeout=1000", "maxSessionTimeout=60000",
+        "maxClientCnxns=0",
+        "4lw.commands.whitelist=srvr,ruok,stat,mntr,cons",
+        ""]))
+    argv = [java, "-Xmx512m", "-Dzookeeper.admin.enableServer=false", "-cp", classpath, discovery.ZK_MAIN_CLASS, cfg]
+    return {"kind": "zookeeper", "argv": argv, "port": port, "connect": "%s:%d" % (HOST, port),
+            "log": os.path.join(directory, "zookeeper.log"), "data_dir": data_dir, "ready": "zookeeper"}
+
+
+# -- Apache Kafka -----------------------------------------------------------------------------------------------
+def kafka_java_argv(classpath: str, directory: str, heap: str) -> List[str]:
+    log4j = _write(os.path.join(directory, "log4j.properties"), LOG4J)
+    return [discovery.find_java(), "-Xmx%s" % heap, "-Xms64m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+            "-Dlog4j.configuration=file:%s" % log4j, "-Dkafka.logs.dir=%s" % directory, "-cp", classpath]
+
+
+def plan_kafka(directory: str, classpath: str, broker_id: int, zookeeper_connect: str, brokers: int = 1,
+               heap: str = "512m", extra: Optional[Dict[str, Any]] = None) -> Record:
+    """An Apache Kafka broker in ZooKeeper mode (3.9: the last line that has it)."""
+    port = processes.free_port()
+    log_dir = os.path.join(directory, "kafka-logs-%d" % broker_id)
+    os.makedirs(log_dir, exist_ok=True)
+    rf = min(brokers, 3)
+    props: Dict[str, Any] = {
+        "broker.id": broker_id,
+        "listeners": "PLAINTEXT://%s:%d" % (HOST, port),
+        "advertised.listeners": "PLAINTEXT://%s:%d" % (HOST, port),
+        "log.dirs": log_dir,
+        "zookeeper.connect": zookeeper_connect,
+        "zookeeper.session.timeout.ms": 18000,
+        "offsets.topic.replication.factor": rf,
+        "offsets.topic.num.partitions": 10,
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": 1,
+        "group.initial.rebalance.delay.ms": 0,
+        "auto.create.topics.enable": "false",
+        "num.partitions": 1,
+        "default.replication.factor": rf,
+        "num.network.threads": 2,
+        "num.io.threads": 4,
+        "num.recovery.threads.per.data.dir": 1,
+        "log.retention.check.interval.ms": 60000,
+        "delete.topic.enable": "true",
+    }
+    props.update(extra or {})
+    d = os.path.join(directory, "broker-%d" % broker_id)
+    os.makedirs(d, exist_ok=True)
+    cfg = _write(os.path.join(d, "server.properties"), _properties(props))
+    argv = kafka_java_argv(classpath, d, heap) + ["kafka.Kafka", cfg]
+    return {"kind": "kafka", "argv": argv, "port": port, "bootstrap": "%s:%d" % (HOST, port), "broker_id": broker_id,
+            "log": os.path.join(directory, "broker-%d.log" % broker_id), "config": cfg, "log_dir": log_dir,
+            "ready": "kafka-zk", "zookeeper_connect": zookeeper_connect}
+
+
+def plan_kraft(directory: str, classpath: str, heap: str = "512m", extra: Optional[Dict[str, Any]] = None) -> Record:
+    """A single Apache Kafka node in KRaft mode (broker and controller); its log dir is formatted here."""
+    port, cport = processes.free_port(), processes.free_port()
+    log_dir = os.path.join(directory, "kraft-logs")
+    d = os.path.join(directory, "kraft")
+    os.makedirs(d, exist_ok=True)
+    props: Dict[str, Any] = {
+        "process.roles": "broker,controller",
+        "node.id": 1,
+        "controller.quorum.voters": "1@%s:%d" % (HOST, cport),
+        "listeners": "PLAINTEXT://%s:%d,CONTROLLER://%s:%d" % (HOST, port, HOST, cport),
+        "advertised.listeners": "PLAINTEXT://%s:%d" % (HOST, port),
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": log_dir,
+        "offsets.topic.replication.factor": 1,
+        "offsets.topic.num.partitions": 10,
+        "transaction.state.log.replication.factor": 1,
+        "transaction.state.log.min.isr": 1,
+        "group.initial.rebalance.delay.ms": 0,
+        "auto.create.topics.enable": "false",
+        "num.partitions": 1,
+    }
+    props.update(extra or {})
+    cfg = _write(os.path.join(d, "server.properties"), _properties(props))
+    base = kafka_java_argv(classpath, d, heap)
+    if not os.path.exists(os.path.join(log_dir, "meta.properties")):
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        fmt = subprocess.run(base + ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", cfg],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+        if fmt.returncode != 0:
+            raise LocalClusterError("formatting the KRaft log dir failed: %s"
+                                    % fmt.stdout.decode("utf-8", "replace")[-2000:])
+    return {"kind": "kraft", "argv": base + ["kafka.Kafka", cfg], "port": port, "controller_port": cport,
+            "bootstrap": "%s:%d" % (HOST, port), "log": os.path.join(directory, "kraft.log"), "config": cfg,
+            "log_dir": log_dir, "ready": "kafka-metadata"}
+
+
+# -- tansu and the registry mirror ------------------------------------------------------------------------------
+def plan_tansu(directory: str) -> Record:
+    port = processes.free_port()
+    url = "tcp://%s:%d" % (HOST, port)
+    argv = [discovery.find_tansu(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+            "--storage-engine", "memory://tansu/"]
+    return {"kind": "tansu", "argv": argv, "port": port, "bootstrap": "%s:%d" % (HOST, port),
+            "log": os.path.join(directory, "broker.log"), "ready": "port"}
+
+
+def plan_mirror(directory: str, zookeeper_connect: str, bootstrap: str) -> Record:
+    argv = [sys.executable, "-m", "zkconsumer", "registry", "sync", "--zookeeper", zookeeper_connect,
+            "--bootstrap-server", bootstrap, "--interval", "0.5"]
+    return {"kind": "mirror", "argv": argv, "log": os.path.join(directory, "mirror.log"), "ready": "mirror",
+            "zookeeper_connect": zookeeper_connect}
+
+
+# -- starting a record ------------------------------------------------------------------------------------------
+def _package_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def spawn_ready(rec: Record, cwd: str, timeout: float) -> int:
+    """Start rec's argv (detached, log appended) and wait until it is ready; return its pid."""
+    env = dict(os.environ)
+    if rec["kind"] == "mirror":
+        env["PYTHONPATH"] = os.pathsep.join([p for p in [_package_root(), env.get("PYTHONPATH")] if p])
+    proc = processes.spawn(rec["argv"], rec["log"], cwd=cwd, env=env)
+    try:
+        WAITS[rec["ready"]](rec, proc, timeout)
+    except BaseException:
+        processes.stop(proc.pid)
+        raise
+    return proc.pid
+
+
+def _deadline_loop(rec: Record, proc: "subprocess.Popen[bytes]", timeout: float, what: str,
+                   check: Callable[[], bool], interval: float = 0.1) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if check():
+                return
+        except Exception:  # not ready yet: connection refused, node missing, ...
+            pass
+        if proc.poll() is not None:
+            raise LocalClusterError("%s exited with code %s during start-up; last log lines:\n%s"
+                                    % (what, proc.returncode, processes.log_tail(rec["log"], 25)))
+        if time.monotonic() > deadline:
+            raise LocalClusterError("%s was not ready within %.0f s; last log lines:\n%s"
+                                    % (what, timeout, processes.log_tail(rec["log"], 25)))
+        time.sleep(interval)
+
+
+def _wait_zookeeper(rec: Record, proc: Any, timeout: float) -> None:
+    _deadline_loop(rec, proc, timeout, "ZooKeeper on port %d" % rec["port"],
+                   lambda: "Zookeeper version" in zk_four_letter(HOST, rec["port"]))
+
+
+def _wait_port(rec: Record, proc: Any, timeout: float) -> None:
+    processes.wait_for_port(HOST, rec["port"], proc, timeout, "%s broker" % rec["kind"], rec["log"])
+
+
+def _metadata_answers(bootstrap: str) -> bool:
+    from kafka import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+    try:
+        return admin.describe_cluster() is not None
+    finally:
+        admin.close()
+
+
+def _wait_kafka_zk(rec: Record, proc: Any, timeout: float) -> None:
+    """Registered under /brokers/ids/<id> (Kafka writes it itself) and answering Metadata."""
+    from .. import zk as zkmod
+    path = "/brokers/ids/%d" % rec["broker_id"]
+    zk = zkmod.connect(rec["zookeeper_connect"])
+    try:
+        def registered() -> bool:
+            if not zk.exists(path):
+                return False
+            data, _ = zk.get(path)
+            return (":%d" % rec["port"]).encode() in data
+        _deadline_loop(rec, proc, timeout, "Apache Kafka broker %d (port %d)" % (rec["broker_id"], rec["port"]),
+                       registered)
+    finally:
+        zkmod.close(zk)
+    _deadline_loop(rec, proc, timeout, "Apache Kafka broker %d (port %d)" % (rec["broker_id"], rec["port"]),
+                   lambda: _metadata_answers(rec["bootstrap"]), interval=0.2)
+
+
+def _wait_kafka_metadata(rec: Record, proc: Any, timeout: float) -> None:
+    _deadline_loop(rec, proc, timeout, "Apache Kafka (KRaft) on port %d" % rec["port"],
+                   lambda: _metadata_answers(rec["bootstrap"]), interval=0.2)
+
+
+def _wait_mirror(rec: Record, proc: Any, timeout: float) -> None:
+    """The first sync: the broker registration appears under /brokers/ids."""
+    from .. import zk as zkmod
+    zk = zkmod.connect(rec["zookeeper_connect"])
+    try:
+        _deadline_loop(rec, proc, timeout, "the registry mirror",
+                       lambda: bool(zk.exists("/brokers/ids") and zk.get_children("/brokers/ids")))
+    finally:
+        zkmod.close(zk)
+
+
+WAITS: Dict[str, Callable[[Record, Any, float], None]] = {
+    "zookeeper": _wait_zookeeper, "port": _wait_port, "kafka-zk": _wait_kafka_zk,
+    "kafka-metadata": _wait_kafka_metadata, "mirror": _wait_mirror,
+}
