@@ -1,9 +1,10 @@
-"""The registry mirror against the real session services (ZooKeeper + tansu broker).
+"""The registry mirror against the real session services (ZooKeeper + the session's broker, Apache Kafka by default).
 
 Two kinds of test:
 
-* the LIVE mirror process of the session cluster (``zkconsumer registry sync --interval 0.5``) for what users see
-  in the root namespace: timing, broker registration, deletes, and that unchanged nodes are not rewritten;
+* a LIVE mirror process (``zkconsumer registry sync --interval 0.5``, as ``zkconsumer local up`` starts it for a
+  KRaft or tansu broker) writing into a chroot of its own (Apache Kafka in ZooKeeper mode registers itself in the
+  root namespace): timing, broker registration, deletes, and that unchanged nodes are not rewritten;
 * a ``RegistryMirror`` of our own on a kazoo client with a fresh chroot (``/mirror-test-xxxx``), driven with
   ``sync_once()`` for deterministic tests of its rules. A chroot is a separate ``/brokers`` tree, so the live mirror
   (which writes the root namespace) cannot interfere, and foreign registrations can be staged there safely.
@@ -18,7 +19,7 @@ from zkconsumer.kafka_metadata import ClusterMetadata, PartitionInfo, admin_clie
 from zkconsumer.local import tools
 from zkconsumer.registry_mirror import RegistryMirror
 
-TANSU_BROKER_ID = 111
+BROKER_IDS = {"tansu": 111, "kafka": 0}  # tansu 0.6 always reports 111; the local cluster numbers Kafka from 0
 MIRROR_INTERVAL = 0.5  # what LocalCluster starts the mirror with
 
 
@@ -44,9 +45,35 @@ def admin(services):
 def broker_id(admin, services):
     ids = sorted(fetch_cluster_metadata(admin).brokers)
     assert len(ids) == 1, "these tests expect a single-broker cluster, got %s" % ids
-    if services.cluster is not None:  # the embedded tansu broker
-        assert ids == [TANSU_BROKER_ID]
+    if services.cluster is not None:  # the embedded broker
+        assert ids == [BROKER_IDS[services.cluster.read_state()["broker_kind"]]]
     return ids[0]
+
+
+@pytest.fixture(scope="module")
+def live(services):
+    """A live mirror process syncing the session broker into a fresh chroot; yields a client on that chroot."""
+    import subprocess
+    import sys
+    import uuid
+    from zkconsumer.local import processes
+    root = "/live-mirror-" + uuid.uuid4().hex[:8]
+    admin_zk = zkmod.connect(services.zookeeper_connect)
+    admin_zk.ensure_path(root)
+    argv = [sys.executable, "-m", "zkconsumer", "registry", "sync", "--zookeeper", services.zookeeper_connect + root,
+            "--bootstrap-server", services.bootstrap_servers, "--interval", str(MIRROR_INTERVAL)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    client = zkmod.connect(services.zookeeper_connect + root)
+    try:
+        wait_for(lambda: proc.poll() is not None or (client.exists("/brokers/ids")
+                                                     and client.get_children("/brokers/ids")), 30, "first sync")
+        assert proc.poll() is None, "the mirror exited: %s" % proc.stderr.read().decode()
+        yield client
+    finally:
+        processes.stop(proc.pid)
+        zkmod.close(client)
+        admin_zk.delete(root, recursive=True)
+        zkmod.close(admin_zk)
 
 
 def create_topic_on_broker(services, name, partitions):
@@ -80,23 +107,23 @@ def foreign_registration(broker_id, port=9092):
                        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"}}).encode()
 
 
-# -- the live mirror of the session cluster -------------------------------------------------------------------------
+# -- a live mirror process (chroot) -------------------------------------------------------------------------
 
-def test_new_topic_appears_within_2s_with_partition_map_and_states(services, zk, unique, broker_id):
+def test_new_topic_appears_within_2s_with_partition_map_and_states(services, live, unique, broker_id):
     topic = unique("mirror-new")
     create_topic_on_broker(services, topic, 4)
     t0 = time.monotonic()
     path = "/brokers/topics/" + topic
-    wait_for(lambda: zk.exists(path) and len(zk.get_children(path + "/partitions") if zk.exists(
-        path + "/partitions") else []) == 4 and all(zk.exists("%s/partitions/%d/state" % (path, p)) for p in range(4)),
+    wait_for(lambda: live.exists(path) and len(live.get_children(path + "/partitions") if live.exists(
+        path + "/partitions") else []) == 4 and all(live.exists("%s/partitions/%d/state" % (path, p)) for p in range(4)),
         2.0, "topic %s mirrored into ZooKeeper" % topic)
     assert time.monotonic() - t0 <= 2.0
 
-    data, stat = zk.get(path)
+    data, stat = live.get(path)
     assert stat.ephemeralOwner == 0  # topics are persistent, like a controller's
     assert json.loads(data) == {"version": 1, "partitions": {str(p): [broker_id] for p in range(4)}}
     for p in range(4):
-        state, sstat = zk.get("%s/partitions/%d/state" % (path, p))
+        state, sstat = live.get("%s/partitions/%d/state" % (path, p))
         state = json.loads(state)
         assert state["leader"] == broker_id
         assert state["isr"] == [broker_id]
@@ -105,46 +132,46 @@ def test_new_topic_appears_within_2s_with_partition_map_and_states(services, zk,
         assert sstat.ephemeralOwner == 0
 
 
-def test_broker_registration_is_ephemeral_v4_with_the_bootstrap_endpoint(services, zk, broker_id):
+def test_broker_registration_is_ephemeral_v4_with_the_bootstrap_endpoint(services, live, broker_id):
     path = "/brokers/ids/%d" % broker_id
-    data, stat = zk.get(path)
+    data, stat = live.get(path)
     assert stat.ephemeralOwner != 0, "a broker registration must vanish with its writer's session"
     reg = json.loads(data)
     assert reg["version"] == 4
     assert reg["endpoints"] == ["PLAINTEXT://%s" % services.bootstrap_servers]
     host, port = services.bootstrap_servers.rsplit(":", 1)
     assert (reg["host"], reg["port"]) == (host, int(port))
-    assert zk.get_children("/brokers/ids") == [str(broker_id)]
+    assert live.get_children("/brokers/ids") == [str(broker_id)]
 
 
-def test_deleted_topic_disappears(services, zk, unique, admin):
+def test_deleted_topic_disappears(services, live, unique, admin):
     topic = unique("mirror-del")
-    services.create_topic(topic, 2)  # waits until mirrored
-    assert zk.exists("/brokers/topics/" + topic)
+    services.create_topic(topic, 2)
+    wait_for(lambda: live.exists("/brokers/topics/" + topic), 2.0, "topic %s mirrored" % topic)
     admin.delete_topics([topic])
-    wait_for(lambda: not zk.exists("/brokers/topics/" + topic), 5.0, "deleted topic %s gone from ZooKeeper" % topic)
-    assert topic not in zk.get_children("/brokers/topics")
+    wait_for(lambda: not live.exists("/brokers/topics/" + topic), 5.0, "deleted topic %s gone from ZooKeeper" % topic)
+    assert topic not in live.get_children("/brokers/topics")
 
 
-def test_unchanged_nodes_are_not_rewritten(services, zk, unique, broker_id):
+def test_unchanged_nodes_are_not_rewritten(services, live, unique, broker_id):
     """Consumers watch these nodes and rebalance on every write: an idle mirror must not touch them."""
     topic = unique("mirror-idle")
     services.create_topic(topic, 3)
     path = "/brokers/topics/" + topic
-    wait_for(lambda: all(zk.exists("%s/partitions/%d/state" % (path, p)) for p in range(3)), 5.0, "states")
+    wait_for(lambda: all(live.exists("%s/partitions/%d/state" % (path, p)) for p in range(3)), 5.0, "states")
     watched = [path, "/brokers/ids/%d" % broker_id] + ["%s/partitions/%d/state" % (path, p) for p in range(3)]
-    before = {p: zk.exists(p) for p in watched}
+    before = {p: live.exists(p) for p in watched}
     fired = []
-    zk.get(path, watch=lambda event: fired.append(event))
+    live.get(path, watch=lambda event: fired.append(event))
     time.sleep(MIRROR_INTERVAL * 6)  # six sync passes
-    after = {p: zk.exists(p) for p in watched}
+    after = {p: live.exists(p) for p in watched}
     for p in watched:
         assert (after[p].mzxid, after[p].version) == (before[p].mzxid, before[p].version), "%s was rewritten" % p
     assert fired == [], "the topic node's data watch fired: %s" % fired
     # the mirror is alive and syncing all along: a new topic still shows up
     other = unique("mirror-idle2")
     create_topic_on_broker(services, other, 1)
-    wait_for(lambda: zk.exists("/brokers/topics/" + other), 2.0, "second topic mirrored")
+    wait_for(lambda: live.exists("/brokers/topics/" + other), 2.0, "second topic mirrored")
 
 
 # -- a RegistryMirror of our own on a chroot, sync_once() ------------------------------------------------------------
