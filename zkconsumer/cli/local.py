@@ -8,7 +8,7 @@ from ..errors import LocalClusterError
 from ..layout.names import validate_topic
 from ..local import LocalCluster
 from ..local.cluster import BROKER_KINDS
-from ..local import tools
+from ..local import maven, tools
 from .common import emit_json, json_option, local_dir_option
 
 
@@ -146,3 +146,24 @@ def produce(topic, count, size, keys, partition, bootstrap, one_per_batch, direc
         emit_json({"topic": topic, "sent": sent, "seconds": round(secs, 3)})
     else:
         click.echo("produced %d messages to %s in %.2f s" % (sent, topic, secs))
+
+
+@local.command()
+@click.option("--legacy/--no-legacy", default=False, show_default=True,
+              help="Also fetch Kafka 1.1.1: the Scala ZooKeeper consumer and Kafka's legacy tools (interop tests).")
+@json_option
+def fetch(legacy, as_json):
+    """Fetch Apache Kafka 3.9 with Maven into the cache (once; $KAFKA_HOME wins when set).
+
+    The cache is $ZKCONSUMER_CACHE_DIR or ~/.cache/zkconsumer; the poms are shipped in zkconsumer/local/poms.
+    """
+    log = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
+    out = {}
+    for name in ["kafka"] + (["kafka-legacy"] if legacy else []):
+        libs = maven.libs_dir(name, log)
+        out[name] = {"libs": libs, "version": maven.jar_version(libs, name)}
+    if as_json:
+        emit_json(out)
+    else:
+        for name, d in out.items():
+            click.echo("%-13s %-7s %s" % (name, d["version"], d["libs"]))

@@ -120,7 +120,7 @@ def fetch(name: str, log: Callable[[str], None] = lambda m: None, timeout: float
             return libs
         tmp = "%s.tmp-%d" % (libs, os.getpid())
         shutil.rmtree(tmp, ignore_errors=True)
-        log("fetching %s with Maven into %s (once; ~60 MB)" % (js.what, libs))
+        log("fetching %s with Maven into %s (once)" % (js.what, libs))
         t0 = time.monotonic()
         argv = [mvn, "-q", "-B", "-f", os.path.join(POM_DIR, js.pom), "dependency:copy-dependencies",
                 "-DincludeScope=runtime", "-DoutputDirectory=%s" % tmp]
