@@ -136,6 +136,9 @@ def _drain(connector, streams, fmt, max_messages, stop):
                     line = format_jsonl(msg) if fmt == "jsonl" else (msg.value or b"").decode("utf-8", "replace")
                     with lock:
                         if max_messages is not None and count[0] >= max_messages:
+                            # another stream reached the limit first: this message is not written out, so it
+                            # must not be committed either (at-least-once holds for what the CLI prints)
+                            stream.give_back(msg)
                             done.set()
                             return
                         out.write(line + "\n")

@@ -99,6 +99,17 @@ class KafkaStream:
             self._records = chunk.records
             return True
 
+    def give_back(self, rec):
+        """Undo the hand-out of ``rec``, the record this stream handed out last, when the application will not
+        process it (e.g. a message limit reached): the partition's consumed position goes back to ``rec.offset``,
+        so no commit counts it, and the stream hands it out again if iterated further."""
+        tp = (rec.topic, rec.partition)
+        if tp != self._tp or self._index < 1 or self._records[self._index - 1] is not rec \
+                or self._positions.get(tp) != rec.offset + 1:
+            raise ValueError("only the record %s handed out last can be given back" % self.name)
+        self._index -= 1
+        self._positions[tp] = rec.offset
+
     def close(self):
         """End iteration promptly (signal-safe: never blocks). Records already handed out stay consumed."""
         self._closing = True
