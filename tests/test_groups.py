@@ -3,6 +3,8 @@ broker-coordinated KafkaConsumer of the same group id (verify fails, a new ZooKe
 import json
 import threading
 
+import pytest
+
 from kafka import KafkaConsumer
 
 from zkconsumer.cli import cli as zkcli
@@ -95,3 +97,52 @@ def test_split_brain(services, zk, unique, tmp_path):
         zc.kill()
         if zc2 is not None:
             zc2.kill()
+
+
+class _RegistersOnFirstWrite:
+    """A kazoo client whose first write (delete or multi-op) is preceded by another session registering a member
+    of the group: the worst moment for ``groups.delete``."""
+
+    def __init__(self, zk, other, registration_path):
+        self._zk, self._other, self._path, self.fired = zk, other, registration_path, False
+
+    def _fire(self):
+        if not self.fired:
+            self.fired = True
+            self._other.create(self._path, b'{"version":1,"subscription":{"t":1},"pattern":"static",'
+                                           b'"timestamp":"1"}', ephemeral=True, makepath=True)
+
+    def delete(self, *a, **kw):
+        self._fire()
+        return self._zk.delete(*a, **kw)
+
+    def transaction(self):
+        self._fire()
+        return self._zk.transaction()
+
+    def __getattr__(self, name):
+        return getattr(self._zk, name)
+
+
+def test_delete_never_removes_a_member_that_registers_meanwhile(services, zk, unique):
+    from zkconsumer import groups
+    from zkconsumer import zk as zkmod
+    from zkconsumer.errors import GroupConflictError
+    g = unique("delrace")
+    for p in range(3):
+        zk.create(paths.partition_offset_path(g, "t", p), b"42", makepath=True)
+    zk.ensure_path(paths.group_ids_path(g))
+    other = zkmod.connect(services.zookeeper_connect)
+    try:
+        reg = paths.consumer_registration_path(g, "late-member")
+        proxy = _RegistersOnFirstWrite(zk, other, reg)
+        with pytest.raises(GroupConflictError, match="registered"):
+            groups.delete(proxy, g, execute=True)
+        assert proxy.fired
+        assert other.exists(reg) is not None, "the live registration was deleted"
+        assert zk.exists(paths.group_path(g)) is not None
+        other.delete(reg)
+        assert groups.delete(zk, g, execute=True)["deleted"] is True  # without a member it goes through
+        assert zk.exists(paths.group_path(g)) is None
+    finally:
+        zkmod.close(other)

@@ -10,8 +10,8 @@ Differences from the Scala tools, on purpose:
 * ``verify`` compares owner values with live thread ids as strings (the 0.8.2-0.10.0 tool compared a String with
   an Int / a ConsumerThreadId and always failed: KAFKA-2140, KAFKA-3952) and also reports owners of topics nobody
   subscribes to any more;
-* ``delete`` refuses (GroupConflictError) while ``/consumers/G/ids`` has children and re-checks right before
-  deleting.
+* ``delete`` refuses (GroupConflictError) while ``/consumers/G/ids`` has children, and deletes in multi-ops
+  that cannot remove a registration or owner node created meanwhile (the tool deleted recursively).
 """
 from __future__ import annotations
 
@@ -245,25 +245,59 @@ def verify(zk, group) -> VerifyReport:
     return report
 
 
+#: nodes deleted per multi-op while removing a group's offsets (a multi-op must fit ZooKeeper's jute.maxbuffer)
+DELETE_BATCH = 500
+
+
 def delete(zk, group, execute=False) -> dict:
-    """Delete ``/consumers/G`` recursively, only without live members.  Dry run unless *execute*."""
+    """Delete ``/consumers/G``, only without live members.  Dry run unless *execute*.
+
+    It cannot remove a live registration or a live owner node: the committed offsets are deleted first (in
+    multi-ops of :data:`DELETE_BATCH`, each re-checking that ``ids`` is still empty), then everything else — owner
+    nodes, ``ids``, the group node — in ONE multi-op that lists every node it deletes. A member that registers
+    (or claims) in between makes that multi-op fail as a whole (``ids`` or ``owners/T`` is no longer empty), so its
+    nodes stay and the delete reports a conflict."""
     group = require_group(zk, group)
     members = _children(zk, paths.group_ids_path(group))
     if members:
         raise GroupConflictError("Delete for group '%s' failed because its consumers are still active (%d live "
                                  "member(s): %s)" % (group, len(members), ", ".join(sorted(members)[:5])))
-    nodes = _count(zk, paths.group_path(group))
+    nodes = _post_order(zk, paths.group_path(group))
     if not execute:
-        return {"group": group, "deleted": False, "dry_run": True, "znodes": nodes}
-    if _children(zk, paths.group_ids_path(group)):  # re-check right before deleting
-        raise GroupConflictError("Delete for group '%s' failed because its consumers are still active" % group)
-    try:
-        zk.delete(paths.group_path(group), recursive=True)
-    except NotEmptyError as e:
-        raise GroupConflictError("Delete for group '%s' failed: a node was created while deleting (%s)"
-                                 % (group, e)) from e
-    return {"group": group, "deleted": True, "dry_run": False, "znodes": nodes}
+        return {"group": group, "deleted": False, "dry_run": True, "znodes": len(nodes)}
+    offsets_root = paths.group_path(group) + "/offsets/"
+    offset_leaves = [n for n in nodes if n.startswith(offsets_root) and n.count("/") == offsets_root.count("/") + 1]
+    rest = [n for n in nodes if n not in set(offset_leaves)]
+    ids = paths.group_ids_path(group)
+    for i in range(0, len(offset_leaves), DELETE_BATCH):
+        if _children(zk, ids):
+            raise GroupConflictError("Delete for group '%s' stopped: a member registered while deleting (%d "
+                                     "offset node(s) were already deleted)" % (group, i))
+        _commit_deletes(zk, group, offset_leaves[i:i + DELETE_BATCH])
+    _commit_deletes(zk, group, rest)
+    return {"group": group, "deleted": True, "dry_run": False, "znodes": len(nodes)}
 
 
-def _count(zk, path) -> int:
-    return 1 + sum(_count(zk, path + "/" + c) for c in _children(zk, path))
+def _commit_deletes(zk, group, paths_):
+    from kazoo.exceptions import RolledBackError
+    txn = zk.transaction()
+    for path in paths_:
+        txn.delete(path)
+    results = txn.commit()
+    failed = [(path, r) for path, r in zip(paths_, results)
+              if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
+    if failed:
+        path, err = failed[0]
+        why = ("a member registered or claimed a partition while deleting" if isinstance(err, NotEmptyError)
+               else "%s changed while deleting" % path)
+        raise GroupConflictError("Delete for group '%s' failed: %s (%s on %s); nothing of this step was "
+                                 "deleted" % (group, why, type(err).__name__, path))
+
+
+def _post_order(zk, path) -> List[str]:
+    """Every node of the subtree at path, children before their parent."""
+    out: List[str] = []
+    for c in _children(zk, path):
+        out.extend(_post_order(zk, path + "/" + c))
+    out.append(path)
+    return out
