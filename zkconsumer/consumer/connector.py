@@ -66,6 +66,7 @@ class ZookeeperConsumerConnector:
         self.rebalancer = None
         self.fetchers = None
         self._bootstrap = bootstrap_servers
+        self._bootstrap_given = bool(bootstrap_servers)  # else read from ZooKeeper, and re-read for new clients
         self._commit_thread = None
         self._stopped = threading.Event()
         self._shutdown_lock = threading.Lock()
@@ -161,11 +162,22 @@ class ZookeeperConsumerConnector:
 
     def _make_fetchers(self):
         """The fetcher manager (a subclass that only coordinates — e.g. a Spark driver member — overrides this)."""
-        return FetcherManager(self.config, self._kafka_bootstrap(), on_error=self._on_fetch_error)
+        servers = self._bootstrap if self._bootstrap_given else self._fresh_bootstrap
+        return FetcherManager(self.config, servers, on_error=self._on_fetch_error)
 
     def _kafka_bootstrap(self):
         if not self._bootstrap:
             self._bootstrap = zkmod.bootstrap_from_zk(self.zk, self.config.zookeeper_connect)
+        return self._bootstrap
+
+    def _fresh_bootstrap(self):
+        """The brokers registered in ZooKeeper now (falls back to the last list read if ZooKeeper cannot say)."""
+        try:
+            self._bootstrap = zkmod.bootstrap_from_zk(self.zk, self.config.zookeeper_connect)
+        except Exception as e:
+            if not self._bootstrap:
+                raise
+            log.warning("cannot re-read the brokers from ZooKeeper (%s); using %s", e, self._bootstrap)
         return self._bootstrap
 
     # -- delivery control (rebalancer thread) ------------------------------------------------------------------

@@ -119,11 +119,14 @@ class FetcherThread(threading.Thread):
         if self._consumer is None:
             from kafka import KafkaConsumer
             from kafka.errors import KafkaError
+            # a callable re-reads the brokers (from ZooKeeper's /brokers/ids) for every new client, so a member
+            # whose brokers moved or came back finds them on the next attempt, as the Scala consumer's leader finder
+            # re-read the broker list from ZooKeeper
+            servers = self.bootstrap_servers() if callable(self.bootstrap_servers) else self.bootstrap_servers
             try:
-                self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers,
-                                               **consumer_settings(self.config))
+                self._consumer = KafkaConsumer(bootstrap_servers=servers, **consumer_settings(self.config))
             except (KafkaError, OSError) as e:
-                raise ClusterUnavailableError("cannot reach brokers %s: %s" % (self.bootstrap_servers, e)) from e
+                raise ClusterUnavailableError("cannot reach brokers %s: %s" % (servers, e)) from e
             # decode v2 record batches with our own decoder (same records; kafka-python's for anything else)
             from .fast_records import install
             install(self._consumer)
