@@ -138,6 +138,40 @@ def check_deliveries(consumers, topic, end, tol=TOL, exempt=None):
     return bad
 
 
+RUN_GAP = 0.3      # seconds: a member's deliveries of a partition further apart than this start a new run
+RUN_OVERLAP = 0.2  # seconds two members' runs of one partition may overlap (stdout read skew between processes)
+
+
+def delivery_runs(consumer, topic, gap=RUN_GAP):
+    """{partition: [(first, last)]}: the member's deliveries of each partition, split into runs at gaps > gap s."""
+    by_p = {}
+    for p, _, t in sorted(consumer.timed_records(topic), key=lambda r: r[2]):
+        runs = by_p.setdefault(p, [])
+        if runs and t - runs[-1][1] <= gap:
+            runs[-1][1] = t
+        else:
+            runs.append([t, t])
+    return {p: [tuple(r) for r in runs] for p, runs in by_p.items()}
+
+
+def check_delivery_overlaps(consumers, topic, gap=RUN_GAP, tol=RUN_OVERLAP):
+    """The tight split-brain check, on what members actually delivered: per partition, no two members' delivery
+    runs overlap in time by more than tol s. Returns the violations (empty = fine)."""
+    runs = {c.name: delivery_runs(c, topic, gap) for c in consumers}
+    names = sorted(runs)
+    bad = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            for p in set(runs[a]) & set(runs[b]):
+                for sa, ea in runs[a][p]:
+                    for sb, eb in runs[b][p]:
+                        overlap = min(ea, eb) - max(sa, sb)
+                        if overlap > tol:
+                            bad.append("p%d delivered by %s [%.2f, %.2f] and %s [%.2f, %.2f]: overlap %.2f s"
+                                       % (p, a, sa, ea, b, sb, eb, overlap))
+    return bad
+
+
 def owned_after(events, topic, until=None):
     """Partitions of topic owned after replaying a member's events (assign = the full set, revoke -, lost =
     none), stopping at the first event read after ``until``."""

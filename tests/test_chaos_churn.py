@@ -8,6 +8,8 @@ Invariants (timestamps = when the test read each stdout record / --events line, 
   interval from its assign/revoke/lost events; a SIGKILLed member's intervals end at the kill), and no two members'
   ownership intervals of a partition overlap by more than TOL s. (A killed member's owner nodes live on until its
   session expires — up to zookeeper.session.timeout.ms — but it cannot deliver; the survivors wait for the nodes.)
+  And, on deliveries alone: per partition, no two members' delivery runs (split at gaps > 0.3 s) overlap by more
+  than 0.2 s.
 * after the last event: the registered members are exactly the live processes, every partition is owned and the
   owner nodes equal range_assign of the members;
 * no member ever gives up or degrades ("can't rebalance" / DEGRADED / a traceback on stderr);
@@ -20,7 +22,7 @@ import random
 import time
 
 
-from chaos_support import TimedConsumer, check_deliveries, recovery_times
+from chaos_support import TimedConsumer, check_deliveries, check_delivery_overlaps, recovery_times
 from consumer_helpers import BackgroundProducer, duplicates, group_members, wait_for_assignment, wait_until
 
 SEED = 20240611
@@ -116,7 +118,7 @@ def test_churn_200_events(services, zk, unique, procs):
                                                   if th.rsplit("-", 1)[0] == c.consumer_id},
                    15, message="%s's events to match its owner nodes" % c.name)
 
-    violations = check_deliveries(procs, t, end)
+    violations = check_deliveries(procs, t, end) + check_delivery_overlaps(procs, t)
     assert not violations, "split brain / delivery outside ownership (%d):\n%s" % (len(violations),
                                                                                    "\n".join(violations[:20]))
     problems = {c.name: c.stderr_problems() for c in procs if c.stderr_problems()}
