@@ -32,6 +32,7 @@ def consumer_settings(config):
         fetch_min_bytes=config.fetch_min_bytes,
         fetch_max_wait_ms=config.fetch_wait_max_ms,
         request_timeout_ms=max(config.socket_timeout_ms, config.fetch_wait_max_ms + 5000),
+        bootstrap_timeout_ms=config.socket_timeout_ms,  # a new fetch client gives up on unreachable brokers
         retry_backoff_ms=config.refresh_leader_backoff_ms,
         max_poll_records=100000,
         check_crcs=True,
