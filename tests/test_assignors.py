@@ -101,25 +101,28 @@ def test_range_per_topic_extra_partitions_go_to_lowest_threads():
 
 # ---------------------------------------------------------------- roundrobin
 
-def scala_like_roundrobin(consumers_for_topic, partitions_for_topic):
+NEW_FMT, OLD_FMT = "%s-%d", "[%s,%d]"  # TopicAndPartition.toString from Kafka 1.0 / up to 0.11
+
+
+def scala_like_roundrobin(consumers_for_topic, partitions_for_topic, fmt=NEW_FMT):
     """Independent transliteration: itertools.cycle + dropwhile on the shared iterator, stable sort by hash."""
     all_threads = sorted({t for ts in consumers_for_topic.values() for t in ts})
     circle = itertools.cycle(all_threads)
     layout = [(t, p) for t in sorted(consumers_for_topic) for p in sorted(partitions_for_topic.get(t, []))]
-    layout.sort(key=lambda tp: independent_hashcode("[%s,%d]" % tp))    # stable, like java.util.Arrays.sort
+    layout.sort(key=lambda tp: independent_hashcode(fmt % tp))    # stable, like java.util.Arrays.sort
     out = {}
     for topic, p in layout:
         out[(topic, p)] = next(itertools.dropwhile(lambda t: t not in consumers_for_topic[topic], circle))
     return out
 
 
-def pre_0_10_2_roundrobin(consumers_for_topic, partitions_for_topic):
+def pre_0_10_2_roundrobin(consumers_for_topic, partitions_for_topic, fmt=OLD_FMT):
     """0.8.2-0.10.1: identical thread sets required; plain round robin over the head set."""
     sets = [set(v) for v in consumers_for_topic.values()]
     assert all(s == sets[0] for s in sets)
     circle = itertools.cycle(sorted(sets[0]))
     layout = sorted(((t, p) for t in sorted(consumers_for_topic) for p in partitions_for_topic[t]),
-                    key=lambda tp: independent_hashcode("[%s,%d]" % tp))
+                    key=lambda tp: independent_hashcode(fmt % tp))
     return {tp: next(circle) for tp in layout}
 
 
@@ -127,15 +130,18 @@ def test_roundrobin_identical_subscriptions_match_pre_0_10_2():
     threads = ["c1-0", "c1-1", "c2-0", "c2-1", "c2-10"]
     cft = {t: list(threads) for t in ("orders", "clicks", "views")}
     pft = {"orders": list(range(7)), "clicks": list(range(3)), "views": list(range(12))}
-    a = roundrobin_assign(cft, pft)
+    a = roundrobin_assign(cft, pft, legacy_version="0.10")
     assert a == pre_0_10_2_roundrobin(cft, pft)
     counts = [list(a.values()).count(t) for t in threads]
     assert max(counts) - min(counts) <= 1
+    # Kafka 1.0+ hashes "topic-partition": the same algorithm over another layout
+    assert roundrobin_assign(cft, pft) == pre_0_10_2_roundrobin(cft, pft, NEW_FMT) != a
 
 
-def test_roundrobin_layout_is_by_hashcode():
-    layout = roundrobin_partition_order([("t", p) for p in range(12)])
-    hashes = [java_string_hashcode("[t,%d]" % p) for _, p in layout]
+@pytest.mark.parametrize("version,fmt", [("0.8.2", "[t,%d]"), ("0.11", "[t,%d]"), ("1.0", "t-%d"), ("1.1", "t-%d")])
+def test_roundrobin_layout_is_by_hashcode(version, fmt):
+    layout = roundrobin_partition_order([("t", p) for p in range(12)], version)
+    hashes = [java_string_hashcode(fmt % p) for _, p in layout]
     assert hashes == sorted(hashes)
     # equal hash codes across topics ("Aa" vs "BB") are broken by topic; same-topic order stays ascending
     assert roundrobin_partition_order([("BB", 0), ("Aa", 0)]) == [("Aa", 0), ("BB", 0)]
@@ -166,6 +172,11 @@ def test_roundrobin_edge_cases():
 def test_get_assignor():
     assert get_assignor("range") is range_assign
     assert get_assignor("roundrobin") is roundrobin_assign
+    assert get_assignor("range", "0.10") is range_assign
+    assert get_assignor("roundrobin", "0.10")({"t": ["a-0", "b-0"]}, {"t": [0, 1]}) == \
+        roundrobin_assign({"t": ["a-0", "b-0"]}, {"t": [0, 1]}, legacy_version="0.10")
+    with pytest.raises(RebalanceError, match="legacy.consumer.version"):
+        get_assignor("roundrobin", "2.0")
     for bad in ("Range", "round-robin", "", None):
         with pytest.raises(ConfigError):
             get_assignor(bad)
@@ -274,6 +285,7 @@ def test_roundrobin_properties(group, seed):
     a = check_common(roundrobin_assign, cft, pft, seed)
     if not any(t in ("Aa", "BB") for t in cft):                    # no cross-topic hash ties: exact Scala order
         assert a == scala_like_roundrobin(cft, pft)
+        assert roundrobin_assign(cft, pft, "0.10") == scala_like_roundrobin(cft, pft, OLD_FMT)
 
 
 @settings(max_examples=100, deadline=None)
@@ -285,4 +297,4 @@ def test_roundrobin_identical_balance(group, seed):
     counts = [list(a.values()).count(t) for t in threads]
     assert max(counts) - min(counts) <= 1                          # overall balance within one
     if not any(t in ("Aa", "BB") for t in cft):
-        assert a == pre_0_10_2_roundrobin(cft, pft)
+        assert a == pre_0_10_2_roundrobin(cft, pft, NEW_FMT)

@@ -25,6 +25,7 @@ def make(overrides):
 # Reference §1 table, 0.8.2.2 defaults (fetch.max.bytes from 0.10.1).
 REFERENCE_DEFAULTS = {
     "consumer_id": None,
+    "legacy_consumer_version": "1.1",
     "zookeeper_session_timeout_ms": 6000,
     "zookeeper_connection_timeout_ms": 6000,
     "zookeeper_sync_time_ms": 2000,
@@ -74,7 +75,7 @@ def test_every_reference_key_is_known():
         a.replace("_", ".") for a in REFERENCE_DEFAULTS}
     assert set(KNOWN_KEYS) == reference_keys
     assert set(EXTENSION_KEYS) == {"rebalance.settle.ms", "rebalance.slow.retry.ms",
-                                   "zookeeper.suspended.grace.ms"}
+                                   "zookeeper.suspended.grace.ms", "legacy.consumer.version"}
 
 
 def test_immutable():

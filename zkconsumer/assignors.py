@@ -16,6 +16,8 @@ Range in Scala iterates only ``ctx.myTopicThreadIds``; computing it for every to
 the member's own topics, because each topic is handled independently.
 """
 
+import functools
+
 from .errors import ConfigError, RebalanceError
 from .topic_count import java_string_sort_key, sort_thread_ids
 
@@ -32,9 +34,24 @@ def java_string_hashcode(s):
     return h - 0x100000000 if h & 0x80000000 else h
 
 
-def topic_partition_string(topic, partition):
-    """``TopicAndPartition.toString``: ``"[topic,partition]"``."""
-    return "[%s,%d]" % (topic, partition)
+#: Releases of the Scala consumer, for ``legacy.consumer.version``: the Kafka version of a group's JVM members.
+LEGACY_VERSIONS = ("0.8.2", "0.9", "0.10", "0.11", "1.0", "1.1")
+DEFAULT_LEGACY_VERSION = "1.1"
+#: ``TopicAndPartition.toString`` was ``"[topic,partition]"`` up to 0.11 (kafka 0.11.0.3
+#: core/src/main/scala/kafka/common/TopicAndPartition.scala) and ``"topic-partition"`` from 1.0 (kafka 1.0.0, the
+#: same file); RoundRobinAssignor orders partitions by its hash code, so the two lay partitions out differently.
+_BRACKET_VERSIONS = frozenset(("0.8.2", "0.9", "0.10", "0.11"))
+
+
+def topic_partition_string(topic, partition, legacy_version=DEFAULT_LEGACY_VERSION):
+    """``TopicAndPartition.toString`` of the Scala consumer release ``legacy_version``: ``"[topic,partition]"``
+    up to 0.11, ``"topic-partition"`` from 1.0."""
+    if legacy_version in _BRACKET_VERSIONS:
+        return "[%s,%d]" % (topic, partition)
+    if legacy_version not in LEGACY_VERSIONS:
+        raise RebalanceError("unknown legacy.consumer.version %r: one of %s" % (legacy_version,
+                                                                               ", ".join(LEGACY_VERSIONS)))
+    return "%s-%d" % (topic, partition)
 
 
 def _check_partition(topic, partition):
@@ -88,8 +105,9 @@ def range_assign(consumers_for_topic, partitions_for_topic):
     return result
 
 
-def roundrobin_partition_order(partitions):
-    """Lay out ``(topic, partition)`` pairs as Scala's ``sortWith(hashCode("[t,p]") < ...)`` does.
+def roundrobin_partition_order(partitions, legacy_version=DEFAULT_LEGACY_VERSION):
+    """Lay out ``(topic, partition)`` pairs as Scala's ``sortWith(tp.toString.hashCode < ...)`` does (the string
+    depends on the release, see :func:`topic_partition_string`).
 
     Java's object sort is stable, so equal hash codes keep the input order of
     ``partitionsForTopic.flatMap(...)``. Within one topic that order is ascending partition id (the partitions
@@ -99,11 +117,12 @@ def roundrobin_partition_order(partitions):
     the ``/ids`` children, so it is not a function of the assignor's inputs; we break such ties by topic in
     Java string order, then partition.
     """
-    return sorted(partitions, key=lambda tp: (java_string_hashcode(topic_partition_string(*tp)),
+    return sorted(partitions, key=lambda tp: (java_string_hashcode(topic_partition_string(tp[0], tp[1],
+                                                                                          legacy_version)),
                                               java_string_sort_key(tp[0]), tp[1]))
 
 
-def roundrobin_assign(consumers_for_topic, partitions_for_topic):
+def roundrobin_assign(consumers_for_topic, partitions_for_topic, legacy_version=DEFAULT_LEGACY_VERSION):
     """``RoundRobinAssignor`` as of 0.10.2+ (KAFKA-2434), §3.10.
 
     1. ``allThreadIds``: the union of every topic's thread ids, sorted as strings, in a circular iterator;
@@ -121,7 +140,8 @@ def roundrobin_assign(consumers_for_topic, partitions_for_topic):
         return {}
     all_threads = sort_thread_ids({t for tids in threads.values() for t in tids})
     subscribed = {topic: frozenset(tids) for topic, tids in threads.items()}
-    layout = roundrobin_partition_order([(topic, p) for topic, plist in partitions.items() for p in plist])
+    layout = roundrobin_partition_order([(topic, p) for topic, plist in partitions.items() for p in plist],
+                                        legacy_version)
     n = len(all_threads)
     cursor = 0
     result = {}
@@ -137,15 +157,20 @@ def roundrobin_assign(consumers_for_topic, partitions_for_topic):
 ASSIGNORS = {"range": range_assign, "roundrobin": roundrobin_assign}
 
 
-def get_assignor(name):
-    """Map ``partition.assignment.strategy`` to an assignor: ``"range"`` or ``"roundrobin"``.
+def get_assignor(name, legacy_version=DEFAULT_LEGACY_VERSION):
+    """Map ``partition.assignment.strategy`` to an assignor: ``"range"`` or ``"roundrobin"`` (laid out as the
+    Scala consumer of release ``legacy_version`` does, see :func:`topic_partition_string`).
 
     Other values raise :class:`ConfigError`, as validated since 0.9.0.0 (KAFKA-2032); 0.8.2 silently used range.
     """
     try:
-        return ASSIGNORS[name]
+        assignor = ASSIGNORS[name]
     except (KeyError, TypeError):
         raise ConfigError("partition.assignment.strategy", name, "'range' or 'roundrobin'") from None
+    if assignor is roundrobin_assign and legacy_version != DEFAULT_LEGACY_VERSION:
+        topic_partition_string("t", 0, legacy_version)  # validates the version
+        return functools.partial(roundrobin_assign, legacy_version=legacy_version)
+    return assignor
 
 
 def thread_owner(thread_id):

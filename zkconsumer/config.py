@@ -107,6 +107,7 @@ _KEYS: Tuple[_Key, ...] = (
     _Key("fetch.max.bytes", "int", 50 * 1024 * 1024, "Max bytes per fetch response (0.10.1+; read by no old-consumer code).", lo=1),
     _Key("rebalance.settle.ms", "int", 20, "Extension: coalescing window for bursts of ZooKeeper events before a rebalance.", lo=0, extension=True),
     _Key("rebalance.slow.retry.ms", "int", 10000, "Extension: retry period after rebalance.max.retries attempts failed (we never sit idle).", lo=1, extension=True),
+    _Key("legacy.consumer.version", "enum", "1.1", "Extension: the Kafka release of the group's JVM (Scala) members, for what changed across releases: the roundrobin assignor lays partitions out by the hash of \"[topic,partition]\" up to 0.11 and of \"topic-partition\" from 1.0 (set it to match the JVM members, or a mixed group never agrees).", choices=("0.8.2", "0.9", "0.10", "0.11", "1.0", "1.1"), extension=True),
     _Key("zookeeper.suspended.grace.ms", "int", 1000, "Extension: how long fetching continues after a ZooKeeper disconnect before delivery pauses; must be < zookeeper.session.timeout.ms (when unset and the session timeout is <= 1000, defaults to half of it).", lo=0, extension=True),
 )
 _BY_NAME: Dict[str, _Key] = {k.name: k for k in _KEYS}
@@ -215,6 +216,7 @@ class ConsumerConfig:
     rebalance_settle_ms: int
     rebalance_slow_retry_ms: int
     zookeeper_suspended_grace_ms: int
+    legacy_consumer_version: str
     zookeeper_hosts: Tuple[Tuple[str, int], ...] = ()
     zookeeper_chroot: Optional[str] = None
     raw: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False, repr=False)

@@ -61,7 +61,7 @@ class Rebalancer(threading.Thread):
         self.config = c.config
         self.group = c.config.group_id
         self.consumer_id = c.consumer_id
-        self.assignor = get_assignor(c.config.partition_assignment_strategy)
+        self.assignor = get_assignor(c.config.partition_assignment_strategy, c.config.legacy_consumer_version)
         self.events = queue.Queue()
         self.lock = threading.RLock()       # ownership state; commits take it too
         self.owned = {}                     # (t, p) -> thread id, claimed under self.session_id
