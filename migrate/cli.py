@@ -32,7 +32,7 @@ def _open(zookeeper, bootstrap, group):
     zk = zkmod.connect(resolve_zookeeper(zookeeper))
     gofs = None
     try:
-        gofs = GroupOffsets(zk, resolve_bootstrap(bootstrap), group)
+        gofs = GroupOffsets(zk, resolve_bootstrap(bootstrap, zk=zk), group)
         yield gofs
     finally:
         if gofs is not None:
@@ -145,7 +145,7 @@ def import_cmd(zookeeper, bootstrap, path, store, execute, force, as_json):
     result = {"file": path, "store": store, "execute": execute, "groups": {}}
     zk = zkmod.connect(resolve_zookeeper(zookeeper))
     try:
-        bs = resolve_bootstrap(bootstrap) if store == "kafka" else None
+        bs = resolve_bootstrap(bootstrap, zk=zk) if store == "kafka" else None
         for group in data:
             transfer.check_no_live_members(zk, group, force, "import")
         for group, offs in sorted(data.items()):

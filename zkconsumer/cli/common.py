@@ -61,13 +61,21 @@ def resolve_zookeeper(value, directory=None):
     return _resolve(value, ZK_ENV, "zookeeper_connect", "ZooKeeper", "--zookeeper HOST:PORT[/chroot]", directory)
 
 
-def resolve_bootstrap(value, directory=None):
-    """--bootstrap-server, else $KAFKA_BOOTSTRAP, else the running local cluster's broker."""
+def resolve_bootstrap(value, directory=None, zk=None):
+    """--bootstrap-server, else $KAFKA_BOOTSTRAP, else the brokers registered in ZooKeeper (``zk``, the ZooKeeper
+    the command works on: the legacy tools needed only --zookeeper), else the running local cluster's broker."""
+    if not value and not os.environ.get(KAFKA_ENV) and zk is not None:
+        from .. import zk as zkmod
+        try:
+            return zkmod.bootstrap_from_zk(zk)
+        except ZkConsumerError:
+            pass  # no broker registered there: fall through to the local cluster / the error
     return _resolve(value, KAFKA_ENV, "bootstrap_servers", "Kafka broker", "--bootstrap-server HOST:PORT", directory)
 
 
 zookeeper_option = click.option("--zookeeper", "zookeeper", metavar="HOST:PORT[,...][/CHROOT]", default=None,
                                 help="ZooKeeper connect string [default: $ZK_CONNECT or the local cluster].")
 bootstrap_option = click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT", default=None,
-                                help="Kafka bootstrap servers [default: $KAFKA_BOOTSTRAP or the local cluster].")
+                                help="Kafka bootstrap servers [default: $KAFKA_BOOTSTRAP, else the brokers "
+                                     "registered in ZooKeeper, else the local cluster].")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")

@@ -50,7 +50,7 @@ def describe_cmd(group, zookeeper, bootstrap, no_log_end, as_json):
     zk = _zk(zookeeper)
     try:
         lib.require_group(zk, group)  # a missing group is reported before anything else is resolved
-        rows = lib.describe(zk, group, None if no_log_end else resolve_bootstrap(bootstrap))
+        rows = lib.describe(zk, group, None if no_log_end else resolve_bootstrap(bootstrap, zk=zk))
     finally:
         zkmod.close(zk)
     if as_json:
