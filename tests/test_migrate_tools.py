@@ -3,6 +3,7 @@ verify, plan, status, and the dual read picking the larger offset in a real cons
 import glob
 import json
 import os
+import time
 
 from kafka import KafkaConsumer
 
@@ -227,5 +228,37 @@ def test_cutover(services, zk, unique, tmp_path):
         assert ks.fetch(parts) == {(topic, 0): 9, (topic, 1): 4}
         code, out, _ = zkmigrate_json(services, "cutover", "--group", g, expect=0)
         assert out["to_copy"] == {}
+    finally:
+        ks.close()
+
+
+def test_cutover_then_a_broker_coordinated_consumer_resumes_exactly(services, zk, unique, tmp_path):
+    """After cutover a Kafka-coordinated consumer (KafkaConsumer(group_id=...)) starts exactly at the offsets the
+    ZooKeeper group had committed; the broker-side group is seen Stable while it polls and Empty after it left."""
+    from consumer_helpers import produce_tracked
+    topic = services.create_topic(unique("co2"), 2)
+    produce_tracked(services.bootstrap_servers, topic, 40, partitions=2, tag="co2")  # offsets 0..19 each
+    g = unique("g-co2")
+    zs, ks = _stores(services, zk, g)
+    try:
+        zs.commit({(topic, 0): 7, (topic, 1): 13}).raise_for_errors()
+        code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                      expect=0)
+        assert out["ready"] is True
+        kc = KafkaConsumer(topic, bootstrap_servers=services.bootstrap_servers, group_id=g, enable_auto_commit=False,
+                           auto_offset_reset="none", session_timeout_ms=6000, heartbeat_interval_ms=1000)
+        try:
+            first = {}
+            deadline = time.monotonic() + 30
+            while len(first) < 2 and time.monotonic() < deadline:
+                for tp, recs in kc.poll(500).items():
+                    first.setdefault(tp.partition, recs[0].offset)
+            assert first == {0: 7, 1: 13}, first
+            code, st, _ = zkmigrate_json(services, "status", "--group", g, expect=None)
+            assert st["broker_group"]["state"] == "Stable" and st["broker_group"]["members"], st["broker_group"]
+        finally:
+            kc.close(autocommit=False)
+        wait_until(lambda: zkmigrate_json(services, "status", "--group", g, expect=None)[1]["broker_group"]["state"]
+                   == "Empty", 30, "broker-side group Empty after its member left")
     finally:
         ks.close()
