@@ -43,6 +43,9 @@ def format_jsonl(msg):
     key, kenc = _text(msg.key)
     value, venc = _text(msg.value)
     out = {"topic": msg.topic, "partition": msg.partition, "offset": msg.offset, "key": key, "value": value}
+    headers = getattr(msg, "headers", None)
+    if headers:  # record headers (message format v2), values as text or base64 like key and value
+        out["headers"] = [[k, _text(v)[0]] for k, v in headers]
     if kenc or venc:
         out["encoding"] = "base64"
         if kenc != venc:  # one is text, the other not: say which
