@@ -57,6 +57,7 @@ class FetcherThread(threading.Thread):
         self._stopped = False
         self._apply_error = None
         self._last_range_check = 0.0
+        self._range_suspects = {}   # tp -> position found out of range by ListOffsets at the last check
 
     # -- called by the rebalancer ------------------------------------------------------------------------------
     def assign(self, generation, work, timeout=30.0):
@@ -193,14 +194,20 @@ class FetcherThread(threading.Thread):
                     break  # assignment changing: the rest of this poll is dropped (it will be re-fetched)
 
     def _check_out_of_range(self):
-        """A position beyond the high watermark the broker reported is out of range (reference §4.5): apply
-        auto.offset.reset. Real brokers answer such fetches with OFFSET_OUT_OF_RANGE (kafka-python then resets by
-        itself); some Kafka-protocol brokers (tansu 0.6) just return nothing, so check, at most once a second."""
+        """Apply auto.offset.reset to a position the log no longer (or not yet) has, when the broker did not say so.
+
+        A real broker answers a fetch outside the log with OFFSET_OUT_OF_RANGE and kafka-python resets by itself;
+        some Kafka-protocol brokers (tansu 0.6) return nothing. A high watermark alone is no proof: right after a
+        leader election the new leader's watermark can lag the old one (KIP-207, KAFKA-2334), and resetting then
+        would skip (largest) or replay (smallest) a caught-up partition. So a position counts as out of range only
+        when a fresh ListOffsets (earliest and latest, from the current leader) says so twice, at least a second
+        apart, with the position unchanged; checked at most once a second, only while fetches return nothing."""
         now = time.monotonic()
         if now - self._last_range_check < 1.0 or self._consumer is None:
             return
         self._last_range_check = now
         consumer = self._consumer
+        suspects = {}
         for tp in list(self._assignment):
             try:
                 hw = consumer.highwater(tp)
@@ -208,14 +215,31 @@ class FetcherThread(threading.Thread):
             except Exception:
                 continue
             if hw is not None and pos is not None and pos > hw:
-                reset = self.config.auto_offset_reset
-                log.error("Current offset %d for partition [%s,%d] out of range (log end %d); resetting to the %s "
-                          "offset (auto.offset.reset=%s)", pos, tp.topic, tp.partition, hw,
-                          "earliest" if reset == "smallest" else "latest", reset)
-                if reset == "smallest":
-                    consumer.seek_to_beginning(tp)
-                else:
-                    consumer.seek_to_end(tp)
+                suspects[tp] = pos
+        confirmed = {}
+        if suspects:
+            try:
+                latest = consumer.end_offsets(list(suspects))
+                earliest = consumer.beginning_offsets(list(suspects))
+            except Exception as e:  # e.g. OFFSET_NOT_AVAILABLE while a new leader's watermark catches up
+                log.info("cannot confirm the log range of %s yet: %s", sorted(map(tuple, suspects)), e)
+                latest = earliest = {}
+            for tp, pos in suspects.items():
+                if tp in latest and tp in earliest and not earliest[tp] <= pos <= latest[tp]:
+                    confirmed[tp] = (pos, earliest[tp], latest[tp])
+        previous, self._range_suspects = self._range_suspects, {tp: v[0] for tp, v in confirmed.items()}
+        for tp, (pos, first, last) in confirmed.items():
+            if previous.get(tp) != pos:
+                continue  # seen once: confirm on the next check
+            reset = self.config.auto_offset_reset
+            log.error("Current offset %d for partition [%s,%d] out of range (log %d..%d); resetting to the %s "
+                      "offset (auto.offset.reset=%s)", pos, tp.topic, tp.partition, first, last,
+                      "earliest" if reset == "smallest" else "latest", reset)
+            if reset == "smallest":
+                consumer.seek_to_beginning(tp)
+            else:
+                consumer.seek_to_end(tp)
+            self._range_suspects.pop(tp, None)
 
     def _put(self, q, chunk):
         while not self._changing():
