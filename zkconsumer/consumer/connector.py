@@ -197,7 +197,12 @@ class ZookeeperConsumerConnector:
             n = int(thread_id.rsplit("-", 1)[1])
             key = n if self._wildcard else (tp[0], n)
             work[tp] = (offset, self._queues[key])
-        self.fetchers.assign(self.generation.value, work)
+        resets = self.fetchers.assign(self.generation.value, work) or {}
+        for tp, off in resets.items():
+            # the reset point counts as consumed (unless a record was handed out already): the next commit
+            # records it, so a restart does not reset again and skip what was produced meanwhile
+            self.positions.setdefault(tp, off)
+        return resets
 
     def listener_call(self, name, partitions):
         try:

@@ -58,6 +58,7 @@ class FetcherThread(threading.Thread):
         self._apply_error = None
         self._last_range_check = 0.0
         self._range_suspects = {}   # tp -> position found out of range by ListOffsets at the last check
+        self.resets = {}            # (t, p) -> offset auto.offset.reset chose at the last assignment
 
     # -- called by the rebalancer ------------------------------------------------------------------------------
     def assign(self, generation, work, timeout=30.0):
@@ -75,6 +76,7 @@ class FetcherThread(threading.Thread):
         error, self._apply_error = self._apply_error, None
         if error is not None:  # e.g. brokers unreachable: the rebalance attempt fails and is retried
             raise error
+        return dict(self.resets) if work else {}
 
     def shutdown(self):
         with self._lock:
@@ -106,6 +108,7 @@ class FetcherThread(threading.Thread):
                     consumer.seek_to_beginning(*seek_begin)
                 if seek_end:
                     consumer.seek_to_end(*seek_end)
+                self._resolve_resets(consumer, seek_begin + seek_end)
             elif self._consumer is not None:
                 self._consumer.assign([])
             self._assignment = {tp: q for tp, (_, q) in work.items()}
@@ -116,6 +119,23 @@ class FetcherThread(threading.Thread):
             self._apply_error = e
         finally:
             done.set()
+
+    def _resolve_resets(self, consumer, tps):
+        """The offsets auto.offset.reset chose (ListOffsets now, not lazily at the first fetch), so the connector
+        can count them as consumed and commit them, as the Scala consumer did (kafka 1.1.1
+        core/src/main/scala/kafka/consumer/ConsumerFetcherThread.scala handleOffsetOutOfRange, and
+        PartitionTopicInfo.resetConsumeOffset): a message produced to an empty partition while the group is down
+        is then delivered at the next start instead of being skipped by another reset to the end."""
+        self.resets = {}
+        for tp in tps:
+            try:
+                off = consumer.position(tp, timeout_ms=self.config.socket_timeout_ms)
+            except Exception as e:
+                log.warning("could not resolve the auto.offset.reset position of %s-%d yet: %s",
+                            tp.topic, tp.partition, e)
+                continue
+            if off is not None:
+                self.resets[(tp.topic, tp.partition)] = off
 
     def _ensure_consumer(self):
         if self._consumer is None:
@@ -270,13 +290,16 @@ class FetcherManager:
         return (hash(tp[0]) * 31 + tp[1]) % len(self.fetchers)
 
     def assign(self, generation, work):
-        """work: {(topic, partition): (offset or None, queue)}; {} stops every fetcher."""
+        """work: {(topic, partition): (offset or None, queue)}; {} stops every fetcher. Returns {(t, p): offset}
+        of the partitions auto.offset.reset positioned."""
         from kafka import TopicPartition
         split = [dict() for _ in self.fetchers]
         for (topic, partition), v in work.items():
             split[self._index((topic, partition))][TopicPartition(topic, partition)] = v
+        resets = {}
         for f, w in zip(self.fetchers, split):
-            f.assign(generation, w)
+            resets.update(f.assign(generation, w) or {})
+        return resets
 
     def stop_all(self, generation):
         """Stop every fetcher. Never raises: a fetcher that cannot apply "stop" (its client broken or its thread
