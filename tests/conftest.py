@@ -14,10 +14,11 @@ import uuid
 
 import pytest
 
+import service_selection
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.local import LocalCluster
 
-BROKER_ENV = "ZKCONSUMER_TEST_BROKER"
+BROKER_ENV = service_selection.BROKER_ENV
 
 
 class Services:
@@ -39,22 +40,30 @@ class Services:
 
 @pytest.fixture(scope="session")
 def services(tmp_path_factory):
-    zk, kafka = os.environ.get("ZK_CONNECT"), os.environ.get("KAFKA_BOOTSTRAP")
-    if bool(zk) != bool(kafka):
-        pytest.fail("set both ZK_CONNECT and KAFKA_BOOTSTRAP to use external services (only %s is set)"
-                    % ("ZK_CONNECT" if zk else "KAFKA_BOOTSTRAP"), pytrace=False)
-    if zk and kafka:
-        yield Services(zk, kafka)
+    try:
+        choice = service_selection.choose(os.environ)
+    except service_selection.SelectionError as e:
+        pytest.fail(str(e), pytrace=False)
+    if choice.kind == "external":
+        yield Services(choice.zookeeper_connect, choice.bootstrap_servers)
         return
-    kind = os.environ.get(BROKER_ENV, "kafka")
-    if kind not in ("kafka", "tansu"):
-        pytest.fail("%s=%s: choose kafka or tansu (or set ZK_CONNECT and KAFKA_BOOTSTRAP)" % (BROKER_ENV, kind),
-                    pytrace=False)
+    if choice.kind == "docker":
+        why = service_selection.docker_engine_answers()
+        if why is not None:
+            pytest.fail("%s=docker needs a Docker engine, and none answers (%s); use kafka (the embedded Apache "
+                        "Kafka) on machines without one" % (BROKER_ENV, why), pytrace=False)
+        docker = service_selection.DockerServices()
+        try:
+            zk_connect, bootstrap = docker.start()
+            yield Services(zk_connect, bootstrap)
+        finally:
+            docker.stop()
+        return
     cluster = LocalCluster(str(tmp_path_factory.mktemp("local-cluster")))
     try:
-        info = cluster.up(start_timeout=90, broker=kind)
+        info = cluster.up(start_timeout=90, broker=choice.kind)
     except ZkConsumerError as e:
-        pytest.fail("cannot start the test cluster (%s=%s): %s" % (BROKER_ENV, kind, e), pytrace=False)
+        pytest.fail("cannot start the test cluster (%s=%s): %s" % (BROKER_ENV, choice.kind, e), pytrace=False)
     try:
         yield Services(info["zookeeper_connect"], info["bootstrap_servers"], cluster)
     finally:
