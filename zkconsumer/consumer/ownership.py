@@ -7,7 +7,7 @@ rebalancer can wait for exactly those nodes to go instead of sleeping blindly.
 """
 import logging
 
-from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
 
 from ..layout import codecs, paths
 
@@ -82,23 +82,38 @@ def _owned_by(zk, group, topic, partition, thread_id):
         data, stat = zk.get(path)
     except NoNodeError:
         return False
-    return data == thread_id.encode() and stat.ephemeralOwner == zk.client_id[0]
+    return data == thread_id.encode() and bool(zk.client_id) and stat.ephemeralOwner == zk.client_id[0]
 
 
 def release(zk, group, partitions):
-    """Delete our owner nodes for the given (topic, partition)s; nodes already gone are ignored."""
-    partitions = sorted(partitions)
-    for chunk in _chunks(partitions):
+    """Delete OUR owner nodes for the given (topic, partition)s: only nodes whose ephemeral owner is the current
+    session (after a session expiry the old nodes died with it, and a node at the same path now is a successor's,
+    which must never be deleted). Nodes already gone are ignored."""
+    ours = owned_by_session(zk, group, partitions)
+    for chunk in _chunks(sorted(ours)):
         tx = zk.transaction()
-        for t, p in chunk:
-            tx.delete(paths.partition_owner_path(group, t, p))
+        for (t, p) in chunk:
+            tx.delete(paths.partition_owner_path(group, t, p), version=ours[(t, p)])
         results = tx.commit()
         if any(isinstance(r, Exception) for r in results):
             for t, p in chunk:  # some were already gone: delete the rest one by one
                 try:
-                    zk.delete(paths.partition_owner_path(group, t, p))
-                except NoNodeError:
+                    zk.delete(paths.partition_owner_path(group, t, p), version=ours[(t, p)])
+                except (NoNodeError, BadVersionError):
                     pass
+
+
+def owned_by_session(zk, group, partitions):
+    """{(t, p): node version} of the partitions whose owner node exists and belongs to zk's current session."""
+    session = zk.client_id[0] if zk.client_id else None
+    out = {}
+    if session is None:
+        return out
+    for t, p in partitions:
+        stat = zk.exists(paths.partition_owner_path(group, t, p))
+        if stat is not None and stat.ephemeralOwner == session:
+            out[(t, p)] = stat.version
+    return out
 
 
 def release_and_deregister(zk, group, partitions, registration_path):
@@ -106,13 +121,14 @@ def release_and_deregister(zk, group, partitions, registration_path):
     once and find every partition free (no claim conflict with a leaver that is still releasing)."""
     partitions = sorted(partitions)
     stat = zk.exists(registration_path)
-    if stat is None or stat.ephemeralOwner != zk.client_id[0]:
+    if stat is None or not zk.client_id or stat.ephemeralOwner != zk.client_id[0]:
         release(zk, group, partitions)  # the registration is not ours (any more): leave it alone
         return
     if len(partitions) < MAX_OPS:
+        ours = owned_by_session(zk, group, partitions)
         tx = zk.transaction()
-        for t, p in partitions:
-            tx.delete(paths.partition_owner_path(group, t, p))
+        for (t, p), version in sorted(ours.items()):
+            tx.delete(paths.partition_owner_path(group, t, p), version=version)
         tx.delete(registration_path)
         if not any(isinstance(r, Exception) for r in tx.commit()):
             return

@@ -33,6 +33,7 @@ import random
 import threading
 import time
 
+from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import KazooState
 
 from ..assignors import get_assignor
@@ -68,6 +69,7 @@ class Rebalancer(threading.Thread):
         self.start_offsets = {}             # (t, p) -> committed offset read at claim (None: auto.offset.reset)
         self.session_id = None
         self.fetching = False
+        self._verify_owners = False         # check our owner nodes at the next attempt (fence failure, audit)
         self.state = STARTING
         self.failures = 0
         self.stats = {"attempts": 0, "rebalances": 0, "failed_attempts": 0, "claim_waits": 0, "noop_attempts": 0,
@@ -150,6 +152,7 @@ class Rebalancer(threading.Thread):
             except queue.Empty:
                 if not dirty:  # periodic audit: a no-op attempt unless something drifted
                     dirty, attempt_at = True, time.monotonic()
+                    self._verify_owners = True
                 continue
             if kind == "stop":
                 break
@@ -249,8 +252,19 @@ class Rebalancer(threading.Thread):
         new = {tp: th for tp, th in glob.items()
                if th.startswith(prefix) and th[len(prefix):].isdigit()}
         if new == self.owned and self.fetching:
-            self.stats["noop_attempts"] += 1
-            return True
+            lost = self._lost_owner_nodes() if self._verify_owners else set()
+            self._verify_owners = False
+            if not lost:
+                self.stats["noop_attempts"] += 1
+                return True
+            # an owner node of ours is gone (deleted out of band) or not ours: our commits for it are fenced and a
+            # peer could claim it while we deliver. Stop, forget the partition and claim it again from the store.
+            log.warning("owner node(s) of %s missing or not ours: %s; claiming them again", self.consumer_id,
+                        ", ".join("%s-%d" % tp for tp in sorted(lost)))
+            for tp in lost:
+                del self.owned[tp]
+                self.start_offsets.pop(tp, None)
+                c.positions.pop(tp, None)
         self.stats["rebalances"] += 1
         # RELEASING
         self._set_state(RELEASING)
@@ -352,4 +366,19 @@ class Rebalancer(threading.Thread):
 
     def on_commit_result(self, result):
         if any(isinstance(e, OwnershipLostError) for e in getattr(result, "failed", {}).values()):
+            self._verify_owners = True
             self.request("ownership lost (commit fenced)")
+
+    def _lost_owner_nodes(self):
+        """Owned partitions whose owner node is missing, holds another thread id, or belongs to another session."""
+        session = self.zk.client_id[0] if self.zk.client_id else None
+        lost = set()
+        for (t, p), th in self.owned.items():
+            try:
+                data, stat = self.zk.get(paths.partition_owner_path(self.group, t, p))
+            except NoNodeError:
+                lost.add((t, p))
+                continue
+            if data != th.encode() or stat.ephemeralOwner != session:
+                lost.add((t, p))
+        return lost

@@ -1,0 +1,53 @@
+"""Owner nodes are ours to delete only, and a lost one is repaired (issue: data safety in the engine).
+
+* an owner node deleted out of band (an operator, a buggy tool): the member notices (its commits are fenced, or
+  the periodic audit) and claims the partition again within seconds; committed offsets advance again;
+* ``release`` never deletes an owner node of another session at the same path.
+"""
+import threading
+
+from consumer_helpers import BackgroundProducer, StreamCollector, connector, wait_until
+from zkconsumer import zk as zkmod
+from zkconsumer.consumer import ownership
+from zkconsumer.layout import paths
+
+
+def test_owner_node_deleted_out_of_band_is_claimed_again(services, zk, unique, conns):
+    g, t = unique("own"), services.create_topic(unique("own"), 2)
+    conn = connector(services, g)
+    conns.append(conn)
+    [stream] = conn.create_message_streams({t: 1})[t]
+    col = StreamCollector(stream)
+    col.start()
+    wait_until(lambda: len(conn.owned_partitions()) == 2, 20, message="both partitions owned")
+    producer = BackgroundProducer(services.bootstrap_servers, t, 2, batch=2, pause=0.05, tag="own")
+    producer.start()
+    try:
+        path = paths.partition_owner_path(g, t, 0)
+        wait_until(lambda: zk.exists(paths.partition_offset_path(g, t, 0)), 10, message="first commit")
+        zk.delete(path)  # out of band
+        wait_until(lambda: zk.exists(path) is not None and zk.exists(path).ephemeralOwner == conn.zk.client_id[0],
+                   15, message="the owner node claimed again by the member")
+        before = int(zk.get(paths.partition_offset_path(g, t, 0))[0])
+        wait_until(lambda: int(zk.get(paths.partition_offset_path(g, t, 0))[0]) > before, 15,
+                   message="commits for the partition advance again")
+    finally:
+        produced = producer.stop()
+    want = {(t, p, o) for p, o, _ in produced}
+    wait_until(lambda: want <= set(col.seen(t)), 20, message="nothing lost")
+
+
+def test_release_never_deletes_another_sessions_node(services, zk, unique):
+    g, t = unique("rel"), "t"
+    mine = zkmod.connect(services.zookeeper_connect)
+    other = zkmod.connect(services.zookeeper_connect)
+    try:
+        ours, theirs = paths.partition_owner_path(g, t, 0), paths.partition_owner_path(g, t, 1)
+        mine.create(ours, b"me-0", ephemeral=True, makepath=True)
+        other.create(theirs, b"successor-0", ephemeral=True, makepath=True)
+        ownership.release(mine, g, [(t, 0), (t, 1)])
+        assert zk.exists(ours) is None
+        assert zk.exists(theirs) is not None and zk.get(theirs)[0] == b"successor-0"
+    finally:
+        zkmod.close(mine)
+        zkmod.close(other)
