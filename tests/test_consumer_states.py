@@ -164,3 +164,36 @@ def test_registration_of_our_own_old_session_is_waited_out(services, zk, unique,
     finally:
         if old.poll() is None:
             old.kill()
+
+
+def test_shutdown_while_zookeeper_is_unreachable_is_bounded(own, unique, conns, procs):
+    """ZooKeeper frozen (SIGSTOP): shutdown() of an in-process member and SIGTERM of a `zkconsumer consume` process
+    both finish within a bound and say what they could not do (no TypeError, no hang until ZooKeeper returns)."""
+    from consumer_helpers import CliConsumer
+    t = own.create_topic(unique("shut"), 2)
+    conn = make(own.zookeeper_connect, unique("g"), conns, zookeeper_session_timeout_ms=20000,
+                zookeeper_connection_timeout_ms=3000)
+    [stream] = conn.create_message_streams({t: 1})[t]
+    cli = CliConsumer(own, unique("g"), [t], consumer_id="cli",
+                      props={"zookeeper.session.timeout.ms": "20000", "zookeeper.connection.timeout.ms": "3000"})
+    procs.append(cli)
+    wait_until(lambda: conn.state == "IDLE" and len(conn.owned_partitions()) == 2 and cli.events, 30,
+               message="both members assigned")
+    produce_tracked(own.bootstrap_servers, t, 10, partitions=2, tag="shut")
+    wait_until(lambda: len(cli.seen(t)) == 10, 20, message="the CLI member consumed")
+    next(stream)  # the in-process member consumed something: it has an offset to commit
+    own.freeze("zookeeper")
+    try:
+        t0 = time.monotonic()
+        conn.shutdown()
+        took = time.monotonic() - t0
+        cli.proc.send_signal(signal.SIGTERM)
+        rc = cli.proc.wait(30)
+        cli_took = time.monotonic() - t0 - took
+    finally:
+        own.thaw("zookeeper")
+    cli.join_readers()
+    assert took < 3 * 3.0 + 5, "shutdown() took %.1f s with ZooKeeper unreachable" % took
+    assert cli_took < 3 * 3.0 + 10 and rc == 0, (cli_took, rc, cli.describe())
+    assert any("shutdown:" in line for line in cli.log), cli.describe()
+    assert not any("Traceback" in line for line in cli.log), cli.describe()

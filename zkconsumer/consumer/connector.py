@@ -256,37 +256,50 @@ class ZookeeperConsumerConnector:
 
     # -- shutdown ----------------------------------------------------------------------------------------------
     def shutdown(self):
-        """Stop fetching, commit (auto-commit), release owner nodes, delete the registration, end the streams."""
+        """Stop fetching, commit (auto-commit), release owner nodes, delete the registration, end the streams.
+
+        Bounded: each ZooKeeper step gets at most ``shutdown_bound_s()`` (ZooKeeper may be unreachable; owner nodes
+        and the registration then vanish with the session, and what could not be committed is said in the log).
+        """
         with self._shutdown_lock:
             if self._closed:
                 return
             self._closed = True
         self._stopped.set()
         rb = self.rebalancer
+        bound = self.shutdown_bound_s()
+        leaving = []
         try:
             if rb is not None:
                 rb.stop()
-                rb.join(30)
+                rb.join(bound)
                 self.zk.remove_listener(rb.session_listener)
                 with rb.lock:
                     self.stop_delivery()
-                    if self.config.auto_commit_enable and rb.owned and rb.session_id == self.zk.client_id[0]:
-                        try:
-                            self.commit_partitions(list(rb.owned))
-                        except Exception as e:
-                            log.warning("commit at shutdown failed: %s", e)
                     leaving = list(rb.owned)
-                    if leaving:
-                        self.listener_call("on_revoke", set(leaving))
+                    session = self.zk.client_id[0] if self.zk.connected and self.zk.client_id else None
+                    can_write = session is not None and rb.session_id == session
+                if self.config.auto_commit_enable and leaving:
+                    if can_write:
+                        self._bounded("committing %d partition(s)" % len(leaving),
+                                      lambda: self.commit_partitions(leaving), bound)
+                    else:
+                        log.warning("shutdown: ZooKeeper is unreachable or the session changed: the consumed offsets "
+                                    "of %d partition(s) were not committed (messages delivered since the last "
+                                    "commit will be delivered again)", len(leaving))
+                if leaving:
+                    self.listener_call("on_revoke", set(leaving))
+                with rb.lock:
                     rb.owned.clear()
             if self.registration is not None:
-                try:
-                    from .ownership import release_and_deregister
-                    reg_path = paths.consumer_registration_path(self.group, self.consumer_id)
-                    release_and_deregister(self.zk, self.group, leaving if rb is not None else [], reg_path)
-                except Exception as e:
-                    log.warning("releasing owner nodes / deleting the registration failed (they vanish with the "
-                                "session): %s", e)
+                from .ownership import release_and_deregister
+                reg_path = paths.consumer_registration_path(self.group, self.consumer_id)
+                if self.zk.connected:
+                    self._bounded("releasing owner nodes and the registration",
+                                  lambda: release_and_deregister(self.zk, self.group, leaving, reg_path), bound)
+                else:
+                    log.warning("shutdown: ZooKeeper is unreachable: the owner nodes and the registration vanish "
+                                "when the session expires (zookeeper.session.timeout.ms)")
         finally:
             for q in self._queues.values():
                 try:
@@ -303,9 +316,35 @@ class ZookeeperConsumerConnector:
             try:
                 self.offset_store.close()
             finally:
-                zkmod.close(self.zk)
+                self._bounded("closing the ZooKeeper session", lambda: zkmod.close(self.zk), bound)
             if self._commit_thread is not None:
                 self._commit_thread.join(5)
+
+    def shutdown_bound_s(self):
+        """Seconds each ZooKeeper step of shutdown() may take: zookeeper.connection.timeout.ms, at most 10."""
+        return min(10.0, self.config.zookeeper_connection_timeout_ms / 1000.0)
+
+    @staticmethod
+    def _bounded(what, fn, seconds):
+        """Run fn on a helper thread; give up waiting after `seconds` (logged). True if it finished without error."""
+        done, errors = threading.Event(), []
+
+        def run():
+            try:
+                fn()
+            except Exception as e:
+                errors.append(e)
+            finally:
+                done.set()
+        threading.Thread(target=run, daemon=True, name="zkconsumer-shutdown").start()
+        if not done.wait(seconds):
+            log.warning("shutdown: %s did not finish within %.0f s (ZooKeeper unreachable?); going on without it",
+                        what, seconds)
+            return False
+        if errors:
+            log.warning("shutdown: %s failed: %s", what, errors[0])
+            return False
+        return True
 
     def shutdown_streams(self):
         """End every stream's iteration without shutting down (signal-safe); call shutdown() afterwards."""
