@@ -74,7 +74,7 @@ def plan_batch(options) -> BatchPlan:
             stored = store.fetch(tps)
         finally:
             store.close()
-        probe = LogEndProbe(bootstrap)
+        probe = LogEndProbe(bootstrap, from_fetch=opts.log_end_from_fetch)
         overrides = opts.starting if isinstance(opts.starting, dict) else None
         start = resolve_start(stored, tps, opts.default_reset(streaming=False), probe, overrides)
         ends = probe.log_ends(tps)

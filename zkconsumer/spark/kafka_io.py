@@ -1,11 +1,10 @@
 """Kafka access of the source through kafka-python (no JVM Kafka client is available here).
 
-* :class:`LogEndProbe` (driver): the log end of many partitions as the *high watermark of a fetch response*.
-  ``ListOffsets(latest)`` is what every Kafka client uses and is exact on Apache Kafka, where it equals the high
-  watermark; some brokers (tansu, the test broker) answer it with the base offset of the last batch + 1 after
-  multi-record produce batches.  The probe seeks each partition to ``max(ListOffsets(latest), last known end)``
-  (never beyond the log end) and polls once with a tiny fetch size, reading the high watermark every fetch response
-  carries; on Apache Kafka this returns the same number as ListOffsets.
+* :class:`LogEndProbe` (driver): the log end of many partitions: ``ListOffsets(latest)``, what every Kafka client
+  uses, exact on Apache Kafka (the high watermark). With ``logEnd=fetch`` (``from_fetch``) it is instead the *high
+  watermark of a fetch response*, for brokers that answer ListOffsets wrongly (tansu 0.6 gives the base offset of
+  the last batch + 1 after multi-record produce batches): the probe seeks each partition to ``max(ListOffsets
+  (latest), last known end)`` and polls once with a tiny fetch size.
 * :func:`read_range` (executor): one KafkaConsumer per task, ``assign`` + ``seek`` + ``poll`` until the position
   reaches ``end``, a wall-clock deadline, records ``>= end`` trimmed, rows yielded as ``pyarrow.RecordBatch``.
 """
@@ -42,13 +41,14 @@ def _consumer(bootstrap, **kw):
 class LogEndProbe:
     """Driver-side helper holding one KafkaConsumer (created lazily; never pickled)."""
 
-    def __init__(self, bootstrap):
+    def __init__(self, bootstrap, from_fetch=False):
         self.bootstrap = bootstrap
+        self.from_fetch = from_fetch
         self._c = None
         self._known: Dict[TP, int] = {}
 
     def __getstate__(self):
-        return {"bootstrap": self.bootstrap, "_c": None, "_known": {}}
+        return {"bootstrap": self.bootstrap, "from_fetch": self.from_fetch, "_c": None, "_known": {}}
 
     def _client(self):
         if self._c is None:
@@ -80,6 +80,10 @@ class LogEndProbe:
             return {}
         c = self._client()
         ktps = [TopicPartition(t, p) for t, p in tps]
+        if not self.from_fetch:
+            ends = {(k.topic, k.partition): v for k, v in c.end_offsets(ktps).items()}
+            self._known.update(ends)
+            return ends
         c.assign(ktps)
         listed = c.end_offsets(ktps)
         state = getattr(getattr(c, "_subscription", None), "assignment", None)

@@ -19,7 +19,8 @@ from ..layout.names import validate_topic
 
 # our option name (as documented) -> lower-case key Spark hands us
 SOURCE_OPTIONS = ("subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "maxOffsetsPerTrigger",
-                  "failOnDataLoss", "kafka.bootstrap.servers", "kafkaConsumer.pollTimeoutMs", "arrowBatchSize")
+                  "failOnDataLoss", "kafka.bootstrap.servers", "kafkaConsumer.pollTimeoutMs", "arrowBatchSize",
+                  "logEnd")
 _LOWER = {k.lower(): k for k in SOURCE_OPTIONS}
 _CONSUMER_KEYS = {k.lower(): k for k in KNOWN_KEYS}
 
@@ -41,6 +42,7 @@ class SourceOptions:
     fail_on_data_loss: bool
     poll_timeout_ms: int
     arrow_batch_size: int
+    log_end_from_fetch: bool = False         # logEnd=fetch: brokers whose ListOffsets(latest) is wrong (tansu)
 
     @property
     def consumer_config(self) -> ConsumerConfig:
@@ -167,4 +169,13 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         fail_on_data_loss=_bool("failOnDataLoss", src.get("failOnDataLoss", "true")),
         poll_timeout_ms=_pos_int("kafkaConsumer.pollTimeoutMs", src.get("kafkaConsumer.pollTimeoutMs", "120000")),
         arrow_batch_size=_pos_int("arrowBatchSize", src.get("arrowBatchSize", "20000")),
+        log_end_from_fetch=_log_end(src.get("logEnd", "listOffsets")),
     )
+
+
+def _log_end(value):
+    v = str(value).strip().lower()
+    if v not in ("listoffsets", "fetch"):
+        raise ConfigError("logEnd", value, "listOffsets (ListOffsets(latest), exact on Apache Kafka) or fetch (the "
+                          "high watermark of a fetch response, for brokers whose ListOffsets is wrong, e.g. tansu)")
+    return v == "fetch"

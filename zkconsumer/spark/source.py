@@ -135,7 +135,7 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _get_probe(self):
         if self._probe is None:
             from .kafka_io import LogEndProbe
-            self._probe = LogEndProbe(self._get_bootstrap())
+            self._probe = LogEndProbe(self._get_bootstrap(), from_fetch=self.opts.log_end_from_fetch)
         return self._probe
 
     def _ownership(self):
