@@ -274,7 +274,7 @@ class Rebalancer(threading.Thread):
         if leaving:
             if self.config.auto_commit_enable:
                 c.commit_partitions(leaving)
-            c.listener_call("on_revoke", set(leaving))
+            self._hook("on_revoke", set(leaving))
             ownership.release(self.zk, self.group, leaving)
             for tp in leaving:
                 del self.owned[tp]
@@ -311,7 +311,7 @@ class Rebalancer(threading.Thread):
                 self.start_offsets[tp] = off if off is not None and off >= 0 else None
                 if self.start_offsets[tp] is not None:
                     c.positions[tp] = self.start_offsets[tp]
-        c.listener_call("on_assign", set(self.owned))
+        self._hook("on_assign", set(self.owned))
         c.start_delivery({tp: (c.positions.get(tp, self.start_offsets.get(tp)), th)
                           for tp, th in self.owned.items()})
         self.fetching = True
@@ -337,6 +337,17 @@ class Rebalancer(threading.Thread):
         with self.lock:
             self.c.stop_delivery()
             self.fetching = False
+
+    def _hook(self, name, partitions):
+        """Call a listener hook WITHOUT holding the ownership lock (held once by the attempt), so that a hook may
+        wait for application threads that call commit_offsets() (the documented on_revoke pattern: finish the
+        work in flight, commit it, then let the partitions go). Delivery has stopped, and only this thread changes
+        ownership, so what a commit sees meanwhile is consistent."""
+        self.lock.release()
+        try:
+            self.c.listener_call(name, partitions)
+        finally:
+            self.lock.acquire()
 
     def _revoke_lost(self):
         log.warning("ZK expired; release old broker parition ownership; re-register consumer %s",
