@@ -51,3 +51,27 @@ def test_release_never_deletes_another_sessions_node(services, zk, unique):
     finally:
         zkmod.close(mine)
         zkmod.close(other)
+
+
+def test_a_long_claim_conflict_keeps_one_watch_per_owner_node(services, zk, unique, conns):
+    """A partition held by a foreign live owner node: the member retries its claim again and again (a wait, not a
+    failure), and every retry must not add another watcher for that node."""
+    import time
+    g, t = unique("watch"), services.create_topic(unique("watch"), 1)
+    squatter = zkmod.connect(services.zookeeper_connect)
+    try:
+        path = paths.partition_owner_path(g, t, 0)
+        squatter.create(path, b"somebody-else-0", ephemeral=True, makepath=True)
+        conn = connector(services, g, **{"rebalance.backoff.ms": "50"})
+        conns.append(conn)
+        threading.Thread(target=lambda: conn.create_message_streams({t: 1}), daemon=True).start()
+        wait_until(lambda: conn.rebalancer is not None and conn.rebalancer.stats["claim_waits"] >= 10, 30,
+                   message="ten claim waits")
+        time.sleep(0.5)
+        watchers = conn.zk._data_watchers.get(path, set())  # kazoo's registry of data watchers per path
+        assert len(watchers) == 1, "%d watchers on %s after %d claim waits" % (
+            len(watchers), path, conn.rebalancer.stats["claim_waits"])
+        squatter.delete(path)
+        wait_until(lambda: len(conn.owned_partitions()) == 1, 20, message="claimed once the squatter left")
+    finally:
+        zkmod.close(squatter)

@@ -291,7 +291,7 @@ class Rebalancer(threading.Thread):
             self._conflicted = True
             for t, p in conflicts:  # wake up as soon as a conflicting owner lets go
                 path = paths.partition_owner_path(self.group, t, p)
-                st = self.zk.exists(path, watch=lambda e: self.events.put(("owner_deleted", e.path)))
+                st = self.zk.exists(path, watch=self._on_owner_event)  # one watcher per path, however often
                 if st is not None and st.ephemeralOwner == 0:
                     # consumers only ever create ephemeral owner nodes: a persistent one belongs to no live member
                     # and would never go away by itself (the claim would wait forever)
@@ -337,6 +337,11 @@ class Rebalancer(threading.Thread):
         with self.lock:
             self.c.stop_delivery()
             self.fetching = False
+
+    def _on_owner_event(self, event):
+        """Data watch on a conflicting owner node. One bound method for every path and wait, so kazoo keeps ONE
+        watcher per path (a new lambda per retry piled up thousands during a long conflict)."""
+        self.events.put(("owner_deleted", event.path))
 
     def _hook(self, name, partitions):
         """Call a listener hook WITHOUT holding the ownership lock (held once by the attempt), so that a hook may
