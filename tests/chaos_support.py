@@ -13,7 +13,7 @@ import os
 import signal
 import time
 
-from consumer_helpers import CliConsumer, wait_until
+from consumer_helpers import CliConsumer
 from zkconsumer.local import LocalCluster
 
 TOL = 1.0   # seconds: skew allowed between a consumer's stdout and stderr pipes as the test reads them
@@ -302,3 +302,17 @@ class OwnCluster:
 
     def down(self):
         self.cluster.down()
+
+
+def own_cluster_fixture(name, **up_kw):
+    """A module-scoped pytest fixture yielding an OwnCluster started in a fresh directory and stopped afterwards."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def fixture(tmp_path_factory):
+        cluster = OwnCluster(str(tmp_path_factory.mktemp(name)), **up_kw)
+        try:
+            yield cluster
+        finally:
+            cluster.down()
+    return fixture

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from chaos_support import OwnCluster, TimedConsumer
+from chaos_support import TimedConsumer, own_cluster_fixture
 from consumer_helpers import BackgroundProducer, group_members, produce_tracked, wait_for_assignment, wait_until
 from zkconsumer import zk as zkmod
 from zkconsumer.layout import paths
@@ -22,13 +22,7 @@ PROPS = {"zookeeper.session.timeout.ms": str(SESSION_MS), "auto.commit.interval.
          "rebalance.backoff.ms": "200", "zookeeper.suspended.grace.ms": "1000", "refresh.leader.backoff.ms": "200"}
 
 
-@pytest.fixture(scope="module")
-def own(tmp_path_factory):
-    cluster = OwnCluster(str(tmp_path_factory.mktemp("chaos-own-cluster")))
-    try:
-        yield cluster
-    finally:
-        cluster.down()
+own = own_cluster_fixture("chaos-own-cluster")
 
 
 @pytest.fixture

@@ -14,9 +14,8 @@ import subprocess
 import sys
 import time
 
-import pytest
 
-from chaos_support import OwnCluster
+from chaos_support import own_cluster_fixture
 from consumer_helpers import FAST_PROPS, BackgroundProducer, StreamCollector, produce_tracked, wait_until
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer import ZookeeperConsumerConnector
@@ -74,13 +73,7 @@ def test_degraded_keeps_retrying_and_recovers(services, zk, unique, conns):
         zk.delete(chroot, recursive=True)
 
 
-@pytest.fixture(scope="module")
-def own(tmp_path_factory):
-    cluster = OwnCluster(str(tmp_path_factory.mktemp("states-own-cluster")))
-    try:
-        yield cluster
-    finally:
-        cluster.down()
+own = own_cluster_fixture("states-own-cluster")
 
 
 def test_suspended_pauses_delivery_after_the_grace(own, unique, conns):

@@ -10,18 +10,12 @@ import time
 
 import pytest
 
-from chaos_support import OwnCluster
+from chaos_support import own_cluster_fixture
 from consumer_helpers import CliConsumer, produce_tracked, wait_for_assignment, wait_until
 from zkconsumer import zk as zkmod
 
 
-@pytest.fixture(scope="module")
-def kraft(tmp_path_factory):
-    cluster = OwnCluster(str(tmp_path_factory.mktemp("kraft-cluster")), broker="kraft")
-    try:
-        yield cluster
-    finally:
-        cluster.down()
+kraft = own_cluster_fixture("kraft-cluster", broker="kraft")
 
 
 @pytest.fixture

@@ -7,22 +7,15 @@ of two ``zkconsumer consume`` members splits it by the range assignor and delive
 """
 import json
 
-import pytest
 
-from chaos_support import OwnCluster
+from chaos_support import own_cluster_fixture
 from consumer_helpers import CliConsumer, produce_tracked, wait_for_assignment, wait_until
 from zkconsumer import zk as zkmod
 
 TANSU_BROKER_ID = 111
 
 
-@pytest.fixture(scope="module")
-def tansu(tmp_path_factory):
-    cluster = OwnCluster(str(tmp_path_factory.mktemp("tansu-cluster")), broker="tansu")
-    try:
-        yield cluster
-    finally:
-        cluster.down()
+tansu = own_cluster_fixture("tansu-cluster", broker="tansu")
 
 
 def test_group_consumes_on_tansu_through_the_registry_mirror(tansu, unique, procs):
