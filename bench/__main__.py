@@ -28,7 +28,8 @@ def main(argv=None):
     import logging
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("kafka").setLevel(logging.CRITICAL)  # clients still retrying after the cluster stops
-    log = lambda msg: print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
+    def log(msg):
+        print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
     results = []
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="zkconsumer-bench-") as tmp:

@@ -118,7 +118,7 @@ def export(zookeeper, bootstrap, group, store, output, topics, as_json):
     lines = format_offsets(gofs.group, offs)
     if output:
         with open(output, "w") as f:
-            f.write("".join(l + "\n" for l in lines))
+            f.write("".join(line + "\n" for line in lines))
     if as_json:
         emit_json({"group": gofs.group, "store": store, "output": output, "count": len(lines),
                    "offsets": {_tp(tp): o for tp, o in sorted(offs.items())}})
@@ -126,8 +126,8 @@ def export(zookeeper, bootstrap, group, store, output, topics, as_json):
         click.echo("exported %d offset(s) of group %s from %s to %s" % (len(lines), gofs.group, store, output),
                    err=True)
     else:
-        for l in lines:
-            click.echo(l)
+        for line in lines:
+            click.echo(line)
 
 
 @cli.command("import")

@@ -32,7 +32,7 @@ def test_groups_commands(services, zk, unique, tmp_path):
                                 expect=0)
         lines = out.splitlines()
         assert lines[0].split() == ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID"]
-        assert len(lines) == 4 and all(l.split()[0] == topic for l in lines[1:])
+        assert len(lines) == 4 and all(line.split()[0] == topic for line in lines[1:])
         code, out, _ = zkgroups(services, "owners", g, "--json", *zkopt, expect=0)
         own = json.loads(out)
         assert len(own["members"]) == 1 and len(own["owners"]) == 3

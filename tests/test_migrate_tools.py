@@ -1,7 +1,6 @@
 """zkmigrate tools against the real ZooKeeper + broker: export/import, copy (no rewind, backup, idempotent),
 verify, plan, status, and the dual read picking the larger offset in a real consumer process."""
 import glob
-import json
 import os
 import time
 

@@ -1,6 +1,5 @@
 """zkconsumer.spark: the PySpark data source against real ZooKeeper + broker, in one local[2] SparkSession."""
 import json
-import os
 import subprocess
 import sys
 import time
@@ -9,7 +8,6 @@ import pytest
 
 pytestmark = pytest.mark.spark
 
-from zkconsumer import zk as zkmod  # noqa: E402
 from zkconsumer.layout import paths  # noqa: E402
 
 
@@ -151,8 +149,8 @@ def test_spark_member_and_plain_consumer_share_partitions(spark, services, zk, u
            group, "--topic", topic, "--property", "auto.offset.reset=smallest", "--events"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     plain_rows, events = [], []
-    threading.Thread(target=lambda: [plain_rows.append(json.loads(l)) for l in proc.stdout], daemon=True).start()
-    threading.Thread(target=lambda: [events.append(l) for l in proc.stderr], daemon=True).start()
+    threading.Thread(target=lambda: [plain_rows.append(json.loads(line)) for line in proc.stdout], daemon=True).start()
+    threading.Thread(target=lambda: [events.append(line) for line in proc.stderr], daemon=True).start()
     spark_rows = []
     q = None
     try:
@@ -203,7 +201,6 @@ def test_kafka_storage_with_dual_commit_writes_both(spark, services, zk, unique,
     opts = _opts(services, group, topic, maxOffsetsPerTrigger=6,
                  **{"offsets.storage": "kafka", "dual.commit.enabled": "true"})
     ckpt = str(tmp_path / "ckpt")
-    seen_both = []
     cfg = ConsumerConfig.from_properties({"group.id": group, "zookeeper.connect": services.zookeeper_connect,
                                           "offsets.storage": "kafka", "dual.commit.enabled": "true"})
     store = make_offset_store(cfg, zk, bootstrap_servers=services.bootstrap_servers)
