@@ -136,10 +136,16 @@ def export(zookeeper, bootstrap, group, store, output, topics, as_json):
 @click.option("--file", "path", type=click.Path(exists=True, dir_okay=False), required=True)
 @click.option("--store", type=STORES, required=True)
 @click.option("--execute", is_flag=True, help="Write (default: show what would be written).")
+@click.option("--allow-rewind", is_flag=True, help="Also move offsets backwards.")
 @click.option("--force", is_flag=True, help="Write even while ZooKeeper members are live.")
+@click.option("--backup-dir", type=click.Path(file_okay=False), default=".", show_default=True,
+              help="Where the backup export of both stores is written before any change.")
 @json_option
-def import_cmd(zookeeper, bootstrap, path, store, execute, force, as_json):
-    """Write the offsets of an ExportZkOffsets file into one store (every line validated first)."""
+def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, backup_dir, as_json):
+    """Write the offsets of an ExportZkOffsets file into one store (every line validated first).
+
+    The rule of copy and rollback: an offset is never moved backwards without --allow-rewind, both stores are
+    backed up before the first write, and the dry run shows every change."""
     with open(path) as f:
         data = parse_offsets(f, path)  # raises before anything is touched
     result = {"file": path, "store": store, "execute": execute, "groups": {}}
@@ -151,24 +157,43 @@ def import_cmd(zookeeper, bootstrap, path, store, execute, force, as_json):
         for group, offs in sorted(data.items()):
             gofs = GroupOffsets(zk, bs, group)
             try:
-                failed = transfer.apply_copy(gofs.store(store), offs) if execute else {}
+                both = gofs.read(list(offs))
+                i = 0 if store == "zookeeper" else 1
+                decision = transfer.plan_copy(offs, {tp: v[i] for tp, v in both.items()}, allow_rewind)
+                todo, failed, backup = decision["write"], {}, []
+                if execute and todo:
+                    backup = transfer.write_backup(backup_dir, group, both)
+                    failed = transfer.apply_copy(gofs.store(store), todo)
             finally:
                 gofs.close()
-            result["groups"][group] = {"offsets": len(offs), "written": len(offs) - len(failed) if execute else 0,
-                                       "failed": {_tp(tp): e for tp, e in failed.items()}}
+            result["groups"][group] = {
+                "offsets": len(offs), "unchanged": len(decision["unchanged"]),
+                "changes": {_tp(tp): {"from": both[tp][i], "to": o} for tp, o in sorted(todo.items())},
+                "skipped_rewind": {} if allow_rewind else
+                {_tp(tp): {"current": d, "file": s_} for tp, (d, s_) in decision["rewind"].items()},
+                "written": len(todo) - len(failed) if execute else 0, "backup": backup,
+                "failed": {_tp(tp): e for tp, e in failed.items()}}
     finally:
         zkmod.close(zk)
-    ok = all(not g["failed"] for g in result["groups"].values())
+    failed_any = any(g["failed"] for g in result["groups"].values())
+    skipped_any = any(g["skipped_rewind"] for g in result["groups"].values())
     if as_json:
         emit_json(result)
     else:
         for group, g in result["groups"].items():
             verb = "wrote" if execute else "would write (dry run; add --execute)"
-            click.echo("%s %d offset(s) of group %s to %s" % (verb, g["offsets"] if not execute else g["written"],
-                                                              group, store))
+            click.echo("%s %d offset(s) of group %s to %s; %d already equal"
+                       % (verb, g["written"] if execute else len(g["changes"]), group, store, g["unchanged"]))
+            for tp, c in g["changes"].items():
+                click.echo("  %s: %s -> %d" % (tp, "none" if c["from"] is None else c["from"], c["to"]))
+            for tp, r in g["skipped_rewind"].items():
+                click.echo("  skipped %s: %s has %d, the file %d (would move backwards; --allow-rewind)"
+                           % (tp, store, r["current"], r["file"]), err=True)
+            for b in g["backup"]:
+                click.echo("backup: %s" % b, err=True)
             for tp, e in g["failed"].items():
                 click.echo("  FAILED %s: %s" % (tp, e), err=True)
-    sys.exit(0 if ok else 1)
+    sys.exit(1 if failed_any or skipped_any else 0)
 
 
 def _copy_command(zookeeper, bootstrap, group, src, dst, execute, allow_rewind, force, backup_dir, topics, as_json):

@@ -261,3 +261,27 @@ def test_cutover_then_a_broker_coordinated_consumer_resumes_exactly(services, zk
                    == "Empty", 30, "broker-side group Empty after its member left")
     finally:
         ks.close()
+
+
+def test_import_never_rewinds_without_allow_rewind_and_backs_up_first(services, zk, unique, tmp_path):
+    """One rule for every writer (as copy and rollback): import moves no offset backwards unless --allow-rewind,
+    writes a backup of both stores before the first write, and its dry run shows each change."""
+    g, t = unique("g-imp"), "imp-topic"
+    zk.create(paths.partition_offset_path(g, t, 0), b"50", makepath=True)
+    zk.create(paths.partition_offset_path(g, t, 1), b"5", makepath=True)
+    f = tmp_path / "offsets.txt"
+    f.write_text("/consumers/%s/offsets/%s/0:10\n/consumers/%s/offsets/%s/1:7\n" % (g, t, g, t))
+    backups = tmp_path / "backups"
+    code, out, err = zkmigrate(services, "import", "--file", str(f), "--store", "zookeeper", expect=1)
+    assert "%s-1: 5 -> 7" % t in out and "skipped %s-0" % t in err and "--allow-rewind" in err
+    code, out, err = zkmigrate(services, "import", "--file", str(f), "--store", "zookeeper", "--execute",
+                               "--backup-dir", str(backups), expect=1)
+    assert zk.get(paths.partition_offset_path(g, t, 0))[0] == b"50"      # not moved backwards
+    assert zk.get(paths.partition_offset_path(g, t, 1))[0] == b"7"       # forwards is fine
+    assert len(list(backups.iterdir())) == 2
+    code, rep, _ = zkmigrate_json(services, "import", "--file", str(f), "--store", "zookeeper", "--execute",
+                                  "--allow-rewind", "--backup-dir", str(backups), expect=0)
+    assert rep["groups"][g]["changes"] == {"%s-0" % t: {"from": 50, "to": 10}}
+    assert zk.get(paths.partition_offset_path(g, t, 0))[0] == b"10"
+    zk_backups = sorted(p for p in backups.iterdir() if "-zookeeper-" in p.name)
+    assert zk_backups[-1].read_text().splitlines()[0] == "/consumers/%s/offsets/%s/0:50" % (g, t)
