@@ -93,3 +93,8 @@ class MessageTooLargeError(ZkConsumerError):
 
 class GroupConflictError(ZkConsumerError):
     """The same group id is active as a broker-coordinated group (split brain) or has live members."""
+
+
+class FetchError(ZkConsumerError):
+    """Fetching kept failing for a stream's partitions (raised by the stream's iterator; iteration may go on, and
+    fetching keeps retrying)."""

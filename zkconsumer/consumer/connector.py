@@ -14,6 +14,7 @@ offset store (ZooKeeper, Kafka or dual). Positions count as consumed when a stre
 import logging
 import queue
 import threading
+import time
 
 from ..errors import ConfigError, GroupConflictError, ZkConsumerError
 from ..layout import codecs, paths
@@ -211,7 +212,13 @@ class ZookeeperConsumerConnector:
             log.exception("rebalance listener %s failed", name)
 
     def _on_fetch_error(self, tp, exc):
-        self._last_fetch_error = exc
+        self._last_fetch_error = (time.time(), exc)
+
+    @property
+    def last_fetch_error(self):
+        """(unix time, exception) of the last fetch failure, or None (fetchers retry; the streams raise
+        FetchError when failures persist)."""
+        return getattr(self, "_last_fetch_error", None)
 
     # -- offsets -----------------------------------------------------------------------------------------------
     def commit_offsets(self, raise_errors=False):

@@ -59,6 +59,8 @@ class FetcherThread(threading.Thread):
         self._last_range_check = 0.0
         self._range_suspects = {}   # tp -> position found out of range by ListOffsets at the last check
         self.resets = {}            # (t, p) -> offset auto.offset.reset chose at the last assignment
+        self.failures = 0           # consecutive failures of the fetch loop
+        self._next = {}             # TopicPartition -> next offset to hand over (re-fetched from after a failure)
 
     # -- called by the rebalancer ------------------------------------------------------------------------------
     def assign(self, generation, work, timeout=30.0):
@@ -112,6 +114,9 @@ class FetcherThread(threading.Thread):
             elif self._consumer is not None:
                 self._consumer.assign([])
             self._assignment = {tp: q for tp, (_, q) in work.items()}
+            self._next = {tp: off for tp, (off, _) in work.items() if off is not None and off >= 0}
+            for (t, p), off in self.resets.items():
+                self._next[type(next(iter(work)))(t, p)] = off
             self._generation = generation
         except Exception as e:
             log.error("fetcher %s could not apply its assignment: %s", self.name, e)
@@ -154,12 +159,30 @@ class FetcherThread(threading.Thread):
             install(self._consumer)
         return self._consumer
 
+    #: consecutive fetch-loop failures after which the error is handed to the streams of the partitions
+    SURFACE_AFTER = 3
+
     def run(self):
+        """The fetch loop, restarted after any failure (a dead fetcher would leave its partitions silently
+        unconsumed): each failure is logged with its cause and retried after a second; when failures persist
+        (SURFACE_AFTER in a row, without a successful poll between them) a FetchError goes to every stream of
+        this fetcher's partitions, so the application's iterator raises it."""
         try:
-            self._loop()
-        except Exception:  # never die silently: the rebalancer would wait on a dead fetcher
-            log.exception("fetcher %s crashed", self.name)
-            raise
+            while True:
+                try:
+                    self._loop()
+                    return
+                except Exception as e:
+                    self.failures += 1
+                    log.error("fetcher %s failed (%d in a row; retrying in 1 s): %s", self.name, self.failures, e,
+                              exc_info=self.failures == 1)
+                    self.on_error(None, e)
+                    if self.failures >= self.SURFACE_AFTER:
+                        self._surface(e)
+                    self._rewind()
+                    self._wait_for_change(1.0)
+                    if self._stopped:
+                        return
         finally:
             if self._consumer is not None:
                 try:
@@ -212,6 +235,36 @@ class FetcherThread(threading.Thread):
                 chunk = Chunk(generation, (tp.topic, tp.partition), records)
                 if not self._put(q, chunk):
                     break  # assignment changing: the rest of this poll is dropped (it will be re-fetched)
+                self._next[tp] = records[-1].offset + 1
+            self.failures = 0  # a whole pass without failure
+
+    def _rewind(self):
+        """After a failure, fetch again from what was handed over last: records polled but not put on a queue
+        would otherwise be skipped (kafka-python's position already moved past them)."""
+        consumer = self._consumer
+        if consumer is None:
+            return
+        for tp, off in list(self._next.items()):
+            if tp in self._assignment:
+                try:
+                    consumer.seek(tp, off)
+                except Exception as e:
+                    log.warning("fetcher %s could not seek %s-%d back to %d: %s", self.name, tp.topic, tp.partition,
+                                off, e)
+
+    def _surface(self, exc):
+        """Put a FetchError on each stream queue this fetcher feeds (current generation, never blocking)."""
+        from ..errors import FetchError
+        by_queue = {}
+        for tp, q in list(self._assignment.items()):
+            by_queue.setdefault(id(q), (q, []))[1].append("%s-%d" % (tp.topic, tp.partition))
+        for q, parts in by_queue.values():
+            err = FetchError("fetching %s failed %d times in a row: %s: %s"
+                             % (", ".join(sorted(parts)), self.failures, type(exc).__name__, exc))
+            try:
+                q.put_nowait(Chunk(self._generation, None, err))
+            except queue.Full:
+                pass  # the stream is behind anyway; the next failure tries again
 
     def _check_out_of_range(self):
         """Apply auto.offset.reset to a position the log no longer (or not yet) has, when the broker did not say so.
@@ -279,9 +332,9 @@ class FetcherThread(threading.Thread):
 class FetcherManager:
     """``num.consumer.fetchers`` fetcher threads; partitions are spread over them by a stable hash."""
 
-    def __init__(self, config, bootstrap_servers, on_error=None):
+    def __init__(self, config, bootstrap_servers, on_error=None, thread_class=None):
         self.config = config
-        self.fetchers = [FetcherThread(i, bootstrap_servers, config, on_error)
+        self.fetchers = [(thread_class or FetcherThread)(i, bootstrap_servers, config, on_error)
                          for i in range(config.num_consumer_fetchers)]
         for f in self.fetchers:
             f.start()

@@ -93,6 +93,8 @@ class KafkaStream:
                                            % (int(self._timeout * 1000), self.name))
             if chunk.generation != self._generation.value:
                 continue  # fetched before a rebalance: the partition may belong to someone else now
+            if isinstance(chunk.records, Exception):  # the fetcher's failure persists: tell the application
+                raise chunk.records
             self._tp = chunk.tp
             self._chunk_gen = chunk.generation
             self._index = 0
