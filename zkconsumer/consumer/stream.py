@@ -63,15 +63,16 @@ class KafkaStream:
     def __next__(self):
         while True:
             self._inflight = True
-            i = self._index
-            records = self._records
-            if i < len(records) and self._chunk_gen == self._generation.value and not self._closing:
-                rec = records[i]
-                self._index = i + 1
-                self._positions[self._tp] = rec.offset + 1
+            try:  # the flag always comes down, even if an exception lands in the hand-out (no wedged fence)
+                i = self._index
+                records = self._records
+                if i < len(records) and self._chunk_gen == self._generation.value and not self._closing:
+                    rec = records[i]
+                    self._positions[self._tp] = rec.offset + 1
+                    self._index = i + 1
+                    return rec
+            finally:
                 self._inflight = False
-                return rec
-            self._inflight = False
             if not self._load_chunk():
                 raise StopIteration
 
@@ -122,7 +123,8 @@ class KafkaStream:
 
     def fence(self):
         """Barrier: after this returns, no record fetched under an older generation is handed out (the caller has
-        bumped the generation first)."""
+        bumped the generation first). A stream is iterated by one thread at a time (as the Scala iterator): with two,
+        one thread's flag could hide the other's hand-out."""
         while self._inflight:
             time.sleep(0.0001)
 
