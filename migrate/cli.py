@@ -237,7 +237,7 @@ def _copy_command(zookeeper, bootstrap, group, src, dst, execute, allow_rewind, 
             click.echo("backup: %s" % p, err=True)
         for tp, e in out["failed"].items():
             click.echo("  FAILED %s: %s" % (tp, e), err=True)
-    sys.exit(1 if out["failed"] else 0)
+    sys.exit(1 if out["failed"] or out["skipped_rewind"] else 0)  # anything left behind is not "done"
 
 
 def _copy_options(f):

@@ -71,11 +71,12 @@ def test_copy_never_rewinds_backs_up_and_is_idempotent(services, zk, unique, tmp
     try:
         zs.commit({(topic, 0): 10, (topic, 1): 30, (topic, 2): 40}).raise_for_errors()
         ks.commit({(topic, 0): 20, (topic, 1): 5}).raise_for_errors()
-        code, dry, _ = zkmigrate_json(services, "copy", "--group", g, "--backup-dir", str(tmp_path), expect=0)
+        # a partition that would move backwards is skipped, and a run that skipped anything exits 1
+        code, dry, _ = zkmigrate_json(services, "copy", "--group", g, "--backup-dir", str(tmp_path), expect=1)
         assert dry["to_write"] == {"%s-1" % topic: 30, "%s-2" % topic: 40}
         assert ks.fetch(parts) == {(topic, 0): 20, (topic, 1): 5}  # dry run
         code, res, _ = zkmigrate_json(services, "copy", "--group", g, "--execute", "--backup-dir", str(tmp_path),
-                                      expect=0)
+                                      expect=1)
         assert res["written"] == 2
         assert res["skipped_rewind"] == {"%s-0" % topic: {"destination": 20, "source": 10}}
         assert ks.fetch(parts) == {(topic, 0): 20, (topic, 1): 30, (topic, 2): 40}
@@ -84,9 +85,9 @@ def test_copy_never_rewinds_backs_up_and_is_idempotent(services, zk, unique, tmp
         kb = [b for b in backups if "-kafka-" in b][0]
         assert open(kb).read().splitlines() == ["/consumers/%s/offsets/%s/0:20" % (g, topic),
                                                 "/consumers/%s/offsets/%s/1:5" % (g, topic)]
-        # second run: nothing to do, no new backup
+        # second run: nothing to do, no new backup (partition 0 is still skipped, so still exit 1)
         code, again, _ = zkmigrate_json(services, "copy", "--group", g, "--execute", "--backup-dir", str(tmp_path),
-                                        expect=0)
+                                        expect=1)
         assert again["written"] == 0 and again["to_write"] == {} and again["backup"] == []
         assert len(glob.glob(str(tmp_path / ("backup-%s-*.txt" % g)))) == 2
         # rollback direction (Kafka -> ZooKeeper) moves only what is ahead: partition 0 (20 > 10)
