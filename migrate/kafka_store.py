@@ -129,7 +129,7 @@ class KafkaOffsetStore(OffsetStore):
                 pass
         self._node = None
 
-    def _attempts(self, fn, pending: Dict, what: str):
+    def _attempts(self, fn, pending: Dict, what: str, refence=None):
         """Run ``fn(node, pending) -> {tp: error_class}`` with the §4.4 retry budget (1 + max retries, backoff
         between attempts), re-finding the coordinator after NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE and waiting
         out COORDINATOR_LOAD_IN_PROGRESS.  Returns ``(done {tp: value}, failed {tp: exception}, exhausted)``,
@@ -142,6 +142,12 @@ class KafkaOffsetStore(OffsetStore):
         for attempt in range(1 + self.max_retries):
             if attempt:
                 time.sleep(self.backoff_ms / 1000.0)
+                if refence is not None:  # ``refence(pending) -> {tp: exception}``: not sent any more
+                    for tp, exc in refence(pending).items():
+                        failed[tp] = exc
+                        pending = {k: v for k, v in pending.items() if k != tp}
+                    if not pending:
+                        break
             try:
                 node = self._coordinator()
                 answered = True
@@ -210,7 +216,11 @@ class KafkaOffsetStore(OffsetStore):
                     offsets.pop(tp)
             if not offsets:
                 return result
-            done, failed, _ = self._attempts(self._async_commit, offsets, "commit")
+            refence = None
+            if fence is not None and self.zk is not None:
+                def refence(pending):  # every retry is fenced again: ownership may have gone meanwhile
+                    return fence.precheck(self.zk, list(pending))
+            done, failed, _ = self._attempts(self._async_commit, offsets, "commit", refence)
         for tp in done:
             result.committed[tp] = offsets[tp]
         for tp, exc in failed.items():

@@ -227,15 +227,21 @@ class ZookeeperConsumerConnector:
         if rb is None:
             return None
         with rb.lock:
-            return self.commit_partitions(list(rb.owned), raise_errors=raise_errors)
+            owned = list(rb.owned)
+        return self.commit_partitions(owned, raise_errors=raise_errors)
 
     def commit_partitions(self, partitions, raise_errors=False):
+        """Commit the consumed positions of ``partitions`` that we own. The ownership lock is held only to take the
+        offsets and the fence: the store write runs without it, so a slow store (the Kafka offset manager retrying
+        for a minute) never delays suspension, session loss or a rebalance; the fence refuses what we no longer
+        own, re-checked before every attempt."""
         rb = self.rebalancer
         with rb.lock:
             offsets = {tp: self.positions[tp] for tp in partitions if tp in self.positions and tp in rb.owned}
             if not offsets:
                 return None
-            result = self.offset_store.commit(offsets, fence=rb.fence())
+            fence = rb.fence()
+        result = self.offset_store.commit(offsets, fence=fence)
         if result.failed:
             log.warning("offset commit failed for %d partition(s): %s", len(result.failed),
                         "; ".join("%s-%d: %s" % (t, p, e) for (t, p), e in sorted(result.failed.items())[:5]))
