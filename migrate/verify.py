@@ -5,11 +5,13 @@ Phases (what the members run now) and the store the *next* phase reads:
 =================  ================================  =======================================================
 ``--phase``        members run                       checked
 =================  ================================  =======================================================
-``zookeeper``      offsets.storage=zookeeper         every partition has a ZooKeeper offset
+``zookeeper``      offsets.storage=zookeeper         every partition has a ZooKeeper offset and ZK >= Kafka
 ``dual --to kafka`` kafka + dual commit              every partition has a Kafka offset and Kafka >= ZooKeeper
 ``dual --to zookeeper`` kafka + dual commit          every partition has a ZooKeeper offset and ZK >= Kafka
-``kafka``          kafka, dual commit off            every partition has a Kafka offset
+``kafka``          kafka, dual commit off            every partition has a Kafka offset and Kafka >= ZooKeeper
 =================  ================================  =======================================================
+
+In every phase an offset beyond the partition's log end (in either store) fails too.
 
 **Tolerance rule.** Dual commit writes Kafka first and ZooKeeper second, so at any instant the two stores may
 differ by commits in flight.  A partition whose target store is behind the other one is therefore not failed at
@@ -38,10 +40,13 @@ PHASES = ("zookeeper", "dual", "kafka")
 
 
 def _target(phase, to):
+    """(the store the next phase reads, the other store). Both stores are compared in every phase: a store ahead
+    of the one the members write now is as dangerous as one behind (a later dual phase reads max(ZooKeeper,
+    Kafka) and would skip to it)."""
     if phase == "zookeeper":
-        return "zookeeper", None
+        return "zookeeper", "kafka"
     if phase == "kafka":
-        return "kafka", None
+        return "kafka", "zookeeper"
     return (to or "kafka"), ("zookeeper" if (to or "kafka") == "kafka" else "kafka")
 
 
@@ -56,6 +61,10 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5) -> dict
         problems.append("group %s has no partitions (no topics in ZooKeeper and none given with --topic)" % group)
     missing, behind = [], {}
     for tp, vals in sorted(both.items()):
+        for name, off in (("zookeeper", vals[0]), ("kafka", vals[1])):
+            if off is not None and tp in leo and off > leo[tp]:
+                problems.append("%s-%d: %s offset %d is beyond the log end %d (a rewind or recreated topic: the "
+                                "next start resets)" % (tp[0], tp[1], name, off, leo[tp]))
         t_off = vals[idx[target]]
         if t_off is None:
             if all(v is None for v in vals) and leo.get(tp) == 0:

@@ -286,3 +286,35 @@ def test_import_never_rewinds_without_allow_rewind_and_backs_up_first(services, 
     assert zk.get(paths.partition_offset_path(g, t, 0))[0] == b"10"
     zk_backups = sorted(p for p in backups.iterdir() if "-zookeeper-" in p.name)
     assert zk_backups[-1].read_text().splitlines()[0] == "/consumers/%s/offsets/%s/0:50" % (g, t)
+
+
+def test_verify_compares_both_stores_in_every_phase_and_the_log_range(services, zk, unique):
+    topic = services.create_topic(unique("vb"), 1)
+    services.produce(topic, 1000, size=20, partition=0)
+    g = unique("g-vb")
+    zs, ks = _stores(services, zk, g)
+    tp = (topic, 0)
+    try:
+        zs.commit({tp: 900}).raise_for_errors()
+        ks.commit({tp: 10}).raise_for_errors()
+        # ZooKeeper far ahead of Kafka: the kafka phase must not pass (a rollback's max-read would jump to 900)
+        code, rep, _ = zkmigrate_json(services, "verify", "--group", g, "--phase", "kafka", "--settle", "0.5",
+                                      expect=1)
+        assert any("kafka offset 10 stays behind zookeeper offset 900" in p for p in rep["problems"]), rep
+        zs.commit({tp: 5}).raise_for_errors()
+        ks.commit({tp: 950}).raise_for_errors()
+        # Kafka far ahead of ZooKeeper: the zookeeper phase must not pass (the dual phase would skip to 950)
+        code, rep, _ = zkmigrate_json(services, "verify", "--group", g, "--phase", "zookeeper", "--settle", "0.5",
+                                      expect=1)
+        assert any("zookeeper offset 5 stays behind kafka offset 950" in p for p in rep["problems"]), rep
+        # an offset beyond the log end fails whatever the phase
+        zs.commit({tp: 5000}).raise_for_errors()
+        ks.commit({tp: 5000}).raise_for_errors()
+        code, rep, _ = zkmigrate_json(services, "verify", "--group", g, "--phase", "kafka", "--settle", "0.5",
+                                      expect=1)
+        assert any("beyond the log end 1000" in p for p in rep["problems"]), rep
+        zs.commit({tp: 1000}).raise_for_errors()
+        ks.commit({tp: 1000}).raise_for_errors()
+        zkmigrate_json(services, "verify", "--group", g, "--phase", "kafka", "--settle", "0.5", expect=0)
+    finally:
+        ks.close()
