@@ -121,7 +121,8 @@ def test_offsets_files_cross_both_ways(services, zk, unique, procs, tmp_path):
     renamed = tmp_path / "theirs-renamed.txt"
     renamed.write_text(theirs.read_text().replace("/consumers/%s/" % g, "/consumers/%s/" % g3))
     r = subprocess.run([zkmigrate, "import", "--zookeeper", services.zookeeper_connect, "--file", renamed,
-                        "--store", "zookeeper", "--execute"], capture_output=True, text=True, timeout=120)
+                        "--store", "zookeeper", "--execute", "--backup-dir", tmp_path / "backups"],
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert zk_offsets(zk, g3, t, 4) == ends
 

@@ -31,14 +31,16 @@ def test_export_import_round_trip(services, zk, unique, tmp_path):
         # dry run writes nothing
         zkmigrate(services, "import", "--file", str(f), "--store", "kafka", expect=0)
         assert ks.fetch([(topic, p) for p in range(3)]) == {}
-        zkmigrate(services, "import", "--file", str(f), "--store", "kafka", "--execute", expect=0)
+        zkmigrate(services, "import", "--file", str(f), "--store", "kafka", "--execute", "--backup-dir",
+                  str(tmp_path), expect=0)
         assert ks.fetch([(topic, p) for p in range(3)]) == {(topic, 0): 11, (topic, 1): 22, (topic, 2): 33}
         f2 = tmp_path / "kafka.txt"
         zkmigrate(services, "export", "--group", g, "--store", "kafka", "--output", str(f2), expect=0)
         assert f2.read_text().splitlines() == lines
         # and back into ZooKeeper under the same paths after deleting them
         zs.delete_offsets([(topic, p) for p in range(3)]).raise_for_errors()
-        zkmigrate(services, "import", "--file", str(f2), "--store", "zookeeper", "--execute", expect=0)
+        zkmigrate(services, "import", "--file", str(f2), "--store", "zookeeper", "--execute", "--backup-dir",
+                  str(tmp_path), expect=0)
         assert ZooKeeperOffsetStore(zk, g).fetch([(topic, p) for p in range(3)]) == {
             (topic, 0): 11, (topic, 1): 22, (topic, 2): 33}
     finally:
