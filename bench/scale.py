@@ -35,7 +35,7 @@ class _NoFetch:
     def stop_all(self, generation):
         pass
 
-    def shutdown(self):
+    def shutdown(self, timeout=None):
         pass
 
 

@@ -271,7 +271,7 @@ class ZookeeperConsumerConnector:
     def shutdown(self):
         """Stop fetching, commit (auto-commit), release owner nodes, delete the registration, end the streams.
 
-        Bounded: each ZooKeeper step gets at most ``shutdown_bound_s()`` (ZooKeeper may be unreachable; owner nodes
+        Bounded: the whole shutdown takes at most ``shutdown_bound_s()`` (ZooKeeper may be unreachable; owner nodes
         and the registration then vanish with the session, and what could not be committed is said in the log).
         """
         with self._shutdown_lock:
@@ -280,36 +280,48 @@ class ZookeeperConsumerConnector:
             self._closed = True
         self._stopped.set()
         rb = self.rebalancer
-        bound = self.shutdown_bound_s()
+        deadline = time.monotonic() + self.shutdown_bound_s()
+
+        def left():
+            return max(0.1, deadline - time.monotonic())
         leaving = []
         try:
             if rb is not None:
                 rb.stop()
-                rb.join(bound)
+                rb.join(left())
                 self.zk.remove_listener(rb.session_listener)
-                with rb.lock:
+                # the rebalancer may still hold the lock in a ZooKeeper call that waits for an unreachable server
+                locked = rb.lock.acquire(timeout=left())
+                try:
                     self.stop_delivery()
                     leaving = list(rb.owned)
                     session = self.zk.client_id[0] if self.zk.connected and self.zk.client_id else None
                     can_write = session is not None and rb.session_id == session
+                finally:
+                    if locked:
+                        rb.lock.release()
                 if self.config.auto_commit_enable and leaving:
                     if can_write:
                         self._bounded("committing %d partition(s)" % len(leaving),
-                                      lambda: self.commit_partitions(leaving), bound)
+                                      lambda: self.commit_partitions(leaving), left())
                     else:
                         log.warning("shutdown: ZooKeeper is unreachable or the session changed: the consumed offsets "
                                     "of %d partition(s) were not committed (messages delivered since the last "
                                     "commit will be delivered again)", len(leaving))
                 if leaving:
                     self.listener_call("on_revoke", set(leaving))
-                with rb.lock:
+                locked = rb.lock.acquire(timeout=left())
+                try:
                     rb.owned.clear()
+                finally:
+                    if locked:
+                        rb.lock.release()
             if self.registration is not None:
                 from .ownership import release_and_deregister
                 reg_path = paths.consumer_registration_path(self.group, self.consumer_id)
                 if self.zk.connected:
                     self._bounded("releasing owner nodes and the registration",
-                                  lambda: release_and_deregister(self.zk, self.group, leaving, reg_path), bound)
+                                  lambda: release_and_deregister(self.zk, self.group, leaving, reg_path), left())
                 else:
                     log.warning("shutdown: ZooKeeper is unreachable: the owner nodes and the registration vanish "
                                 "when the session expires (zookeeper.session.timeout.ms)")
@@ -325,17 +337,17 @@ class ZookeeperConsumerConnector:
                             break
                     q.put_nowait(SHUTDOWN)
             if self.fetchers is not None:
-                self.fetchers.shutdown()
-            try:
-                self.offset_store.close()
+                self.fetchers.shutdown(timeout=left())
+            try:  # a commit still waiting for ZooKeeper holds the store's lock: bounded too
+                self._bounded("closing the offset store", self.offset_store.close, left())
             finally:
-                self._bounded("closing the ZooKeeper session", lambda: zkmod.close(self.zk), bound)
+                self._bounded("closing the ZooKeeper session", lambda: zkmod.close(self.zk), left())
             if self._commit_thread is not None:
-                self._commit_thread.join(5)
+                self._commit_thread.join(min(left(), 5.0))
 
     def shutdown_bound_s(self):
-        """Seconds each ZooKeeper step of shutdown() may take: zookeeper.connection.timeout.ms, at most 10."""
-        return min(10.0, self.config.zookeeper_connection_timeout_ms / 1000.0)
+        """How long shutdown() may take in all: twice zookeeper.connection.timeout.ms, at most 20 s."""
+        return 2 * min(10.0, self.config.zookeeper_connection_timeout_ms / 1000.0)
 
     @staticmethod
     def _bounded(what, fn, seconds):

@@ -363,8 +363,9 @@ class FetcherManager:
             except Exception as e:
                 log.warning("fetcher %s did not stop cleanly: %s", f.name, e)
 
-    def shutdown(self):
+    def shutdown(self, timeout=10.0):
         for f in self.fetchers:
             f.shutdown()
+        deadline = time.monotonic() + timeout
         for f in self.fetchers:
-            f.join(10)
+            f.join(max(0.0, deadline - time.monotonic()))
