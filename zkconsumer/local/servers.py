@@ -159,7 +159,9 @@ def plan_kraft(directory: str, classpath: str, heap: str = "512m", extra: Option
     cfg = _write(os.path.join(d, "server.properties"), _properties(props))
     base = kafka_java_argv(classpath, d, heap)
     if not os.path.exists(os.path.join(log_dir, "meta.properties")):
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = "-"
+        while cluster_id.startswith("-"):  # as Kafka's Uuid.randomUuid: a leading '-' reads as an option
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         fmt = subprocess.run(base + ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", cfg],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
         if fmt.returncode != 0:
