@@ -218,8 +218,8 @@ class KafkaOffsetStore(OffsetStore):
                 return result
             refence = None
             if fence is not None and self.zk is not None:
-                def refence(pending):  # every retry is fenced again: ownership may have gone meanwhile
-                    return fence.precheck(self.zk, list(pending))
+                def refence(pending):  # every retry is fenced again, every owner node read again: ownership
+                    return fence.precheck(self.zk, list(pending), fresh=True)  # may have moved while we waited
             done, failed, _ = self._attempts(self._async_commit, offsets, "commit", refence)
         for tp in done:
             result.committed[tp] = offsets[tp]

@@ -8,6 +8,7 @@ from kafka import KafkaConsumer, TopicPartition
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import OffsetStoreError
 from migrate.kafka_store import KafkaOffsetStore
+from consumer_helpers import wait_until
 
 
 def _config(group, **over):
@@ -88,3 +89,71 @@ def test_unreachable_broker_bounded(unique):
         assert elapsed < 6.0, elapsed
         assert "127.0.0.1:%d" % port in str(ei.value) and "offsets.channel.socket.timeout.ms" in str(ei.value)
     store.close()
+
+
+def _fetch_works(store, tp):
+    try:
+        store.fetch([tp])
+        return True
+    except OffsetStoreError:
+        return False
+
+
+def test_every_retry_is_fenced_again(services, unique, topic, zk):
+    """A Kafka commit that must retry (coordinator loading) re-reads the owner nodes before every retry: when
+    ownership moved meanwhile (our node released, a successor's created in the same session window), the retry is
+    not sent and the successor's offset stands. The first attempt's error is injected in our own send step."""
+    from kafka import errors as Errors
+    from zkconsumer import zk as zkmod
+    from zkconsumer.errors import OwnershipLostError
+    from zkconsumer.layout import paths
+    from zkconsumer.offsets.base import OwnershipFence
+
+    g = unique("refence")
+    tp = (topic, 0)
+    owner = paths.partition_owner_path(g, topic, 0)
+    zk.create(owner, b"us-0", ephemeral=True, makepath=True)
+    successor = zkmod.connect(services.zookeeper_connect)
+    moved = []
+
+    class LoadingOnce(KafkaOffsetStore):
+        async def _async_commit(self, node, offsets):
+            if not moved:  # attempt 1: the coordinator is "loading"; meanwhile the partition changes hands
+                zk.delete(owner)
+                successor.create(owner, b"them-0", ephemeral=True)
+                theirs.commit({tp: 500})
+                moved.append(True)
+                return {k: (Errors.CoordinatorLoadInProgressError, None) for k in offsets}
+            return await super()._async_commit(node, offsets)
+
+    theirs = KafkaOffsetStore(services.bootstrap_servers, g, _config(g))
+    store = LoadingOnce(services.bootstrap_servers, g, _config(g), zk=zk)
+    try:
+        wait_until(lambda: _fetch_works(theirs, tp), 60, interval=0.5, message="the group's coordinator")
+        fence = OwnershipFence(zk.client_id[0], {tp: owner})
+        assert fence.verify(zk) == {}  # verified once, as the rebalancer does right after claiming
+        result = store.commit({tp: 7}, fence=fence)
+        assert moved and tp in result.failed and isinstance(result.failed[tp], OwnershipLostError), result.failed
+        assert "belongs to session" in str(result.failed[tp])
+        assert theirs.fetch([tp]) == {tp: 500}, "the late retry wrote over the successor's offset"
+    finally:
+        store.close()
+        theirs.close()
+        zkmod.close(successor)
+
+
+def test_a_withdrawn_partition_is_refused_by_the_old_fence(services, unique, zk):
+    """The rebalancer withdraws what it releases from the fence a commit may still hold."""
+    from zkconsumer.errors import OwnershipLostError
+    from zkconsumer.layout import paths
+    from zkconsumer.offsets.base import OwnershipFence
+
+    g = unique("withdraw")
+    owners = {("t", p): paths.partition_owner_path(g, "t", p) for p in (0, 1)}
+    for path in owners.values():
+        zk.create(path, b"x", ephemeral=True, makepath=True)
+    fence = OwnershipFence(zk.client_id[0], owners)
+    assert fence.verify(zk) == {}
+    fence.withdraw([("t", 1)])
+    refused = fence.precheck(zk, [("t", 0), ("t", 1)])
+    assert set(refused) == {("t", 1)} and isinstance(refused[("t", 1)], OwnershipLostError)

@@ -275,6 +275,8 @@ class Rebalancer(threading.Thread):
             if self.config.auto_commit_enable:
                 c.commit_partitions(leaving)
             self._hook("on_revoke", set(leaving))
+            if self._fence is not None:  # a commit in flight with the old fence must not write these any more
+                self._fence.withdraw(leaving)
             ownership.release(self.zk, self.group, leaving)
             for tp in leaving:
                 del self.owned[tp]

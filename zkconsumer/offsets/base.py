@@ -134,8 +134,18 @@ class OwnershipFence:
         cid = zk.client_id
         return cid is not None and cid[0] == self.zk_session_id
 
-    def precheck(self, zk, partitions: Iterable[TopicPartitionKey]) -> Dict[TopicPartitionKey, Exception]:
-        """``{tp: OwnershipLostError}`` for every partition of *partitions* the fence refuses now."""
+    def withdraw(self, partitions: Iterable[TopicPartitionKey]) -> None:
+        """The consumer is about to delete these owner nodes itself (a rebalance): from now on this fence refuses
+        them, so a commit still in flight with it (a Kafka store retrying) cannot write over a successor's offset.
+        Copy-on-write: a concurrent :meth:`precheck` sees the old or the new mapping, never a half-changed one."""
+        gone = {(t, int(p)) for t, p in partitions}
+        self.owner_paths = {tp: path for tp, path in self.owner_paths.items() if tp not in gone}
+        self._verified = self._verified - gone
+
+    def precheck(self, zk, partitions: Iterable[TopicPartitionKey],
+                 fresh: bool = False) -> Dict[TopicPartitionKey, Exception]:
+        """``{tp: OwnershipLostError}`` for every partition of *partitions* the fence refuses now. With *fresh*,
+        every owner node is read again, verified before or not (a retry after a wait)."""
         partitions = list(partitions)
         refused: Dict[TopicPartitionKey, Exception] = {}
         if not partitions:
@@ -148,12 +158,13 @@ class OwnershipFence:
                     % (tp[0], tp[1], self.zk_session_id or 0, "0x%x" % cur if cur is not None else "none"))
             return refused
         pending = {}
+        owner_paths = self.owner_paths
         for tp in partitions:
-            path = self.owner_paths.get(tp)
+            path = owner_paths.get(tp)
             if path is None:
                 refused[tp] = OwnershipLostError("commit for %s-%d refused: partition not owned in this generation"
                                                  % tp)
-            elif tp not in self._verified:
+            elif fresh or tp not in self._verified:
                 pending[tp] = (path, zk.exists_async(path))
         for tp, (path, res) in pending.items():
             try:
