@@ -14,7 +14,7 @@ from zkconsumer import groups as zkgroups
 from zkconsumer.layout import paths, validate_group, validate_topic
 from zkconsumer.offsets import ZooKeeperOffsetStore
 
-from .kafka_store import KafkaOffsetStore
+from zkconsumer.offsets.kafka import KafkaOffsetStore
 
 __all__ = ["GroupOffsets"]
 

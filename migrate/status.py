@@ -7,7 +7,7 @@ import logging
 from zkconsumer import groups as zkgroups
 from zkconsumer.errors import ClusterUnavailableError
 
-from .broker_group import describe_broker_group
+from zkconsumer.broker_group import describe_broker_group
 
 __all__ = ["group_status"]
 

@@ -32,7 +32,7 @@ import time
 from zkconsumer import groups as zkgroups
 from zkconsumer.errors import ClusterUnavailableError
 
-from .broker_group import describe_broker_group
+from zkconsumer.broker_group import describe_broker_group
 
 __all__ = ["verify_group", "PHASES"]
 

@@ -11,7 +11,7 @@ import time
 from zkconsumer import zk as zkmod
 from zkconsumer.local import discovery, processes, tools
 from zkconsumer.offsets import ZooKeeperOffsetStore
-from migrate.kafka_store import KafkaOffsetStore
+from zkconsumer.offsets.kafka import KafkaOffsetStore
 
 from test_migrate_support import DUAL, ROOT, ConsumerProc, wait_until
 

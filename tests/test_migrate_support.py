@@ -100,7 +100,7 @@ def run_cli(cli, args, expect=None):
 
 
 def zkmigrate(services, *args, expect=None):
-    from migrate.cli import cli
+    from zkconsumer_migrate.cli import cli
     return run_cli(cli, list(args) + ["--zookeeper", services.zookeeper_connect, "--bootstrap-server",
                                       services.bootstrap_servers], expect)
 
@@ -158,7 +158,7 @@ class OffsetSampler(threading.Thread):
         super().__init__(daemon=True)
         from zkconsumer import zk as zkmod
         from zkconsumer.offsets import ZooKeeperOffsetStore
-        from migrate.kafka_store import KafkaOffsetStore
+        from zkconsumer.offsets.kafka import KafkaOffsetStore
         self.zkmod = zkmod
         self.zk = zkmod.connect(zookeeper)
         self.stores = {"zookeeper": ZooKeeperOffsetStore(self.zk, group),

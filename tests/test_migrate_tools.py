@@ -8,8 +8,8 @@ from kafka import KafkaConsumer
 
 from zkconsumer.layout import paths
 from zkconsumer.offsets import ZooKeeperOffsetStore
-from migrate.dual_store import DualOffsetStore
-from migrate.kafka_store import KafkaOffsetStore
+from zkconsumer.offsets.dual import DualOffsetStore
+from zkconsumer.offsets.kafka import KafkaOffsetStore
 
 from test_migrate_support import DUAL, ConsumerProc, wait_until, zkmigrate, zkmigrate_json
 

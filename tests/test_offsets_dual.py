@@ -7,8 +7,8 @@ from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import OffsetStoreError, OwnershipLostError
 from zkconsumer.layout import partition_offset_path, partition_owner_path
 from zkconsumer.offsets import OwnershipFence, ZooKeeperOffsetStore
-from migrate.dual_store import DualOffsetStore
-from migrate.kafka_store import KafkaOffsetStore
+from zkconsumer.offsets.dual import DualOffsetStore
+from zkconsumer.offsets.kafka import KafkaOffsetStore
 
 
 def _config(group, timeout_ms=3000):

@@ -7,7 +7,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import OffsetStoreError
-from migrate.kafka_store import KafkaOffsetStore
+from zkconsumer.offsets.kafka import KafkaOffsetStore
 from consumer_helpers import wait_until
 
 

@@ -192,7 +192,7 @@ def test_spark_member_and_plain_consumer_share_partitions(spark, services, zk, u
 
 
 def test_kafka_storage_with_dual_commit_writes_both(spark, services, zk, unique, tmp_path):
-    from migrate.dual_store import DualOffsetStore
+    from zkconsumer.offsets.dual import DualOffsetStore
     from zkconsumer.config import ConsumerConfig
     from zkconsumer.offsets import make_offset_store
     from zkconsumer.spark import commit_batch, last_committed_end

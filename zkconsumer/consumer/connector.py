@@ -149,7 +149,7 @@ class ZookeeperConsumerConnector:
         id is Stable with members (both rebalance protocols would hand out the same partitions). A broker that
         cannot be reached is only logged: startup neither fails nor waits longer than *timeout_ms* for it."""
         try:
-            from migrate.broker_group import describe_broker_group
+            from zkconsumer.broker_group import describe_broker_group
             bg = describe_broker_group(self._kafka_bootstrap(), self.group, timeout_ms=timeout_ms)
         except (ZkConsumerError, ImportError) as e:
             log.warning("could not check for a broker-coordinated group %s (continuing): %s", self.group, e)

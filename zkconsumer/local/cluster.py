@@ -24,7 +24,7 @@ import os
 import signal
 from typing import Any, Callable, Dict, List, Optional
 
-from ..errors import LocalClusterError
+from ..errors import LocalClusterError, ZkConsumerError
 from . import maven, processes, servers
 from .servers import zk_four_letter  # noqa: F401  (re-exported: tests and tools probe ZooKeeper with it)
 
@@ -132,11 +132,28 @@ class LocalCluster:
                 mirror = servers.plan_mirror(self.dir, zk["connect"], self.bootstrap(state))
                 self._start_new(state, "mirror", mirror, start_timeout, log,
                                 "starting the registry mirror (the %s broker does not register in ZooKeeper)" % kind)
+            if kind in ("kafka", "kraft"):
+                self._wait_for_group_coordinator(self.bootstrap(state), start_timeout, log)
         except BaseException:
             self._write_state(state)
             self.down()
             raise
         return self.info(state)
+
+    @staticmethod
+    def _wait_for_group_coordinator(bootstrap: str, timeout: float, log: Log) -> None:
+        """A new Kafka cluster creates ``__consumer_offsets`` on the first FindCoordinator and answers
+        COORDINATOR_NOT_AVAILABLE until it is there: ask once here, so the first group of the cluster (a test, the
+        demo) finds its offset manager at once."""
+        from ..offsets.kafka import KafkaOffsetStore
+        log("waiting for the group coordinator (creating __consumer_offsets)")
+        store = KafkaOffsetStore(bootstrap, "zkconsumer-local-ready")
+        try:
+            store.wait_for_coordinator(timeout)
+        except ZkConsumerError as e:
+            raise LocalClusterError("the local Kafka cluster started, but no group coordinator: %s" % e) from e
+        finally:
+            store.close()
 
     def _start_new(self, state: Dict[str, Any], name: str, rec: Dict[str, Any], timeout: float, log: Log,
                    message: str) -> None:

@@ -1,4 +1,5 @@
-"""Offset stores: ZooKeeper (here), Kafka offset manager and dual commit (in :mod:`migrate`), one interface.
+"""Offset stores: ZooKeeper (``zookeeper.py``), Kafka offset manager (``kafka.py``) and dual commit (``dual.py``), one
+interface.
 
 Reference ``kafka-old-consumer.md`` §4.2 (ZooKeeper), §4.3 (Kafka, dual commit order), §4.5 (fetch, dual = max).
 
@@ -7,7 +8,7 @@ Reference ``kafka-old-consumer.md`` §4.2 (ZooKeeper), §4.3 (Kafka, dual commit
 * :class:`OwnershipFence` - ``OwnershipFence(zk_session_id, {(t, p): owner_path})`` for fenced commits;
 * :func:`make_offset_store` - the store ``offsets.storage`` / ``dual.commit.enabled`` select.
 
-:mod:`migrate` is imported lazily inside :func:`make_offset_store` only (no import cycle).
+The Kafka-backed stores (and kafka-python) are imported lazily, when a group uses them.
 """
 
 from .base import CommitResult, OffsetStore, OwnershipFence
@@ -20,8 +21,8 @@ def make_offset_store(config, zk_client, bootstrap_servers=None, strict=False) -
     """The offset store for ``config`` (a :class:`~zkconsumer.config.ConsumerConfig`), bound to ``group.id``.
 
     * ``offsets.storage=zookeeper`` -> :class:`ZooKeeperOffsetStore` (``dual.commit.enabled`` has no effect, §4.3);
-    * ``kafka`` and ``dual.commit.enabled=false`` -> :class:`migrate.kafka_store.KafkaOffsetStore`;
-    * ``kafka`` and ``dual.commit.enabled=true`` -> :class:`migrate.dual_store.DualOffsetStore`.
+    * ``kafka`` and ``dual.commit.enabled=false`` -> :class:`zkconsumer.offsets.kafka.KafkaOffsetStore`;
+    * ``kafka`` and ``dual.commit.enabled=true`` -> :class:`zkconsumer.offsets.dual.DualOffsetStore`.
 
     ``bootstrap_servers`` is required for the Kafka-backed stores.  ``strict`` is passed to the ZooKeeper store
     (the consumer wants the tolerant reading of malformed nodes: see :class:`ZooKeeperOffsetStore`).
@@ -34,9 +35,9 @@ def make_offset_store(config, zk_client, bootstrap_servers=None, strict=False) -
         raise ConfigError("offsets.storage", config.offsets_storage,
                           "zookeeper, or kafka together with bootstrap servers",
                           "no bootstrap servers were given for the Kafka offset manager")
-    from migrate.kafka_store import KafkaOffsetStore
+    from .kafka import KafkaOffsetStore
     kafka = KafkaOffsetStore(bootstrap_servers, group, config=config, zk=zk_client)
     if not config.dual_commit_enabled:
         return kafka
-    from migrate.dual_store import DualOffsetStore
+    from .dual import DualOffsetStore
     return DualOffsetStore(ZooKeeperOffsetStore(zk_client, group, strict=strict), kafka)

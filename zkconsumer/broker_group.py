@@ -1,7 +1,7 @@
 """The broker-side (Kafka-coordinated) group of a group id: state and members, via one DescribeGroups request.
 
 kafka-python 3.0.12's ``KafkaAdminClient.describe_groups`` fails against tansu on the ``authorized_operations``
-field, so, like :mod:`migrate.kafka_store`, we send FindCoordinator and DescribeGroups ourselves through the admin
+field, so, like :mod:`zkconsumer.offsets.kafka`, we send FindCoordinator and DescribeGroups ourselves through the admin
 client's connection manager, at DescribeGroups **v0** (no ACL field; every broker decodes it).
 
 Broker group states (seeds 000/001/004): ``Empty``, ``PreparingRebalance``, ``CompletingRebalance`` (older brokers:
@@ -57,7 +57,7 @@ def describe_broker_group(bootstrap_servers, group: str, timeout_ms: int = 5000)
     Raises :class:`ClusterUnavailableError` (naming the servers) when the broker cannot be reached or does not
     answer within *timeout_ms*.
     """
-    from migrate.kafka_store import _AdminClient
+    from zkconsumer.offsets.kafka import _AdminClient
     group = validate_group(group)
     servers = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
     try:

@@ -23,7 +23,7 @@ class DualOffsetStore(OffsetStore):
     """Commit to Kafka, then to ZooKeeper only what Kafka acknowledged; fetch the per-partition maximum.
 
     :param zk_store: a :class:`~zkconsumer.offsets.ZooKeeperOffsetStore` of the same group.
-    :param kafka_store: a :class:`~migrate.kafka_store.KafkaOffsetStore` of the same group.
+    :param kafka_store: a :class:`~zkconsumer.offsets.kafka.KafkaOffsetStore` of the same group.
     """
 
     name = "dual"

@@ -115,6 +115,22 @@ class KafkaOffsetStore(OffsetStore):
             self._node = admin._manager.run(self._async_find_coordinator, admin)
         return self._node
 
+    def wait_for_coordinator(self, timeout_s: float, clock=time.monotonic, sleep=time.sleep):
+        """Wait until the group has a coordinator; returns its node id. COORDINATOR_NOT_AVAILABLE is what a broker
+        answers while it creates ``__consumer_offsets`` (the first group of a new cluster) or moves a coordinator:
+        it is retried until *timeout_s* has passed, then raised as :class:`OffsetStoreError`."""
+        deadline = clock() + timeout_s
+        while True:
+            try:
+                with self._lock:
+                    return self._coordinator()
+            except (Errors.KafkaError, OffsetStoreError) as e:
+                self._drop_coordinator()
+                if clock() >= deadline:
+                    raise OffsetStoreError("group %s has no coordinator at %s after %.0f s: %r"
+                                           % (self.group, self._servers_text(), timeout_s, e)) from e
+            sleep(min(0.25, max(0.0, deadline - clock())))
+
     async def _async_find_coordinator(self, admin):
         mgr = admin._manager
         resp = await mgr.send(FindCoordinatorRequest(key=self.group, key_type=0, max_version=3))
