@@ -27,20 +27,24 @@ def test_groups_commands(services, zk, unique, tmp_path):
         wait_until(lambda: len(c.seen()) >= 30, 30, "30 messages")
         code, out, _ = zkgroups(services, "list", "--json", *zkopt, expect=0)
         assert g in json.loads(out)
-        wait_until(lambda: zkgroups(services, "verify", g, *zkopt)[0] == 0, 20, "verify ok")
-        code, out, _ = zkgroups(services, "describe", g, *zkopt, "--bootstrap-server", services.bootstrap_servers,
+        wait_until(lambda: zkgroups(services, "verify", "--group", g, *zkopt)[0] == 0, 20, "verify ok")
+        code, out, _ = zkgroups(services, "describe", "--group", g, *zkopt, "--bootstrap-server", services.bootstrap_servers,
                                 expect=0)
         lines = out.splitlines()
-        assert lines[0].split() == ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID"]
-        assert len(lines) == 4 and all(line.split()[0] == topic for line in lines[1:])
-        code, out, _ = zkgroups(services, "owners", g, "--json", *zkopt, expect=0)
+        assert lines[0].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                                    "CONSUMER-ID", "HOST", "CLIENT-ID"]
+        assert len(lines) == 4 and all(line.split()[:2] == [g, topic] for line in lines[1:])
+        import socket
+        assert all(line.split()[7:] == [socket.gethostname(), g] for line in lines[1:]), lines  # client.id = group
+        code, out, _ = zkgroups(services, "owners", "--group", g, "--json", *zkopt, expect=0)
         own = json.loads(out)
         assert len(own["members"]) == 1 and len(own["owners"]) == 3
         assert all(o["owner"] == own["members"][0] + "-0" for o in own["owners"])
-        code, out, _ = zkgroups(services, "describe", g, "--json", "--no-log-end", *zkopt, expect=0)
+        code, out, _ = zkgroups(services, "describe", "--group", g, "--json", "--no-log-end", *zkopt, expect=0)
         rows = json.loads(out)
         assert {r["consumer_id"] for r in rows} == {own["members"][0]}
-        code, out, err = zkgroups(services, "delete", g, "--execute", *zkopt)
+        assert {(r["member_storage"], r["offsets_from"]) for r in rows} == {("zookeeper", "zookeeper")}
+        code, out, err = zkgroups(services, "delete", "--group", g, "--execute", *zkopt)
         assert code == 1 and "still active" in err and zk.exists(paths.group_path(g))
     finally:
         c.stop()
@@ -48,20 +52,20 @@ def test_groups_commands(services, zk, unique, tmp_path):
     wait_until(lambda: not zk.get_children(paths.group_ids_path(g)), 15, "member gone")
 
     def committed():
-        rows = json.loads(zkgroups(services, "describe", g, "--json", "--no-log-end", *zkopt, expect=0)[1])
+        rows = json.loads(zkgroups(services, "describe", "--group", g, "--json", "--no-log-end", *zkopt, expect=0)[1])
         return sum(r["current_offset"] or 0 for r in rows), rows
     total, rows = committed()
     assert total == 30, (rows, c.stderr()[-3000:])
     # a stale owner without live members: verify fails and names it
     zk.create(paths.partition_owner_path(g, topic, 1), b"someone-else-0", ephemeral=True, makepath=True)
-    code, out, err = zkgroups(services, "verify", g, *zkopt)
+    code, out, err = zkgroups(services, "verify", "--group", g, *zkopt)
     assert code == 1 and "Rebalance operation failed" in out and "someone-else-0" in err
     zk.delete(paths.partition_owner_path(g, topic, 1))
-    code, out, _ = zkgroups(services, "delete", g, "--json", *zkopt, expect=0)
+    code, out, _ = zkgroups(services, "delete", "--group", g, "--json", *zkopt, expect=0)
     assert json.loads(out)["deleted"] is False and zk.exists(paths.group_path(g))
-    zkgroups(services, "delete", g, "--execute", *zkopt, expect=0)
+    zkgroups(services, "delete", "--group", g, "--execute", *zkopt, expect=0)
     assert zk.exists(paths.group_path(g)) is None
-    code, out, err = zkgroups(services, "describe", g, *zkopt)
+    code, out, err = zkgroups(services, "describe", "--group", g, *zkopt)
     assert code == 1 and "does not exist" in err
 
 

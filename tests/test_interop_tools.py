@@ -75,7 +75,7 @@ def test_consumer_group_command_describes_our_group(services, zk, unique, procs)
                                   "owner": cols[5]}
     assert sorted(rows) == list(range(4)), p.stdout
     owners = {p_: zk.get(paths.partition_owner_path(g, t, p_))[0].decode() for p_ in range(4)}
-    ours = json.loads(cli("zkconsumer", "groups", "describe", g, "--zookeeper", services.zookeeper_connect,
+    ours = json.loads(cli("zkconsumer", "groups", "describe", "--group", g, "--zookeeper", services.zookeeper_connect,
                           "--json"))
     ours_rows = {r["partition"]: r for r in ours if r["topic"] == t}
     for part, row in rows.items():

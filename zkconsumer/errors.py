@@ -83,6 +83,10 @@ class OffsetStoreError(ZkConsumerError):
     """Reading or writing committed offsets failed."""
 
 
+class OffsetManagerUnavailableError(OffsetStoreError, ClusterUnavailableError):
+    """Kafka's offset manager (the group coordinator) cannot be reached or found."""
+
+
 class ConsumerTimeoutError(ZkConsumerError):
     """No message arrived within consumer.timeout.ms (the old ConsumerTimeoutException)."""
 

@@ -26,7 +26,7 @@ from .layout import codecs, paths, validate_group
 from .topic_count import consumers_per_topic
 
 __all__ = ["GroupNotFoundError", "list_groups", "group_exists", "live_members", "owners", "zk_offsets",
-           "topic_partitions", "log_end_offsets", "describe", "verify", "delete", "DescribeRow", "VerifyReport",
+           "topic_partitions", "log_end_offsets", "verify", "delete", "VerifyReport",
            "group_topics"]
 
 log = logging.getLogger(__name__)
@@ -154,50 +154,6 @@ def log_end_offsets(bootstrap_servers, partitions, timeout_ms=10000) -> Dict[TP,
         raise ClusterUnavailableError("cannot read log-end offsets from %s: %s" % (bootstrap_servers, e)) from e
     finally:
         consumer.close()
-
-
-@dataclass
-class DescribeRow:
-    topic: Optional[str]
-    partition: Optional[int]
-    current_offset: Optional[int]
-    log_end_offset: Optional[int]
-    lag: Optional[int]
-    consumer_id: Optional[str]
-    owner: Optional[str] = None
-
-    def as_dict(self):
-        return dict(self.__dict__)
-
-
-def _consumer_of(owner: Optional[str]) -> Optional[str]:
-    if not owner:
-        return None
-    i = owner.rfind("-")
-    return owner[:i] if i > 0 else owner
-
-
-def describe(zk, group, bootstrap_servers=None) -> List[DescribeRow]:
-    """Rows of ``kafka-consumer-groups --zookeeper --describe`` (0.10.2+): one per partition of every topic of
-    the group, then one per live member that owns nothing (partition columns ``None``).  Without
-    *bootstrap_servers* the log-end offset and lag are ``None``."""
-    group = require_group(zk, group)
-    members = live_members(zk, group)
-    own = owners(zk, group)
-    offs = zk_offsets(zk, group)
-    parts = [(t, p) for t in group_topics(zk, group, members) for p in topic_partitions(zk, t)]
-    parts = sorted(set(parts) | set(offs) | set(own))
-    leo = log_end_offsets(bootstrap_servers, parts) if bootstrap_servers and parts else {}
-    rows = []
-    for tp in parts:
-        cur, end = offs.get(tp), leo.get(tp)
-        lag = end - cur if cur is not None and end is not None else None
-        rows.append(DescribeRow(tp[0], tp[1], cur, end, lag, _consumer_of(own.get(tp)), own.get(tp)))
-    owning = {_consumer_of(o) for o in own.values()}
-    for cid in members:
-        if cid not in owning:
-            rows.append(DescribeRow(None, None, None, None, None, cid))
-    return rows
 
 
 @dataclass

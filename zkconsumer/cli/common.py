@@ -6,32 +6,113 @@ import sys
 
 import click
 
-from ..errors import ZkConsumerError
+from ..errors import ClusterUnavailableError, ZkConsumerError
 from ..local import LocalCluster
 
 ZK_ENV = "ZK_CONNECT"
 KAFKA_ENV = "KAFKA_BOOTSTRAP"
 
 
+# Exit codes of both CLIs (documented in their --help and the README):
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1    # the check ran and failed (verify), or work was left undone (skipped, failed writes)
+EXIT_USAGE = 2           # bad input: options, names, files (click's own usage errors are 2 as well)
+EXIT_UNAVAILABLE = 3     # could not check: ZooKeeper or Kafka unreachable, no group coordinator
+
+EXIT_CODES_HELP = ("Exit codes: 0 ok; 1 a check failed or something was left undone; 2 bad input; 3 could not "
+                   "check (ZooKeeper or Kafka unreachable).")
+
+
+def exit_code_for(error: BaseException) -> int:
+    if isinstance(error, ClusterUnavailableError):
+        return EXIT_UNAVAILABLE
+    if isinstance(error, (ValueError, click.UsageError)):
+        return EXIT_USAGE
+    return EXIT_CHECK_FAILED
+
+
 class ZkCommandGroup(click.Group):
-    """A click group that turns every ZkConsumerError into one clear line on stderr and exit code 1."""
+    """A click group that turns every ZkConsumerError into one clear line on stderr (or, under ``--json``, a JSON
+    object ``{"error": ..., "exit_code": ...}`` on stdout) and the exit code of its kind."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except ZkConsumerError as e:
-            click.echo("%s: error: %s" % (ctx.find_root().info_name or "zkconsumer", e), err=True)
-            sys.exit(1)
+            code = exit_code_for(e)
+            if ctx.meta.get("zkconsumer.json"):
+                click.echo(json.dumps({"error": str(e), "error_type": type(e).__name__, "exit_code": code},
+                                      indent=2, sort_keys=True))
+            else:
+                click.echo("%s: error: %s" % (ctx.find_root().info_name or "zkconsumer", e), err=True)
+            sys.exit(code)
+        except click.UsageError as e:
+            if ctx.meta.get("zkconsumer.json"):
+                click.echo(json.dumps({"error": e.format_message(), "error_type": "UsageError",
+                                       "exit_code": EXIT_USAGE}, indent=2, sort_keys=True))
+                sys.exit(EXIT_USAGE)
+            raise
+
+
+class _KazooReconnectFilter(logging.Filter):
+    """kazoo logs a lost connection as several lines (connection dropped, each server tried, each failure); keep one
+    line per outage ("lost; reconnecting") and one when it is back, the rest only at debug level."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = False
+
+    def filter(self, record):
+        if logging.getLogger().level <= logging.DEBUG:
+            return True
+        msg = record.getMessage()
+        if "Connection dropped" in msg or "Connection time-out" in msg or "Failed connecting" in msg or \
+                "Session has expired" in msg:
+            if self.down:
+                return False
+            self.down = True
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg, record.args = "ZooKeeper connection lost (%s); reconnecting", (msg,)
+            return True
+        if "connection established" in msg:
+            if self.down:
+                self.down = False
+                record.levelno, record.levelname = logging.WARNING, "WARNING"
+                record.msg, record.args = "ZooKeeper connection re-established", None
+                return True
+            return False
+        return record.levelno >= logging.ERROR
 
 
 def setup_logging(level):
     logging.basicConfig(level=getattr(logging, level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("kazoo").setLevel(max(logging.WARNING, logging.getLogger().level))
-    # kafka-python logs its own connection errors (with tracebacks) while our code reports the same condition in
-    # one line; show its logs only when asked for (--log-level info or debug)
     root = logging.getLogger().level
-    logging.getLogger("kafka").setLevel(logging.CRITICAL if root >= logging.WARNING else max(logging.ERROR, root))
+    kazoo = logging.getLogger("kazoo")
+    kazoo.setLevel(logging.DEBUG if root <= logging.DEBUG else logging.INFO)
+    if not any(isinstance(f, _KazooReconnectFilter) for f in kazoo.filters):
+        filt = _KazooReconnectFilter()
+        for name in ("kazoo", "kazoo.client", "kazoo.protocol.connection", "kazoo.handlers.threading"):
+            logging.getLogger(name).addFilter(filt)
+    # kafka-python's errors are shown at the default level (warning) as one line, without its tracebacks; its
+    # warnings and retries only with --log-level info or debug
+    logging.getLogger("kafka").setLevel(logging.ERROR if root >= logging.WARNING else root)
+    if root > logging.DEBUG:
+        for handler in logging.getLogger().handlers:
+            if not any(isinstance(f, _NoTraceback) for f in handler.filters):
+                handler.addFilter(_NoTraceback())
+
+
+class _NoTraceback(logging.Filter):
+    """Other libraries' tracebacks (kafka-python logs them with its errors) only at debug level."""
+
+    def filter(self, record):
+        if record.exc_info and record.name.split(".")[0] == "kafka":
+            record.msg = "%s (%s)" % (record.getMessage(), record.exc_info[1] if record.exc_info[1] else "")
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        return True
 
 
 def emit_json(obj):
@@ -78,4 +159,60 @@ zookeeper_option = click.option("--zookeeper", "zookeeper", metavar="HOST:PORT[,
 bootstrap_option = click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT", default=None,
                                 help="Kafka bootstrap servers [default: $KAFKA_BOOTSTRAP, else the brokers "
                                      "registered in ZooKeeper, else the local cluster].")
-json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def _remember_json(ctx, param, value):
+    if value:
+        ctx.meta["zkconsumer.json"] = True  # ctx.meta is shared by the whole context tree: errors go out as JSON
+    return value
+
+
+json_option = click.option("--json", "as_json", is_flag=True, callback=_remember_json, is_eager=True,
+                           help="Print machine-readable JSON (errors too: {\"error\": ..., \"exit_code\": ...}).")
+
+
+def _validate_groups(ctx, param, values):
+    """Check every --group name before anything connects (a bad name fails at once, exit code 2)."""
+    from ..layout import validate_group
+    out = []
+    for v in values or ():
+        try:
+            out.append(validate_group(v))
+        except ValueError as e:
+            raise click.BadParameter(str(e), ctx=ctx, param=param)
+    return tuple(out)
+
+
+def group_options(all_groups=True):
+    """``--group G`` (repeatable) and, where Kafka's tools have it, ``--all-groups``."""
+    def deco(f):
+        if all_groups:
+            f = click.option("--all-groups", is_flag=True, help="Every group under /consumers.")(f)
+        return click.option("--group", "groups", multiple=True, metavar="GROUP", callback=_validate_groups,
+                            help="Consumer group id (repeatable%s)." % (", or --all-groups" if all_groups else ""))(f)
+    return deco
+
+
+def selected_groups(zk, groups, all_groups, required=True):
+    """The groups a command works on: --group values in order, or every group with --all-groups."""
+    if groups and all_groups:
+        raise click.UsageError("give --group or --all-groups, not both")
+    if all_groups:
+        from ..groups import list_groups
+        return list_groups(zk)
+    if not groups and required:
+        raise click.UsageError("no group given: pass --group GROUP (repeatable) or --all-groups")
+    return list(dict.fromkeys(groups))
+
+
+def check_group_choice(groups, all_groups):
+    """The usage checks of :func:`selected_groups` that need no connection (run them before connecting)."""
+    if groups and all_groups:
+        raise click.UsageError("give --group or --all-groups, not both")
+    if not groups and not all_groups:
+        raise click.UsageError("no group given: pass --group GROUP (repeatable) or --all-groups")
+
+
+def print_table(rows):
+    """Left-aligned columns, the header first (as Kafka's tools print)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo(" ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())

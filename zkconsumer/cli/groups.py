@@ -1,11 +1,15 @@
-"""``zkconsumer groups list | describe G | owners G | verify G | delete G [--execute]`` (parse, call, print)."""
+"""``zkconsumer groups list | describe | owners | verify | delete`` (parse, call, print).
+
+Groups are named as in Kafka's ``kafka-consumer-groups``: ``--group G`` (repeatable) or ``--all-groups``."""
 import sys
 
 import click
 
 from .. import groups as lib
 from .. import zk as zkmod
-from .common import (bootstrap_option, emit_json, json_option, resolve_bootstrap, resolve_zookeeper,
+from ..group_describe import STORAGES, describe
+from .common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, bootstrap_option, check_group_choice, emit_json,
+                     group_options, json_option, print_table, resolve_bootstrap, resolve_zookeeper, selected_groups,
                      zookeeper_option)
 
 
@@ -17,7 +21,7 @@ def _zk(zookeeper):
     return zkmod.connect(resolve_zookeeper(zookeeper))
 
 
-@click.group()
+@click.group(epilog=EXIT_CODES_HELP)
 def groups():
     """Inspect and delete ZooKeeper-coordinated consumer groups (like kafka-consumer-groups --zookeeper)."""
 
@@ -39,90 +43,114 @@ def list_cmd(zookeeper, as_json):
             click.echo(n)
 
 
-@groups.command("describe")
-@click.argument("group")
+@groups.command("describe", epilog=EXIT_CODES_HELP)
+@group_options()
+@click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="Only these topics (repeatable).")
 @zookeeper_option
 @bootstrap_option
-@click.option("--no-log-end", is_flag=True, help="Do not ask Kafka for log-end offsets (LOG-END-OFFSET, LAG = -).")
+@click.option("--offsets-storage", type=click.Choice(STORAGES), default="auto", show_default=True,
+              help="Where CURRENT-OFFSET is read: auto = where the group's members say they commit (dual = the "
+                   "greater of ZooKeeper and Kafka, what a dual-commit member resumes from).")
+@click.option("--no-log-end", is_flag=True, help="Do not ask Kafka at all (no LOG-END-OFFSET, LAG or Kafka offsets).")
 @json_option
-def describe_cmd(group, zookeeper, bootstrap, no_log_end, as_json):
-    """TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID of GROUP (ZooKeeper offsets)."""
+def describe_cmd(groups, all_groups, topics, zookeeper, bootstrap, offsets_storage, no_log_end, as_json):
+    """GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID of each group."""
+    check_group_choice(groups, all_groups)
     zk = _zk(zookeeper)
     try:
-        lib.require_group(zk, group)  # a missing group is reported before anything else is resolved
-        rows = lib.describe(zk, group, None if no_log_end else resolve_bootstrap(bootstrap, zk=zk))
+        names = selected_groups(zk, groups, all_groups)
+        for g in names:
+            lib.require_group(zk, g)  # a missing group is reported before anything else is resolved
+        bs = None if no_log_end else resolve_bootstrap(bootstrap, zk=zk)
+        rows = [r for g in names for r in describe(zk, g, bs, "zookeeper" if no_log_end else offsets_storage)
+                if not topics or r.topic is None or r.topic in topics]
     finally:
         zkmod.close(zk)
     if as_json:
         emit_json([r.as_dict() for r in rows])
         return
-    click.echo("Note: This will only show information about consumers that use ZooKeeper (not those using the "
-               "Java consumer API).", err=True)
-    table = [("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID")]
-    table += [(_dash(r.topic), _dash(r.partition), _dash(r.current_offset), _dash(r.log_end_offset),
-               _dash(r.lag), _dash(r.consumer_id)) for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(6)]
-    for row in table:
-        click.echo(" ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    table = [("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+              "CLIENT-ID")]
+    table += [(r.group, _dash(r.topic), _dash(r.partition), _dash(r.current_offset), _dash(r.log_end_offset),
+               _dash(r.lag), _dash(r.consumer_id), _dash(r.host), _dash(r.client_id)) for r in rows]
+    print_table(table)
+    sources = sorted({r.offsets_from for r in rows})
+    if sources:
+        click.echo("(CURRENT-OFFSET from %s)" % ", ".join(
+            {"zookeeper": "ZooKeeper", "kafka": "Kafka", "dual": "the greater of ZooKeeper and Kafka"}[s]
+            for s in sources), err=True)
 
 
 @groups.command("owners")
-@click.argument("group")
+@group_options()
 @zookeeper_option
 @json_option
-def owners_cmd(group, zookeeper, as_json):
-    """Partition owners of GROUP and its live members."""
+def owners_cmd(groups, all_groups, zookeeper, as_json):
+    """Partition owners of each group and its live members."""
+    check_group_choice(groups, all_groups)
     zk = _zk(zookeeper)
+    out = []
     try:
-        group = lib.require_group(zk, group)
-        own = lib.owners(zk, group)
-        members = lib.live_members(zk, group)
+        for g in selected_groups(zk, groups, all_groups):
+            g = lib.require_group(zk, g)
+            own = lib.owners(zk, g)
+            members = lib.live_members(zk, g)
+            out.append({"group": g, "members": sorted(members),
+                        "owners": [{"topic": t, "partition": p, "owner": o} for (t, p), o in own.items()]})
     finally:
         zkmod.close(zk)
     if as_json:
-        emit_json({"group": group, "members": sorted(members),
-                   "owners": [{"topic": t, "partition": p, "owner": o} for (t, p), o in own.items()]})
+        emit_json(out[0] if len(out) == 1 and groups else out)
         return
-    click.echo("MEMBERS: %s" % (", ".join(members) if members else "(none)"))
-    for (t, p), o in own.items():
-        click.echo("%s %d %s" % (t, p, o))
+    for o in out:
+        click.echo("GROUP %s MEMBERS: %s" % (o["group"], ", ".join(o["members"]) if o["members"] else "(none)"))
+        for r in o["owners"]:
+            click.echo("%s %d %s" % (r["topic"], r["partition"], r["owner"]))
 
 
-@groups.command("verify")
-@click.argument("group")
+@groups.command("verify", epilog=EXIT_CODES_HELP)
+@group_options()
 @zookeeper_option
 @json_option
-def verify_cmd(group, zookeeper, as_json):
+def verify_cmd(groups, all_groups, zookeeper, as_json):
     """Every partition of every subscribed topic owned by a live member's thread; exit 1 otherwise."""
+    check_group_choice(groups, all_groups)
     zk = _zk(zookeeper)
     try:
-        report = lib.verify(zk, group)
+        reports = [lib.verify(zk, g) for g in selected_groups(zk, groups, all_groups)]
     finally:
         zkmod.close(zk)
+    ok = all(r.ok for r in reports)
     if as_json:
-        emit_json(report.as_dict())
+        emit_json(reports[0].as_dict() if len(reports) == 1 and groups else [r.as_dict() for r in reports])
     else:
-        for p in report.problems:
-            click.echo(p, err=True)
-        click.echo("Rebalance operation %s !" % ("successful" if report.ok else "failed"))
-    sys.exit(0 if report.ok else 1)
+        for r in reports:
+            for p in r.problems:
+                click.echo("%s: %s" % (r.group, p), err=True)
+            click.echo("%s: Rebalance operation %s !" % (r.group, "successful" if r.ok else "failed"))
+    sys.exit(0 if ok else EXIT_CHECK_FAILED)
 
 
-@groups.command("delete")
-@click.argument("group")
+@groups.command("delete", epilog=EXIT_CODES_HELP)
+@group_options(all_groups=False)
 @zookeeper_option
 @click.option("--execute", is_flag=True, help="Really delete (default: dry run).")
 @json_option
-def delete_cmd(group, zookeeper, execute, as_json):
-    """Delete /consumers/GROUP, only when it has no live members."""
+def delete_cmd(groups, zookeeper, execute, as_json):
+    """Delete /consumers/GROUP of each group, only when it has no live members."""
+    if not groups:
+        raise click.UsageError("no group given: pass --group GROUP (repeatable)")
     zk = _zk(zookeeper)
     try:
-        out = lib.delete(zk, group, execute=execute)
+        outs = [lib.delete(zk, g, execute=execute) for g in groups]
     finally:
         zkmod.close(zk)
     if as_json:
-        emit_json(out)
-    elif out["deleted"]:
-        click.echo("Deleted all consumer group information for group '%s' in zookeeper." % out["group"])
-    else:
-        click.echo("Dry run: would delete /consumers/%s (%d znodes); add --execute" % (out["group"], out["znodes"]))
+        emit_json(outs[0] if len(outs) == 1 else outs)
+        return
+    for out in outs:
+        if out["deleted"]:
+            click.echo("Deleted all consumer group information for group '%s' in zookeeper." % out["group"])
+        else:
+            click.echo("Dry run: would delete /consumers/%s (%d znodes); add --execute"
+                       % (out["group"], out["znodes"]))

@@ -64,6 +64,7 @@ class ZookeeperConsumerConnector:
         self._queues = {}                   # (topic, n) or n (wildcard) -> Queue
         self._wildcard = False
         self.registration = None
+        self.member_info = _member_info(config)
         self.rebalancer = None
         self.fetchers = None
         self._bootstrap = bootstrap_servers
@@ -322,6 +323,9 @@ class ZookeeperConsumerConnector:
                 if self.zk.connected:
                     self._bounded("releasing owner nodes and the registration",
                                   lambda: release_and_deregister(self.zk, self.group, leaving, reg_path), left())
+                    from .registration import withdraw_member_info
+                    self._bounded("withdrawing the member info node",
+                                  lambda: withdraw_member_info(self.zk, self.group, self.consumer_id), left())
                 else:
                     log.warning("shutdown: ZooKeeper is unreachable: the owner nodes and the registration vanish "
                                 "when the session expires (zookeeper.session.timeout.ms)")
@@ -381,3 +385,15 @@ class ZookeeperConsumerConnector:
 
     def __exit__(self, *exc):
         self.shutdown()
+
+
+def _member_info(config):
+    """What this member publishes beside its registration (host, client id, where its offsets live)."""
+    import os
+    import socket
+
+    from .. import __version__
+    from ..layout.member_info import MemberInfo
+    return MemberInfo(host=socket.gethostname(), client_id=config.client_id or config.group_id,
+                      offsets_storage=config.offsets_storage, dual_commit=bool(config.dual_commit_enabled),
+                      pid=os.getpid(), library="zkconsumer %s" % __version__)

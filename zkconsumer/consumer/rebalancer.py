@@ -42,7 +42,7 @@ from ..layout import paths
 from ..offsets import OwnershipFence
 from . import ownership
 from .group_view import read_group
-from .registration import register
+from .registration import publish_member_info, register
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +237,7 @@ class Rebalancer(threading.Thread):
         if self._need_register:
             register(self.zk, self.group, self.consumer_id, c.registration,
                      wait_timeout=self.config.zookeeper_session_timeout_ms / 1000.0 * 2)
+            publish_member_info(self.zk, self.group, self.consumer_id, c.member_info)
             self._need_register = False
         self._set_state(ASSIGNING)
         snap = read_group(self.zk, self.group, self.config.exclude_internal_topics, watch=self.watch)

@@ -62,3 +62,36 @@ def deregister(zk, group, consumer_id):
             zk.delete(path, version=stat.version)
     except NoNodeError:
         pass
+
+
+def publish_member_info(zk, group, consumer_id, info) -> None:
+    """Create (or update) our member info node beside the registration: ephemeral, so it goes with the session.
+    Best effort: a member that cannot write it still consumes (tools then show it as unknown)."""
+    from ..layout.member_info import encode_member_info
+    path = paths.member_info_path(group, consumer_id)
+    data = encode_member_info(info)
+    try:
+        try:
+            zk.create(path, data, ephemeral=True, makepath=True)
+            return
+        except NodeExistsError:
+            pass
+        current, stat = zk.get(path)
+        if stat.ephemeralOwner != zk.client_id[0]:
+            zk.delete(path, version=stat.version)  # an earlier session of ours (same consumer.id), not yet expired
+            zk.create(path, data, ephemeral=True, makepath=True)
+        elif current != data:
+            zk.set(path, data, version=stat.version)
+    except Exception as e:  # e.g. no permission under a shared /consumers
+        log.warning("could not publish member info %s: %r (tools will show this member as unknown)", path, e)
+
+
+def withdraw_member_info(zk, group, consumer_id) -> None:
+    """Delete our member info node if it is ours (best effort at shutdown)."""
+    path = paths.member_info_path(group, consumer_id)
+    try:
+        _, stat = zk.get(path)
+        if zk.client_id and stat.ephemeralOwner == zk.client_id[0]:
+            zk.delete(path, version=stat.version)
+    except Exception:
+        pass

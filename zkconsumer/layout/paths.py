@@ -182,3 +182,16 @@ def parse_offset_path(path: str) -> Tuple[str, str, int]:
         raise ZnodeFormatError(path, "not an offset path of the form %s: %s %r %s"
                                % (_OFFSET_PATH_FORM, e.kind, e.name, e.reason)) from e
     return group, topic, partition
+
+
+# ---- our own znodes (never read or written by the Scala consumer or Kafka's tools) --------------------------
+
+def group_member_info_dir(group: str) -> str:
+    """``/consumers/[group]/zkconsumer/members``: one ephemeral node per zkconsumer member, beside the Scala
+    layout (the registration under ``ids`` keeps the Scala consumer's exact bytes)."""
+    return group_path(group) + "/zkconsumer/members"
+
+
+def member_info_path(group: str, consumer_id: str) -> str:
+    """``/consumers/[group]/zkconsumer/members/[consumerId]`` (ephemeral, JSON: host, client id, offset storage)."""
+    return group_member_info_dir(group) + "/" + validate_consumer_id(consumer_id)

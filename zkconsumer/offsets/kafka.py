@@ -29,7 +29,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.protocol.consumer import OffsetCommitRequest, OffsetFetchRequest
 from kafka.protocol.metadata import CoordinatorType, FindCoordinatorRequest
 
-from zkconsumer.errors import OffsetStoreError
+from zkconsumer.errors import OffsetManagerUnavailableError, OffsetStoreError
 from zkconsumer.layout import validate_group
 from zkconsumer.offsets.base import CommitResult, OffsetStore, normalize_offsets, normalize_partitions
 
@@ -99,7 +99,7 @@ class KafkaOffsetStore(OffsetStore):
                     request_timeout_ms=self.socket_timeout_ms, bootstrap_timeout_ms=self.socket_timeout_ms,
                     reconnect_backoff_ms=50, reconnect_backoff_max_ms=max(50, self.backoff_ms))
             except Exception as e:
-                raise OffsetStoreError(
+                raise OffsetManagerUnavailableError(
                     "cannot reach Kafka at %s within %d ms (offsets.channel.socket.timeout.ms) for the offsets of "
                     "group %s: %s" % (self._servers_text(), self.socket_timeout_ms, self.group, e)) from e
         return self._admin
@@ -127,7 +127,7 @@ class KafkaOffsetStore(OffsetStore):
             except (Errors.KafkaError, OffsetStoreError) as e:
                 self._drop_coordinator()
                 if clock() >= deadline:
-                    raise OffsetStoreError("group %s has no coordinator at %s after %.0f s: %r"
+                    raise OffsetManagerUnavailableError("group %s has no coordinator at %s after %.0f s: %r"
                                            % (self.group, self._servers_text(), timeout_s, e)) from e
             sleep(min(0.25, max(0.0, deadline - clock())))
 
@@ -198,7 +198,7 @@ class KafkaOffsetStore(OffsetStore):
             log.info("retrying offset %s for %d partition(s) of group %s in %d ms", what, len(pending), self.group,
                      self.backoff_ms)
         if pending and not answered and last_exc is not None:
-            raise OffsetStoreError("Kafka offset manager for group %s at %s unreachable: %r"
+            raise OffsetManagerUnavailableError("Kafka offset manager for group %s at %s unreachable: %r"
                                    % (self.group, self._servers_text(), last_exc)) from last_exc
         exhausted = set(pending)
         for tp in pending:

@@ -1,0 +1,81 @@
+"""What a zkconsumer member says about itself, beside its Scala-format registration.
+
+The registration (``/consumers/[g]/ids/[id]``) must stay byte-compatible with the Scala consumer, so anything
+more lives in an ephemeral node of our own, ``/consumers/[g]/zkconsumer/members/[id]``: the member's host,
+``client.id``, process id, library version and — what migration needs — where it reads and commits offsets
+(``offsets.storage`` and ``dual.commit.enabled``). JVM members have no such node: tools show them as "unknown".
+
+Format (JSON object, version 1)::
+
+    {"version": 1, "host": "web-3", "client_id": "orders", "pid": 4711, "library": "zkconsumer 0.1.0",
+     "offsets_storage": "kafka", "dual_commit": true}
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+__all__ = ["MemberInfo", "encode_member_info", "decode_member_info", "storage_mode"]
+
+VERSION = 1
+STORAGES = ("zookeeper", "kafka")
+
+
+@dataclass(frozen=True)
+class MemberInfo:
+    host: str
+    client_id: str
+    offsets_storage: str
+    dual_commit: bool
+    pid: Optional[int] = None
+    library: Optional[str] = None
+
+    @property
+    def mode(self) -> str:
+        """``zookeeper``, ``dual`` or ``kafka``: the migration phase this member runs."""
+        return storage_mode(self.offsets_storage, self.dual_commit)
+
+
+def storage_mode(offsets_storage: str, dual_commit: bool) -> str:
+    """The phase a member's settings put it in: ``dual.commit.enabled`` only matters with kafka storage (as in the
+    Scala consumer)."""
+    if offsets_storage == "zookeeper":
+        return "zookeeper"
+    return "dual" if dual_commit else "kafka"
+
+
+def encode_member_info(info: MemberInfo) -> bytes:
+    obj: Dict[str, Any] = {"version": VERSION, "host": info.host, "client_id": info.client_id,
+                           "offsets_storage": info.offsets_storage, "dual_commit": bool(info.dual_commit)}
+    if info.pid is not None:
+        obj["pid"] = info.pid
+    if info.library is not None:
+        obj["library"] = info.library
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def decode_member_info(data: bytes, path: str = "member info") -> MemberInfo:
+    """Parse a member info node; ``ValueError`` naming *path* and the field when it is not one."""
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ValueError("%s: not JSON: %s" % (path, e)) from None
+    if not isinstance(obj, dict):
+        raise ValueError("%s: expected a JSON object, got %s" % (path, type(obj).__name__))
+    if obj.get("version") != VERSION:
+        raise ValueError("%s: version %r (this zkconsumer reads version %d)" % (path, obj.get("version"), VERSION))
+    for key in ("host", "client_id", "offsets_storage"):
+        if not isinstance(obj.get(key), str):
+            raise ValueError("%s: %r must be a string, got %r" % (path, key, obj.get(key)))
+    if obj["offsets_storage"] not in STORAGES:
+        raise ValueError("%s: offsets_storage %r (expected one of %s)" % (path, obj["offsets_storage"],
+                                                                         ", ".join(STORAGES)))
+    if not isinstance(obj.get("dual_commit"), bool):
+        raise ValueError("%s: 'dual_commit' must be true or false, got %r" % (path, obj.get("dual_commit")))
+    pid = obj.get("pid")
+    if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool)):
+        raise ValueError("%s: 'pid' must be an integer, got %r" % (path, pid))
+    library = obj.get("library")
+    return MemberInfo(obj["host"], obj["client_id"], obj["offsets_storage"], obj["dual_commit"], pid,
+                      library if isinstance(library, str) else None)
