@@ -49,6 +49,14 @@ def test_an_unusable_member_is_assigned_nothing_and_the_others_everything(subscr
     assert not any(th.startswith("g_bad") for th in assignment.values())
 
 
+def test_a_java_only_whitelist_is_evaluated_not_skipped():
+    members = {"g_jvm": ({"\\p{Lu}[a-z]+": 1}, "white_list"), "g_py": ({"Orders": 1}, "static")}
+    problems = {}
+    cft = consumers_per_topic(members, ["Orders", "orders", "ORDERS"], unusable=problems)
+    assert problems == {}
+    assert cft == {"Orders": ["g_jvm-0", "g_py-0"]}
+
+
 def _register(zk, group, cid, body):
     path = paths.consumer_registration_path(group, cid)
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -108,4 +116,24 @@ def test_live_member_consumes_everything_beside_an_unevaluable_jvm_registration(
     log = "\n".join(member.log)
     assert log.count(fake) == 1 and UNEVALUABLE in log, log
     assert "Traceback" not in log and "can't rebalance" not in log, log
+    assert member.terminate() == 0, member.describe()
+
+
+def test_live_java_only_whitelist_member_gets_its_share(services, zk, unique, procs):
+    """The issue's example, ``\\p{Lu}[a-z]+``, written by hand for a fake member: it is evaluated as Java does, so
+    the real member owns exactly the partitions the range assignment leaves it (the fake member's stay unowned)."""
+    g = unique("javaonly")
+    letters = "".join(chr(ord("a") + int(c, 16)) for c in unique("x").split("-")[1])
+    t = services.create_topic("Q" + letters, 4)
+    fake = g + "_jvmfake"
+    _register(zk, g, fake, {"version": 1, "subscription": {"\\p{Lu}[a-z]+": 1}, "pattern": "white_list",
+                            "timestamp": "1"})
+    member = CliConsumer(services, g, [t], consumer_id="real")
+    procs.append(member)
+    cft = {t: sorted([fake + "-0", member.consumer_id + "-0"])}
+    want = {tp: th for tp, th in range_assign(cft, {t: topic_partitions(zk, t)}).items()
+            if th == member.consumer_id + "-0"}
+    assert len(want) == 2
+    wait_until(lambda: owners(zk, g, [t]) == want, 60, interval=0.2, message="the real member to own its share")
+    assert "Traceback" not in "\n".join(member.log)
     assert member.terminate() == 0, member.describe()
