@@ -59,6 +59,11 @@ PATTERNS = [
     "[^a[b]]+", "[a-z&&]", "[&&a]", "[a&b]", "[a|b]", "[\\w&&[^\\d]]+", "[a-]", "[-a]", "[]a]", "[^]a]",
     "[a-z&&[^aeiou]]+", "[\\p{Alpha}&&[^a]]+", "[\\p{L}&&\\P{Lu}]+", "[a-c&&b]", "[^a-z&&[^e]]", "[.]", "[\\d.]+",
     "[a-z&&[^b-y]&&[^z]]", "[\\p{Lu}\\d]+",
+    "(?iu)[a-z]+", "(?U)\\b.+", "\\p{IsASCII}+", "[\\P{L}]", "[^\\p{L}\\d]+", "(?i)(a)\\1", "\\p{InBasicLatin}+",
+    "\\p{IsHan}+", "\\p{sc=Han}+", "\\p{InCJKUnifiedIdeographs}+", "\\p{InCJK_Unified_Ideographs}+",
+    "\\p{IsLatn}", "\\p{javaJavaIdentifierStart}\\p{javaJavaIdentifierPart}*", "\\p{javaSpaceChar}",
+    "\\p{L1}+", "\\p{LD}+", "\\p{IsEmoji}", "\\p{IsUppercase}+", "(?i)\\p{IsUppercase}+", "(?i)\\p{Upper}+",
+    "(?U)\\p{Upper}", "(?i)[\\p{Lower}]", "\\p{IsHex_Digit}+", "\\p{IsWord}+", "\\p{Zs}", "\\pN+",
     # invalid in Java
     "a{,3}", "{", "a{", "*", "a**", "+a", "a)", "(a", "[a-", "\\", "\\k<x>", "(?<1a>x)", "\\p{Foo}", "\\p{IsFoo}",
     "\\y", "a{3,2}", "(?q)a", "a|*", "[z-a]", "\\x{110000}", "(a)\\2", "\\c", "[a-\\d]", "\\i", "(?c)a",

@@ -87,8 +87,8 @@ _CASED = "\\p{Lu}\\p{Ll}\\p{Lt}"
 _WORD_U = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}"
 # Java's binary properties (Pattern: \p{IsX}, and the POSIX names under UNICODE_CHARACTER_CLASS)
 _UNICODE_PROPS = {
-    "alphabetic": "\\p{Alphabetic}", "assigned": "\\P{Cn}", "control": "\\p{Cc}", "hexdigit": "\\p{Hex_Digit}",
-    "hex_digit": "\\p{Hex_Digit}", "ideographic": "\\p{Ideographic}", "joincontrol": "\\p{Join_Control}",
+    "alphabetic": "\\p{Alphabetic}", "assigned": "\\P{Cn}", "control": "\\p{Cc}", "hexdigit": "\\p{Nd}\\p{Hex_Digit}",
+    "hex_digit": "\\p{Nd}\\p{Hex_Digit}", "ideographic": "\\p{Ideographic}", "joincontrol": "\\p{Join_Control}",
     "join_control": "\\p{Join_Control}", "letter": "\\p{L}", "lowercase": "\\p{Lowercase}",
     "noncharactercodepoint": "\\p{Noncharacter_Code_Point}", "noncharacter_code_point":
     "\\p{Noncharacter_Code_Point}", "titlecase": "\\p{Lt}", "punctuation": "\\p{P}", "uppercase": "\\p{Uppercase}",
