@@ -299,7 +299,7 @@ class _Translator:
         if c == "(":
             return self.group(flags)
         if c == "[":
-            return self.wrap_case(self.char_class(flags), flags, is_set=True)
+            return self.wrap_case(self.char_class(flags), flags)
         if c == "\\":
             return self.escape(flags)
         if c in ("*", "+", "?"):
@@ -331,7 +331,7 @@ class _Translator:
         extra = _fold_ascii(cp, cp)
         return "[%s%s]" % (_ch(cp), extra) if extra else _ch(cp)
 
-    def wrap_case(self, set_text, flags, is_set=False):
+    def wrap_case(self, set_text, flags):
         """A set under (?iu): Unicode simple case folding by the regex package ((?i) alone was applied by hand)."""
         if "i" in flags and ("u" in flags or "U" in flags):
             return "(?i-f:%s)" % set_text
@@ -425,7 +425,7 @@ class _Translator:
             return simple[c]
         kind, value = self.class_escape(flags)
         if kind == "set":
-            return self.wrap_case("[%s]" % value, flags, is_set=True)
+            return self.wrap_case("[%s]" % value, flags)
         return self.literal(value, flags)
 
     def backref(self, flags):
