@@ -19,6 +19,7 @@ class ConfigError(ZkConsumerError, ValueError):
         self.key = key
         self.value = value
         self.allowed = allowed
+        self.detail = detail
         msg = "invalid value %r for %s: %s" % (value, key, allowed)
         if detail:
             msg += " (%s)" % detail

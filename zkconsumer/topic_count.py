@@ -15,6 +15,27 @@ STATIC = "static"
 PATTERNS = (STATIC, WHITE_LIST, BLACK_LIST)
 
 
+class UnusableRegistration(RebalanceError):
+    """One member's registration cannot be turned into thread ids (a wildcard regex that cannot be evaluated, a
+    wildcard subscription without exactly one key, a stream count < 1).
+
+    :func:`consumers_per_topic` does not let it fail the group's rebalance: that member gets no thread id at all
+    (it is assigned nothing) and everyone else is assigned as if it subscribed to nothing.
+    """
+
+    def __init__(self, consumer_id, pattern, subscription, reason):
+        self.consumer_id, self.pattern, self.subscription, self.reason = consumer_id, pattern, subscription, reason
+        super().__init__("consumer %s registered a %s subscription %s that cannot be evaluated: %s"
+                         % (consumer_id, pattern, _describe(subscription), reason))
+
+
+def _describe(subscription):
+    if isinstance(subscription, dict) and len(subscription) == 1:
+        (key, streams), = subscription.items()
+        return "%r (%r streams)" % (key, streams)
+    return repr(subscription)
+
+
 def java_string_sort_key(s):
     """Sort key giving Java ``String.compareTo`` order (lexicographic over UTF-16 code units).
 
@@ -33,11 +54,11 @@ def make_thread_id(consumer_id, n):
     return "%s-%d" % (consumer_id, n)
 
 
-def _check_streams(consumer_id, topic, streams):
+def _check_streams(consumer_id, topic, streams, pattern=STATIC, subscription=None):
     # Scala: assert(nConsumers >= 1) in makeConsumerThreadIdsPerTopic
     if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
-        raise RebalanceError("consumer %s subscribes to %r with %r streams; the stream count must be an integer >= 1"
-                             % (consumer_id, topic, streams))
+        raise UnusableRegistration(consumer_id, pattern, subscription if subscription is not None else {topic: streams},
+                                   "%r streams for %r; the stream count must be an integer >= 1" % (streams, topic))
 
 
 def make_thread_ids_per_topic(consumer_id, topic_count_map):
@@ -63,37 +84,51 @@ def thread_ids_per_topic(consumer_id, subscription, pattern, all_topics, exclude
       ``all_topics`` (the current children of ``/brokers/topics``), each matching topic getting the key's stream
       count.
 
-    Raises :class:`RebalanceError` for a stream count < 1 (Scala's ``assert``), a wildcard subscription with more
-    than one key (Scala takes ``topMap.head`` of an unordered map, which is not reproducible) or an invalid regex.
-    Thread-id lists are in stream order; :func:`consumers_per_topic` sorts them.
+    Raises :class:`UnusableRegistration` (a :class:`RebalanceError`) for a stream count < 1 (Scala's ``assert``),
+    a wildcard subscription with more than one key (Scala takes ``topMap.head`` of an unordered map, which is not
+    reproducible) or a regex that cannot be evaluated (Java rejects it, or it is one of the few constructs
+    :mod:`zkconsumer.topic_filter` does not support). Thread-id lists are in stream order;
+    :func:`consumers_per_topic` sorts them.
     """
-    if subscription is None:
-        raise RebalanceError("registration of consumer %s has no subscription" % consumer_id)
+    if not isinstance(subscription, dict):
+        raise UnusableRegistration(consumer_id, pattern, subscription, "no subscription object")
     if not is_wildcard(subscription, pattern):
+        for topic, streams in subscription.items():
+            _check_streams(consumer_id, topic, streams, pattern, subscription)
         return make_thread_ids_per_topic(consumer_id, subscription)
     if len(subscription) != 1:
-        raise RebalanceError("wildcard registration of consumer %s must have exactly one regex key, got %r"
-                             % (consumer_id, sorted(subscription)))
+        raise UnusableRegistration(consumer_id, pattern, subscription,
+                                   "a wildcard subscription must have exactly one regex key, got %d" % len(subscription))
     (regex, streams), = subscription.items()
-    _check_streams(consumer_id, regex, streams)
+    _check_streams(consumer_id, regex, streams, pattern, subscription)
     try:
         topic_filter = topic_filter_for(pattern, regex)
     except ConfigError as exc:
-        raise RebalanceError("consumer %s registered an invalid %s filter: %s" % (consumer_id, pattern, exc)) from None
+        raise UnusableRegistration(consumer_id, pattern, subscription, exc.detail or str(exc)) from None
     topics = [t for t in all_topics if topic_filter.is_topic_allowed(t, exclude_internal_topics)]
     return make_thread_ids_per_topic(consumer_id, {t: streams for t in topics})
 
 
-def consumers_per_topic(members, all_topics, exclude_internal_topics=True):
+def consumers_per_topic(members, all_topics, exclude_internal_topics=True, unusable=None):
     """``ZkUtils.getConsumersPerTopic``: every member's thread ids per topic, each list sorted as strings.
 
     ``members`` maps consumer id -> ``(subscription, pattern)`` (the decoded ``/consumers/[g]/ids/[id]`` nodes).
     Topics no member subscribes to are absent; no list is empty.
+
+    The rule for a registration that cannot be evaluated (:class:`UnusableRegistration`): that member gets no
+    thread id for any topic — it subscribes to nothing it can be assigned — and the others are assigned all the
+    partitions of their topics; it never fails the computation. When ``unusable`` is a dict, it receives
+    ``consumer id -> UnusableRegistration`` for each such member (for the caller to log).
     """
     all_topics = list(all_topics)
     merged = {}
     for consumer_id, (subscription, pattern) in members.items():
-        per_topic = thread_ids_per_topic(consumer_id, subscription, pattern, all_topics, exclude_internal_topics)
+        try:
+            per_topic = thread_ids_per_topic(consumer_id, subscription, pattern, all_topics, exclude_internal_topics)
+        except UnusableRegistration as exc:
+            if unusable is not None:
+                unusable[consumer_id] = exc
+            continue
         for topic, thread_ids in per_topic.items():
             merged.setdefault(topic, []).extend(thread_ids)
     result = {}

@@ -4,8 +4,14 @@ Reads the member list, every member's registration, the topic list (for wildcard
 of every topic any member subscribes to — with parallel asynchronous reads, and watches re-armed on the nodes whose
 changes must trigger a rebalance. The read is repeated until the member list did not change while it was being
 read (the ``cversion`` of ``/ids`` before and after), so every member computing from the same ZooKeeper state gets
-the same answer. Members that vanish between the list and the read, and malformed registrations, are skipped with
-a log line rather than failing the rebalance (peers' checklist item 11).
+the same answer. Members that vanish between the list and the read are skipped.
+
+One rule for a registration that cannot be used — not JSON, missing ``pattern``/``subscription``, a bad stream
+count, a wildcard regex that cannot be evaluated (see :mod:`zkconsumer.topic_filter`): that member is kept in the
+member list but gets no thread id (it is assigned nothing), everyone else is assigned all the partitions of their
+topics, and ONE error naming the member and what it registered is logged per version of its registration znode
+(its ``mzxid``), not on every rebalance attempt. A subscribed topic that is not a legal topic name (a static
+subscription, or an unknown ``pattern`` kind — Kafka reads those as static) cannot exist: it has no partitions.
 """
 import logging
 from dataclasses import dataclass, field
@@ -13,8 +19,9 @@ from typing import Dict, List
 
 from kazoo.exceptions import NoNodeError
 
-from ..errors import RebalanceError, ZnodeFormatError
+from ..errors import InvalidNameError, RebalanceError, ZnodeFormatError
 from ..layout import codecs, paths
+from ..layout.names import validate_topic
 from ..topic_count import consumers_per_topic
 
 log = logging.getLogger(__name__)
@@ -43,26 +50,41 @@ def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5
         topics_async = zk.get_children_async(paths.broker_topics_path(), watch=watch)
         brokers_async = zk.get_children_async(paths.broker_ids_path(), watch=watch)
         members = {}
+        versions = {}
         for cid, res in asyncs.items():
             reads += 1
             try:
-                data, _ = res.get()
+                data, reg_stat = res.get()
             except NoNodeError:
                 continue  # left between the list and the read: the next pass or rebalance sees it
+            versions[cid] = reg_stat.mzxid
             try:
                 members[cid] = codecs.decode_consumer_registration(data, ids_path + "/" + cid)
             except ZnodeFormatError as e:
-                _warn_once(("member", cid, data), "ignoring member with a malformed registration: %s" % e)
+                _error_once(("member", group, cid, reg_stat.mzxid),
+                            "group %s: member %s has a malformed registration, so it is assigned no partitions and "
+                            "the others are assigned all of theirs until it registers again: %s" % (group, cid, e))
         all_topics = _children_or_empty(topics_async)
         broker_ids = sorted(int(b) for b in _children_or_empty(brokers_async) if b.isdigit())
         reads += 2
+        unusable = {}
         try:
             cft = consumers_per_topic({cid: (r.subscription, r.pattern) for cid, r in members.items()},
-                                      all_topics, exclude_internal_topics)
+                                      all_topics, exclude_internal_topics, unusable=unusable)
         except RebalanceError as e:
             raise RebalanceError("cannot compute the group's subscriptions: %s" % e) from e
-        topic_asyncs = {t: zk.get_async(paths.topic_path(t), watch=watch) for t in cft}
+        for cid, e in unusable.items():
+            _error_once(("member", group, cid, versions.get(cid)),
+                        "group %s: %s; it is assigned no partitions and the others are assigned all of theirs until "
+                        "it registers again" % (group, e))
         partitions = {}
+        topic_asyncs = {}
+        for t in cft:
+            try:
+                topic_asyncs[t] = zk.get_async(paths.topic_path(validate_topic(t)), watch=watch)
+            except InvalidNameError as e:
+                _warn_once(("badtopic", t), "subscribed topic %r can never exist (%s): it has no partitions" % (t, e))
+                partitions[t] = []
         for t, res in topic_asyncs.items():
             reads += 1
             try:
@@ -87,13 +109,17 @@ def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5
 _warned = set()
 
 
-def _warn_once(key, message):
-    """Log a problem with a znode once per distinct content, not on every rebalance attempt."""
+def _warn_once(key, message, level=logging.WARNING):
+    """Log a problem with a znode once per distinct content / znode version, not on every rebalance attempt."""
     if key not in _warned:
         if len(_warned) > 10000:
             _warned.clear()
         _warned.add(key)
-        log.warning("%s", message)
+        log.log(level, "%s", message)
+
+
+def _error_once(key, message):
+    _warn_once(key, message, logging.ERROR)
 
 
 def _children_or_empty(result):
