@@ -1,145 +1,241 @@
-"""``zkmigrate``: move a group's offsets between ZooKeeper and Kafka's offset manager (parse, call, print).
+"""``zkmigrate``: move consumer groups' offsets between ZooKeeper and Kafka's offset manager (parse, call, print).
 
-Every command is read-only / a dry run unless ``--execute``; every command has ``--json``.
+Every command is read-only or a dry run unless ``--execute``; every command has ``--json``. Groups are named as in
+Kafka's tools: ``--group G`` (repeatable), ``--all-groups``, or ``--groups-matching REGEX``; several groups run on
+``--parallel`` threads and give one report (``{"groups": [...], "ok": ..., "exit_code": ...}`` under ``--json``).
 """
-import contextlib
 import sys
 
 import click
 
 from zkconsumer import zk as zkmod
-from zkconsumer.cli.common import (ZkCommandGroup, bootstrap_option, emit_json, json_option, resolve_bootstrap,
-                                   resolve_zookeeper, setup_logging, zookeeper_option)
-from zkconsumer.layout import validate_group
+from zkconsumer.cli.common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_USAGE, ZkCommandGroup, bootstrap_option,
+                                   emit_json, exit_code_for, json_option, resolve_bootstrap, resolve_zookeeper,
+                                   setup_logging, zookeeper_option)
+from zkconsumer.cli.common import _validate_groups
+from zkconsumer.groups import list_groups
 
 from . import cutover as cutover_mod
 from . import plan as plan_mod
-from . import transfer
+from . import render, state, transfer
+from .fleet import run_groups, select_groups, worst_exit
 from .group_offsets import GroupOffsets
 from .offsets_file import format_offsets, parse_offsets
 from .status import group_status
-from .verify import PHASES, verify_group
+from .verify import PHASES, settle_for, verify_group
 
 STORES = click.Choice(["zookeeper", "kafka"])
-group_option = click.option("--group", required=True, help="Consumer group id.")
 topic_option = click.option("--topic", "topics", multiple=True, metavar="TOPIC",
                             help="Also include this topic's partitions (repeatable).")
+backup_option = click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
+                             help="Where the backup export of both stores is written before any change [default: "
+                                  "$ZKMIGRATE_STATE_DIR/backups or ~/.zkconsumer/migrate/backups].")
 
 
-@contextlib.contextmanager
-def _open(zookeeper, bootstrap, group):
-    group = validate_group(group)  # before connecting anywhere
+def _groups_options(f):
+    for opt in reversed([
+            click.option("--group", "groups", multiple=True, metavar="GROUP", callback=_validate_groups,
+                         help="Consumer group id (repeatable)."),
+            click.option("--all-groups", is_flag=True, help="Every group under /consumers."),
+            click.option("--groups-matching", "matching", metavar="REGEX", default=None,
+                         help="Every group under /consumers whose whole name matches REGEX."),
+            click.option("--parallel", type=click.IntRange(1, 64), default=4, show_default=True,
+                         help="Groups handled at the same time.")]):
+        f = opt(f)
+    return f
+
+
+def _check_selection(groups, all_groups, matching, required=True):
+    """Usage checks that need no connection (before anything connects)."""
+    given = sum([bool(groups), all_groups, matching is not None])
+    if given > 1:
+        raise click.UsageError("give one of --group (repeatable), --all-groups or --groups-matching")
+    if matching is not None:
+        import re
+        try:
+            re.compile(matching)
+        except re.error as e:
+            raise click.BadParameter("%r is not a regular expression: %s" % (matching, e),
+                                     param_hint="--groups-matching")
+    if required and not given:
+        raise click.UsageError("no group given: pass --group GROUP (repeatable), --all-groups or --groups-matching")
+
+
+def _single(groups, all_groups, matching):
+    return len(groups) == 1 and not all_groups and matching is None
+
+
+def _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json, show, need_kafka=True):
+    """Connect once, run ``per_group(gofs) -> (result, exit code)`` for every selected group, print, exit."""
     zk = zkmod.connect(resolve_zookeeper(zookeeper))
-    gofs = None
     try:
-        gofs = GroupOffsets(zk, resolve_bootstrap(bootstrap, zk=zk), group)
-        yield gofs
+        bs = resolve_bootstrap(bootstrap, zk=zk) if need_kafka else None
+        names = select_groups(lambda: list_groups(zk), groups, all_groups, matching)
+
+        def one(g):
+            gofs = GroupOffsets(zk, bs, g)
+            try:
+                return per_group(gofs)
+            finally:
+                gofs.close()
+        progress = None
+        if len(names) > 1 and not as_json:
+            done = [0]
+
+            def progress(g, code):
+                done[0] += 1
+                click.echo("[%d/%d] %s: %s" % (done[0], len(names), g, render.verdict(code)), err=True)
+        results = run_groups(names, one, parallel, exit_code_for, progress)
     finally:
-        if gofs is not None:
-            gofs.close()
         zkmod.close(zk)
+    code = worst_exit(c for _, c in results.values())
+    if _single(groups, all_groups, matching):
+        [(out, code)] = results.values()
+        if as_json:
+            emit_json(out)
+        elif "error" in out:
+            click.echo("zkmigrate: error: %s" % out["error"], err=True)
+        else:
+            show(out)
+        sys.exit(code)
+    if as_json:
+        emit_json({"groups": [r for r, _ in results.values()], "count": len(results),
+                   "ok": code == 0, "exit_code": code})
+    else:
+        for out, _ in results.values():
+            if "error" in out:
+                click.echo("%s: error: %s" % (out["group"], out["error"]), err=True)
+            else:
+                show(out)
+        click.echo("%d group(s): %s" % (len(results), render.summary(results)))
+    sys.exit(code)
 
 
-def _tp(tp):
-    return "%s-%d" % tp
-
-
-def _dash(v):
-    return "-" if v is None else str(v)
-
-
-@click.group(cls=ZkCommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=ZkCommandGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False))
+@click.version_option(package_name="zkconsumer", prog_name="zkmigrate")
 def cli(log_level):
-    """Migrate consumer-group offsets ZooKeeper <-> Kafka (reference §4.8). Dry run unless --execute."""
+    """Migrate consumer-group offsets ZooKeeper <-> Kafka's offset manager (the rolling procedure of Kafka's
+    documentation: dual commit, then Kafka only; and back). Dry run unless --execute."""
     setup_logging(log_level)
 
 
-@cli.command()
+@cli.command(epilog=EXIT_CODES_HELP)
 @zookeeper_option
 @bootstrap_option
-@group_option
+@_groups_options
 @topic_option
 @json_option
-def status(zookeeper, bootstrap, group, topics, as_json):
-    """Per partition: ZooKeeper / Kafka / log-end offsets, lags, owner; ZooKeeper members; broker-side group."""
-    with _open(zookeeper, bootstrap, group) as gofs:
-        st = group_status(gofs, topics)
-    if as_json:
-        emit_json(st)
-        return
-    table = [("TOPIC", "PARTITION", "ZK-OFFSET", "KAFKA-OFFSET", "LOG-END-OFFSET", "ZK-LAG", "KAFKA-LAG", "OWNER")]
-    for r in st["partitions"]:
-        table.append((r["topic"], str(r["partition"]), _dash(r["zookeeper_offset"]), _dash(r["kafka_offset"]),
-                      _dash(r["log_end_offset"]), _dash(r["zookeeper_lag"]), _dash(r["kafka_lag"]),
-                      _dash(r["owner"])))
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    for row in table:
-        click.echo(" ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-    click.echo("ZooKeeper members: %s" % (", ".join(st["zookeeper_members"]) or "(none)"))
-    b = st["broker_group"]
-    click.echo("Broker-side group: state %s, %d member(s)%s" % (
-        b.get("state"), len(b.get("members") or []), (" (%s)" % b["error"]) if b.get("error") else ""))
-    for m in b.get("members") or []:
-        click.echo("  %s" % m["member_id"])
+def status(zookeeper, bootstrap, groups, all_groups, matching, parallel, topics, as_json):
+    """Per partition: ZooKeeper / Kafka / log-end offsets, lags, owner; members and where they commit; the phase
+    zkmigrate recorded; the broker-side group."""
+    _check_selection(groups, all_groups, matching)
+    _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel,
+           lambda gofs: (group_status(gofs, topics), 0), as_json, render.status)
 
 
-@cli.command()
-@group_option
+@cli.command(epilog=EXIT_CODES_HELP)
+@_groups_options
 @click.option("--to", "to", type=STORES, required=True, help="Where the offsets should end up.")
 @zookeeper_option
 @bootstrap_option
 @json_option
-def plan(group, to, zookeeper, bootstrap, as_json):
+def plan(groups, all_groups, matching, parallel, to, zookeeper, bootstrap, as_json):
     """The rolling procedure, with the exact properties and verify command of each phase (prints only)."""
-    p = plan_mod.make_plan(validate_group(group), to, zookeeper, bootstrap)
-    if as_json:
-        emit_json(p)
+    _check_selection(groups, all_groups, matching)
+    if groups and not all_groups and matching is None:  # names only: nothing to connect to
+        plans = [plan_mod.make_plan(g, to, zookeeper, bootstrap) for g in groups]
     else:
-        click.echo(plan_mod.render(p))
+        zk = zkmod.connect(resolve_zookeeper(zookeeper))
+        try:
+            names = select_groups(lambda: list_groups(zk), groups, all_groups, matching)
+        finally:
+            zkmod.close(zk)
+        plans = [plan_mod.make_plan(g, to, zookeeper, bootstrap) for g in names]
+    if as_json:
+        emit_json(plans[0] if len(plans) == 1 and _single(groups, all_groups, matching) else plans)
+    else:
+        click.echo("\n\n".join(plan_mod.render(p) for p in plans))
 
 
-@cli.command()
+@cli.command(epilog=EXIT_CODES_HELP)
 @zookeeper_option
 @bootstrap_option
-@group_option
+@_groups_options
 @click.option("--store", type=STORES, default="zookeeper", show_default=True)
 @click.option("--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="File to write (default: stdout).")
 @topic_option
 @json_option
-def export(zookeeper, bootstrap, group, store, output, topics, as_json):
-    """The group's offsets in the ExportZkOffsets format /consumers/G/offsets/T/P:offset."""
-    with _open(zookeeper, bootstrap, group) as gofs:
-        both = gofs.read_all(topics, scan_all_topics=(store == "kafka"))
+def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, output, topics, as_json):
+    """Offsets in the ExportZkOffsets format /consumers/G/offsets/T/P:offset (every group when none is named, as
+    ExportZkOffsets did)."""
+    _check_selection(groups, all_groups, matching, required=False)
+    if not groups and matching is None:
+        all_groups = True
     i = 0 if store == "zookeeper" else 1
-    offs = {tp: v[i] for tp, v in both.items() if v[i] is not None}
-    lines = format_offsets(gofs.group, offs)
+    collected = {}
+
+    def one(gofs):
+        both = gofs.read_all(topics, scan_all_topics=(store == "kafka"))
+        offs = {tp: v[i] for tp, v in both.items() if v[i] is not None}
+        collected[gofs.group] = offs
+        return {"group": gofs.group, "store": store, "count": len(offs),
+                "offsets": {render.tp(tp): o for tp, o in sorted(offs.items())}}, 0
+
+    def show(out):
+        pass  # the lines are written below, once, in group order
+    zk = zkmod.connect(resolve_zookeeper(zookeeper))
+    try:
+        bs = resolve_bootstrap(bootstrap, zk=zk) if store == "kafka" else None
+        names = select_groups(lambda: list_groups(zk), groups, all_groups, matching)
+
+        def run(g):
+            gofs = GroupOffsets(zk, bs, g)
+            try:
+                return one(gofs)
+            finally:
+                gofs.close()
+        results = run_groups(names, run, parallel, exit_code_for)
+    finally:
+        zkmod.close(zk)
+    lines = [line for g in names if g in collected for line in format_offsets(g, collected[g])]
+    code = worst_exit(c for _, c in results.values())
     if output:
         with open(output, "w") as f:
             f.write("".join(line + "\n" for line in lines))
     if as_json:
-        emit_json({"group": gofs.group, "store": store, "output": output, "count": len(lines),
-                   "offsets": {_tp(tp): o for tp, o in sorted(offs.items())}})
-    elif output:
-        click.echo("exported %d offset(s) of group %s from %s to %s" % (len(lines), gofs.group, store, output),
-                   err=True)
+        outs = [r for r, _ in results.values()]
+        if _single(groups, False, matching):
+            out = dict(outs[0], output=output)
+        else:
+            out = {"groups": outs, "store": store, "output": output, "count": len(lines), "ok": code == 0,
+                   "exit_code": code}
+        emit_json(out)
     else:
-        for line in lines:
-            click.echo(line)
+        for r, _ in results.values():
+            if "error" in r:
+                click.echo("%s: error: %s" % (r["group"], r["error"]), err=True)
+        if output:
+            click.echo("exported %d offset(s) of %d group(s) from %s to %s" % (len(lines), len(collected), store,
+                                                                               output), err=True)
+        else:
+            for line in lines:
+                click.echo(line)
+    sys.exit(code)
 
 
-@cli.command("import")
+@cli.command("import", epilog=EXIT_CODES_HELP)
 @zookeeper_option
 @bootstrap_option
-@click.option("--file", "path", type=click.Path(exists=True, dir_okay=False), required=True)
+@click.option("--file", "path", type=click.Path(exists=True, dir_okay=False), required=True,
+              help="An ExportZkOffsets file (or zkmigrate export's output).")
 @click.option("--store", type=STORES, required=True)
 @click.option("--execute", is_flag=True, help="Write (default: show what would be written).")
 @click.option("--allow-rewind", is_flag=True, help="Also move offsets backwards.")
 @click.option("--force", is_flag=True, help="Write even while ZooKeeper members are live.")
-@click.option("--backup-dir", type=click.Path(file_okay=False), default=".", show_default=True,
-              help="Where the backup export of both stores is written before any change.")
+@backup_option
 @json_option
 def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, backup_dir, as_json):
     """Write the offsets of an ExportZkOffsets file into one store (every line validated first).
@@ -162,42 +258,29 @@ def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, 
                 decision = transfer.plan_copy(offs, {tp: v[i] for tp, v in both.items()}, allow_rewind)
                 todo, failed, backup = decision["write"], {}, []
                 if execute and todo:
-                    backup = transfer.write_backup(backup_dir, group, both)
+                    backup = transfer.write_backup(backup_dir or state.default_backup_dir(), group, both)
                     failed = transfer.apply_copy(gofs.store(store), todo)
             finally:
                 gofs.close()
             result["groups"][group] = {
                 "offsets": len(offs), "unchanged": len(decision["unchanged"]),
-                "changes": {_tp(tp): {"from": both[tp][i], "to": o} for tp, o in sorted(todo.items())},
+                "changes": {render.tp(tp): {"from": both[tp][i], "to": o} for tp, o in sorted(todo.items())},
                 "skipped_rewind": {} if allow_rewind else
-                {_tp(tp): {"current": d, "file": s_} for tp, (d, s_) in decision["rewind"].items()},
+                {render.tp(tp): {"current": d, "file": s_} for tp, (d, s_) in decision["rewind"].items()},
                 "written": len(todo) - len(failed) if execute else 0, "backup": backup,
-                "failed": {_tp(tp): e for tp, e in failed.items()}}
+                "failed": {render.tp(tp): e for tp, e in failed.items()}}
     finally:
         zkmod.close(zk)
-    failed_any = any(g["failed"] for g in result["groups"].values())
-    skipped_any = any(g["skipped_rewind"] for g in result["groups"].values())
+    left_behind = any(g["failed"] or g["skipped_rewind"] for g in result["groups"].values())
     if as_json:
         emit_json(result)
     else:
-        for group, g in result["groups"].items():
-            verb = "wrote" if execute else "would write (dry run; add --execute)"
-            click.echo("%s %d offset(s) of group %s to %s; %d already equal"
-                       % (verb, g["written"] if execute else len(g["changes"]), group, store, g["unchanged"]))
-            for tp, c in g["changes"].items():
-                click.echo("  %s: %s -> %d" % (tp, "none" if c["from"] is None else c["from"], c["to"]))
-            for tp, r in g["skipped_rewind"].items():
-                click.echo("  skipped %s: %s has %d, the file %d (would move backwards; --allow-rewind)"
-                           % (tp, store, r["current"], r["file"]), err=True)
-            for b in g["backup"]:
-                click.echo("backup: %s" % b, err=True)
-            for tp, e in g["failed"].items():
-                click.echo("  FAILED %s: %s" % (tp, e), err=True)
-    sys.exit(1 if failed_any or skipped_any else 0)
+        render.import_result(result, execute, store)
+    sys.exit(EXIT_CHECK_FAILED if left_behind else 0)
 
 
-def _copy_command(zookeeper, bootstrap, group, src, dst, execute, allow_rewind, force, backup_dir, topics, as_json):
-    with _open(zookeeper, bootstrap, group) as gofs:
+def _copy(src, dst, execute, allow_rewind, force, backup_dir, topics):
+    def per_group(gofs):
         members = transfer.check_no_live_members(gofs.zk, gofs.group, force, "copy")
         both = gofs.read_all(topics, scan_all_topics=(src == "kafka"))
         i, j = (0, 1) if src == "zookeeper" else (1, 0)
@@ -205,120 +288,113 @@ def _copy_command(zookeeper, bootstrap, group, src, dst, execute, allow_rewind, 
         decision = transfer.plan_copy(source, {tp: v[j] for tp, v in both.items()}, allow_rewind)
         todo = decision["write"]
         out = {"group": gofs.group, "from": src, "to": dst, "execute": execute, "live_members": members,
-               "to_write": {_tp(tp): o for tp, o in todo.items()},
+               "to_write": {render.tp(tp): o for tp, o in todo.items()},
                "unchanged": len(decision["unchanged"]),
                "skipped_rewind": {} if allow_rewind else
-               {_tp(tp): {"destination": d, "source": s} for tp, (d, s) in decision["rewind"].items()},
-               "rewound": {_tp(tp): {"from": d, "to": s} for tp, (d, s) in decision["rewind"].items()}
+               {render.tp(tp): {"destination": d, "source": s} for tp, (d, s) in decision["rewind"].items()},
+               "rewound": {render.tp(tp): {"from": d, "to": s} for tp, (d, s) in decision["rewind"].items()}
                if allow_rewind else {},
                "backup": [], "failed": {}, "written": 0}
         if execute and todo:
-            out["backup"] = transfer.write_backup(backup_dir, gofs.group, both)
-            if len(todo) > transfer.CHUNK:
-                with click.progressbar(length=len(todo), label="writing offsets to %s" % dst,
-                                       file=sys.stderr) as bar:
-                    failed = transfer.apply_copy(gofs.store(dst), todo, bar.update)
-            else:
-                failed = transfer.apply_copy(gofs.store(dst), todo)
-            out["failed"] = {_tp(tp): e for tp, e in failed.items()}
+            out["backup"] = transfer.write_backup(backup_dir or state.default_backup_dir(), gofs.group, both)
+            failed = transfer.apply_copy(gofs.store(dst), todo)
+            out["failed"] = {render.tp(tp): e for tp, e in failed.items()}
             out["written"] = len(todo) - len(failed)
-    if as_json:
-        emit_json(out)
-    else:
-        verb = "wrote" if execute else "would write (dry run; add --execute)"
-        click.echo("%s %d offset(s) %s -> %s for group %s; %d already equal"
-                   % (verb, out["written"] if execute else len(todo), src, dst, out["group"], out["unchanged"]))
-        for tp, o in sorted(out["to_write"].items()):
-            click.echo("  %s -> %d" % (tp, o))
-        for tp, r in sorted(out["skipped_rewind"].items()):
-            click.echo("  skipped %s: %s has %d, source %d (would move backwards; --allow-rewind)"
-                       % (tp, dst, r["destination"], r["source"]), err=True)
-        for p in out["backup"]:
-            click.echo("backup: %s" % p, err=True)
-        for tp, e in out["failed"].items():
-            click.echo("  FAILED %s: %s" % (tp, e), err=True)
-    sys.exit(1 if out["failed"] or out["skipped_rewind"] else 0)  # anything left behind is not "done"
+        out["ok"] = not (out["failed"] or out["skipped_rewind"])
+        return out, (0 if out["ok"] else EXIT_CHECK_FAILED)  # anything left behind is not "done"
+    return per_group
 
 
 def _copy_options(f):
     for opt in reversed([
-            zookeeper_option, bootstrap_option, group_option,
+            zookeeper_option, bootstrap_option, _groups_options,
             click.option("--execute", is_flag=True, help="Write (default: dry run)."),
             click.option("--allow-rewind", is_flag=True, help="Also move offsets backwards."),
             click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live."),
-            click.option("--backup-dir", type=click.Path(file_okay=False), default=".", show_default=True,
-                         help="Where the backup export of both stores is written before any change."),
-            topic_option, json_option]):
+            backup_option, topic_option, json_option]):
         f = opt(f)
     return f
 
 
-@cli.command()
+@cli.command(epilog=EXIT_CODES_HELP)
 @_copy_options
 @click.option("--from", "src", type=click.Choice(["zookeeper"]), default="zookeeper", show_default=True)
 @click.option("--to", "dst", type=click.Choice(["kafka"]), default="kafka", show_default=True)
-def copy(zookeeper, bootstrap, group, execute, allow_rewind, force, backup_dir, topics, as_json, src, dst):
+def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
+         topics, as_json, src, dst):
     """Copy ZooKeeper offsets to Kafka (never backwards unless --allow-rewind; idempotent)."""
-    _copy_command(zookeeper, bootstrap, group, src, dst, execute, allow_rewind, force, backup_dir, topics, as_json)
+    _check_selection(groups, all_groups, matching)
+    _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel,
+           _copy(src, dst, execute, allow_rewind, force, backup_dir, topics), as_json, render.copy_result)
 
 
-@cli.command()
+@cli.command(epilog=EXIT_CODES_HELP)
 @_copy_options
-def rollback(zookeeper, bootstrap, group, execute, allow_rewind, force, backup_dir, topics, as_json):
+def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
+             topics, as_json):
     """Copy Kafka offsets back to ZooKeeper (never backwards unless --allow-rewind; idempotent)."""
-    _copy_command(zookeeper, bootstrap, group, "kafka", "zookeeper", execute, allow_rewind, force, backup_dir,
-                  topics, as_json)
+    _check_selection(groups, all_groups, matching)
+    _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel,
+           _copy("kafka", "zookeeper", execute, allow_rewind, force, backup_dir, topics), as_json,
+           render.copy_result)
 
 
-@cli.command()
+@cli.command(epilog=EXIT_CODES_HELP)
 @zookeeper_option
 @bootstrap_option
-@group_option
+@_groups_options
 @click.option("--phase", type=click.Choice(PHASES), required=True,
               help="What the members run now: zookeeper, dual (kafka + dual commit) or kafka.")
 @click.option("--to", "to", type=STORES, default="kafka", show_default=True,
               help="With --phase dual: the direction (the store the next phase reads).")
-@click.option("--settle", type=click.FloatRange(0, 600), default=10.0, show_default=True,
-              help="Seconds a lagging store may take to catch up (in-flight dual commits).")
+@click.option("--settle", type=click.FloatRange(0, 600), default=None,
+              help="Seconds a lagging store may take to catch up (commits in flight) [default: from the live "
+                   "members' auto.commit.interval.ms: twice the largest, plus 1 s; 65 s for members that do not "
+                   "publish it (JVM members, whose default is 60 s); 0 without live members].")
 @topic_option
 @json_option
-def verify(zookeeper, bootstrap, group, phase, to, settle, topics, as_json):
-    """Exit 1 when the stores disagree beyond in-flight dual commits, an offset is missing, or split brain."""
-    with _open(zookeeper, bootstrap, group) as gofs:
-        rep = verify_group(gofs, phase, to if phase == "dual" else None, topics, settle)
-    if as_json:
-        emit_json(rep)
-    else:
-        for p in rep["problems"]:
-            click.echo("FAIL: %s" % p, err=True)
-        click.echo("verify %s (phase %s, %d partition(s), next phase reads %s): %s"
-                   % (rep["group"], phase, rep["partitions"], rep["target_store"], "OK" if rep["ok"] else "FAILED"))
-    sys.exit(0 if rep["ok"] else 1)
+def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, to, settle, topics, as_json):
+    """Exit 1 when the stores disagree beyond commits in flight, an offset is missing or outside the log, or the
+    group is active both in ZooKeeper and on the broker (split brain). A passing verify records the phase."""
+    _check_selection(groups, all_groups, matching)
+
+    def per_group(gofs):
+        s = settle if settle is not None else settle_for(gofs.zk, gofs.group)
+        rep = verify_group(gofs, phase, to if phase == "dual" else None, topics, s)
+        rep["settle"] = s
+        if rep["ok"]:
+            rep["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, phase, "zkmigrate verify",
+                                                       to if phase == "dual" else None)
+        return rep, (0 if rep["ok"] else EXIT_CHECK_FAILED)
+    _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
+           lambda rep: render.verify_result(rep, phase))
 
 
-@cli.command()
+@cli.command(epilog=EXIT_CODES_HELP)
 @zookeeper_option
 @bootstrap_option
-@group_option
+@_groups_options
 @click.option("--execute", is_flag=True, help="Copy missing/greater ZooKeeper offsets to Kafka.")
 @click.option("--timeout", type=click.FloatRange(0, 3600), default=30.0, show_default=True,
               help="Seconds to wait for the last ZooKeeper owner to go.")
-@click.option("--backup-dir", type=click.Path(file_okay=False), default=".", show_default=True)
+@backup_option
 @topic_option
 @json_option
-def cutover(zookeeper, bootstrap, group, execute, timeout, backup_dir, topics, as_json):
+def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, timeout, backup_dir, topics,
+            as_json):
     """Hand the group to broker-coordinated consumers: no ZooKeeper owner left, Kafka >= ZooKeeper, ready."""
-    with _open(zookeeper, bootstrap, group) as gofs:
-        out = cutover_mod.cutover(gofs, execute, timeout, backup_dir, topics)
-    if as_json:
-        emit_json(out)
-    else:
-        for tp, o in sorted(out["to_copy"].items()):
-            click.echo("  %s %s -> %d" % ("copied" if tp in out["copied"] else "to copy", tp, o))
-        click.echo("cutover %s: %s" % (out["group"], "READY for broker-coordinated consumers" if out["ready"]
-                                       else "NOT ready: %s" % out.get("reason")))
-    sys.exit(0 if out["ready"] else 1)
+    _check_selection(groups, all_groups, matching)
+
+    def per_group(gofs):
+        out = cutover_mod.cutover(gofs, execute, timeout, backup_dir or state.default_backup_dir(), topics)
+        if out["ready"] and execute:
+            out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "cutover", "zkmigrate cutover")
+        return out, (0 if out["ready"] else EXIT_CHECK_FAILED)
+    _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json, render.cutover_result)
 
 
 def main():
     cli(prog_name="zkmigrate")
+
+
+__all__ = ["cli", "main", "EXIT_USAGE"]

@@ -34,4 +34,14 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
         broker = describe_broker_group(gofs.bootstrap_servers, group).as_dict()
     except ClusterUnavailableError as e:
         broker = {"group": group, "state": "unknown", "members": [], "active": None, "error": str(e)}
-    return {"group": group, "partitions": rows, "zookeeper_members": sorted(members), "broker_group": broker}
+    from zkconsumer.group_describe import member_infos
+    from .state import read_phase
+    infos = member_infos(zk, group)
+    warnings = ["%s-%d: %s offset %d is beyond the log end %d (the next start resets)"
+                % (r["topic"], r["partition"], store, r["%s_offset" % store], r["log_end_offset"])
+                for r in rows for store in ("zookeeper", "kafka")
+                if r["%s_offset" % store] is not None and r["log_end_offset"] is not None
+                and r["%s_offset" % store] > r["log_end_offset"]]
+    return {"group": group, "partitions": rows, "zookeeper_members": sorted(members), "broker_group": broker,
+            "member_storage": {m: (infos[m].mode if m in infos else None) for m in sorted(members)},
+            "phase": read_phase(zk, group), "warnings": warnings}

@@ -34,7 +34,7 @@ from zkconsumer.errors import ClusterUnavailableError
 
 from zkconsumer.broker_group import describe_broker_group
 
-__all__ = ["verify_group", "PHASES"]
+__all__ = ["verify_group", "settle_for", "PHASES"]
 
 PHASES = ("zookeeper", "dual", "kafka")
 
@@ -48,6 +48,25 @@ def _target(phase, to):
     if phase == "kafka":
         return "kafka", "zookeeper"
     return (to or "kafka"), ("zookeeper" if (to or "kafka") == "kafka" else "kafka")
+
+
+#: settle for members that do not publish their auto.commit.interval.ms (JVM members: the Scala default is 60 s)
+UNKNOWN_MEMBER_SETTLE = 65.0
+
+
+def settle_for(zk, group) -> float:
+    """The default ``--settle``: commits in flight can take one auto-commit interval (plus a dual commit's two
+    writes), so twice the largest ``auto.commit.interval.ms`` the live members publish, plus 1 s; 65 s when a live
+    member publishes none (JVM members); 0 without live members (nothing is in flight)."""
+    from zkconsumer.group_describe import member_infos
+    members = zkgroups.live_members(zk, group)
+    if not members:
+        return 0.0
+    infos = member_infos(zk, group)
+    intervals = [infos[m].auto_commit_interval_ms for m in members if m in infos]
+    if len(intervals) < len(members) or any(i is None for i in intervals):
+        return UNKNOWN_MEMBER_SETTLE
+    return 2 * max(intervals) / 1000.0 + 1.0
 
 
 def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5) -> dict:

@@ -26,8 +26,9 @@ def run_cli(args, timeout=60):
     return p.returncode, p.stdout.decode(), p.stderr.decode(), time.monotonic() - t0
 
 
-def assert_clear_error(rc, err, *needles):
-    assert rc == 1, "exit code %s, stderr:\n%s" % (rc, err)
+def assert_clear_error(rc, err, *needles, code=2):
+    """code: 2 = bad input, 3 = could not check (ZooKeeper or Kafka unreachable)."""
+    assert rc == code, "exit code %s (expected %d), stderr:\n%s" % (rc, code, err)
     assert "Traceback" not in err, err
     assert "zkconsumer: error:" in err, err
     for n in needles:
@@ -215,7 +216,7 @@ def test_unreachable_zookeeper_exits_1_within_connection_timeout():
     port = processes.free_port()  # nothing listens there
     rc, out, err, took = run_cli(["consume", "--zookeeper", "127.0.0.1:%d" % port, "--group", "g", "--topic", "t",
                                   "--property", "zookeeper.connection.timeout.ms=2000"], timeout=30)
-    assert_clear_error(rc, err, "cannot connect to ZooKeeper", "127.0.0.1:%d" % port)
+    assert_clear_error(rc, err, "cannot connect to ZooKeeper", "127.0.0.1:%d" % port, code=3)
     assert took < 2.0 + 8.0, took  # connection timeout + interpreter start-up
 
 

@@ -152,7 +152,7 @@ def test_verify_rules(services, zk, unique):
         zs.commit({(topic, 1): 1}).raise_for_errors()
         zkmigrate(services, "verify", "--group", g, "--phase", "dual", "--to", "zookeeper", "--settle", "0.3",
                   expect=1)
-        zkmigrate(services, "verify", "--group", "no/such", "--phase", "kafka", expect=1)
+        zkmigrate(services, "verify", "--group", "no/such", "--phase", "kafka", expect=2)  # bad input
     finally:
         ks.close()
 

@@ -83,17 +83,22 @@ class _LoggingListener(RebalanceListener):
 @click.option("--blacklist", default=None, metavar="REGEX", help="Consume every topic not matching REGEX.")
 @click.option("--streams", type=click.IntRange(1, 1024), default=1, show_default=True,
               help="Streams (consumer threads) per topic.")
-@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="A consumer.properties file (the Scala consumer's keys).")
-@click.option("--property", "properties", multiple=True, metavar="KEY=VALUE",
+@click.option("--config", "--consumer.config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              default=None, help="A consumer.properties file (the Scala consumer's keys).")
+@click.option("--property", "--consumer-property", "properties", multiple=True, metavar="KEY=VALUE",
               help="Override one consumer property (repeatable).")
+@click.option("--from-beginning", is_flag=True,
+              help="Where the group has no committed offset, start at the earliest message "
+                   "(auto.offset.reset=smallest), as kafka-console-consumer does; committed offsets still win.")
+@click.option("--timeout-ms", type=click.IntRange(1, None), default=None,
+              help="Exit (gracefully) when no message arrived for this long (consumer.timeout.ms).")
 @click.option("--max-messages", type=click.IntRange(0, None), default=None,
               help="Exit (gracefully) after this many messages.")
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "value"]), default="jsonl", show_default=True,
               help="jsonl: one JSON object per message; value: the raw value, one per line.")
 @click.option("--events", is_flag=True, help="Also print rebalance events (assign/revoke/lost) as JSON on stderr.")
-def consume(zookeeper, group, topics, whitelist, blacklist, streams, config_file, properties, max_messages, fmt,
-            events):
+def consume(zookeeper, group, topics, whitelist, blacklist, streams, config_file, properties, from_beginning,
+            timeout_ms, max_messages, fmt, events):
     """Join a ZooKeeper-coordinated consumer group and print the messages this member is given.
 
     SIGTERM and SIGINT shut down gracefully: offsets committed, owner nodes released, exit code 0.
@@ -101,6 +106,11 @@ def consume(zookeeper, group, topics, whitelist, blacklist, streams, config_file
     chosen = [x for x in (bool(topics), whitelist is not None, blacklist is not None) if x]
     if len(chosen) != 1:
         raise click.UsageError("give exactly one of --topic (repeatable), --whitelist or --blacklist")
+    properties = list(properties)
+    if from_beginning:
+        properties.append("auto.offset.reset=smallest")
+    if timeout_ms is not None:
+        properties.append("consumer.timeout.ms=%d" % timeout_ms)
     config = build_config(zookeeper, group, config_file, properties)
     if not config.group_id:
         raise ConfigError("group.id", None, "a group id: pass --group or set group.id in --config")

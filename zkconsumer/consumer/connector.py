@@ -396,4 +396,5 @@ def _member_info(config):
     from ..layout.member_info import MemberInfo
     return MemberInfo(host=socket.gethostname(), client_id=config.client_id or config.group_id,
                       offsets_storage=config.offsets_storage, dual_commit=bool(config.dual_commit_enabled),
-                      pid=os.getpid(), library="zkconsumer %s" % __version__)
+                      pid=os.getpid(), library="zkconsumer %s" % __version__,
+                      auto_commit_interval_ms=config.auto_commit_interval_ms if config.auto_commit_enable else None)

@@ -8,7 +8,7 @@ more lives in an ephemeral node of our own, ``/consumers/[g]/zkconsumer/members/
 Format (JSON object, version 1)::
 
     {"version": 1, "host": "web-3", "client_id": "orders", "pid": 4711, "library": "zkconsumer 0.1.0",
-     "offsets_storage": "kafka", "dual_commit": true}
+     "offsets_storage": "kafka", "dual_commit": true, "auto_commit_interval_ms": 60000}
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ class MemberInfo:
     dual_commit: bool
     pid: Optional[int] = None
     library: Optional[str] = None
+    auto_commit_interval_ms: Optional[int] = None  # None: auto-commit off or not said
 
     @property
     def mode(self) -> str:
@@ -52,6 +53,8 @@ def encode_member_info(info: MemberInfo) -> bytes:
         obj["pid"] = info.pid
     if info.library is not None:
         obj["library"] = info.library
+    if info.auto_commit_interval_ms is not None:
+        obj["auto_commit_interval_ms"] = info.auto_commit_interval_ms
     return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
@@ -77,5 +80,8 @@ def decode_member_info(data: bytes, path: str = "member info") -> MemberInfo:
     if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool)):
         raise ValueError("%s: 'pid' must be an integer, got %r" % (path, pid))
     library = obj.get("library")
+    interval = obj.get("auto_commit_interval_ms")
+    if interval is not None and (not isinstance(interval, int) or isinstance(interval, bool) or interval < 0):
+        raise ValueError("%s: 'auto_commit_interval_ms' must be a non-negative integer, got %r" % (path, interval))
     return MemberInfo(obj["host"], obj["client_id"], obj["offsets_storage"], obj["dual_commit"], pid,
-                      library if isinstance(library, str) else None)
+                      library if isinstance(library, str) else None, interval)

@@ -1,0 +1,103 @@
+"""Text output of the zkmigrate commands (``--json`` prints the result dicts as they are)."""
+from __future__ import annotations
+
+import click
+
+from zkconsumer.cli.common import print_table
+
+VERDICTS = {0: "ok", 1: "FAILED", 2: "bad input", 3: "could not check"}
+
+
+def tp(tp_) -> str:
+    return "%s-%d" % tp_
+
+
+def dash(v) -> str:
+    return "-" if v is None else str(v)
+
+
+def verdict(code: int) -> str:
+    return VERDICTS.get(code, "exit %d" % code)
+
+
+def summary(results) -> str:
+    counts = {}
+    for _, code in results.values():
+        counts[verdict(code)] = counts.get(verdict(code), 0) + 1
+    return ", ".join("%d %s" % (n, v) for v, n in sorted(counts.items()))
+
+
+def status(st: dict) -> None:
+    click.echo("GROUP %s" % st["group"])
+    table = [("TOPIC", "PARTITION", "ZK-OFFSET", "KAFKA-OFFSET", "LOG-END-OFFSET", "ZK-LAG", "KAFKA-LAG", "OWNER")]
+    for r in st["partitions"]:
+        table.append((r["topic"], str(r["partition"]), dash(r["zookeeper_offset"]), dash(r["kafka_offset"]),
+                      dash(r["log_end_offset"]), dash(r["zookeeper_lag"]), dash(r["kafka_lag"]), dash(r["owner"])))
+    print_table(table)
+    for w in st.get("warnings") or []:
+        click.echo("WARNING: %s" % w, err=True)
+    members = st["zookeeper_members"]
+    modes = st.get("member_storage") or {}
+    click.echo("ZooKeeper members: %s" % (", ".join("%s (%s)" % (m, modes.get(m) or "unknown") for m in members)
+                                          or "(none)"))
+    phase = st.get("phase")
+    if phase and "error" in phase:
+        click.echo("Recorded phase: %s" % phase["error"])
+    elif phase:
+        click.echo("Recorded phase: %s%s since %s (%s)" % (phase["phase"], (" --to %s" % phase["to"]) if phase.get(
+            "to") else "", phase.get("since"), phase.get("by")))
+    else:
+        click.echo("Recorded phase: (none: no verify has passed yet)")
+    b = st["broker_group"]
+    click.echo("Broker-side group: state %s, %d member(s)%s" % (
+        b.get("state"), len(b.get("members") or []), (" (%s)" % b["error"]) if b.get("error") else ""))
+    for m in b.get("members") or []:
+        click.echo("  %s" % m["member_id"])
+
+
+def copy_result(out: dict) -> None:
+    execute = out["execute"]
+    verb = "wrote" if execute else "would write (dry run; add --execute)"
+    click.echo("%s %d offset(s) %s -> %s for group %s; %d already equal"
+               % (verb, out["written"] if execute else len(out["to_write"]), out["from"], out["to"], out["group"],
+                  out["unchanged"]))
+    for t, o in sorted(out["to_write"].items()):
+        click.echo("  %s -> %d" % (t, o))
+    for t, r in sorted(out["skipped_rewind"].items()):
+        click.echo("  skipped %s: %s has %d, source %d (would move backwards; --allow-rewind)"
+                   % (t, out["to"], r["destination"], r["source"]), err=True)
+    for p in out["backup"]:
+        click.echo("backup: %s" % p, err=True)
+    for t, e in out["failed"].items():
+        click.echo("  FAILED %s: %s" % (t, e), err=True)
+
+
+def import_result(result: dict, execute: bool, store: str) -> None:
+    for group, g in result["groups"].items():
+        verb = "wrote" if execute else "would write (dry run; add --execute)"
+        click.echo("%s %d offset(s) of group %s to %s; %d already equal"
+                   % (verb, g["written"] if execute else len(g["changes"]), group, store, g["unchanged"]))
+        for t, c in g["changes"].items():
+            click.echo("  %s: %s -> %d" % (t, "none" if c["from"] is None else c["from"], c["to"]))
+        for t, r in g["skipped_rewind"].items():
+            click.echo("  skipped %s: %s has %d, the file %d (would move backwards; --allow-rewind)"
+                       % (t, store, r["current"], r["file"]), err=True)
+        for b in g["backup"]:
+            click.echo("backup: %s" % b, err=True)
+        for t, e in g["failed"].items():
+            click.echo("  FAILED %s: %s" % (t, e), err=True)
+
+
+def verify_result(rep: dict, phase: str) -> None:
+    for p in rep["problems"]:
+        click.echo("FAIL: %s" % p, err=True)
+    click.echo("verify %s (phase %s, %d partition(s), next phase reads %s, settle %.0f s): %s"
+               % (rep["group"], phase, rep["partitions"], rep["target_store"], rep.get("settle", 0),
+                  "OK" if rep["ok"] else "FAILED"))
+
+
+def cutover_result(out: dict) -> None:
+    for t, o in sorted(out["to_copy"].items()):
+        click.echo("  %s %s -> %d" % ("copied" if t in out["copied"] else "to copy", t, o))
+    click.echo("cutover %s: %s" % (out["group"], "READY for broker-coordinated consumers" if out["ready"]
+                                   else "NOT ready: %s" % out.get("reason")))
