@@ -393,6 +393,123 @@ def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
     _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json, render.cutover_result)
 
 
+def _parse_scope(values):
+    """--topic T or T:P,P,... -> {topic: None (all partitions) or {partitions}}; checked before connecting."""
+    from zkconsumer.layout import validate_topic
+    scope = {}
+    for v in values:
+        topic, _, parts = v.partition(":")
+        try:
+            validate_topic(topic)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--topic")
+        if parts:
+            try:
+                ps = {int(x) for x in parts.split(",")}
+            except ValueError:
+                raise click.BadParameter("%r: partitions are comma-separated integers (T:0,1,2)" % v,
+                                         param_hint="--topic")
+            if any(p < 0 for p in ps):
+                raise click.BadParameter("%r: partitions are >= 0" % v, param_hint="--topic")
+            scope[topic] = None if scope.get(topic, ps) is None else (scope.get(topic, set()) | ps)
+        else:
+            scope[topic] = None
+    return scope
+
+
+def _parse_datetime(text):
+    """ISO 8601 (``2026-11-23T06:00:00``, ``...Z``, ``...+01:00``; no zone = UTC) -> epoch milliseconds."""
+    import datetime
+    try:
+        dt = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter("%r is not an ISO 8601 date-time (e.g. 2026-11-23T06:00:00Z)" % text,
+                                 param_hint="--to-datetime")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=datetime.timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+@cli.command("reset-offsets", epilog=EXIT_CODES_HELP)
+@zookeeper_option
+@bootstrap_option
+@_groups_options
+@click.option("--topic", "topic_scope", multiple=True, metavar="TOPIC[:P,P...]",
+              help="Reset this topic (all its partitions, or the listed ones); repeatable.")
+@click.option("--all-topics", is_flag=True, help="Every topic the group has.")
+@click.option("--to-earliest", "spec", flag_value="earliest", help="The log start.")
+@click.option("--to-latest", "spec", flag_value="latest", help="The log end.")
+@click.option("--to-offset", type=click.IntRange(0, None), default=None, help="This offset.")
+@click.option("--to-datetime", default=None, metavar="ISO-8601",
+              help="The first message at or after this time (no zone = UTC).")
+@click.option("--shift-by", type=int, default=None, help="The current offset plus N (N may be negative).")
+@click.option("--store", "store", type=click.Choice(["auto", "zookeeper", "kafka", "both"]), default="auto",
+              show_default=True, help="Where to write: auto = every store that holds an offset for the partition "
+                                      "(ZooKeeper when none does).")
+@click.option("--execute", is_flag=True, help="Write (default: dry run).")
+@click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
+@backup_option
+@json_option
+def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, topic_scope, all_topics, spec,
+                  to_offset, to_datetime, shift_by, store, execute, force, backup_dir, as_json):
+    """Move a stopped group's offsets (kafka-consumer-groups --reset-offsets for ZooKeeper groups). Dry run unless
+    --execute; a backup of both stores first; refused while the group is live."""
+    from zkconsumer.broker_group import describe_broker_group
+    from zkconsumer.errors import GroupConflictError
+    from zkconsumer.groups import log_ranges
+    from .reset import plan_reset
+    _check_selection(groups, all_groups, matching)
+    chosen = [(n, v) for n, v in (("earliest", spec == "earliest"), ("latest", spec == "latest"),
+                                  ("offset", to_offset), ("datetime", to_datetime), ("shift", shift_by))
+              if v is not None and v is not False]
+    if len(chosen) != 1:
+        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, "
+                               "--shift-by")
+    if bool(topic_scope) == all_topics:
+        raise click.UsageError("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
+    kind, value = chosen[0]
+    value = _parse_datetime(value) if kind == "datetime" else (None if kind in ("earliest", "latest") else value)
+    scope = _parse_scope(topic_scope)
+
+    def per_group(gofs):
+        members = transfer.check_no_live_members(gofs.zk, gofs.group, force, "reset")
+        broker = describe_broker_group(gofs.bootstrap_servers, gofs.group)
+        if broker.active:
+            raise GroupConflictError("refusing to reset offsets of group %s: it is active as a broker-coordinated "
+                                     "group (state %s); stop those consumers first" % (gofs.group, broker.state))
+        both = gofs.read_all(list(scope))
+        parts = [tp for tp in both if all_topics or (tp[0] in scope and (scope[tp[0]] is None
+                                                                           or tp[1] in scope[tp[0]]))]
+        start, end, at = log_ranges(gofs.bootstrap_servers, parts, value if kind == "datetime" else None)
+        current = {tp: max((v for v in both[tp] if v is not None), default=None) for tp in parts}
+        planned = plan_reset(kind, value, current, start, end, at)
+        writes = {"zookeeper": {}, "kafka": {}}
+        for tp, d in planned.items():
+            if d["new"] is None:
+                continue
+            z, k = both[tp]
+            targets = {"zookeeper": ["zookeeper"], "kafka": ["kafka"], "both": ["zookeeper", "kafka"],
+                       "auto": [n for n, v in (("zookeeper", z), ("kafka", k)) if v is not None] or ["zookeeper"]}
+            d["stores"] = targets[store]
+            for name in targets[store]:
+                if both[tp][0 if name == "zookeeper" else 1] != d["new"]:
+                    writes[name][tp] = d["new"]
+        out = {"group": gofs.group, "execute": execute, "live_members": members, "reset": kind,
+               "partitions": [dict(topic=tp[0], partition=tp[1], zookeeper_offset=both[tp][0],
+                                   kafka_offset=both[tp][1], **planned[tp]) for tp in sorted(planned)],
+               "backup": [], "failed": {}, "written": 0}
+        if execute and any(writes.values()):
+            out["backup"] = transfer.write_backup(backup_dir or state.default_backup_dir(), gofs.group, both)
+            for name, todo in writes.items():
+                if todo:
+                    failed = transfer.apply_copy(gofs.store(name), todo)
+                    out["failed"].update({"%s:%s" % (name, render.tp(tp)): e for tp, e in failed.items()})
+                    out["written"] += len(todo) - len(failed)
+        out["ok"] = not out["failed"]
+        return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
+    _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json, render.reset_result)
+
+
 def main():
     cli(prog_name="zkmigrate")
 

@@ -101,3 +101,19 @@ def cutover_result(out: dict) -> None:
         click.echo("  %s %s -> %d" % ("copied" if t in out["copied"] else "to copy", t, o))
     click.echo("cutover %s: %s" % (out["group"], "READY for broker-coordinated consumers" if out["ready"]
                                    else "NOT ready: %s" % out.get("reason")))
+
+
+def reset_result(out: dict) -> None:
+    table = [("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "STORES", "NOTE")]
+    for r in out["partitions"]:
+        table.append((out["group"], r["topic"], str(r["partition"]), dash(r["current"]), dash(r["new"]),
+                      ",".join(r.get("stores") or []) or "-", r["note"] or ""))
+    print_table(table)
+    if out["execute"]:
+        click.echo("wrote %d offset(s) of group %s" % (out["written"], out["group"]))
+    else:
+        click.echo("dry run: nothing written (add --execute)")
+    for p in out["backup"]:
+        click.echo("backup: %s" % p, err=True)
+    for t, e in out["failed"].items():
+        click.echo("  FAILED %s: %s" % (t, e), err=True)

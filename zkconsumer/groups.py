@@ -26,7 +26,7 @@ from .layout import codecs, paths, validate_group
 from .topic_count import consumers_per_topic
 
 __all__ = ["GroupNotFoundError", "list_groups", "group_exists", "live_members", "owners", "zk_offsets",
-           "topic_partitions", "log_end_offsets", "verify", "delete", "VerifyReport",
+           "topic_partitions", "log_end_offsets", "log_ranges", "verify", "delete", "VerifyReport",
            "group_topics"]
 
 log = logging.getLogger(__name__)
@@ -133,6 +133,34 @@ def group_topics(zk, group, members=None) -> List[str]:
     topics |= set(_children(zk, paths.group_offsets_path(group)))
     topics |= set(subscribed_topics(zk, members))
     return sorted(topics)
+
+
+def log_ranges(bootstrap_servers, partitions, timestamp_ms=None, timeout_ms=10000):
+    """``(log start {tp: offset}, log end {tp: offset}, {tp: first offset at/after timestamp_ms or None})``
+    through kafka-python (ListOffsets); the third is empty without *timestamp_ms*."""
+    partitions = sorted(set(partitions))
+    if not partitions:
+        return {}, {}, {}
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import KafkaError
+    try:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-groups",
+                                 request_timeout_ms=max(timeout_ms, 1000), enable_auto_commit=False)
+    except (KafkaError, OSError, ValueError) as e:
+        raise ClusterUnavailableError("cannot reach Kafka at %s for the log ranges: %s" % (bootstrap_servers, e))
+    try:
+        tps = [TopicPartition(t, p) for t, p in partitions]
+        start = {(tp.topic, tp.partition): o for tp, o in consumer.beginning_offsets(tps).items() if o is not None}
+        end = {(tp.topic, tp.partition): o for tp, o in consumer.end_offsets(tps).items() if o is not None}
+        at = {}
+        if timestamp_ms is not None:
+            found = consumer.offsets_for_times({tp: timestamp_ms for tp in tps})
+            at = {(tp.topic, tp.partition): (v.offset if v is not None else None) for tp, v in found.items()}
+        return start, end, at
+    except (KafkaError, OSError) as e:
+        raise ClusterUnavailableError("cannot read the log ranges from %s: %s" % (bootstrap_servers, e)) from e
+    finally:
+        consumer.close()
 
 
 def log_end_offsets(bootstrap_servers, partitions, timeout_ms=10000) -> Dict[TP, int]:
