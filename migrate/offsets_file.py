@@ -1,4 +1,4 @@
-"""The ExportZkOffsets / ImportZkOffsets file format (reference §5.2): one ``/consumers/G/offsets/T/P:offset`` line
+"""The ExportZkOffsets / ImportZkOffsets file format (Kafka's ExportZkOffsets.scala / ImportZkOffsets.scala): one ``/consumers/G/offsets/T/P:offset`` line
 per partition.
 
 Parsing validates **every** line before the caller writes anything: the path must pass

@@ -1,4 +1,4 @@
-"""``zkmigrate plan``: the rolling procedure of reference §4.8, with exact properties and verify commands.
+"""``zkmigrate plan``: the rolling procedure of Kafka's the Kafka documentation's "Migrating offsets from ZooKeeper to Kafka", with exact properties and verify commands.
 
 ZooKeeper -> Kafka (the documented migration):
 
@@ -8,7 +8,7 @@ ZooKeeper -> Kafka (the documented migration):
 
 Kafka -> ZooKeeper (rollback): dual commit **first** (members that read max(ZK, Kafka) and write both), so
 ZooKeeper catches up before anyone reads it alone; then ``offsets.storage=zookeeper``.  Going straight from
-Kafka-only to ZooKeeper storage would resume from stale ZooKeeper offsets (§4.8).
+Kafka-only to ZooKeeper storage would resume from stale ZooKeeper offsets (the Kafka documentation's "Migrating offsets from ZooKeeper to Kafka").
 """
 from __future__ import annotations
 

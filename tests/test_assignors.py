@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.assignors and zkconsumer.topic_count (reference §3.10, §3.6 step 6, §2.6)."""
+"""Tests for zkconsumer.assignors and zkconsumer.topic_count (Kafka's PartitionAssignor.scala, ZookeeperConsumerConnector.scala step 6, ZookeeperConsumerConnector.scala)."""
 
 import itertools
 import random

@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.config.ConsumerConfig (reference §1)."""
+"""Tests for zkconsumer.config.ConsumerConfig (Kafka's ConsumerConfig.scala)."""
 
 import dataclasses
 import logging
@@ -22,7 +22,7 @@ def make(overrides):
     return ConsumerConfig.from_properties(BASE, overrides)
 
 
-# Reference §1 table, 0.8.2.2 defaults (fetch.max.bytes from 0.10.1).
+# Kafka's ConsumerConfig.scala table, 0.8.2.2 defaults (fetch.max.bytes from 0.10.1).
 REFERENCE_DEFAULTS = {
     "consumer_id": None,
     "legacy_consumer_version": "1.1",

@@ -1,4 +1,4 @@
-"""The library API (``ZookeeperConsumerConnector``) in-process, against real ZooKeeper + broker (reference §3).
+"""The library API (``ZookeeperConsumerConnector``) in-process, against real ZooKeeper + broker (Kafka's ZookeeperConsumerConnector.scala).
 
 Streams, mixed subscriptions, consumer.timeout.ms, rebalance-listener ordering relative to the owner znodes,
 commit_offsets(), shutdown() clean-up, wildcard subscriptions and partition-map growth.

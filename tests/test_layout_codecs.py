@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.layout codecs (reference kafka-old-consumer.md §2.1-§2.8, Appendix A)."""
+"""Tests for zkconsumer.layout codecs (Kafka's ZkUtils.scala, Appendix A)."""
 
 import json
 import uuid
@@ -19,12 +19,12 @@ topics = st.from_regex(r"[a-zA-Z0-9_-][a-zA-Z0-9._-]{0,30}", fullmatch=True)
 int32 = st.integers(min_value=0, max_value=2 ** 31 - 1)
 
 # ---- real sample strings, copied from the reference ------------------------------------------------------------
-BROKER_V1 = b'{"jmx_port":-1,"timestamp":"1420070400000","host":"broker1","version":1,"port":9092}'   # §2.1
-TOPIC_V1 = b'{"version":1,"partitions":{"0":[1,2],"1":[2,3]}}'                                          # §2.2
-STATE = b'{"controller_epoch":3,"leader":1,"version":1,"leader_epoch":7,"isr":[1,2]}'                   # §2.3
+BROKER_V1 = b'{"jmx_port":-1,"timestamp":"1420070400000","host":"broker1","version":1,"port":9092}'   # ZkUtils.scala
+TOPIC_V1 = b'{"version":1,"partitions":{"0":[1,2],"1":[2,3]}}'                                          # ZkUtils.scala
+STATE = b'{"controller_epoch":3,"leader":1,"version":1,"leader_epoch":7,"isr":[1,2]}'                   # ZkUtils.scala
 REG_STATIC = b'{"version":1,"subscription":{"orders":2,"clicks":1},"pattern":"static","timestamp":"1441925175123"}'
 REG_WILDCARD = b'{"version":1,"subscription":{"mirror\\\\..*":4},"pattern":"white_list","timestamp":"1441925175123"}'
-OWNER = b"mygroup_host1-1441925174996-4bd8d65c-0"                                                        # §2.7
+OWNER = b"mygroup_host1-1441925174996-4bd8d65c-0"                                                        # ZookeeperConsumerConnector.scala
 BROKER_V4 = (b'{"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"endpoints":["PLAINTEXT://h:9092"],'
              b'"jmx_port":-1,"host":"h","timestamp":"1500000000000","port":9092,"version":4}')
 
@@ -32,7 +32,7 @@ BROKER_V4 = (b'{"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"endp
 def test_reference_wildcard_sample_is_what_the_doc_shows():
     assert REG_WILDCARD.decode() == '{"version":1,"subscription":{"mirror\\\\..*":4},"pattern":"white_list",' \
                                     '"timestamp":"1441925175123"}'
-    assert '"mirror\\\\..*"' in REG_WILDCARD.decode()  # i.e. the two characters \\ as printed in §2.6
+    assert '"mirror\\\\..*"' in REG_WILDCARD.decode()  # i.e. the two characters \\ as printed in ZookeeperConsumerConnector.scala
 
 
 # ---- broker registration ---------------------------------------------------------------------------------------
@@ -76,7 +76,7 @@ def test_broker_v2_v3_v5_and_field_order():
 
 
 def test_broker_hazards_empty_host():
-    # 0.9.0.1: no PLAINTEXT listener -> empty endpoint / null host, port -1 (§2.1 hazards)
+    # 0.9.0.1: no PLAINTEXT listener -> empty endpoint / null host, port -1 (ZkUtils.scala hazards)
     ssl_only = (b'{"listener_security_protocol_map":{"SSL":"SSL"},"endpoints":["SSL://b:9093"],"jmx_port":-1,'
                 b'"host":null,"timestamp":"1","port":-1,"version":4}')
     assert decode_broker_registration(ssl_only, "/brokers/ids/1").plaintext_endpoint() is None

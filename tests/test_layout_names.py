@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.layout.names (reference kafka-old-consumer.md §2, §2.6)."""
+"""Tests for zkconsumer.layout.names (Kafka's ZkUtils.scala, ZookeeperConsumerConnector.scala)."""
 
 import pytest
 from hypothesis import given, strategies as st

@@ -1,4 +1,4 @@
-"""DualOffsetStore: Kafka first, then ZooKeeper for what Kafka acknowledged; read = max (reference §4.3, §4.5)."""
+"""DualOffsetStore: Kafka first, then ZooKeeper for what Kafka acknowledged; read = max (Kafka's ZookeeperConsumerConnector.scala)."""
 import socket
 
 import pytest

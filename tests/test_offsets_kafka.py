@@ -1,4 +1,4 @@
-"""KafkaOffsetStore against the real (tansu) broker (reference §4.3, §4.4, §4.5, §4.7; pyspark.md §5.3-§5.4)."""
+"""KafkaOffsetStore against the real (tansu) broker (Kafka's ZookeeperConsumerConnector.scala, ClientUtils.scala; PySpark's Python data source API)."""
 import socket
 import time
 

@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.properties: java.util.Properties.load/store semantics (reference §1)."""
+"""Tests for zkconsumer.properties: java.util.Properties.load/store semantics (Kafka's ConsumerConfig.scala)."""
 
 import pytest
 from hypothesis import given, settings, strategies as st

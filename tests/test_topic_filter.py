@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.topic_filter (reference §3.9)."""
+"""Tests for zkconsumer.topic_filter (Kafka's TopicFilter.scala)."""
 
 import pytest
 

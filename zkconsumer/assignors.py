@@ -1,4 +1,4 @@
-"""Partition assignors of the old consumer: Scala ``kafka.consumer.PartitionAssignor`` (reference §3.10, §3.6 step 6).
+"""Partition assignors of the old consumer: Scala ``kafka.consumer.PartitionAssignor`` (Kafka's PartitionAssignor.scala, ZookeeperConsumerConnector.scala step 6).
 
 Both assignors are pure and deterministic and compute the *global* assignment (0.9+ form, KAFKA-1997):
 
@@ -86,7 +86,7 @@ def _prepare(consumers_for_topic, partitions_for_topic):
 
 
 def range_assign(consumers_for_topic, partitions_for_topic):
-    """``RangeAssignor`` (the default, §3.10), per topic and independently.
+    """``RangeAssignor`` (the default, PartitionAssignor.scala), per topic and independently.
 
     With ``n`` partitions (ascending) and ``k`` threads (sorted as strings), thread at position ``i`` gets
     ``n // k`` partitions plus one if ``i < n % k``, starting at ``(n // k) * i + min(i, n % k)``. Threads past the
@@ -123,7 +123,7 @@ def roundrobin_partition_order(partitions, legacy_version=DEFAULT_LEGACY_VERSION
 
 
 def roundrobin_assign(consumers_for_topic, partitions_for_topic, legacy_version=DEFAULT_LEGACY_VERSION):
-    """``RoundRobinAssignor`` as of 0.10.2+ (KAFKA-2434), §3.10.
+    """``RoundRobinAssignor`` as of 0.10.2+ (KAFKA-2434), PartitionAssignor.scala.
 
     1. ``allThreadIds``: the union of every topic's thread ids, sorted as strings, in a circular iterator;
     2. all partitions of all subscribed topics ordered by Java ``hashCode`` of ``"[topic,partition]"``

@@ -1,13 +1,13 @@
-"""``ConsumerConfig``: every key of the old consumer's ``kafka.consumer.ConsumerConfig`` (reference §1).
+"""``ConsumerConfig``: every key of the old consumer's ``kafka.consumer.ConsumerConfig`` (Kafka's ConsumerConfig.scala).
 
 Defaults are those of Kafka 0.8.2.2 (plus ``fetch.max.bytes`` from 0.10.1), including the quirks
-listed in reference §1 ("Quirks in ConsumerConfig"):
+listed in Kafka's ConsumerConfig.scala ("Quirks in ConsumerConfig"):
 
 * ``zookeeper.connection.timeout.ms`` defaults to ``zookeeper.session.timeout.ms``;
 * ``rebalance.backoff.ms`` defaults to ``zookeeper.sync.time.ms`` (KAFKA-2589);
 * ``client.id`` defaults to ``group.id``;
 * ``offsets.storage`` is lower-cased and ``dual.commit.enabled`` defaults to true only when it is ``kafka``;
-* ``rebalance.max.retries`` is the *total* number of attempts (reference §3.5);
+* ``rebalance.max.retries`` is the *total* number of attempts (Kafka's ZookeeperConsumerConnector.scala);
 * the ``fetch.wait.max.ms <= socket.timeout.ms`` check is done as 0.9+ does it (KAFKA-1054),
   and ``partition.assignment.strategy`` is validated as in 0.9+ (KAFKA-2032).
 
@@ -52,7 +52,7 @@ _GROUP_RULE = _NAME_RULE + ", at most 249 characters, not '.' or '..'"
 _ZK_RULE = ("host:port[,host:port...][/chroot] (chroot starts with '/', has no empty segments and "
             "does not end with '/' unless it is exactly '/')")
 
-# Derived defaults: the default is the value of another key (reference §1).
+# Derived defaults: the default is the value of another key (Kafka's ConsumerConfig.scala).
 _SAME_AS = {
     "zookeeper.connection.timeout.ms": "zookeeper.session.timeout.ms",
     "rebalance.backoff.ms": "zookeeper.sync.time.ms",
@@ -77,7 +77,7 @@ class _Key:
 
 _KEYS: Tuple[_Key, ...] = (
     _Key("group.id", "name", None, "Consumer group name (required)."),
-    _Key("consumer.id", "name", None, "Explicit consumer id; normally generated as <group>_<host>-<millis>-<uuid8> (reference §2.6). For testing."),
+    _Key("consumer.id", "name", None, "Explicit consumer id; normally generated as <group>_<host>-<millis>-<uuid8> (Kafka's ZookeeperConsumerConnector.scala). For testing."),
     _Key("zookeeper.connect", "zk", None, "ZooKeeper connect string host:port[,host:port...][/chroot] (required)."),
     _Key("zookeeper.session.timeout.ms", "int", 6000, "ZooKeeper session timeout.", lo=1),
     _Key("zookeeper.connection.timeout.ms", "int", None, "Max wait to connect to ZooKeeper; defaults to zookeeper.session.timeout.ms.", lo=1),
@@ -89,7 +89,7 @@ _KEYS: Tuple[_Key, ...] = (
     _Key("auto.commit.enable", "bool", True, "Periodically commit consumed offsets."),
     _Key("auto.commit.interval.ms", "int", 60 * 1000, "Auto-commit period (first commit after one interval).", lo=1),
     _Key("queued.max.message.chunks", "int", 2, "Capacity (in fetched chunks) of each stream's queue.", lo=1),
-    _Key("rebalance.max.retries", "int", 4, "Total number of rebalance attempts (not 1 + retries; reference §3.5).", lo=1),
+    _Key("rebalance.max.retries", "int", 4, "Total number of rebalance attempts (not 1 + retries; Kafka's ZookeeperConsumerConnector.scala).", lo=1),
     _Key("rebalance.backoff.ms", "int", None, "Backoff between rebalance attempts; defaults to zookeeper.sync.time.ms.", lo=0),
     _Key("refresh.leader.backoff.ms", "int", 200, "Sleep between leader-finder passes.", lo=0),
     _Key("fetch.min.bytes", "int", 1, "Minimum bytes the broker should return for a fetch.", lo=0),
@@ -102,7 +102,7 @@ _KEYS: Tuple[_Key, ...] = (
     _Key("offsets.storage", "enum", "zookeeper", "Where offsets are committed: zookeeper or kafka (case-insensitive).", choices=("zookeeper", "kafka")),
     _Key("offsets.channel.backoff.ms", "int", 1000, "Backoff between offset-channel reconnects and offset fetch/commit retries.", lo=0),
     _Key("offsets.channel.socket.timeout.ms", "int", 10000, "Socket timeout of the offset-manager channel.", lo=1),
-    _Key("offsets.commit.max.retries", "int", 5, "Offset commit retries (reference §4.4).", lo=0),
+    _Key("offsets.commit.max.retries", "int", 5, "Offset commit retries (Kafka's ZookeeperConsumerConnector.scala).", lo=0),
     _Key("dual.commit.enabled", "bool", None, "Also commit to ZooKeeper when offsets.storage=kafka; defaults to true only then."),
     _Key("fetch.max.bytes", "int", 50 * 1024 * 1024, "Max bytes per fetch response (0.10.1+; read by no old-consumer code).", lo=1),
     _Key("rebalance.settle.ms", "int", 20, "Extension: coalescing window for bursts of ZooKeeper events before a rebalance.", lo=0, extension=True),
@@ -175,7 +175,7 @@ def _as_text(key: str, value) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class ConsumerConfig:
-    """Immutable, validated old-consumer configuration (reference §1).
+    """Immutable, validated old-consumer configuration (Kafka's ConsumerConfig.scala).
 
     Attribute names are the property keys with ``.`` replaced by ``_``.  ``group_id``/``client_id``
     are None only when built with ``require_group=False`` and no group; ``zookeeper_connect`` is
@@ -322,7 +322,7 @@ class ConsumerConfig:
 
 
 def describe_keys() -> List[Tuple[str, str, str]]:
-    """``(key, default as text, doc)`` for every known key, in reference §1 order, for ``--help``/docs.
+    """``(key, default as text, doc)`` for every known key, in Kafka's ConsumerConfig.scala order, for ``--help``/docs.
 
     Required keys show ``(required)``; derived defaults show ``= <other key>``; extension keys'
     docs start with ``Extension:``.

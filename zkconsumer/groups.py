@@ -1,6 +1,6 @@
 """Read-mostly operations on ZooKeeper-coordinated groups: list, describe, owners, verify, delete.
 
-Reference ``kafka-old-consumer.md`` §5.4 (VerifyConsumerRebalance), §5.5 (``kafka-consumer-groups --zookeeper``).
+Kafka's VerifyConsumerRebalance.scala (VerifyConsumerRebalance), ConsumerGroupCommand.scala (``kafka-consumer-groups --zookeeper``).
 The CLI is :mod:`zkconsumer.cli.groups`; :mod:`migrate` uses the same readers (members, owners, offsets).
 
 Differences from the Scala tools, on purpose:

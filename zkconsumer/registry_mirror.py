@@ -1,13 +1,13 @@
 """Registry mirror: keep the legacy ``/brokers`` layout in ZooKeeper in step with a Kafka cluster's metadata.
 
 Brokers that do not register in ZooKeeper (KRaft clusters, tansu) are invisible to ZooKeeper-coordinated
-consumers, which read ``/brokers/ids`` and ``/brokers/topics`` (reference §2.1–§2.3, §2.9). The mirror reads the
+consumers, which read ``/brokers/ids`` and ``/brokers/topics`` (Kafka's ZkUtils.scala). The mirror reads the
 cluster's metadata over the Kafka protocol and writes:
 
 * ``/brokers/ids/[id]`` — ephemeral, version 4 JSON with a PLAINTEXT endpoint, owned by the mirror's session, so
   a dead mirror's registrations vanish like a dead broker's;
 * ``/brokers/topics/[topic]`` — version 1 partition map, rewritten only when the map really changes (the
-  consumers' data watch fires on every write, and each firing is a group rebalance, reference §3.3);
+  consumers' data watch fires on every write, and each firing is a group rebalance, Kafka's ZookeeperConsumerConnector.scala);
 * ``/brokers/topics/[topic]/partitions/[p]/state`` — leader, leader epoch and ISR, as a controller would.
 
 Safety: a broker registration under ``/brokers/ids`` whose ephemeral owner is not this mirror's session was

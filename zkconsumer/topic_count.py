@@ -1,6 +1,6 @@
 """A member's registration turned into consumer thread ids per topic: Scala ``kafka.consumer.TopicCount``.
 
-Reference §2.6 (registration ``subscription`` / ``pattern``), §3.6 step 6 (``getConsumersPerTopic``) and §3.9
+Kafka's ZookeeperConsumerConnector.scala (registration ``subscription`` / ``pattern``), ZookeeperConsumerConnector.scala step 6 (``getConsumersPerTopic``) and TopicFilter.scala
 (wildcard subscriptions are re-evaluated against the current children of ``/brokers/topics``).
 
 A thread id is the string ``"<consumerId>-<n>"`` for ``n`` in ``0 .. streams-1`` (``ConsumerThreadId.toString``).
@@ -71,7 +71,7 @@ def make_thread_ids_per_topic(consumer_id, topic_count_map):
 
 
 def is_wildcard(subscription, pattern):
-    """Scala rule (§2.6): empty subscription, or a pattern other than white_list/black_list, means static."""
+    """Scala rule (ZookeeperConsumerConnector.scala): empty subscription, or a pattern other than white_list/black_list, means static."""
     return bool(subscription) and pattern in (WHITE_LIST, BLACK_LIST)
 
 

@@ -1,7 +1,7 @@
 """ZooKeeper adapter: one place that builds kazoo clients from a ``zookeeper.connect`` string.
 
 The chroot suffix (``host:port,host:port/chroot``) is handled by kazoo; the string is validated first
-(reference §1, ``zookeeper.connect``), so a malformed one fails before any connection is tried.
+(Kafka's ConsumerConfig.scala, ``zookeeper.connect``), so a malformed one fails before any connection is tried.
 """
 import logging
 
@@ -48,7 +48,7 @@ def close(client):
 
 def bootstrap_from_zk(zk, zookeeper_connect=""):
     """``host:port,...`` of every broker registered under ``/brokers/ids`` with a PLAINTEXT endpoint (how the old
-    consumer finds brokers, reference §2.1, §2.9); ClusterUnavailableError when there is none."""
+    consumer finds brokers, Kafka's ZkUtils.scala); ClusterUnavailableError when there is none."""
     from kazoo.exceptions import NoNodeError
     from .layout import codecs, paths
     try:

@@ -1,4 +1,4 @@
-"""``ZookeeperConsumerConnector``: the library API of the ZooKeeper-coordinated consumer (reference §3).
+"""``ZookeeperConsumerConnector``: the library API of the ZooKeeper-coordinated consumer (Kafka's ZookeeperConsumerConnector.scala).
 
     config = ConsumerConfig.from_properties({"group.id": "g", "zookeeper.connect": "127.0.0.1:2181"})
     with ZookeeperConsumerConnector(config) as conn:
@@ -9,7 +9,7 @@
 The connector registers in ``/consumers/[g]/ids`` with the Scala JSON format, takes part in the group's
 rebalances through one rebalancer thread (:mod:`.rebalancer`), claims owner nodes with consumer thread ids as data,
 fetches from partition leaders into bounded queues (:mod:`.fetcher`) and commits next offsets to the configured
-offset store (ZooKeeper, Kafka or dual). Positions count as consumed when a stream hands a record out (§4.1).
+offset store (ZooKeeper, Kafka or dual). Positions count as consumed when a stream hands a record out (ZookeeperConsumerConnector.scala).
 """
 import logging
 import queue
@@ -99,7 +99,7 @@ class ZookeeperConsumerConnector:
         return out
 
     def create_message_streams_by_filter(self, topic_filter, num_streams=1):
-        """Whitelist(regex) or Blacklist(regex) -> [KafkaStream] shared by every matching topic (reference §3.9);
+        """Whitelist(regex) or Blacklist(regex) -> [KafkaStream] shared by every matching topic (Kafka's TopicFilter.scala);
         topics created later that match are consumed without restart."""
         self._check_not_started()
         if not isinstance(num_streams, int) or num_streams < 1:

@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 
 def consumer_settings(config):
-    """kafka-python settings equivalent to the old consumer's fetch keys (reference §1)."""
+    """kafka-python settings equivalent to the old consumer's fetch keys (Kafka's ConsumerConfig.scala)."""
     settings = dict(
         client_id=config.client_id or config.group_id or "zkconsumer",
         group_id=None,

@@ -1,4 +1,4 @@
-"""One consistent read of a group's state for an assignment (reference §3.6 step 6; peer failure mode 4).
+"""One consistent read of a group's state for an assignment (Kafka's ZookeeperConsumerConnector.scala step 6; peer failure mode 4).
 
 Reads the member list, every member's registration, the topic list (for wildcard members) and the partition map
 of every topic any member subscribes to — with parallel asynchronous reads, and watches re-armed on the nodes whose

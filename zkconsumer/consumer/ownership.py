@@ -1,4 +1,4 @@
-"""Owner znodes ``/consumers/[g]/owners/[t]/[p]`` (ephemeral, data = consumer thread id; reference §2.7, §3.7).
+"""Owner znodes ``/consumers/[g]/owners/[t]/[p]`` (ephemeral, data = consumer thread id; Kafka's ZookeeperConsumerConnector.scala).
 
 Claims and releases are each one ZooKeeper multi-op (chunked for very large groups), so a claim is atomic: when
 any partition is still owned by someone else the whole claim fails and nothing has to be rolled back — where Scala

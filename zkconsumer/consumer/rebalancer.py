@@ -1,4 +1,4 @@
-"""The rebalancer: one thread that owns all of a connector's ownership state (reference §3.3–§3.8).
+"""The rebalancer: one thread that owns all of a connector's ownership state (Kafka's ZookeeperConsumerConnector.scala).
 
 States and transitions (``Rebalancer.state``)::
 

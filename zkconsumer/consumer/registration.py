@@ -1,4 +1,4 @@
-"""Consumer registration: the ephemeral ``/consumers/[g]/ids/[consumerId]`` node (reference §2.6, §3.8).
+"""Consumer registration: the ephemeral ``/consumers/[g]/ids/[consumerId]`` node (Kafka's ZookeeperConsumerConnector.scala).
 
 Created with its data in one step (never create-then-set). On NodeExists the node's ephemeral owner is compared
 with our own session (KAFKA-1387's ``ZKCheckedEphemeral``): our own node from a retried create counts as success;

@@ -2,7 +2,7 @@
 
 Fetcher threads put :class:`Chunk` objects — a batch of records of one partition, tagged with the generation it was
 fetched under — on a bounded per-stream queue (``queued.max.message.chunks``). Iterating a stream yields records
-one by one and records each partition's consumed position (the next offset, reference §2.8, §4.1) when the
+one by one and records each partition's consumed position (the next offset, Kafka's ZookeeperConsumerConnector.scala) when the
 record is handed out.
 
 The invariant: a stream never hands out a record of a chunk from an older generation. Every rebalance, session
@@ -149,7 +149,7 @@ class KafkaStream:
                     return _TIMEOUT
 
     def clear(self):
-        """Drop every queued chunk (rebalance step: clear the queues, reference §3.6 step 3)."""
+        """Drop every queued chunk (rebalance step: clear the queues, Kafka's ZookeeperConsumerConnector.scala step 3)."""
         dropped = 0
         while True:
             try:

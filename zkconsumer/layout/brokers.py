@@ -1,7 +1,7 @@
 """Codecs for the broker-written znodes: registrations, topic assignments, partition state, controller.
 
-Reference: ``kafka-old-consumer.md`` §2.1 (``/brokers/ids/[id]``, versions 1-4), §2.2 (``/brokers/topics/[t]``),
-§2.3 (``.../partitions/[p]/state``), §2.4 (``/controller``, ``/controller_epoch``).  Decoders take
+Kafka's ZkUtils.scala (``/brokers/ids/[id]``, versions 1-4), ZkUtils.scala (``/brokers/topics/[t]``),
+ZkUtils.scala (``.../partitions/[p]/state``), ZkUtils.scala (``/controller``, ``/controller_epoch``).  Decoders take
 ``(data: bytes, path: str)``, accept fields in any order, keep unknown fields in ``extra`` and raise
 :class:`~zkconsumer.errors.ZnodeFormatError` (naming the path) on empty/non-UTF-8/non-JSON data, wrong JSON types,
 missing required fields and wrong field types.  Encoders return UTF-8 bytes in the field order real brokers write.
@@ -29,7 +29,7 @@ _ENDPOINT_RE = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)\Z")
 _PARTITION_KEY_RE = re.compile(r"(0|[1-9][0-9]*)\Z")
 
 
-# ---- /brokers/ids/[id] (§2.1) ----------------------------------------------------------------------------------
+# ---- /brokers/ids/[id] (ZkUtils.scala) ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -96,7 +96,7 @@ class BrokerRegistration:
 
         Uses the endpoint of the listener named ``PLAINTEXT`` (1.1.1 ``ClientUtils`` l.142-149) when its host is
         non-empty and its port is valid, otherwise the top-level ``host``/``port`` (what 0.8.2
-        ``Broker.createBroker`` reads).  §2.1 hazards: a broker without a PLAINTEXT listener registers an empty
+        ``Broker.createBroker`` reads).  ZkUtils.scala hazards: a broker without a PLAINTEXT listener registers an empty
         endpoint / ``null`` host, and an endpoint may carry an empty host; both give ``None`` here.
         """
         for ep in self.parsed_endpoints():
@@ -170,7 +170,7 @@ def encode_broker_registration(reg: BrokerRegistration) -> bytes:
         {"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"endpoints":["PLAINTEXT://h:9092"],
          "jmx_port":-1,"host":"h","timestamp":"1420070400000","port":9092,"version":4}
 
-    v1 is ``{"jmx_port":-1,"timestamp":"...","host":"h","version":1,"port":9092}`` (§2.1 example); v2/v3 add
+    v1 is ``{"jmx_port":-1,"timestamp":"...","host":"h","version":1,"port":9092}`` (ZkUtils.scala example); v2/v3 add
     ``endpoints`` (and ``rack``); v5 adds ``features``.  For v2+ with no endpoints given, one PLAINTEXT endpoint
     is derived from host/port; a v4+ registration without a protocol map gets identity mappings.  Unknown fields
     kept in ``extra`` are written after the known ones.
@@ -215,7 +215,7 @@ def encode_broker_registration(reg: BrokerRegistration) -> bytes:
     return dumps(out)
 
 
-# ---- /brokers/topics/[t] (§2.2) ---------------------------------------------------------------------------------
+# ---- /brokers/topics/[t] (ZkUtils.scala) ---------------------------------------------------------------------------------
 
 @dataclass
 class TopicAssignment:
@@ -273,7 +273,7 @@ def encode_topic_assignment(assignment: TopicAssignment) -> bytes:
     return dumps(out)
 
 
-# ---- /brokers/topics/[t]/partitions/[p]/state (§2.3) -------------------------------------------------------------
+# ---- /brokers/topics/[t]/partitions/[p]/state (ZkUtils.scala) -------------------------------------------------------------
 
 @dataclass
 class PartitionState:
@@ -300,14 +300,14 @@ def decode_partition_state(data: bytes, path: str) -> PartitionState:
 
 
 def encode_partition_state(state: PartitionState) -> bytes:
-    """Encode in the order of the §2.3 example."""
+    """Encode in the order of the ZkUtils.scala example."""
     out: Dict[str, Any] = {"controller_epoch": state.controller_epoch, "leader": state.leader,
                            "version": state.version, "leader_epoch": state.leader_epoch, "isr": list(state.isr)}
     out.update(state.extra)
     return dumps(out)
 
 
-# ---- /controller, /controller_epoch (§2.4) ----------------------------------------------------------------------
+# ---- /controller, /controller_epoch (ZkUtils.scala) ----------------------------------------------------------------------
 
 @dataclass
 class ControllerInfo:

@@ -1,4 +1,4 @@
-"""All znode data codecs in one namespace (reference ``kafka-old-consumer.md`` §2.1-§2.8, Appendix A).
+"""All znode data codecs in one namespace (Kafka's ZkUtils.scala, Appendix A).
 
 The implementations live in :mod:`.brokers` (broker registration, topic assignment, partition state, controller)
 and :mod:`.consumers` (consumer registration, owner value / ``ConsumerThreadId``, offsets, consumer ids).

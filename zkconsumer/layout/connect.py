@@ -1,6 +1,6 @@
 """Parsing of ``zookeeper.connect`` strings: ``host:port,host:port[/chroot]``.
 
-Reference: ``kafka-old-consumer.md`` §1 (``zookeeper.connect``) and §2 (all paths are chroot-relative, as ZkClient
+Kafka's ConsumerConfig.scala (``zookeeper.connect``) and ZkUtils.scala (all paths are chroot-relative, as ZkClient
 sees them).  ZooKeeper's ``ConnectStringParser`` splits off the chroot at the first ``/``, splits the hosts on ``,``
 and defaults a missing port to 2181; a chroot of just ``/`` means "no chroot".
 

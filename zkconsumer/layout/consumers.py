@@ -1,7 +1,7 @@
 """Codecs for the consumer-written znodes: registration, partition owner, committed offset; consumer ids.
 
-Reference: ``kafka-old-consumer.md`` §2.6 (``/consumers/[g]/ids/[id]`` and how the id is formed), §2.7
-(``/consumers/[g]/owners/[t]/[p]`` holding ``ConsumerThreadId.toString``), §2.8 (``/consumers/[g]/offsets/[t]/[p]``
+Kafka's ZookeeperConsumerConnector.scala (``/consumers/[g]/ids/[id]`` and how the id is formed), ZookeeperConsumerConnector.scala
+(``/consumers/[g]/owners/[t]/[p]`` holding ``ConsumerThreadId.toString``), ZookeeperConsumerConnector.scala (``/consumers/[g]/offsets/[t]/[p]``
 holding the next offset as a decimal string) and Appendix A.
 
 Consumer registration compatibility
@@ -70,7 +70,7 @@ def json_unescape_string(s: str) -> str:
     return json.loads('"' + s + '"')
 
 
-# ---- registration (§2.6) ----------------------------------------------------------------------------------------
+# ---- registration (ZookeeperConsumerConnector.scala) ----------------------------------------------------------------------------------------
 
 @dataclass
 class ConsumerRegistration:
@@ -191,7 +191,7 @@ def encode_consumer_registration(reg: ConsumerRegistration, now_ms: Optional[int
             ).encode("utf-8")
 
 
-# ---- owners (§2.7) ------------------------------------------------------------------------------------------------
+# ---- owners (ZookeeperConsumerConnector.scala) ------------------------------------------------------------------------------------------------
 
 @functools.total_ordering
 @dataclass(frozen=True, eq=True)
@@ -246,7 +246,7 @@ def decode_owner(data, path: str = "<owner value>") -> Tuple[str, int]:
     return consumer_id, int(n)
 
 
-# ---- offsets (§2.8) -------------------------------------------------------------------------------------------------
+# ---- offsets (ZookeeperConsumerConnector.scala) -------------------------------------------------------------------------------------------------
 
 def encode_offset(offset: int) -> bytes:
     """``str(offset)`` as bytes (Scala ``offset.toString``).  Any Java ``Long`` is accepted, including -1."""
@@ -273,7 +273,7 @@ def decode_offset(data: bytes, path: str) -> int:
     return value
 
 
-# ---- consumer id (§2.6) ----------------------------------------------------------------------------------------------
+# ---- consumer id (ZookeeperConsumerConnector.scala) ----------------------------------------------------------------------------------------------
 
 def _uuid_hex8(u: _uuid.UUID) -> str:
     """``uuid.getMostSignificantBits().toHexString.substring(0,8)``.  ``Long.toHexString`` renders the 64-bit

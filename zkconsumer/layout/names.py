@@ -1,6 +1,6 @@
 """Validation of the names that become znode path components.
 
-Reference: ``kafka-old-consumer.md`` §2 (every path is built by plain string concatenation, e.g.
+Kafka's ZkUtils.scala (every path is built by plain string concatenation, e.g.
 ``ZKGroupDirs.consumerGroupDir = "/consumers/" + group``), so an unchecked name such as ``../brokers`` or ``a/b``
 would silently address another node.  Every path builder in :mod:`zkconsumer.layout.paths` calls these functions
 first, and any name read off ZooKeeper (a child name, an owner value) must pass through them before it is used to
@@ -12,7 +12,7 @@ Rules
   ``[a-zA-Z0-9._-]``, length 1..249, and not ``.`` or ``..``.  (The Scala old consumer itself never validated group
   ids; we deliberately refuse the rest because they cannot be made safe and portable.)
 * **consumer ids** (:func:`validate_consumer_id`): the Scala form is ``<group>_<hostname>-<millis>-<uuid8>``
-  (§2.6) or ``<group>_<consumer.id>``, and the hostname part is whatever ``InetAddress.getHostName`` returned, so
+  (ZookeeperConsumerConnector.scala) or ``<group>_<consumer.id>``, and the hostname part is whatever ``InetAddress.getHostName`` returned, so
   the alphabet cannot be restricted to Kafka's.  A consumer id is accepted when it is a single legal ZooKeeper path
   component: 1..1024 characters; not ``.`` or ``..``; no ``/``; none of the characters ZooKeeper's
   ``PathUtils.validatePath`` rejects (NUL, U+0001-U+001F, U+007F-U+009F, U+D800-U+F8FF, U+FFF0-U+FFFF, which also

@@ -1,7 +1,7 @@
 """Builders for every znode path the old consumer and its tools touch.
 
-Reference: ``kafka-old-consumer.md`` §2 "Path constants" and "Directory helpers" (``ZkUtils``, ``ZKGroupDirs``,
-``ZKGroupTopicDirs``), §2.1-§2.8 and Appendix A.  Paths are chroot-relative, exactly as ZkClient sees them.
+Kafka's ZkUtils.scala "Path constants" and "Directory helpers" (``ZkUtils``, ``ZKGroupDirs``,
+``ZKGroupTopicDirs``), ZkUtils.scala and Appendix A.  Paths are chroot-relative, exactly as ZkClient sees them.
 
 Every builder validates its name arguments with :mod:`zkconsumer.layout.names` *before* concatenating, so an
 illegal group/topic/consumer id/partition raises :class:`~zkconsumer.errors.InvalidNameError` and never becomes a
@@ -28,7 +28,7 @@ __all__ = [
     "delete_topics_path", "delete_topic_path", "topic_config_path", "parse_offset_path",
 ]
 
-# object ZkUtils, 0.8.2.2 l.39-48 (§2 "Path constants")
+# object ZkUtils, 0.8.2.2 l.39-48 (ZkUtils.scala "Path constants")
 CONSUMERS_PATH = "/consumers"
 BROKER_IDS_PATH = "/brokers/ids"
 BROKER_TOPICS_PATH = "/brokers/topics"
@@ -41,7 +41,7 @@ DELETE_TOPICS_PATH = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
 
 
-# ---- /consumers (ZKGroupDirs / ZKGroupTopicDirs, §2.6-§2.8) ---------------------------------------------------
+# ---- /consumers (ZKGroupDirs / ZKGroupTopicDirs, ZookeeperConsumerConnector.scala) ---------------------------------------------------
 
 def consumers_path() -> str:
     """``/consumers``"""
@@ -59,7 +59,7 @@ def group_ids_path(group: str) -> str:
 
 
 def consumer_registration_path(group: str, consumer_id: str) -> str:
-    """``/consumers/[group]/ids/[consumerId]`` (§2.6, ephemeral)."""
+    """``/consumers/[group]/ids/[consumerId]`` (ZookeeperConsumerConnector.scala, ephemeral)."""
     return group_ids_path(group) + "/" + validate_consumer_id(consumer_id)
 
 
@@ -74,7 +74,7 @@ def topic_owners_path(group: str, topic: str) -> str:
 
 
 def partition_owner_path(group: str, topic: str, partition) -> str:
-    """``/consumers/[group]/owners/[topic]/[partition]`` (§2.7, ephemeral; ``getConsumerPartitionOwnerPath``)."""
+    """``/consumers/[group]/owners/[topic]/[partition]`` (ZookeeperConsumerConnector.scala, ephemeral; ``getConsumerPartitionOwnerPath``)."""
     return topic_owners_path(group, topic) + "/" + str(validate_partition(partition))
 
 
@@ -89,11 +89,11 @@ def topic_offsets_path(group: str, topic: str) -> str:
 
 
 def partition_offset_path(group: str, topic: str, partition) -> str:
-    """``/consumers/[group]/offsets/[topic]/[partition]`` (§2.8, persistent)."""
+    """``/consumers/[group]/offsets/[topic]/[partition]`` (ZookeeperConsumerConnector.scala, persistent)."""
     return topic_offsets_path(group, topic) + "/" + str(validate_partition(partition))
 
 
-# ---- /brokers (§2.1-§2.3) ------------------------------------------------------------------------------------
+# ---- /brokers (ZkUtils.scala) ------------------------------------------------------------------------------------
 
 def broker_ids_path() -> str:
     """``/brokers/ids``"""
@@ -101,7 +101,7 @@ def broker_ids_path() -> str:
 
 
 def broker_path(broker_id) -> str:
-    """``/brokers/ids/[brokerId]`` (§2.1, ephemeral)."""
+    """``/brokers/ids/[brokerId]`` (ZkUtils.scala, ephemeral)."""
     return BROKER_IDS_PATH + "/" + str(validate_broker_id(broker_id))
 
 
@@ -111,7 +111,7 @@ def broker_topics_path() -> str:
 
 
 def topic_path(topic: str) -> str:
-    """``/brokers/topics/[topic]`` (§2.2, the partition -> replicas map)."""
+    """``/brokers/topics/[topic]`` (ZkUtils.scala, the partition -> replicas map)."""
     return BROKER_TOPICS_PATH + "/" + validate_topic(topic)
 
 
@@ -126,19 +126,19 @@ def partition_path(topic: str, partition) -> str:
 
 
 def partition_state_path(topic: str, partition) -> str:
-    """``/brokers/topics/[topic]/partitions/[partition]/state`` (§2.3)."""
+    """``/brokers/topics/[topic]/partitions/[partition]/state`` (ZkUtils.scala)."""
     return partition_path(topic, partition) + "/state"
 
 
-# ---- controller, admin, config (§2.4, §2.5) ------------------------------------------------------------------
+# ---- controller, admin, config (ZkUtils.scala) ------------------------------------------------------------------
 
 def controller_path() -> str:
-    """``/controller`` (§2.4, ephemeral)."""
+    """``/controller`` (ZkUtils.scala, ephemeral)."""
     return CONTROLLER_PATH
 
 
 def controller_epoch_path() -> str:
-    """``/controller_epoch`` (§2.4, persistent)."""
+    """``/controller_epoch`` (ZkUtils.scala, persistent)."""
     return CONTROLLER_EPOCH_PATH
 
 
@@ -148,7 +148,7 @@ def delete_topics_path() -> str:
 
 
 def delete_topic_path(topic: str) -> str:
-    """``/admin/delete_topics/[topic]`` (§2.5, empty persistent node)."""
+    """``/admin/delete_topics/[topic]`` (ZkUtils.scala, empty persistent node)."""
     return DELETE_TOPICS_PATH + "/" + validate_topic(topic)
 
 
@@ -163,7 +163,7 @@ _OFFSET_PATH_FORM = "/consumers/<group>/offsets/<topic>/<partition>"
 
 
 def parse_offset_path(path: str) -> Tuple[str, str, int]:
-    """Split an ExportZkOffsets path (§5.2), ``/consumers/G/offsets/T/P``, into ``(group, topic, partition)``.
+    """Split an ExportZkOffsets path (ExportZkOffsets.scala / ImportZkOffsets.scala), ``/consumers/G/offsets/T/P``, into ``(group, topic, partition)``.
 
     The path must have exactly that shape (no trailing ``/``, no empty components); the group, topic and
     partition must be legal (partition canonical decimal, e.g. ``0``, not the 0.7 ``1-0`` broker-partition form).

@@ -1,7 +1,7 @@
 """Offset stores: ZooKeeper (``zookeeper.py``), Kafka offset manager (``kafka.py``) and dual commit (``dual.py``), one
 interface.
 
-Reference ``kafka-old-consumer.md`` §4.2 (ZooKeeper), §4.3 (Kafka, dual commit order), §4.5 (fetch, dual = max).
+Kafka's ZookeeperConsumerConnector.scala (ZooKeeper), ZookeeperConsumerConnector.scala (Kafka, dual commit order), ZookeeperConsumerConnector.scala (fetch, dual = max).
 
 * :class:`OffsetStore` - ``fetch(partitions)``, ``commit(offsets, fence=None) -> CommitResult``, ``close()``;
 * :class:`CommitResult` - committed / unchanged / failed (with reasons), ``raise_for_errors()``;
@@ -20,7 +20,7 @@ __all__ = ["CommitResult", "OffsetStore", "OwnershipFence", "ZooKeeperOffsetStor
 def make_offset_store(config, zk_client, bootstrap_servers=None, strict=False) -> OffsetStore:
     """The offset store for ``config`` (a :class:`~zkconsumer.config.ConsumerConfig`), bound to ``group.id``.
 
-    * ``offsets.storage=zookeeper`` -> :class:`ZooKeeperOffsetStore` (``dual.commit.enabled`` has no effect, §4.3);
+    * ``offsets.storage=zookeeper`` -> :class:`ZooKeeperOffsetStore` (``dual.commit.enabled`` has no effect, ZookeeperConsumerConnector.scala);
     * ``kafka`` and ``dual.commit.enabled=false`` -> :class:`zkconsumer.offsets.kafka.KafkaOffsetStore`;
     * ``kafka`` and ``dual.commit.enabled=true`` -> :class:`zkconsumer.offsets.dual.DualOffsetStore`.
 

@@ -1,8 +1,8 @@
 """The one small interface every offset store implements, its result type and the ownership fence.
 
-Reference ``kafka-old-consumer.md`` §4 (offset storage), ``design-notes.md`` ("never deliver or commit for a
+Kafka's ZookeeperConsumerConnector.scala (offset storage), ``design-notes.md`` ("never deliver or commit for a
 partition we do not own").  A store is bound to one consumer group at construction; offsets are always the *next*
-offset to consume (§2.8), keyed by ``(topic, partition)``.
+offset to consume (ZookeeperConsumerConnector.scala), keyed by ``(topic, partition)``.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class CommitResult:
     """Outcome of one ``commit``: which partitions are durably stored and which failed, with the reason.
 
     * ``committed`` - ``{(t, p): offset}`` stored (or already stored: see ``unchanged``);
-    * ``unchanged`` - subset of ``committed`` skipped because the store already held that value (§4.2,
+    * ``unchanged`` - subset of ``committed`` skipped because the store already held that value (ZookeeperConsumerConnector.scala,
       ``checkpointedZkOffsets``);
     * ``failed`` - ``{(t, p): exception}``: :class:`OwnershipLostError` when a fence refused the partition,
       :class:`OffsetStoreError` (or a Kafka error class instance) otherwise.
@@ -94,7 +94,7 @@ class CommitResult:
 
 class OwnershipFence:
     """What the consumer owns right now: the ZooKeeper session its owner nodes were created under and the owner
-    node path of every partition (``/consumers/[g]/owners/[t]/[p]``, reference §2.7).
+    node path of every partition (``/consumers/[g]/owners/[t]/[p]``, Kafka's ZookeeperConsumerConnector.scala).
 
     A fenced commit for a partition is refused (an :class:`OwnershipLostError` in ``CommitResult.failed``, the
     other partitions still commit) when
@@ -188,7 +188,7 @@ class OwnershipFence:
 
 
 class OffsetStore:
-    """Interface of the ZooKeeper, Kafka and dual offset stores (reference §4.2, §4.3, §4.5).
+    """Interface of the ZooKeeper, Kafka and dual offset stores (Kafka's ZookeeperConsumerConnector.scala).
 
     * ``fetch(partitions) -> {(t, p): next_offset}``; partitions without a committed offset are absent;
     * ``commit(offsets, fence=None) -> CommitResult``; never raises for per-partition failures;

@@ -1,7 +1,7 @@
 """Dual commit: Kafka's offset manager first, then ZooKeeper; read = max of both.
 
-Reference ``kafka-old-consumer.md`` §4.3 ("Order and behaviour of dual commit"), §4.5 (dual fetch = maximum, a
-missing value never wins), §4.8 (why the migration steps work).  Used when ``offsets.storage=kafka`` and
+Kafka's ZookeeperConsumerConnector.scala ("Order and behaviour of dual commit"), ZookeeperConsumerConnector.scala (dual fetch = maximum, a
+missing value never wins), the Kafka documentation's "Migrating offsets from ZooKeeper to Kafka" (why the migration steps work).  Used when ``offsets.storage=kafka`` and
 ``dual.commit.enabled=true``.
 """
 
@@ -37,7 +37,7 @@ class DualOffsetStore(OffsetStore):
         self.group = zk_store.group
 
     def commit(self, offsets, fence: Optional[OwnershipFence] = None) -> CommitResult:
-        """§4.3: one Kafka OffsetCommit for all partitions, then ZooKeeper (only-changed, fenced) for the
+        """ZookeeperConsumerConnector.scala: one Kafka OffsetCommit for all partitions, then ZooKeeper (only-changed, fenced) for the
         partitions Kafka acknowledged.  A partition is ``committed`` only when both stores hold it.
 
         The fence is checked *before* Kafka (the Scala consumer had no fence) so a consumer that lost a partition
@@ -66,7 +66,7 @@ class DualOffsetStore(OffsetStore):
         return result
 
     def fetch(self, partitions) -> Dict:
-        """§4.5: ``max(ZooKeeper, Kafka)`` per partition; a partition absent from one store takes the other's
+        """ZookeeperConsumerConnector.scala: ``max(ZooKeeper, Kafka)`` per partition; a partition absent from one store takes the other's
         value, and is absent only when both lack it."""
         out = {}
         for tp, (z, k) in self.fetch_both(partitions).items():

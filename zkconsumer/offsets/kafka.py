@@ -1,7 +1,7 @@
 """Offsets in Kafka's offset manager (``__consumer_offsets``) without joining a broker-side group.
 
-Reference ``kafka-old-consumer.md`` §4.3 (OffsetCommit, error handling), §4.4 (retries), §4.5 (OffsetFetch
-retries), §4.6 (versions), §4.7 (finding the coordinator); ``pyspark.md`` §5.3-§5.4 (kafka-python 3.x).
+Kafka's ZookeeperConsumerConnector.scala (OffsetCommit, error handling), ZookeeperConsumerConnector.scala (retries), ZookeeperConsumerConnector.scala (OffsetFetch
+retries), ZookeeperConsumerConnector.scala (versions), ClientUtils.scala (finding the coordinator); PySpark's Python data source API (kafka-python 3.x).
 
 Layer chosen (kafka-python 3.0.12): one :class:`kafka.admin.KafkaAdminClient` per store, used only as a connection
 manager with its own IO thread.  We send FindCoordinator (v<=3), OffsetCommit (v<=8, ``generation_id=-1``,
@@ -59,7 +59,7 @@ class _AdminClient(KafkaAdminClient):
 
 
 class KafkaOffsetStore(OffsetStore):
-    """The group's offsets in Kafka's offset manager (``offsets.storage=kafka``, reference §4.3).
+    """The group's offsets in Kafka's offset manager (``offsets.storage=kafka``, Kafka's ZookeeperConsumerConnector.scala).
 
     :param bootstrap_servers: ``host:port[,host:port]`` (or a list).
     :param config: a :class:`~zkconsumer.config.ConsumerConfig` for ``offsets.channel.backoff.ms``,
@@ -109,7 +109,7 @@ class KafkaOffsetStore(OffsetStore):
         return bs if isinstance(bs, str) else ",".join(bs)
 
     def _coordinator(self):
-        """The coordinator's node id: cached, else FindCoordinator (§4.7); raises the broker's error class."""
+        """The coordinator's node id: cached, else FindCoordinator (ClientUtils.scala); raises the broker's error class."""
         if self._node is None:
             admin = self._client()
             self._node = admin._manager.run(self._async_find_coordinator, admin)
@@ -146,7 +146,7 @@ class KafkaOffsetStore(OffsetStore):
         self._node = None
 
     def _attempts(self, fn, pending: Dict, what: str, refence=None):
-        """Run ``fn(node, pending) -> {tp: error_class}`` with the §4.4 retry budget (1 + max retries, backoff
+        """Run ``fn(node, pending) -> {tp: error_class}`` with the ZookeeperConsumerConnector.scala retry budget (1 + max retries, backoff
         between attempts), re-finding the coordinator after NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE and waiting
         out COORDINATOR_LOAD_IN_PROGRESS.  Returns ``(done {tp: value}, failed {tp: exception}, exhausted)``,
         *exhausted* being the partitions that still had a retriable error when the budget ran out.
@@ -218,7 +218,7 @@ class KafkaOffsetStore(OffsetStore):
     # ---- commit -----------------------------------------------------------------------------------------------
 
     def commit(self, offsets, fence=None) -> CommitResult:
-        """OffsetCommit of all *offsets* in one request (§4.3: Kafka commits are unfiltered), empty metadata.
+        """OffsetCommit of all *offsets* in one request (ZookeeperConsumerConnector.scala: Kafka commits are unfiltered), empty metadata.
 
         Per-partition errors are in the result; an unreachable broker raises :class:`OffsetStoreError`.  With a
         *fence* and a ``zk`` client, partitions the fence refuses are not sent (see ``OwnershipFence``).
@@ -261,10 +261,10 @@ class KafkaOffsetStore(OffsetStore):
     # ---- fetch ------------------------------------------------------------------------------------------------
 
     def fetch(self, partitions) -> Dict:
-        """OffsetFetch (§4.5): ``{(t, p): next_offset}``; partitions without an offset (-1) are absent.
+        """OffsetFetch (ZookeeperConsumerConnector.scala): ``{(t, p): next_offset}``; partitions without an offset (-1) are absent.
 
         Unlike Scala (which retries forever while holding the rebalance lock) this retries coordinator errors
-        within the §4.4 budget and then raises :class:`OffsetStoreError`.  Other per-partition errors (e.g.
+        within the ZookeeperConsumerConnector.scala budget and then raises :class:`OffsetStoreError`.  Other per-partition errors (e.g.
         UNKNOWN_TOPIC_OR_PARTITION) mean "no offset", as in Scala.
         """
         parts = {tp: None for tp in normalize_partitions(partitions)}

@@ -1,7 +1,7 @@
 """Offsets in ZooKeeper: ``/consumers/[g]/offsets/[t]/[p]`` holding the next offset as a decimal string.
 
-Reference ``kafka-old-consumer.md`` §2.8 (node and encoding), §4.2 (commit only what changed,
-``checkpointedZkOffsets``), §4.5 (fetch; a missing node means "no offset").  Differences from Scala, by design:
+Kafka's ZookeeperConsumerConnector.scala (node and encoding), ZookeeperConsumerConnector.scala (commit only what changed,
+``checkpointedZkOffsets``), ZookeeperConsumerConnector.scala (fetch; a missing node means "no offset").  Differences from Scala, by design:
 
 * many partitions are read with pipelined ``get_async`` calls and written with a few multi-ops (chunked below
   ZooKeeper's 1 MB ``jute.maxbuffer``) instead of one round trip per partition;
@@ -37,13 +37,13 @@ _ABSENT = object()  # cache marker: we know the node does not exist
 
 
 class ZooKeeperOffsetStore(OffsetStore):
-    """ZooKeeper offset storage for one group (``offsets.storage=zookeeper``, reference §4.2).
+    """ZooKeeper offset storage for one group (``offsets.storage=zookeeper``, Kafka's ZookeeperConsumerConnector.scala).
 
     :param zk: a started kazoo client (owned by the caller, not closed by :meth:`close`).
     :param strict: on a malformed offset node, ``fetch`` raises :class:`OffsetStoreError` naming the path (tools);
         with ``strict=False`` it logs a warning and treats the partition as having no offset (the consumer then
         applies ``auto.offset.reset``, like a missing node).  A negative stored value (e.g. ``-1`` written by
-        tools) always counts as "no offset" (§4.5).
+        tools) always counts as "no offset" (ZookeeperConsumerConnector.scala).
     """
 
     name = "zookeeper"
@@ -61,7 +61,7 @@ class ZooKeeperOffsetStore(OffsetStore):
     # ---- fetch ------------------------------------------------------------------------------------------------
 
     def fetch(self, partitions) -> Dict:
-        """``{(t, p): next_offset}`` for the partitions that have a valid committed offset (§4.5).
+        """``{(t, p): next_offset}`` for the partitions that have a valid committed offset (ZookeeperConsumerConnector.scala).
 
         One ``get_children`` per topic finds the existing nodes, then all their reads are issued at once
         (``get_async``) and collected.  Seeds the only-changed cache.
@@ -108,7 +108,7 @@ class ZooKeeperOffsetStore(OffsetStore):
     # ---- commit -----------------------------------------------------------------------------------------------
 
     def commit(self, offsets, fence: Optional[OwnershipFence] = None, force: bool = False) -> CommitResult:
-        """Write changed offsets in a few multi-ops (§4.2), optionally fenced (see :class:`OwnershipFence`).
+        """Write changed offsets in a few multi-ops (ZookeeperConsumerConnector.scala), optionally fenced (see :class:`OwnershipFence`).
 
         ``force=True`` writes even values the cache says are already stored (tools).  ZooKeeper errors are
         reported per partition in the result, never raised.

@@ -1,6 +1,6 @@
 """The ``zkconsumer`` Python data source (``pyspark.sql.datasource``, pyspark>=4.2).
 
-Where things run (see ``pyspark.md`` §1.3): ``partitions``/``latestOffset``/``commit``/``initialOffset`` run in a
+Where things run (see PySpark's Python data source API): ``partitions``/``latestOffset``/``commit``/``initialOffset`` run in a
 long-lived Python process on the driver (the streaming source runner) - the :class:`GroupMember` lives there;
 ``read`` runs on executors and depends only on the :class:`RangePartition` it gets (no ZooKeeper, one Kafka
 consumer per task).  Nothing live is ever pickled: clients are created lazily and dropped by ``__getstate__``.
