@@ -335,8 +335,21 @@ def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execu
     """Copy Kafka offsets back to ZooKeeper (never backwards unless --allow-rewind; idempotent)."""
     _check_selection(groups, all_groups, matching)
     _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel,
-           _copy("kafka", "zookeeper", execute, allow_rewind, force, backup_dir, topics), as_json,
-           render.copy_result)
+           _rollback(_copy("kafka", "zookeeper", execute, allow_rewind, force, backup_dir, topics), execute),
+           as_json, render.copy_result)
+
+
+def _rollback(copy_fn, execute):
+    """A rollback that left nothing behind lifts the cutover fence: ZooKeeper members may join again."""
+    def per_group(gofs):
+        out, code = copy_fn(gofs)
+        if execute and code == 0:
+            prev = state.read_phase(gofs.zk, gofs.group) or {}
+            if prev.get("phase") == "cutover":
+                out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "rollback", "zkmigrate rollback",
+                                                           "zookeeper")
+        return out, code
+    return per_group
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -375,18 +388,22 @@ def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, 
 @bootstrap_option
 @_groups_options
 @click.option("--execute", is_flag=True, help="Copy missing/greater ZooKeeper offsets to Kafka.")
-@click.option("--timeout", type=click.FloatRange(0, 3600), default=30.0, show_default=True,
-              help="Seconds to wait for the last ZooKeeper owner to go.")
+@click.option("--timeout", type=click.FloatRange(0, 86400), default=30.0, show_default=True,
+              help="Seconds to wait for the last ZooKeeper owner to go (a rolling stop: as long as the bounce "
+                   "takes; each departure is reported, and a broker-side group forming meanwhile stops it).")
 @backup_option
 @topic_option
 @json_option
 def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, timeout, backup_dir, topics,
             as_json):
-    """Hand the group to broker-coordinated consumers: no ZooKeeper owner left, Kafka >= ZooKeeper, ready."""
+    """Hand the group to broker-coordinated consumers: no ZooKeeper owner left, Kafka >= ZooKeeper, ready; with
+    --execute the group is marked cut over, and ZooKeeper members refuse to join it (cutover.fence)."""
     _check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
-        out = cutover_mod.cutover(gofs, execute, timeout, backup_dir or state.default_backup_dir(), topics)
+        out = cutover_mod.cutover(gofs, execute, timeout, backup_dir or state.default_backup_dir(), topics,
+                                  progress=None if as_json else (lambda msg: click.echo("%s: %s" % (gofs.group, msg),
+                                                                                        err=True)))
         if out["ready"] and execute:
             out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "cutover", "zkmigrate cutover")
         return out, (0 if out["ready"] else EXIT_CHECK_FAILED)

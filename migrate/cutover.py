@@ -11,21 +11,46 @@ from __future__ import annotations
 import time
 
 from zkconsumer import groups as zkgroups
+from zkconsumer.broker_group import describe_broker_group
+from zkconsumer.errors import ClusterUnavailableError
 
 from .transfer import apply_copy, plan_copy, write_backup
 
 __all__ = ["cutover"]
 
 
-def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=0.5) -> dict:
+def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=0.5, progress=None,
+            clock=time.monotonic, sleep=time.sleep) -> dict:
+    """See the module docstring. The rolling path: members are stopped one at a time while this waits (give it a
+    *timeout* long enough for the whole bounce); each departure is reported to *progress* (a callable taking a
+    message), and between departures the broker-side group is checked: broker-coordinated consumers that start
+    while ZooKeeper members still consume are a split brain, and the cutover stops at once (not ready)."""
     zk, group = gofs.zk, gofs.group
-    deadline = time.monotonic() + timeout
+    deadline = clock() + timeout
+    seen_members = None
+    next_guard = 0.0
     while True:
         own = zkgroups.owners(zk, group)
         members = zkgroups.live_members(zk, group)
-        if (not own and not members) or time.monotonic() >= deadline:
+        if seen_members is not None and progress is not None:
+            for m in sorted(set(seen_members) - set(members)):
+                progress("member %s left; %d ZooKeeper member(s) still live" % (m, len(members)))
+        seen_members = members
+        if members and clock() >= next_guard and gofs.bootstrap_servers:
+            next_guard = clock() + 2.0
+            try:
+                broker = describe_broker_group(gofs.bootstrap_servers, group)
+            except ClusterUnavailableError:
+                broker = None
+            if broker is not None and broker.active:
+                return {"group": group, "ready": False, "owners": ["%s-%d:%s" % (t, p, o) for (t, p), o in own.items()],
+                        "zookeeper_members": sorted(members), "copied": {}, "to_copy": {}, "backup": [], "failed": {},
+                        "reason": "split brain: broker-coordinated consumers joined (state %s, %d member(s)) while "
+                                  "%d ZooKeeper member(s) still consume; start them only after cutover is READY"
+                                  % (broker.state, len(broker.members), len(members))}
+        if (not own and not members) or clock() >= deadline:
             break
-        time.sleep(poll)
+        sleep(poll)
     out = {"group": group, "owners": ["%s-%d:%s" % (t, p, o) for (t, p), o in own.items()],
            "zookeeper_members": sorted(members), "copied": {}, "to_copy": {}, "backup": [], "failed": {}}
     if own or members:

@@ -28,7 +28,7 @@ HISTORY = 20
 
 
 def migration_path(group: str) -> str:
-    return paths.group_path(group) + "/zkconsumer/migration"
+    return paths.group_migration_path(group)
 
 
 def default_backup_dir() -> str:

@@ -26,6 +26,9 @@ def make(overrides):
 REFERENCE_DEFAULTS = {
     "consumer_id": None,
     "legacy_consumer_version": "1.1",
+    "split_brain_check": "refuse",
+    "split_brain_check_timeout_ms": 30000,
+    "cutover_fence": "refuse",
     "zookeeper_session_timeout_ms": 6000,
     "zookeeper_connection_timeout_ms": 6000,
     "zookeeper_sync_time_ms": 2000,
@@ -75,7 +78,8 @@ def test_every_reference_key_is_known():
         a.replace("_", ".") for a in REFERENCE_DEFAULTS}
     assert set(KNOWN_KEYS) == reference_keys
     assert set(EXTENSION_KEYS) == {"rebalance.settle.ms", "rebalance.slow.retry.ms",
-                                   "zookeeper.suspended.grace.ms", "legacy.consumer.version"}
+                                   "zookeeper.suspended.grace.ms", "legacy.consumer.version", "split.brain.check",
+                                   "split.brain.check.timeout.ms", "cutover.fence"}
 
 
 def test_immutable():
@@ -322,3 +326,13 @@ def test_describe_keys():
     for key in EXTENSION_KEYS:
         assert table[key][1].startswith("Extension:")
     assert all(doc for _, _, doc in rows)
+
+
+def test_the_operators_guide_lists_every_key_as_describe_keys_says():
+    import os
+    from zkconsumer.config import describe_keys
+    text = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
+                             "operators.md")).read()
+    for key, default, doc in describe_keys():
+        doc = doc.replace("<group>_<host>-<millis>-<uuid8>", "`<group>_<host>-<millis>-<uuid8>`")
+        assert "| `%s` | %s | %s |" % (key, default, doc) in text, key

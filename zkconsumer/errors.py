@@ -103,3 +103,7 @@ class GroupConflictError(ZkConsumerError):
 class FetchError(ZkConsumerError):
     """Fetching kept failing for a stream's partitions (raised by the stream's iterator; iteration may go on, and
     fetching keeps retrying)."""
+
+
+class SplitBrainUnknownError(ClusterUnavailableError):
+    """Whether a broker-coordinated group of the same id is active could not be found out (split.brain.check)."""

@@ -145,22 +145,65 @@ class ZookeeperConsumerConnector:
             log.warning("%s: first rebalance still in progress after %.0f s (state %s)", self.consumer_id,
                         timeout, self.rebalancer.state)
 
-    def _refuse_split_brain(self, timeout_ms=2000):
-        """Before registering: one quick DescribeGroups; GroupConflictError while the broker-side group of the same
-        id is Stable with members (both rebalance protocols would hand out the same partitions). A broker that
-        cannot be reached is only logged: startup neither fails nor waits longer than *timeout_ms* for it."""
-        try:
-            from zkconsumer.broker_group import describe_broker_group
-            bg = describe_broker_group(self._kafka_bootstrap(), self.group, timeout_ms=timeout_ms)
-        except (ZkConsumerError, ImportError) as e:
-            log.warning("could not check for a broker-coordinated group %s (continuing): %s", self.group, e)
+    def _refuse_split_brain(self, clock=time.monotonic, sleep=time.sleep):
+        """Before registering (at start, and again before every re-registration after a session expiry): is the
+        broker-side group of the same id active (members, not Empty/Dead)? Then both rebalance protocols would hand
+        out the same partitions: GroupConflictError. A broker that does not answer, or has no coordinator yet
+        (COORDINATOR_NOT_AVAILABLE while ``__consumer_offsets`` is created), is asked again until
+        ``split.brain.check.timeout.ms``; after that the answer is unknown: SplitBrainUnknownError with
+        ``split.brain.check=refuse`` (the default), a warning with ``warn``; ``off`` never asks."""
+        from zkconsumer.broker_group import describe_broker_group
+        from ..errors import SplitBrainUnknownError
+        self._refuse_cut_over_group()
+        mode = self.config.split_brain_check
+        if mode == "off":
             return
-        if bg.stable_with_members:
+        timeout = self.config.split_brain_check_timeout_ms / 1000.0
+        deadline = clock() + timeout
+        while True:
+            why = None
+            try:
+                bg = describe_broker_group(self._kafka_bootstrap(), self.group,
+                                           timeout_ms=int(max(1000, min(5000, (deadline - clock()) * 1000))))
+                if bg.error is None or bg.active:
+                    break
+                why = "the broker answered %s for the group" % bg.error  # e.g. COORDINATOR_LOAD_IN_PROGRESS
+            except ZkConsumerError as e:
+                why = str(e)
+            if clock() >= deadline:
+                if mode == "warn":
+                    log.warning("could not find out whether group %s is active as a broker-coordinated group "
+                                "within %.0f s (%s); joining anyway (split.brain.check=warn)", self.group, timeout, why)
+                    return
+                raise SplitBrainUnknownError(
+                    "cannot tell whether group %s is active as a broker-coordinated group (%s; asked for %.0f s, "
+                    "split.brain.check.timeout.ms): not joining, since both protocols would consume the same "
+                    "partitions. Set split.brain.check=warn to join when the broker cannot be asked"
+                    % (self.group, why, timeout))
+            sleep(0.5)
+        if bg.active:
             raise GroupConflictError(
                 "group %s is already active as a broker-coordinated group (state %s, %d member(s), e.g. %s): a "
                 "ZooKeeper-coordinated member would consume the same partitions (split brain); stop those "
                 "consumers or use another group.id" % (self.group, bg.state, len(bg.members),
                                                        bg.members[0]["member_id"]))
+
+    def _refuse_cut_over_group(self):
+        """The fence ``zkmigrate cutover`` leaves: a group handed to broker-coordinated consumers is not joined by a
+        ZooKeeper member (an old deployment restarting) unless ``cutover.fence=ignore``."""
+        if self.config.cutover_fence == "ignore":
+            return
+        import json
+        try:
+            data, _ = self.zk.get(paths.group_migration_path(self.group))
+            rec = json.loads(data.decode("utf-8"))
+        except Exception:  # no record (the normal case), or not ours to judge: no fence
+            return
+        if isinstance(rec, dict) and rec.get("phase") == "cutover":
+            raise GroupConflictError(
+                "group %s was cut over to broker-coordinated consumers (%s, %s): a ZooKeeper-coordinated member "
+                "must not join it; after a deliberate rollback ('zkmigrate rollback --execute' clears the mark) "
+                "start again, or set cutover.fence=ignore" % (self.group, rec.get("by"), rec.get("since")))
 
     def _make_fetchers(self):
         """The fetcher manager (a subclass that only coordinates — e.g. a Spark driver member — overrides this)."""

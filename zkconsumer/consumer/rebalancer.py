@@ -21,7 +21,9 @@ States and transitions (``Rebalancer.state``)::
                generation is bumped and fetchers stop, so nothing is delivered while peers may have taken over;
                --reconnected--> SETTLING (verify the assignment; fetch resumes from the consumed positions)
     LOST       the session expired: everything revoked locally (no commit: the owner nodes died with the
-               session), the lost hook; --new session--> re-register --> SETTLING
+               session), the lost hook; --new session--> split-brain check, re-register --> SETTLING
+               (the check refuses while a broker-coordinated group of the same id is active, or cannot be
+               asked with split.brain.check=refuse: a failed attempt, retried like any other)
     STOPPED    shutdown()
 
 Unlike Scala, partitions that stay with this consumer are not released and re-claimed: they keep their owner
@@ -37,7 +39,8 @@ from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import KazooState
 
 from ..assignors import get_assignor
-from ..errors import OwnershipLostError, RebalanceError, RegistrationConflictError
+from ..errors import (GroupConflictError, OwnershipLostError, RebalanceError, RegistrationConflictError,
+                      SplitBrainUnknownError)
 from ..layout import paths
 from ..offsets import OwnershipFence
 from . import ownership
@@ -78,6 +81,7 @@ class Rebalancer(threading.Thread):
         self._stopping = False
         self._suspended_timer = None
         self._need_register = True
+        self._registered_once = False
         self._fence = None
         self._fence_key = None
         self._conflicted = False
@@ -218,6 +222,9 @@ class Rebalancer(threading.Thread):
             else:
                 log.error("cannot re-register: %s", e)
             ok = False
+        except (GroupConflictError, SplitBrainUnknownError) as e:  # re-registration refused: keep asking
+            log.error("%s: not re-registering: %s (asking again at the next attempt)", self.consumer_id, e)
+            ok = False
         except Exception as e:  # ZooKeeper changing under us, connection loss, offset store down...
             log.info("exception during rebalance of %s: %s", self.consumer_id, e, exc_info=log.isEnabledFor(10))
             ok = False
@@ -235,10 +242,13 @@ class Rebalancer(threading.Thread):
     def _attempt(self):
         c = self.c
         if self._need_register:
+            if self._registered_once:  # a re-registration (session expiry): a broker-side group may have formed
+                c._refuse_split_brain()
             register(self.zk, self.group, self.consumer_id, c.registration,
                      wait_timeout=self.config.zookeeper_session_timeout_ms / 1000.0 * 2)
             publish_member_info(self.zk, self.group, self.consumer_id, c.member_info)
             self._need_register = False
+            self._registered_once = True
         self._set_state(ASSIGNING)
         snap = read_group(self.zk, self.group, self.config.exclude_internal_topics, watch=self.watch)
         self.stats["last_zk_reads"] = snap.zk_reads

@@ -195,3 +195,9 @@ def group_member_info_dir(group: str) -> str:
 def member_info_path(group: str, consumer_id: str) -> str:
     """``/consumers/[group]/zkconsumer/members/[consumerId]`` (ephemeral, JSON: host, client id, offset storage)."""
     return group_member_info_dir(group) + "/" + validate_consumer_id(consumer_id)
+
+
+def group_migration_path(group: str) -> str:
+    """``/consumers/[group]/zkconsumer/migration``: the phase zkmigrate recorded for the group (persistent JSON; a
+    ``cutover`` phase fences ZooKeeper members out of a group handed to broker-coordinated consumers)."""
+    return group_path(group) + "/zkconsumer/migration"
