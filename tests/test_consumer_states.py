@@ -53,7 +53,8 @@ def test_degraded_keeps_retrying_and_recovers(services, zk, unique, conns):
     try:
         # socket.timeout.ms bounds how long a fetch client tries an unreachable broker (default 30 s)
         conn = make(services.zookeeper_connect + chroot, unique("g"), conns, rebalance_max_retries=2,
-                    rebalance_backoff_ms=100, rebalance_slow_retry_ms=500, socket_timeout_ms=2000)
+                    rebalance_backoff_ms=100, rebalance_slow_retry_ms=500, socket_timeout_ms=2000,
+                    split_brain_check="warn", split_brain_check_timeout_ms=1000)  # its only broker is unreachable
         [stream] = conn.create_message_streams({t: 1})[t]
         col = StreamCollector(stream)
         col.start()

@@ -160,16 +160,22 @@ class ZookeeperConsumerConnector:
             return
         timeout = self.config.split_brain_check_timeout_ms / 1000.0
         deadline = clock() + timeout
+        said = False
         while True:
             why = None
             try:
-                bg = describe_broker_group(self._kafka_bootstrap(), self.group,
+                servers = self._bootstrap if self._bootstrap_given else self._fresh_bootstrap()
+                bg = describe_broker_group(servers, self.group,
                                            timeout_ms=int(max(1000, min(5000, (deadline - clock()) * 1000))))
                 if bg.error is None or bg.active:
                     break
                 why = "the broker answered %s for the group" % bg.error  # e.g. COORDINATOR_LOAD_IN_PROGRESS
             except ZkConsumerError as e:
                 why = str(e)
+            if not said and clock() < deadline:
+                said = True
+                log.warning("split-brain check for group %s: %s; asking again for up to %.0f s", self.group, why,
+                            max(0.0, deadline - clock()))
             if clock() >= deadline:
                 if mode == "warn":
                     log.warning("could not find out whether group %s is active as a broker-coordinated group "
