@@ -318,11 +318,13 @@ class ZookeeperConsumerConnector:
         return self.rebalancer.state if self.rebalancer else "NEW"
 
     # -- shutdown ----------------------------------------------------------------------------------------------
-    def shutdown(self):
+    def shutdown(self, leave_grace=True):
         """Stop fetching, commit (auto-commit), release owner nodes, delete the registration, end the streams.
 
         Bounded: the whole shutdown takes at most ``shutdown_bound_s()`` (ZooKeeper may be unreachable; owner nodes
         and the registration then vanish with the session, and what could not be committed is said in the log).
+        With ``rebalance.leave.grace.ms`` > 0 the member announces that it comes back (the others keep its
+        partitions unassigned that long); ``leave_grace=False`` leaves for good (the group rebalances now).
         """
         with self._shutdown_lock:
             if self._closed:
@@ -370,6 +372,12 @@ class ZookeeperConsumerConnector:
                 from .ownership import release_and_deregister
                 reg_path = paths.consumer_registration_path(self.group, self.consumer_id)
                 if self.zk.connected:
+                    if self.config.rebalance_leave_grace_ms > 0 and leave_grace:
+                        from .leave_grace import announce_leave
+                        self._bounded("announcing the restart (rebalance.leave.grace.ms)",
+                                      lambda: announce_leave(self.zk, self.group, self.consumer_id,
+                                                             self.registration, self.config.rebalance_leave_grace_ms),
+                                      left())
                     self._bounded("releasing owner nodes and the registration",
                                   lambda: release_and_deregister(self.zk, self.group, leaving, reg_path), left())
                     from .registration import withdraw_member_info

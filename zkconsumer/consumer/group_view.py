@@ -12,10 +12,13 @@ member list but gets no thread id (it is assigned nothing), everyone else is ass
 topics, and ONE error naming the member and what it registered is logged per version of its registration znode
 (its ``mzxid``), not on every rebalance attempt. A subscribed topic that is not a legal topic name (a static
 subscription, or an unknown ``pattern`` kind — Kafka reads those as static) cannot exist: it has no partitions.
+
+Members in their leave grace (:mod:`.leave_grace`) are counted as if registered ("ghosts"): they are assigned
+their partitions, which nobody else claims until they are back or the grace has passed.
 """
 import logging
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from kazoo.exceptions import NoNodeError
 
@@ -23,6 +26,7 @@ from ..errors import InvalidNameError, RebalanceError, ZnodeFormatError
 from ..layout import codecs, paths
 from ..layout.names import validate_topic
 from ..topic_count import consumers_per_topic
+from .leave_grace import read_ghosts
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +39,8 @@ class GroupSnapshot:
     consumers_for_topic: Dict[str, List[str]]   # topic -> thread ids sorted as strings
     broker_ids: List[int] = field(default_factory=list)
     zk_reads: int = 0
+    ghosts: Dict[str, codecs.ConsumerRegistration] = field(default_factory=dict)  # members in their leave grace
+    ghost_expiry_ms: Optional[float] = None     # epoch ms when the first leave grace ends
 
 
 def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5):
@@ -67,9 +73,13 @@ def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5
         all_topics = _children_or_empty(topics_async)
         broker_ids = sorted(int(b) for b in _children_or_empty(brokers_async) if b.isdigit())
         reads += 2
+        ghosts, ghost_expiry = read_ghosts(zk, group, set(children), watch=watch)
+        reads += 2 + len(ghosts)
         unusable = {}
+        everyone = dict(members)
+        everyone.update(ghosts)
         try:
-            cft = consumers_per_topic({cid: (r.subscription, r.pattern) for cid, r in members.items()},
+            cft = consumers_per_topic({cid: (r.subscription, r.pattern) for cid, r in everyone.items()},
                                       all_topics, exclude_internal_topics, unusable=unusable)
         except RebalanceError as e:
             raise RebalanceError("cannot compute the group's subscriptions: %s" % e) from e
@@ -101,7 +111,8 @@ def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5
         _, stat_after = zk.get_children(ids_path, include_data=True)
         reads += 1
         if stat_after.cversion == stat.cversion:
-            return GroupSnapshot(members, sorted(all_topics), partitions, cft, broker_ids, reads)
+            return GroupSnapshot(members, sorted(all_topics), partitions, cft, broker_ids, reads, ghosts,
+                                 ghost_expiry)
         log.debug("group %s changed while being read; reading again", group)
     raise RebalanceError("group %s kept changing during %d consecutive reads" % (group, max_passes))
 

@@ -45,6 +45,7 @@ from ..layout import paths
 from ..offsets import OwnershipFence
 from . import ownership
 from .group_view import read_group
+from .leave_grace import withdraw_leave
 from .registration import publish_member_info, register
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ class Rebalancer(threading.Thread):
         self._suspended_timer = None
         self._need_register = True
         self._registered_once = False
+        self._ghost_timer = None
         self._fence = None
         self._fence_key = None
         self._conflicted = False
@@ -99,6 +101,8 @@ class Rebalancer(threading.Thread):
 
     def stop(self):
         self._stopping = True
+        if self._ghost_timer is not None:
+            self._ghost_timer.cancel()
         self.events.put(("stop", None))
 
     def _set_state(self, state):
@@ -247,6 +251,7 @@ class Rebalancer(threading.Thread):
             register(self.zk, self.group, self.consumer_id, c.registration,
                      wait_timeout=self.config.zookeeper_session_timeout_ms / 1000.0 * 2)
             publish_member_info(self.zk, self.group, self.consumer_id, c.member_info)
+            withdraw_leave(self.zk, self.group, self.consumer_id)  # back: no more ghost of us
             self._need_register = False
             self._registered_once = True
         self._set_state(ASSIGNING)
@@ -256,6 +261,7 @@ class Rebalancer(threading.Thread):
         if self.consumer_id not in snap.members:
             self._need_register = True
             raise RebalanceError("own registration %s is missing" % self.consumer_id)
+        self._schedule_ghost_expiry(snap.ghost_expiry_ms)
         if not snap.broker_ids:
             log.warning("no brokers found when trying to rebalance.")
         glob = self.assignor(snap.consumers_for_topic, snap.partitions)
@@ -382,6 +388,19 @@ class Rebalancer(threading.Thread):
             self._need_register = True
         if lost:
             self.c.listener_call("on_lost", lost)
+
+    def _schedule_ghost_expiry(self, expiry_ms):
+        """A member in its leave grace keeps its partitions unassigned until it is back; rebalance when the grace
+        ends (a little after, so the marker is expired by then for every member's clock)."""
+        if self._ghost_timer is not None:
+            self._ghost_timer.cancel()
+            self._ghost_timer = None
+        if expiry_ms is None or self._stopping:
+            return
+        delay = max(0.0, expiry_ms / 1000.0 - time.time()) + 0.25
+        self._ghost_timer = threading.Timer(delay, lambda: self.request("leave grace ended"))
+        self._ghost_timer.daemon = True
+        self._ghost_timer.start()
 
     # -- used by the connector under self.lock -----------------------------------------------------------------
     def fence(self):

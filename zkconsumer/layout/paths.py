@@ -201,3 +201,9 @@ def group_migration_path(group: str) -> str:
     """``/consumers/[group]/zkconsumer/migration``: the phase zkmigrate recorded for the group (persistent JSON; a
     ``cutover`` phase fences ZooKeeper members out of a group handed to broker-coordinated consumers)."""
     return group_path(group) + "/zkconsumer/migration"
+
+
+def group_leaving_dir(group: str) -> str:
+    """``/consumers/[group]/zkconsumer/leaving``: members that left gracefully and announced they come back
+    (``rebalance.leave.grace.ms``); one persistent JSON node per consumer id."""
+    return group_path(group) + "/zkconsumer/leaving"

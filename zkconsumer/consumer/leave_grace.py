@@ -1,0 +1,122 @@
+"""Leave grace: a member that restarts costs the others no rebalance (``rebalance.leave.grace.ms``).
+
+A member with an explicit ``consumer.id`` and ``rebalance.leave.grace.ms`` > 0 that shuts down gracefully leaves a
+persistent marker, ``/consumers/[g]/zkconsumer/leaving/[consumer id]`` (JSON: its registration and the grace),
+written before its registration and owner nodes are deleted. Until ``grace`` after the marker was created (its
+ZooKeeper ``ctime``), every member computes the assignment as if the leaver were still registered (a "ghost"): its
+partitions stay unowned, nobody else's assignment changes, so the others do not stop, release or claim anything.
+When it comes back under the same consumer id it registers, takes its partitions (their owner nodes are free) and
+deletes its marker: one reassignment for the bounce, its own. If it does not come back in time, the first member to
+notice deletes the expired marker and the group rebalances as usual (each member schedules that check for the
+marker's expiry).
+
+The rule is decided from ZooKeeper alone, so every member agrees: ghosts count only while every live member is a
+zkconsumer member (has a member info node). JVM members know nothing of ghosts: with one of them in the group,
+markers are ignored (the legacy behaviour). Expiry compares the marker's ``ctime`` (the ZooKeeper server's clock)
+with the member's wall clock: members' clocks must be within a fraction of the grace of ZooKeeper's.
+
+The cost: a leaver's partitions are not consumed until it is back or the grace has passed.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Dict, Optional, Tuple
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+from ..layout import codecs, paths
+
+log = logging.getLogger(__name__)
+
+__all__ = ["announce_leave", "withdraw_leave", "read_ghosts", "encode_marker", "decode_marker"]
+
+
+def encode_marker(registration: codecs.ConsumerRegistration, grace_ms: int) -> bytes:
+    reg = json.loads(codecs.encode_consumer_registration(registration).decode("utf-8"))
+    return json.dumps({"version": 1, "grace_ms": int(grace_ms), "registration": reg}, sort_keys=True).encode()
+
+
+def decode_marker(data: bytes, path: str) -> Tuple[codecs.ConsumerRegistration, int]:
+    """``(registration, grace_ms)``; ValueError naming *path* when the marker is not one."""
+    try:
+        obj = json.loads(data.decode("utf-8"))
+        grace = obj["grace_ms"]
+        if not isinstance(grace, int) or isinstance(grace, bool) or grace < 0:
+            raise ValueError("grace_ms %r" % (grace,))
+        reg = codecs.decode_consumer_registration(json.dumps(obj["registration"]).encode(), path)
+    except Exception as e:
+        raise ValueError("%s: not a leave marker: %s" % (path, e)) from None
+    return reg, grace
+
+
+def announce_leave(zk, group: str, consumer_id: str, registration, grace_ms: int) -> None:
+    """Write our marker (before the registration goes). Best effort: without it the group simply rebalances."""
+    path = paths.group_leaving_dir(group) + "/" + consumer_id
+    data = encode_marker(registration, grace_ms)
+    try:
+        try:
+            zk.create(path, data, makepath=True)
+        except NodeExistsError:
+            zk.delete(path)  # an old marker of ours: a fresh ctime starts a fresh grace
+            zk.create(path, data, makepath=True)
+        log.info("announced a restart of %s within %d ms (rebalance.leave.grace.ms)", consumer_id, grace_ms)
+    except Exception as e:
+        log.warning("could not announce the restart of %s (%r): the group rebalances now", consumer_id, e)
+
+
+def withdraw_leave(zk, group: str, consumer_id: str) -> None:
+    """Delete our marker once we are registered again (best effort)."""
+    try:
+        zk.delete(paths.group_leaving_dir(group) + "/" + consumer_id)
+    except NoNodeError:
+        pass
+    except Exception as e:
+        log.warning("could not delete the leave marker of %s: %r", consumer_id, e)
+
+
+def read_ghosts(zk, group: str, live_ids, watch=None, now_ms: Optional[float] = None
+                ) -> Tuple[Dict[str, codecs.ConsumerRegistration], Optional[float]]:
+    """``({consumer id: registration} of the members in their leave grace, earliest expiry in epoch ms)``.
+
+    Empty unless every live member has a member info node (all zkconsumer members). Expired markers are deleted."""
+    base = paths.group_leaving_dir(group)
+    try:
+        names = zk.get_children(base, watch=watch)
+    except NoNodeError:
+        return {}, None
+    if not names:
+        return {}, None
+    try:
+        infos = set(zk.get_children(paths.group_member_info_dir(group), watch=watch))
+    except NoNodeError:
+        infos = set()
+    if not set(live_ids) <= infos:
+        return {}, None  # a JVM (or older) member is live: it cannot honour ghosts, so nobody does
+    now = time.time() * 1000.0 if now_ms is None else now_ms
+    ghosts, earliest = {}, None
+    for name in names:
+        if name in live_ids:
+            continue  # back already; it deletes its marker itself
+        path = base + "/" + name
+        try:
+            data, stat = zk.get(path)
+        except NoNodeError:
+            continue
+        try:
+            reg, grace = decode_marker(data, path)
+        except ValueError as e:
+            log.warning("%s (ignored)", e)
+            continue
+        expires = stat.ctime + grace
+        if expires <= now:
+            try:
+                zk.delete(path, version=stat.version)
+                log.info("leave grace of %s expired: its partitions go to the others", name)
+            except (NoNodeError, BadVersionError):
+                pass
+            continue
+        ghosts[name] = reg
+        earliest = expires if earliest is None else min(earliest, expires)
+    return ghosts, earliest
