@@ -28,6 +28,7 @@ REFERENCE_DEFAULTS = {
     "legacy_consumer_version": "1.1",
     "split_brain_check": "refuse",
     "rebalance_leave_grace_ms": 0,
+    "dual_commit_kafka_outage_ms": 60000,
     "split_brain_check_timeout_ms": 30000,
     "cutover_fence": "refuse",
     "zookeeper_session_timeout_ms": 6000,
@@ -80,7 +81,8 @@ def test_every_reference_key_is_known():
     assert set(KNOWN_KEYS) == reference_keys
     assert set(EXTENSION_KEYS) == {"rebalance.settle.ms", "rebalance.slow.retry.ms",
                                    "zookeeper.suspended.grace.ms", "legacy.consumer.version", "split.brain.check",
-                                   "split.brain.check.timeout.ms", "cutover.fence", "rebalance.leave.grace.ms"}
+                                   "split.brain.check.timeout.ms", "cutover.fence", "rebalance.leave.grace.ms",
+                                   "dual.commit.kafka.outage.ms"}
 
 
 def test_immutable():

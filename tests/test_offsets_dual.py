@@ -80,3 +80,53 @@ def test_fence_checked_before_kafka(dual, zk, services, unique):
     r = dual.commit({(t, 0): 4, (t, 1): 8}, fence=OwnershipFence(zk.client_id[0], owners))
     assert r.committed == {(t, 0): 4} and isinstance(r.failed[(t, 1)], OwnershipLostError)
     assert dual.fetch_both([(t, 0), (t, 1)]) == {(t, 0): (4, 4), (t, 1): (None, None)}
+
+
+def test_kafka_outage_is_bounded_zookeeper_alone_after_the_limit(zk, services, unique):
+    """Dual commit with Kafka's offset manager down: ZooKeeper is not written at first (Kafka first), but once the
+    outage has lasted dual.commit.kafka.outage.ms, commits go to ZooKeeper alone (a crash then replays at most that
+    long, not the whole outage); when Kafka is back, both again."""
+    g = unique("outage")
+    t = services.create_topic(unique("ot"), 1)
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead = "127.0.0.1:%d" % s.getsockname()[1]
+    s.close()
+    now = [100.0]
+    down = KafkaOffsetStore(dead, g, _config(g, timeout_ms=500))
+    store = DualOffsetStore(ZooKeeperOffsetStore(zk, g), down, kafka_outage_ms=5000, clock=lambda: now[0])
+    path = partition_offset_path(g, t, 0)
+    try:
+        r = store.commit({(t, 0): 10})
+        assert not r.ok and not zk.exists(path) and not store.zookeeper_only
+        now[0] += 4.0
+        assert not store.commit({(t, 0): 11}).ok and not zk.exists(path)
+        now[0] += 1.5  # 5.5 s of failures: past the limit
+        r = store.commit({(t, 0): 12})
+        assert r.ok and r.degraded and "ZooKeeper alone" in r.degraded and store.zookeeper_only
+        assert zk.get(path)[0] == b"12"
+        store.kafka_store = KafkaOffsetStore(services.bootstrap_servers, g, _config(g, timeout_ms=10000))
+        r = store.commit({(t, 0): 13})
+        assert r.ok and r.degraded is None and not store.zookeeper_only
+        assert zk.get(path)[0] == b"13" and store.kafka_store.fetch([(t, 0)]) == {(t, 0): 13}
+    finally:
+        down.close()
+        store.close()
+
+
+def test_never_zookeeper_alone_with_minus_one(zk, unique):
+    g = unique("outage-never")
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead = "127.0.0.1:%d" % s.getsockname()[1]
+    s.close()
+    now = [0.0]
+    store = DualOffsetStore(ZooKeeperOffsetStore(zk, g), KafkaOffsetStore(dead, g, _config(g, timeout_ms=300)),
+                            kafka_outage_ms=-1, clock=lambda: now[0])
+    try:
+        for _ in range(3):
+            assert not store.commit({("t", 0): 5}).ok
+            now[0] += 3600
+        assert not zk.exists(partition_offset_path(g, "t", 0)) and not store.zookeeper_only
+    finally:
+        store.close()

@@ -157,3 +157,37 @@ def test_a_withdrawn_partition_is_refused_by_the_old_fence(services, unique, zk)
     fence.withdraw([("t", 1)])
     refused = fence.precheck(zk, [("t", 0), ("t", 1)])
     assert set(refused) == {("t", 1)} and isinstance(refused[("t", 1)], OwnershipLostError)
+
+
+def test_fetch_errors_are_raised_not_read_as_no_offset(services, unique, topic):
+    """GROUP/TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION or a partition missing from the OffsetFetch
+    answer used to read as "no offset" (a Kafka-storage member then reset, a rollback left the partition out).
+    The broker's answer is altered in our own decoding step (a secured cluster is not needed to see the rule)."""
+    from kafka import errors as Errors
+    g = unique("fetcherr")
+    for broken in ("auth", "missing", "group"):
+        class Broken(KafkaOffsetStore):
+            async def _async_fetch(self, node, parts):
+                got = await super()._async_fetch(node, parts)
+                if broken == "auth":
+                    got[(topic, 1)] = (Errors.TopicAuthorizationFailedError, -1)
+                elif broken == "missing":
+                    got.pop((topic, 2), None)
+                else:
+                    got = {tp: (Errors.GroupAuthorizationFailedError, None) for tp in parts}
+                return got
+        store = Broken(services.bootstrap_servers, g, _config(g))
+        try:
+            wait_until(lambda: store.commit({(topic, 0): 3}).ok, 30, interval=0.5, message="a first commit")
+            with pytest.raises(OffsetStoreError) as info:
+                store.fetch([(topic, 0), (topic, 1), (topic, 2)])
+            text = str(info.value)
+            assert g in text, text
+            if broken == "auth":
+                assert "%s-1" % topic in text and "TopicAuthorizationFailed" in text
+            elif broken == "missing":
+                assert "%s-2" % topic in text and "no answer" in text
+            else:
+                assert "GroupAuthorizationFailed" in text
+        finally:
+            store.close()

@@ -194,6 +194,12 @@ class ZookeeperConsumerConnector:
                 "consumers or use another group.id" % (self.group, bg.state, len(bg.members),
                                                        bg.members[0]["member_id"]))
 
+    @property
+    def offsets_degraded(self) -> bool:
+        """True while dual commit writes ZooKeeper alone (Kafka's offset manager down past
+        ``dual.commit.kafka.outage.ms``)."""
+        return bool(getattr(self.offset_store, "zookeeper_only", False))
+
     def _refuse_cut_over_group(self):
         """The fence ``zkmigrate cutover`` leaves: a group handed to broker-coordinated consumers is not joined by a
         ZooKeeper member (an old deployment restarting) unless ``cutover.fence=ignore``."""

@@ -40,4 +40,5 @@ def make_offset_store(config, zk_client, bootstrap_servers=None, strict=False) -
     if not config.dual_commit_enabled:
         return kafka
     from .dual import DualOffsetStore
-    return DualOffsetStore(ZooKeeperOffsetStore(zk_client, group, strict=strict), kafka)
+    return DualOffsetStore(ZooKeeperOffsetStore(zk_client, group, strict=strict), kafka,
+                           kafka_outage_ms=config.dual_commit_kafka_outage_ms)

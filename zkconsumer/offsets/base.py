@@ -57,6 +57,8 @@ class CommitResult:
     committed: Dict[TopicPartitionKey, int] = dataclasses.field(default_factory=dict)
     failed: Dict[TopicPartitionKey, Exception] = dataclasses.field(default_factory=dict)
     unchanged: Set[TopicPartitionKey] = dataclasses.field(default_factory=set)
+    #: the dual store committed to ZooKeeper alone (Kafka down past dual.commit.kafka.outage.ms): the reason
+    degraded: Optional[str] = None
 
     @property
     def ok(self) -> bool:

@@ -8,9 +8,10 @@ missing value never wins), the Kafka documentation's "Migrating offsets from Zoo
 from __future__ import annotations
 
 import logging
+import time
 from typing import Dict, Optional, Tuple
 
-from zkconsumer.errors import OffsetStoreError
+from zkconsumer.errors import OffsetStoreError, OwnershipLostError
 from zkconsumer.offsets.base import CommitResult, OffsetStore, OwnershipFence, normalize_offsets, \
     normalize_partitions
 
@@ -28,13 +29,38 @@ class DualOffsetStore(OffsetStore):
 
     name = "dual"
 
-    def __init__(self, zk_store, kafka_store):
+    def __init__(self, zk_store, kafka_store, kafka_outage_ms: int = 60000, clock=time.monotonic):
         if zk_store.group != kafka_store.group:
             raise ValueError("dual store needs one group, got %r (ZooKeeper) and %r (Kafka)"
                              % (zk_store.group, kafka_store.group))
         self.zk_store = zk_store
         self.kafka_store = kafka_store
         self.group = zk_store.group
+        self.kafka_outage_ms = kafka_outage_ms  # < 0: never commit ZooKeeper alone (the Scala behaviour)
+        self._clock = clock
+        self._kafka_failing_since: Optional[float] = None
+        self.zookeeper_only = False  # True while commits go to ZooKeeper alone (visible to the member and tools)
+
+    def _kafka_failed(self, why) -> bool:
+        """Record a Kafka-side failure; True when the outage has lasted past ``dual.commit.kafka.outage.ms``."""
+        now = self._clock()
+        if self._kafka_failing_since is None:
+            self._kafka_failing_since = now
+        if self.kafka_outage_ms < 0 or (now - self._kafka_failing_since) * 1000 < self.kafka_outage_ms:
+            return False
+        if not self.zookeeper_only:
+            self.zookeeper_only = True
+            log.warning("group %s: Kafka's offset manager has failed every commit for %.0f s (%s): committing to "
+                        "ZooKeeper alone until it is back (dual.commit.kafka.outage.ms=%d; reads take the greater "
+                        "of the two stores, so nothing is lost)", self.group, now - self._kafka_failing_since, why,
+                        self.kafka_outage_ms)
+        return True
+
+    def _kafka_ok(self) -> None:
+        if self.zookeeper_only:
+            log.warning("group %s: Kafka's offset manager is back: dual commit again", self.group)
+        self.zookeeper_only = False
+        self._kafka_failing_since = None
 
     def commit(self, offsets, fence: Optional[OwnershipFence] = None) -> CommitResult:
         """ZookeeperConsumerConnector.scala: one Kafka OffsetCommit for all partitions, then ZooKeeper (only-changed, fenced) for the
@@ -55,14 +81,26 @@ class DualOffsetStore(OffsetStore):
         try:
             kafka_result = self.kafka_store.commit(offsets)
         except OffsetStoreError as e:
+            if self._kafka_failed(e):
+                return self._zookeeper_alone(offsets, fence, result, e)
             for tp in offsets:
                 result.fail(tp, OffsetStoreError("not committed (Kafka first, ZooKeeper skipped): %s" % e))
             return result
+        if kafka_result.committed or not kafka_result.failed:
+            self._kafka_ok()
+        elif not any(isinstance(e, OwnershipLostError) for e in kafka_result.failed.values()) and \
+                self._kafka_failed(next(iter(kafka_result.failed.values()))):
+            return self._zookeeper_alone(offsets, fence, result, next(iter(kafka_result.failed.values())))
         for tp, exc in kafka_result.failed.items():
             result.fail(tp, exc)
         acked = {tp: off for tp, off in kafka_result.committed.items()}
         if acked:
             result.merge(self.zk_store.commit(acked, fence=fence))
+        return result
+
+    def _zookeeper_alone(self, offsets, fence, result, why) -> CommitResult:
+        result.merge(self.zk_store.commit(offsets, fence=fence))
+        result.degraded = "committed to ZooKeeper alone: Kafka's offset manager down (%s)" % why
         return result
 
     def fetch(self, partitions) -> Dict:

@@ -264,19 +264,23 @@ class KafkaOffsetStore(OffsetStore):
         """OffsetFetch (ZookeeperConsumerConnector.scala): ``{(t, p): next_offset}``; partitions without an offset (-1) are absent.
 
         Unlike Scala (which retries forever while holding the rebalance lock) this retries coordinator errors
-        within the ZookeeperConsumerConnector.scala budget and then raises :class:`OffsetStoreError`.  Other per-partition errors (e.g.
-        UNKNOWN_TOPIC_OR_PARTITION) mean "no offset", as in Scala.
+        within the offsets.commit.max.retries budget and then raises :class:`OffsetStoreError`. Any other error is
+        raised too, naming the partition and the broker's error: GROUP_AUTHORIZATION_FAILED,
+        TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION, or a partition missing from the answer. Scala read
+        those as "no offset", so a Kafka-storage member reset, a dual member fell back to a stale ZooKeeper offset
+        and a rollback left partitions out, all silently. A partition that simply has no offset (-1) is absent.
         """
         parts = {tp: None for tp in normalize_partitions(partitions)}
         if not parts:
             return {}
         with self._lock:
             done, failed, exhausted = self._attempts(self._async_fetch, parts, "fetch")
-        if exhausted:
-            tp = sorted(exhausted)[0]
-            raise OffsetStoreError("cannot fetch offsets of group %s from Kafka: %s" % (self.group, failed[tp]))
-        for tp, e in failed.items():
-            log.warning("no Kafka offset for %s-%d of group %s: %s", tp[0], tp[1], self.group, e)
+        if failed:
+            tps = sorted(failed)
+            raise OffsetStoreError("cannot fetch offsets of group %s from Kafka for %d partition(s)%s: %s"
+                                   % (self.group, len(tps), " (after retrying)" if exhausted else "",
+                                      "; ".join(str(failed[tp]) for tp in tps[:5])
+                                      + ("; ..." if len(tps) > 5 else "")))
         return {tp: off for tp, off in done.items() if off is not None and off >= 0}
 
     async def _async_fetch(self, node, parts):
