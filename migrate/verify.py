@@ -69,6 +69,27 @@ def settle_for(zk, group) -> float:
     return 2 * max(intervals) / 1000.0 + 1.0
 
 
+def _storage_problems(zk, group, members, phase):
+    """The live members' own word on where they commit (their member info nodes; JVM members say nothing):
+    ZooKeeper-only beside Kafka-only members reprocess without bound at every hand-over between them, and a member
+    not yet on the verified phase means the rolling bounce is not finished."""
+    from zkconsumer.group_describe import member_infos
+    infos = member_infos(zk, group)
+    modes = {m: infos[m].mode for m in members if m in infos}
+    out = []
+    on_zk = sorted(m for m, mode in modes.items() if mode == "zookeeper")
+    on_kafka = sorted(m for m, mode in modes.items() if mode == "kafka")
+    if on_zk and on_kafka:
+        out.append("unsafe mix of offset storage: %s on ZooKeeper only and %s on Kafka only (each hand-over between "
+                   "them resumes from the other store's stale offsets); bring every member to one phase"
+                   % (", ".join(on_zk), ", ".join(on_kafka)))
+    for m, mode in sorted(modes.items()):
+        if mode != phase:
+            out.append("member %s runs %s, not the %s phase being verified: finish the rolling bounce first"
+                       % (m, mode, phase))
+    return out
+
+
 def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5) -> dict:
     zk, group = gofs.zk, gofs.group
     target, other = _target(phase, to)
@@ -95,6 +116,7 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5) -> dict
             if o_off is not None and t_off < o_off:
                 behind[tp] = (t_off, o_off)
     members = zkgroups.live_members(zk, group)
+    problems.extend(_storage_problems(zk, group, members, phase))
     deadline = time.monotonic() + settle
     # live members may simply not have committed yet (first auto-commit pending): wait for those offsets too
     waiting_missing = bool(members)

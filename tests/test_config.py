@@ -29,6 +29,7 @@ REFERENCE_DEFAULTS = {
     "split_brain_check": "refuse",
     "rebalance_leave_grace_ms": 0,
     "dual_commit_kafka_outage_ms": 60000,
+    "offsets_storage_switch_check": "refuse",
     "split_brain_check_timeout_ms": 30000,
     "cutover_fence": "refuse",
     "zookeeper_session_timeout_ms": 6000,
@@ -82,7 +83,7 @@ def test_every_reference_key_is_known():
     assert set(EXTENSION_KEYS) == {"rebalance.settle.ms", "rebalance.slow.retry.ms",
                                    "zookeeper.suspended.grace.ms", "legacy.consumer.version", "split.brain.check",
                                    "split.brain.check.timeout.ms", "cutover.fence", "rebalance.leave.grace.ms",
-                                   "dual.commit.kafka.outage.ms"}
+                                   "dual.commit.kafka.outage.ms", "offsets.storage.switch.check"}
 
 
 def test_immutable():

@@ -23,7 +23,7 @@ Where we are stricter than Java (deliberately, so typos fail fast):
 zkconsumer extension keys (not in Kafka; marked ``extension`` in :func:`describe_keys`):
 ``rebalance.settle.ms``, ``rebalance.slow.retry.ms``, ``zookeeper.suspended.grace.ms``, ``split.brain.check``,
 ``split.brain.check.timeout.ms``, ``cutover.fence``, ``rebalance.leave.grace.ms``,
-``dual.commit.kafka.outage.ms``.
+``dual.commit.kafka.outage.ms``, ``offsets.storage.switch.check``.
 
 Unknown keys are logged (one warning per key, logger ``zkconsumer.config``) and kept in
 ``cfg.raw``, like ``VerifiableProperties.verify()``.  All validation happens in the constructor;
@@ -111,6 +111,7 @@ _KEYS: Tuple[_Key, ...] = (
     _Key("rebalance.slow.retry.ms", "int", 10000, "Extension: retry period after rebalance.max.retries attempts failed (we never sit idle).", lo=1, extension=True),
     _Key("legacy.consumer.version", "enum", "1.1", "Extension: the Kafka release of the group's JVM (Scala) members, for what changed across releases: the roundrobin assignor lays partitions out by the hash of \"[topic,partition]\" up to 0.11 and of \"topic-partition\" from 1.0 (set it to match the JVM members, or a mixed group never agrees).", choices=("0.8.2", "0.9", "0.10", "0.11", "1.0", "1.1"), extension=True),
     _Key("dual.commit.kafka.outage.ms", "int", 60000, "Extension: with dual commit, once Kafka's offset manager has failed every commit for this long, commit to ZooKeeper alone until it is back (reads take the greater of the two, so that is safe in the dual phase; logged, and visible as the member's offsets state); -1 = never (the Scala behaviour: both stores stall).", lo=-1, extension=True),
+    _Key("offsets.storage.switch.check", "enum", "refuse", "Extension: a member with offsets.storage=zookeeper refuses to start while Kafka holds newer offsets for the group (a direct kafka -> zookeeper switch would resume from stale offsets); off = skip the check (one OffsetFetch at start).", choices=("refuse", "off"), extension=True),
     _Key("rebalance.leave.grace.ms", "int", 0, "Extension: a member with an explicit consumer.id that shuts down gracefully keeps its partitions unassigned this long, so a restart costs the others no rebalance (every live member must be a zkconsumer member; 0 = off, the legacy behaviour).", lo=0, extension=True),
     _Key("split.brain.check", "enum", "refuse", "Extension: before registering (at start and after every session expiry) the member asks the broker whether a broker-coordinated group of the same id is active: refuse = do not join while it is, nor while the broker cannot be asked (unknown); warn = log and join when it cannot be asked; off = never ask.", choices=("refuse", "warn", "off"), extension=True),
     _Key("cutover.fence", "enum", "refuse", "Extension: a group that zkmigrate cutover handed to broker-coordinated consumers is marked in ZooKeeper; refuse = a ZooKeeper member does not join it (at start or after a session expiry), ignore = join anyway (after a deliberate rollback, zkmigrate rollback --execute clears the mark).", choices=("refuse", "ignore"), extension=True),
@@ -225,6 +226,7 @@ class ConsumerConfig:
     zookeeper_suspended_grace_ms: int
     rebalance_leave_grace_ms: int
     dual_commit_kafka_outage_ms: int
+    offsets_storage_switch_check: str
     split_brain_check: str
     cutover_fence: str
     split_brain_check_timeout_ms: int

@@ -126,6 +126,7 @@ class ZookeeperConsumerConnector:
 
     def _start(self, wait_timeout=None):
         self._refuse_split_brain()
+        self._refuse_stale_zookeeper_offsets()
         self.fetchers = self._make_fetchers()
         self.rebalancer = Rebalancer(self)
         self.zk.add_listener(self.rebalancer.session_listener)
@@ -199,6 +200,44 @@ class ZookeeperConsumerConnector:
         """True while dual commit writes ZooKeeper alone (Kafka's offset manager down past
         ``dual.commit.kafka.outage.ms``)."""
         return bool(getattr(self.offset_store, "zookeeper_only", False))
+
+    def _refuse_stale_zookeeper_offsets(self):
+        """A member on ZooKeeper storage must not start where Kafka holds newer offsets for the group: that is a
+        direct kafka -> zookeeper switch, resuming from frozen ZooKeeper offsets (reprocessing everything since the
+        Kafka-only phase began) - also the unsafe mix of a ZooKeeper-only member beside Kafka-only ones. The safe
+        way back is the dual phase first (``zkmigrate plan --to zookeeper``); ``offsets.storage.switch.check=off``
+        skips this. One OffsetFetch at start; a broker that cannot be asked only logs a warning."""
+        if self.config.offsets_storage != "zookeeper" or self.config.offsets_storage_switch_check == "off":
+            return
+        from .. import groups as zkgroups
+        from ..offsets.kafka import KafkaOffsetStore
+        try:
+            zoffs = zkgroups.zk_offsets(self.zk, self.group)
+            topics = set(t for t, _ in zoffs)
+            if self.registration is not None and not self.registration.is_wildcard:
+                topics |= set(self.registration.subscription)
+            parts = sorted(set(zoffs) | {(t, p) for t in topics for p in zkgroups.topic_partitions(self.zk, t)})
+            if not parts:
+                return
+            store = KafkaOffsetStore(self._kafka_bootstrap(), self.group, config=self.config)
+            try:
+                koffs = store.fetch(parts)
+            finally:
+                store.close()
+        except ZkConsumerError as e:
+            log.warning("could not compare group %s's Kafka offsets with ZooKeeper's before starting on ZooKeeper "
+                        "storage: %s", self.group, e)
+            return
+        ahead = sorted(tp for tp, k in koffs.items() if zoffs.get(tp) is None or k > zoffs[tp])
+        if ahead:
+            t, p = ahead[0]
+            raise GroupConflictError(
+                "group %s keeps newer offsets in Kafka than in ZooKeeper for %d partition(s) (e.g. %s-%d: Kafka %d, "
+                "ZooKeeper %s): starting with offsets.storage=zookeeper would resume from the older ZooKeeper "
+                "offsets. Go back through the dual phase (offsets.storage=kafka, dual.commit.enabled=true; see "
+                "'zkmigrate plan --to zookeeper'), copy them ('zkmigrate rollback --execute'), or set "
+                "offsets.storage.switch.check=off" % (self.group, len(ahead), t, p, koffs[(t, p)],
+                                                       zoffs.get((t, p), "none")))
 
     def _refuse_cut_over_group(self):
         """The fence ``zkmigrate cutover`` leaves: a group handed to broker-coordinated consumers is not joined by a
