@@ -300,9 +300,24 @@ def _copy(src, dst, execute, allow_rewind, force, backup_dir, topics):
             failed = transfer.apply_copy(gofs.store(dst), todo)
             out["failed"] = {render.tp(tp): e for tp, e in failed.items()}
             out["written"] = len(todo) - len(failed)
+            if dst == "kafka" and out["written"]:
+                out["warnings"] = [_expiry_warning(gofs)]
         out["ok"] = not (out["failed"] or out["skipped_rewind"])
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)  # anything left behind is not "done"
     return per_group
+
+
+def _expiry_warning(gofs):
+    from zkconsumer.offsets.expiry import offsets_retention_ms
+    from .expiry import iso
+    import time as _time
+    try:
+        retention = offsets_retention_ms(gofs.bootstrap_servers)
+    except Exception as e:  # only a warning
+        return "the offsets written to Kafka expire after offsets.retention.minutes without a commit (%s)" % e
+    return ("the offsets written to Kafka expire on the broker at %s (offsets.retention.minutes=%d) unless a member "
+            "commits them or 'zkmigrate refresh --execute' runs" % (iso(_time.time() * 1000 + retention),
+                                                                   retention // 60000))
 
 
 def _copy_options(f):
@@ -364,16 +379,22 @@ def _rollback(copy_fn, execute):
               help="Seconds a lagging store may take to catch up (commits in flight) [default: from the live "
                    "members' auto.commit.interval.ms: twice the largest, plus 1 s; 65 s for members that do not "
                    "publish it (JVM members, whose default is 60 s); 0 without live members].")
+@click.option("--expiry-margin", type=click.FloatRange(0, None), default=86400.0, show_default=True,
+              help="In the dual and kafka phases, fail when a Kafka offset expires on the broker within this many "
+                   "seconds (offsets.retention.minutes after its last commit).")
+@click.option("--no-expiry-check", is_flag=True, help="Do not read the Kafka offsets' commit times.")
 @topic_option
 @json_option
-def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, to, settle, topics, as_json):
+def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, to, settle, expiry_margin,
+           no_expiry_check, topics, as_json):
     """Exit 1 when the stores disagree beyond commits in flight, an offset is missing or outside the log, or the
     group is active both in ZooKeeper and on the broker (split brain). A passing verify records the phase."""
     _check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
         s = settle if settle is not None else settle_for(gofs.zk, gofs.group)
-        rep = verify_group(gofs, phase, to if phase == "dual" else None, topics, s)
+        rep = verify_group(gofs, phase, to if phase == "dual" else None, topics, s,
+                           expiry_margin=None if no_expiry_check else expiry_margin)
         rep["settle"] = s
         if rep["ok"]:
             rep["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, phase, "zkmigrate verify",
@@ -406,8 +427,44 @@ def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
                                                                                         err=True)))
         if out["ready"] and execute:
             out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "cutover", "zkmigrate cutover")
+            out["warnings"] = [_expiry_warning(gofs) + " (start the broker-coordinated consumers before then)"]
         return out, (0 if out["ready"] else EXIT_CHECK_FAILED)
     _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json, render.cutover_result)
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@zookeeper_option
+@bootstrap_option
+@_groups_options
+@click.option("--execute", is_flag=True, help="Re-commit (default: show what would be re-committed).")
+@click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
+@click.option("--every", type=click.FloatRange(1, None), default=None, metavar="SECONDS",
+              help="Keep-alive: repeat every SECONDS until interrupted (e.g. a quarter of offsets.retention.minutes).")
+@topic_option
+@json_option
+def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, force, every, topics, as_json):
+    """Re-commit the groups' Kafka offsets unchanged, so the broker does not drop them (offsets.retention.minutes
+    after their last commit) while no consumer commits: a stopped group in the Kafka phase, or offsets written by
+    copy/cutover before the new consumers start."""
+    from .expiry import refresh_group
+    _check_selection(groups, all_groups, matching)
+
+    def per_group(gofs):
+        out = refresh_group(gofs, execute, force, topics)
+        return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
+    if every is None:
+        _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
+               render.refresh_result)
+    import time as _time
+    while True:
+        try:
+            _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
+                   render.refresh_result)
+        except SystemExit as e:
+            if e.code not in (0, None):
+                click.echo("refresh: this round ended with exit code %s; trying again in %.0f s" % (e.code, every),
+                           err=True)
+        _time.sleep(every)
 
 
 def _parse_scope(values):

@@ -34,6 +34,12 @@ def status(st: dict) -> None:
         table.append((r["topic"], str(r["partition"]), dash(r["zookeeper_offset"]), dash(r["kafka_offset"]),
                       dash(r["log_end_offset"]), dash(r["zookeeper_lag"]), dash(r["kafka_lag"]), dash(r["owner"])))
     print_table(table)
+    expiring = [r for r in st["partitions"] if r.get("kafka_expires_at")]
+    if expiring:
+        first = min(expiring, key=lambda r: r["kafka_expires_at"])
+        click.echo("Kafka offsets expire (offsets.retention.minutes=%d) from %s (%s-%d, committed %s) unless "
+                   "committed again" % ((st.get("offsets_retention_ms") or 0) // 60000, first["kafka_expires_at"],
+                                        first["topic"], first["partition"], first["kafka_committed_at"]))
     for w in st.get("warnings") or []:
         click.echo("WARNING: %s" % w, err=True)
     members = st["zookeeper_members"]
@@ -70,6 +76,8 @@ def copy_result(out: dict) -> None:
         click.echo("backup: %s" % p, err=True)
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)
+    for w in out.get("warnings") or []:
+        click.echo("WARNING: %s" % w, err=True)
 
 
 def import_result(result: dict, execute: bool, store: str) -> None:
@@ -101,6 +109,8 @@ def cutover_result(out: dict) -> None:
         click.echo("  %s %s -> %d" % ("copied" if t in out["copied"] else "to copy", t, o))
     click.echo("cutover %s: %s" % (out["group"], "READY for broker-coordinated consumers" if out["ready"]
                                    else "NOT ready: %s" % out.get("reason")))
+    for w in out.get("warnings") or []:
+        click.echo("WARNING: %s" % w, err=True)
 
 
 def reset_result(out: dict) -> None:
@@ -115,5 +125,16 @@ def reset_result(out: dict) -> None:
         click.echo("dry run: nothing written (add --execute)")
     for p in out["backup"]:
         click.echo("backup: %s" % p, err=True)
+    for t, e in out["failed"].items():
+        click.echo("  FAILED %s: %s" % (t, e), err=True)
+
+
+def refresh_result(out: dict) -> None:
+    if out["execute"]:
+        click.echo("refreshed %d Kafka offset(s) of group %s%s" % (
+            out["refreshed"], out["group"], (": next expiry %s" % out["expires_at"]) if out.get("expires_at") else ""))
+    else:
+        click.echo("would refresh %d Kafka offset(s) of group %s (dry run; add --execute)"
+                   % (len(out["offsets"]), out["group"]))
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)

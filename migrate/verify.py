@@ -90,7 +90,7 @@ def _storage_problems(zk, group, members, phase):
     return out
 
 
-def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5) -> dict:
+def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_margin=86400.0) -> dict:
     zk, group = gofs.zk, gofs.group
     target, other = _target(phase, to)
     idx = {"zookeeper": 0, "kafka": 1}
@@ -142,6 +142,14 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5) -> dict
     except ClusterUnavailableError as e:
         broker_d = {"error": str(e)}
         problems.append("cannot check the broker-side group: %s" % e)
-    return {"group": group, "phase": phase, "to": to, "target_store": target, "ok": not problems,
+    expiry = None
+    if phase in ("dual", "kafka") and expiry_margin is not None and both:
+        from .expiry import expiry_problems
+        try:
+            more, expiry = expiry_problems(gofs, gofs.read(list(both)), expiry_margin)
+            problems.extend(more)
+        except ClusterUnavailableError as e:
+            problems.append("cannot check when the Kafka offsets expire: %s" % e)
+    return {"group": group, "phase": phase, "to": to, "target_store": target, "ok": not problems, "expiry": expiry,
             "problems": problems, "partitions": len(both), "zookeeper_members": sorted(members),
             "broker_group": broker_d}

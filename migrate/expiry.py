@@ -1,0 +1,81 @@
+"""Offsets expiring on the broker during a migration: when each Kafka offset of a group was committed, when the
+broker will drop it, and ``zkmigrate refresh`` to re-commit them unchanged (see
+:mod:`zkconsumer.offsets.expiry` for where the times come from and the broker's rule)."""
+from __future__ import annotations
+
+import time
+from typing import Dict, Optional, Tuple
+
+from zkconsumer import groups as zkgroups
+from zkconsumer.broker_group import describe_broker_group
+from zkconsumer.errors import GroupConflictError
+from zkconsumer.offsets.expiry import offsets_retention_ms, read_commit_times
+
+__all__ = ["kafka_expiry", "iso", "refresh_group", "expiry_problems"]
+
+TP = Tuple[str, int]
+
+
+def iso(ms: Optional[float]) -> Optional[str]:
+    if ms is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000.0))
+
+
+def kafka_expiry(gofs, partitions) -> Tuple[int, Dict[TP, Tuple[int, int]]]:
+    """``(retention ms, {tp: (committed at ms, expires at ms)})`` for the group's Kafka offsets among *partitions*."""
+    retention = offsets_retention_ms(gofs.bootstrap_servers)
+    times = read_commit_times(gofs.bootstrap_servers, gofs.group, partitions)
+    return retention, {tp: (ts, ts + retention) for tp, ts in times.items()}
+
+
+def expiry_problems(gofs, both, margin_s: float, now_ms: Optional[float] = None):
+    """``(problems, report)``: a problem for every Kafka offset the broker drops within *margin_s* (offsets already
+    dropped read as missing, which verify reports on its own); the report has each offset's commit and expiry
+    time."""
+    parts = [tp for tp, (_, k) in both.items() if k is not None]
+    if not parts:
+        return [], {}
+    retention, exp = kafka_expiry(gofs, parts)
+    now = time.time() * 1000 if now_ms is None else now_ms
+    problems = []
+    for tp in sorted(exp):
+        left = (exp[tp][1] - now) / 1000.0
+        if left < margin_s:
+            problems.append("%s-%d: its Kafka offset expires in %.0f s (%s; committed %s, offsets.retention.minutes="
+                            "%d): the broker drops it unless a member commits or 'zkmigrate refresh --execute' runs "
+                            "before the next phase (--expiry-margin %.0f s)"
+                            % (tp[0], tp[1], max(0.0, left), iso(exp[tp][1]), iso(exp[tp][0]), retention // 60000,
+                               margin_s))
+    return problems, {"retention_ms": retention,
+                      "partitions": {"%s-%d" % tp: {"committed_at": iso(c), "expires_at": iso(e)}
+                                     for tp, (c, e) in sorted(exp.items())}}
+
+
+def refresh_group(gofs, execute: bool, force: bool = False, topics=()) -> dict:
+    """Re-commit the group's Kafka offsets with their current values (the broker restarts their retention).
+    Refused while ZooKeeper members are live (they commit, and a refresh racing a newer commit could move an offset
+    back) or the broker-side group is active, unless *force* (members only)."""
+    members = zkgroups.live_members(gofs.zk, gofs.group)
+    if members and not force:
+        raise GroupConflictError("refusing to refresh group %s: %d live ZooKeeper member(s) commit on their own (and a "
+                                 "refresh racing a newer commit could move an offset back); --force to do it anyway"
+                                 % (gofs.group, len(members)))
+    broker = describe_broker_group(gofs.bootstrap_servers, gofs.group)
+    if broker.active:
+        raise GroupConflictError("refusing to refresh group %s: it is active as a broker-coordinated group (state %s): "
+                                 "its consumers commit on their own" % (gofs.group, broker.state))
+    both = gofs.read_all(topics, scan_all_topics=True)
+    offs = {tp: k for tp, (_, k) in both.items() if k is not None}
+    out = {"group": gofs.group, "execute": execute, "offsets": {"%s-%d" % tp: o for tp, o in sorted(offs.items())},
+           "refreshed": 0, "failed": {}}
+    if execute and offs:
+        res = gofs.kafka_store.commit(offs)
+        out["failed"] = {"%s-%d" % tp: str(e) for tp, e in res.failed.items()}
+        out["refreshed"] = len(res.committed)
+        if offs:
+            retention, exp = kafka_expiry(gofs, list(offs))
+            out["retention_ms"] = retention
+            out["expires_at"] = iso(min(e for _, e in exp.values())) if exp else None
+    out["ok"] = not out["failed"]
+    return out

@@ -1,0 +1,217 @@
+"""When do a group's offsets in Kafka's offset manager expire?
+
+The broker deletes committed offsets ``offsets.retention.minutes`` after they stop being refreshed (1 day before
+Kafka 2.0, 7 days after). A ZooKeeper-coordinated group commits to Kafka without joining a broker-side group
+(generation -1, no protocol), so each offset expires ``retention`` after *its own* last commit (Kafka's
+``GroupMetadataManager``: offsets of a group without a protocol type expire by their commit timestamp). A running
+member re-commits every offset each ``auto.commit.interval.ms`` (Kafka commits are unfiltered); a stopped or weekly
+group, or offsets written by ``zkmigrate copy`` that no consumer uses in time, simply vanish.
+
+OffsetFetch does not say when an offset was committed, so the commit timestamps are read where the broker keeps
+them: the group's partition of ``__consumer_offsets`` (``abs(groupId.hashCode) % partitions``, Java's String hash),
+whose records are ``key = (version, group, topic, partition)`` and ``value = (version, offset, [leader epoch],
+metadata, commit timestamp, [expire timestamp])`` (value versions 0-4; Kafka's ``GroupMetadataManager`` /
+``OffsetCommitValue``). The retention comes from the brokers' ``offsets.retention.minutes`` (DescribeConfigs).
+"""
+from __future__ import annotations
+
+import logging
+import struct
+import time
+from typing import Dict, Iterable, Optional, Tuple
+
+from ..errors import ClusterUnavailableError
+
+__all__ = ["java_string_hash", "offsets_topic_partition", "parse_commit_record", "read_commit_times",
+           "offsets_retention_ms", "OFFSETS_TOPIC"]
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TP = Tuple[str, int]
+
+
+def java_string_hash(s: str) -> int:
+    """``String.hashCode()`` (UTF-16 code units, 32-bit signed overflow)."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def offsets_topic_partition(group: str, partitions: int) -> int:
+    """The partition of ``__consumer_offsets`` holding *group*: ``Utils.abs(groupId.hashCode) % partitions``, where
+    Kafka's ``Utils.abs`` is ``Math.abs`` except that ``Integer.MIN_VALUE`` gives 0."""
+    h = java_string_hash(group)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data, self.pos = data, 0
+
+    def take(self, fmt: str):
+        size = struct.calcsize(fmt)
+        if self.pos + size > len(self.data):
+            raise ValueError("record too short")
+        (v,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += size
+        return v
+
+    def string(self) -> Optional[str]:
+        n = self.take(">h")
+        if n < 0:
+            return None
+        s = self.data[self.pos:self.pos + n]
+        if len(s) != n:
+            raise ValueError("string too short")
+        self.pos += n
+        return s.decode("utf-8")
+
+    def varint(self) -> int:
+        shift = result = 0
+        while True:
+            b = self.take(">B")
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result
+            shift += 7
+            if shift > 35:
+                raise ValueError("varint too long")
+
+    def compact_string(self) -> Optional[str]:
+        n = self.varint() - 1
+        if n < 0:
+            return None
+        s = self.data[self.pos:self.pos + n]
+        if len(s) != n:
+            raise ValueError("compact string too short")
+        self.pos += n
+        return s.decode("utf-8")
+
+
+def parse_commit_record(key: Optional[bytes], value: Optional[bytes]):
+    """``(group, topic, partition, commit_timestamp_ms or None)`` for an offset commit record (None = tombstone:
+    the offset was deleted or expired); ``None`` for the other records of the topic (group metadata)."""
+    if not key or len(key) < 2:
+        return None
+    r = _Reader(key)
+    version = r.take(">h")
+    if version not in (0, 1):
+        return None  # 2 = group metadata, others unknown
+    group, topic, partition = r.string(), r.string(), r.take(">i")
+    if value is None:
+        return group, topic, partition, None
+    v = _Reader(value)
+    vv = v.take(">h")
+    v.take(">q")  # offset
+    if vv == 0:
+        v.string()
+        ts = v.take(">q")
+    elif vv in (1, 2):
+        v.string()
+        ts = v.take(">q")
+    elif vv == 3:
+        v.take(">i")  # leader epoch
+        v.string()
+        ts = v.take(">q")
+    elif vv == 4:  # flexible
+        v.take(">i")
+        v.compact_string()
+        ts = v.take(">q")
+    else:
+        raise ValueError("offset commit value version %d" % vv)
+    return group, topic, partition, ts
+
+
+def read_commit_times(bootstrap_servers, group: str, partitions: Optional[Iterable[TP]] = None,
+                      timeout_s: float = 30.0) -> Dict[TP, int]:
+    """``{(topic, partition): last commit timestamp (epoch ms)}`` of *group*'s offsets in Kafka, read from its
+    partition of ``__consumer_offsets`` up to the end (latest record wins, tombstones remove)."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import KafkaError
+    wanted = None if partitions is None else set((t, int(p)) for t, p in partitions)
+    try:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-expiry",
+                                 enable_auto_commit=False, exclude_internal_topics=False, group_id=None,
+                                 request_timeout_ms=int(min(timeout_s, 30) * 1000) + 1000)
+    except (KafkaError, OSError, ValueError) as e:
+        raise ClusterUnavailableError("cannot reach Kafka at %s to read %s: %s" % (bootstrap_servers, OFFSETS_TOPIC,
+                                                                                    e)) from e
+    try:
+        parts = consumer.partitions_for_topic(OFFSETS_TOPIC)
+        if not parts:
+            return {}
+        tp = TopicPartition(OFFSETS_TOPIC, offsets_topic_partition(group, len(parts)))
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        end = consumer.end_offsets([tp])[tp]
+        out: Dict[TP, int] = {}
+        deadline = time.monotonic() + timeout_s
+        while consumer.position(tp) < end:
+            if time.monotonic() > deadline:
+                raise ClusterUnavailableError("reading %s-%d for group %s took longer than %.0f s"
+                                              % (OFFSETS_TOPIC, tp.partition, group, timeout_s))
+            for records in consumer.poll(timeout_ms=500).values():
+                for rec in records:
+                    try:
+                        parsed = parse_commit_record(rec.key, rec.value)
+                    except ValueError as e:
+                        log.debug("skipping a record of %s: %s", OFFSETS_TOPIC, e)
+                        continue
+                    if parsed is None or parsed[0] != group:
+                        continue
+                    key = (parsed[1], parsed[2])
+                    if wanted is not None and key not in wanted:
+                        continue
+                    if parsed[3] is None:
+                        out.pop(key, None)
+                    else:
+                        out[key] = parsed[3]
+        return out
+    except KafkaError as e:
+        raise ClusterUnavailableError("cannot read %s for group %s: %s" % (OFFSETS_TOPIC, group, e)) from e
+    finally:
+        consumer.close()
+
+
+def offsets_retention_ms(bootstrap_servers, default_minutes: int = 10080) -> int:
+    """The brokers' ``offsets.retention.minutes`` in ms (DescribeConfigs of one broker); the Kafka 2.0+ default
+    (7 days) when the broker does not say."""
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-expiry")
+    except Exception as e:
+        raise ClusterUnavailableError("cannot reach Kafka at %s for offsets.retention.minutes: %s"
+                                      % (bootstrap_servers, e)) from e
+    try:
+        broker = sorted(b.node_id for b in admin._manager.cluster.brokers())[0]
+        res = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(broker),
+                                                     {"offsets.retention.minutes": None})], config_filter="all")
+        value = _find_config(res, "offsets.retention.minutes")
+        return int(value if value is not None else default_minutes) * 60000
+    except Exception as e:
+        log.warning("could not read offsets.retention.minutes from %s (%s); assuming %d minutes", bootstrap_servers, e,
+                    default_minutes)
+        return default_minutes * 60000
+    finally:
+        admin.close()
+
+
+def _find_config(obj, name):
+    """Dig *name*'s value out of kafka-python's describe_configs answer (its shape varies between versions)."""
+    if isinstance(obj, dict):
+        if name in obj:
+            v = obj[name]
+            return v.get("value", v.get("config_value")) if isinstance(v, dict) else v
+        for v in obj.values():
+            found = _find_config(v, name)
+            if found is not None:
+                return found
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            found = _find_config(v, name)
+            if found is not None:
+                return found
+    return None
