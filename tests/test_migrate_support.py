@@ -46,6 +46,19 @@ class ConsumerProc:
         with open(self.out_path, "ab") as out, open(self.err_path, "ab") as err:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
 
+    def seen_list(self):
+        """[(partition, offset)] in print order, repeats kept."""
+        out = []
+        try:
+            with open(self.out_path) as f:
+                for line in f:
+                    if line.endswith("\n"):
+                        m = json.loads(line)
+                        out.append((m["partition"], m["offset"]))
+        except FileNotFoundError:
+            pass
+        return out
+
     def seen(self):
         out = set()
         try:

@@ -48,3 +48,8 @@ def test_verify_fails_on_an_unsafe_mix_and_an_unfinished_bounce(services, zk, un
     assert any("runs kafka, not the zookeeper phase" in p for p in rep["problems"]), rep["problems"]
     code, st, _ = zkmigrate_json(services, "status", "--group", g, expect=0)
     assert sorted(st["member_storage"].values()) == ["kafka", "zookeeper"]
+    c = connector(services, g)  # ZooKeeper storage beside a Kafka-only member: refused
+    conns.append(c)
+    with pytest.raises(GroupConflictError) as info:
+        c.create_message_streams({t: 1})
+    assert "Kafka-only offset storage" in str(info.value) and b.consumer_id in str(info.value)

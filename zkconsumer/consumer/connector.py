@@ -210,7 +210,35 @@ class ZookeeperConsumerConnector:
         if self.config.offsets_storage != "zookeeper" or self.config.offsets_storage_switch_check == "off":
             return
         from .. import groups as zkgroups
+        from ..group_describe import member_infos
         from ..offsets.kafka import KafkaOffsetStore
+        live = set(zkgroups.live_members(self.zk, self.group)) - {self.consumer_id}
+        modes = {m: i.mode for m, i in member_infos(self.zk, self.group).items() if m in live}
+        kafka_only = sorted(m for m, mode in modes.items() if mode == "kafka")
+        if kafka_only:
+            raise GroupConflictError(
+                "group %s has members on Kafka-only offset storage (%s): a member on offsets.storage=zookeeper "
+                "beside them resumes from stale offsets at every hand-over. Go back through the dual phase "
+                "('zkmigrate plan --to zookeeper'), or set offsets.storage.switch.check=off"
+                % (self.group, ", ".join(kafka_only[:3])))
+        if "dual" in modes.values():
+            return  # the rollback's second phase: dual members keep ZooKeeper up to date
+        for attempt in (0, 1):
+            ahead, zoffs, koffs = self._kafka_ahead(zkgroups, KafkaOffsetStore)
+            if not ahead:
+                return
+            if attempt == 0:
+                time.sleep(2.0)  # a dual commit in flight writes Kafka a moment before ZooKeeper
+        t, p = ahead[0]
+        raise GroupConflictError(
+            "group %s keeps newer offsets in Kafka than in ZooKeeper for %d partition(s) (e.g. %s-%d: Kafka %d, "
+            "ZooKeeper %s): starting with offsets.storage=zookeeper would resume from the older ZooKeeper "
+            "offsets. Go back through the dual phase (offsets.storage=kafka, dual.commit.enabled=true; see "
+            "'zkmigrate plan --to zookeeper'), copy them ('zkmigrate rollback --execute'), or set "
+            "offsets.storage.switch.check=off" % (self.group, len(ahead), t, p, koffs[(t, p)],
+                                                   zoffs.get((t, p), "none")))
+
+    def _kafka_ahead(self, zkgroups, KafkaOffsetStore):
         try:
             zoffs = zkgroups.zk_offsets(self.zk, self.group)
             topics = set(t for t, _ in zoffs)
@@ -218,7 +246,7 @@ class ZookeeperConsumerConnector:
                 topics |= set(self.registration.subscription)
             parts = sorted(set(zoffs) | {(t, p) for t in topics for p in zkgroups.topic_partitions(self.zk, t)})
             if not parts:
-                return
+                return [], {}, {}
             store = KafkaOffsetStore(self._kafka_bootstrap(), self.group, config=self.config)
             try:
                 koffs = store.fetch(parts)
@@ -227,17 +255,9 @@ class ZookeeperConsumerConnector:
         except ZkConsumerError as e:
             log.warning("could not compare group %s's Kafka offsets with ZooKeeper's before starting on ZooKeeper "
                         "storage: %s", self.group, e)
-            return
+            return [], {}, {}
         ahead = sorted(tp for tp, k in koffs.items() if zoffs.get(tp) is None or k > zoffs[tp])
-        if ahead:
-            t, p = ahead[0]
-            raise GroupConflictError(
-                "group %s keeps newer offsets in Kafka than in ZooKeeper for %d partition(s) (e.g. %s-%d: Kafka %d, "
-                "ZooKeeper %s): starting with offsets.storage=zookeeper would resume from the older ZooKeeper "
-                "offsets. Go back through the dual phase (offsets.storage=kafka, dual.commit.enabled=true; see "
-                "'zkmigrate plan --to zookeeper'), copy them ('zkmigrate rollback --execute'), or set "
-                "offsets.storage.switch.check=off" % (self.group, len(ahead), t, p, koffs[(t, p)],
-                                                       zoffs.get((t, p), "none")))
+        return ahead, zoffs, koffs
 
     def _refuse_cut_over_group(self):
         """The fence ``zkmigrate cutover`` leaves: a group handed to broker-coordinated consumers is not joined by a
