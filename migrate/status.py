@@ -24,11 +24,12 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
     both = gofs.read_all(topics, scan_all_topics)
     own = zkgroups.owners(zk, group)
     members = zkgroups.live_members(zk, group)
-    leo = zkgroups.log_end_offsets(gofs.bootstrap_servers, list(both)) if both else {}
+    lso, leo, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(both)) if both else ({}, {}, None)
     rows = []
     for (t, p), (z, k) in sorted(both.items()):
         end = leo.get((t, p))
         rows.append({"topic": t, "partition": p, "zookeeper_offset": z, "kafka_offset": k, "log_end_offset": end,
+                     "log_start_offset": lso.get((t, p)),
                      "zookeeper_lag": _lag(end, z), "kafka_lag": _lag(end, k), "owner": own.get((t, p))})
     try:
         broker = describe_broker_group(gofs.bootstrap_servers, group).as_dict()
@@ -42,6 +43,11 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
                 for r in rows for store in ("zookeeper", "kafka")
                 if r["%s_offset" % store] is not None and r["log_end_offset"] is not None
                 and r["%s_offset" % store] > r["log_end_offset"]]
+    warnings += ["%s-%d: %s offset %d is below the log start %d (deleted by retention: the next start resets)"
+                 % (r["topic"], r["partition"], store, r["%s_offset" % store], r["log_start_offset"])
+                 for r in rows for store in ("zookeeper", "kafka")
+                 if r["%s_offset" % store] is not None and r["log_start_offset"] is not None
+                 and r["%s_offset" % store] < r["log_start_offset"]]
     from .expiry import kafka_expiry, iso
     kparts = [(r["topic"], r["partition"]) for r in rows if r["kafka_offset"] is not None]
     retention = None

@@ -11,7 +11,8 @@ Phases (what the members run now) and the store the *next* phase reads:
 ``kafka``          kafka, dual commit off            every partition has a Kafka offset and Kafka >= ZooKeeper
 =================  ================================  =======================================================
 
-In every phase an offset beyond the partition's log end (in either store) fails too.
+In every phase an offset outside the partition's log (beyond its end, or below its start: deleted by retention) in
+either store fails too.
 
 **Tolerance rule.** Dual commit writes Kafka first and ZooKeeper second, so at any instant the two stores may
 differ by commits in flight.  A partition whose target store is behind the other one is therefore not failed at
@@ -96,7 +97,7 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
     idx = {"zookeeper": 0, "kafka": 1}
     problems = []
     both = gofs.read_all(topics, scan_all_topics=(phase == "kafka"))
-    leo = zkgroups.log_end_offsets(gofs.bootstrap_servers, list(both)) if both else {}
+    lso, leo, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(both)) if both else ({}, {}, None)
     if not both:
         problems.append("group %s has no partitions (no topics in ZooKeeper and none given with --topic)" % group)
     missing, behind = [], {}
@@ -105,6 +106,9 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
             if off is not None and tp in leo and off > leo[tp]:
                 problems.append("%s-%d: %s offset %d is beyond the log end %d (a rewind or recreated topic: the "
                                 "next start resets)" % (tp[0], tp[1], name, off, leo[tp]))
+            if off is not None and tp in lso and off < lso[tp]:
+                problems.append("%s-%d: %s offset %d is below the log start %d (deleted by retention: the next "
+                                "start resets)" % (tp[0], tp[1], name, off, lso[tp]))
         t_off = vals[idx[target]]
         if t_off is None:
             if all(v is None for v in vals) and leo.get(tp) == 0:

@@ -318,5 +318,20 @@ def test_verify_compares_both_stores_in_every_phase_and_the_log_range(services, 
         zs.commit({tp: 1000}).raise_for_errors()
         ks.commit({tp: 1000}).raise_for_errors()
         zkmigrate_json(services, "verify", "--group", g, "--phase", "kafka", "--settle", "0.5", expect=0)
+        # an offset below the log start (records deleted by retention) fails too, and shows in status
+        from kafka import TopicPartition
+        from kafka.admin import KafkaAdminClient
+        admin = KafkaAdminClient(bootstrap_servers=services.bootstrap_servers)
+        try:
+            admin.delete_records({TopicPartition(topic, 0): 300})
+        finally:
+            admin.close()
+        zs.commit({tp: 200}).raise_for_errors()
+        ks.commit({tp: 200}).raise_for_errors()
+        code, rep, _ = zkmigrate_json(services, "verify", "--group", g, "--phase", "kafka", "--settle", "0.5",
+                                      expect=1)
+        assert any("kafka offset 200 is below the log start 300" in p for p in rep["problems"]), rep
+        code, st, _ = zkmigrate_json(services, "status", "--group", g, expect=0)
+        assert any("below the log start 300" in w for w in st["warnings"]), st["warnings"]
     finally:
         ks.close()
