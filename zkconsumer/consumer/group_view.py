@@ -17,6 +17,7 @@ Members in their leave grace (:mod:`.leave_grace`) are counted as if registered 
 their partitions, which nobody else claims until they are back or the grace has passed.
 """
 import logging
+import threading
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -43,63 +44,121 @@ class GroupSnapshot:
     ghost_expiry_ms: Optional[float] = None     # epoch ms when the first leave grace ends
 
 
-def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5):
-    """Return a GroupSnapshot. ``watch`` (a kazoo watcher callable) is set on /ids children, /brokers/ids children,
-    /brokers/topics children and each subscribed topic's partition map."""
-    ids_path = paths.group_ids_path(group)
-    zk.ensure_path(ids_path)
-    reads = 0
-    for _ in range(max_passes):
-        children, stat = zk.get_children(ids_path, watch=watch, include_data=True)
-        reads += 1
-        asyncs = {cid: zk.get_async(ids_path + "/" + cid) for cid in children}
-        topics_async = zk.get_children_async(paths.broker_topics_path(), watch=watch)
-        brokers_async = zk.get_children_async(paths.broker_ids_path(), watch=watch)
-        members = {}
-        versions = {}
-        for cid, res in asyncs.items():
+class GroupReader:
+    """Reads a group's state for one member across its rebalance attempts, re-reading only what changed.
+
+    Every member used to read every registration and every subscribed topic's partition map on every attempt:
+    O(N) reads per member, O(N^2) per rebalance of the group (the herd effect). Here registrations and partition
+    maps are cached, each with a one-shot data watch armed when it is read: a change or deletion drops the entry
+    (and calls *on_change*, so the member rebalances again), so an attempt reads only the member list, the topic
+    and broker lists, and what is new or changed. The member list's ``cversion`` is compared before and after, as
+    before; a registration that was deleted and recreated under the same consumer id fires its watch (deletion)
+    and is read again. What is computed from the reads is unchanged (bit-identical assignments)."""
+
+    def __init__(self, zk, group, on_change=None):
+        self.zk, self.group = zk, group
+        self.on_change = on_change
+        self._lock = threading.Lock()
+        self._regs: Dict[str, tuple] = {}          # cid -> (registration or None, mzxid)
+        self._maps: Dict[str, List[int]] = {}      # topic -> partition ids
+
+    def _dropper(self, table, key):
+        def watcher(event):
+            with self._lock:
+                table.pop(key, None)
+            if self.on_change is not None:
+                self.on_change(event)
+        return watcher
+
+    def read(self, exclude_internal_topics=True, watch=None, max_passes=5) -> "GroupSnapshot":
+        zk, group = self.zk, self.group
+        ids_path = paths.group_ids_path(group)
+        zk.ensure_path(ids_path)
+        reads = 0
+        for _ in range(max_passes):
+            children, stat = zk.get_children(ids_path, watch=watch, include_data=True)
             reads += 1
+            with self._lock:
+                for cid in list(self._regs):
+                    if cid not in children:
+                        del self._regs[cid]
+                missing = [cid for cid in children if cid not in self._regs]
+            asyncs = {cid: zk.get_async(ids_path + "/" + cid, watch=self._dropper(self._regs, cid))
+                      for cid in missing}
+            topics_async = zk.get_children_async(paths.broker_topics_path(), watch=watch)
+            brokers_async = zk.get_children_async(paths.broker_ids_path(), watch=watch)
+            for cid, res in asyncs.items():
+                reads += 1
+                try:
+                    data, reg_stat = res.get()
+                except NoNodeError:
+                    continue  # left between the list and the read: the next pass or rebalance sees it
+                try:
+                    reg = codecs.decode_consumer_registration(data, ids_path + "/" + cid)
+                except ZnodeFormatError as e:
+                    reg = None
+                    _error_once(("member", group, cid, reg_stat.mzxid),
+                                "group %s: member %s has a malformed registration, so it is assigned no partitions "
+                                "and the others are assigned all of theirs until it registers again: %s"
+                                % (group, cid, e))
+                with self._lock:
+                    self._regs[cid] = (reg, reg_stat.mzxid)
+            with self._lock:
+                cached = {cid: self._regs[cid] for cid in children if cid in self._regs}
+            members = {cid: reg for cid, (reg, _) in cached.items() if reg is not None}
+            versions = {cid: mz for cid, (_, mz) in cached.items()}
+            all_topics = _children_or_empty(topics_async)
+            broker_ids = sorted(int(b) for b in _children_or_empty(brokers_async) if b.isdigit())
+            reads += 2
+            ghosts, ghost_expiry = read_ghosts(zk, group, set(children), watch=watch)
+            reads += 2 + len(ghosts)
+            unusable: Dict[str, Exception] = {}
+            everyone = dict(members)
+            everyone.update(ghosts)
             try:
-                data, reg_stat = res.get()
-            except NoNodeError:
-                continue  # left between the list and the read: the next pass or rebalance sees it
-            versions[cid] = reg_stat.mzxid
-            try:
-                members[cid] = codecs.decode_consumer_registration(data, ids_path + "/" + cid)
-            except ZnodeFormatError as e:
-                _error_once(("member", group, cid, reg_stat.mzxid),
-                            "group %s: member %s has a malformed registration, so it is assigned no partitions and "
-                            "the others are assigned all of theirs until it registers again: %s" % (group, cid, e))
-        all_topics = _children_or_empty(topics_async)
-        broker_ids = sorted(int(b) for b in _children_or_empty(brokers_async) if b.isdigit())
-        reads += 2
-        ghosts, ghost_expiry = read_ghosts(zk, group, set(children), watch=watch)
-        reads += 2 + len(ghosts)
-        unusable = {}
-        everyone = dict(members)
-        everyone.update(ghosts)
-        try:
-            cft = consumers_per_topic({cid: (r.subscription, r.pattern) for cid, r in everyone.items()},
-                                      all_topics, exclude_internal_topics, unusable=unusable)
-        except RebalanceError as e:
-            raise RebalanceError("cannot compute the group's subscriptions: %s" % e) from e
-        for cid, e in unusable.items():
-            _error_once(("member", group, cid, versions.get(cid)),
-                        "group %s: %s; it is assigned no partitions and the others are assigned all of theirs until "
-                        "it registers again" % (group, e))
-        partitions = {}
+                cft = consumers_per_topic({cid: (r.subscription, r.pattern) for cid, r in everyone.items()},
+                                          all_topics, exclude_internal_topics, unusable=unusable)
+            except RebalanceError as e:
+                raise RebalanceError("cannot compute the group's subscriptions: %s" % e) from e
+            for cid, e in unusable.items():
+                _error_once(("member", group, cid, versions.get(cid)),
+                            "group %s: %s; it is assigned no partitions and the others are assigned all of theirs "
+                            "until it registers again" % (group, e))
+            partitions, r = self._partition_maps(cft, watch)
+            reads += r
+            _, stat_after = zk.get_children(ids_path, include_data=True)
+            reads += 1
+            if stat_after.cversion == stat.cversion:
+                return GroupSnapshot(members, sorted(all_topics), partitions, cft, broker_ids, reads, ghosts,
+                                     ghost_expiry)
+            log.debug("group %s changed while being read; reading again", group)
+        raise RebalanceError("group %s kept changing during %d consecutive reads" % (group, max_passes))
+
+    def _partition_maps(self, topics, watch):
+        zk, reads = self.zk, 0
+        partitions: Dict[str, List[int]] = {}
+        with self._lock:
+            for t in topics:
+                if t in self._maps:
+                    partitions[t] = self._maps[t]
         topic_asyncs = {}
-        for t in cft:
+        for t in topics:
+            if t in partitions:
+                continue
             try:
-                topic_asyncs[t] = zk.get_async(paths.topic_path(validate_topic(t)), watch=watch)
+                path = paths.topic_path(validate_topic(t))
             except InvalidNameError as e:
                 _warn_once(("badtopic", t), "subscribed topic %r can never exist (%s): it has no partitions" % (t, e))
                 partitions[t] = []
+                continue
+            topic_asyncs[t] = zk.get_async(path, watch=self._dropper(self._maps, t))
         for t, res in topic_asyncs.items():
             reads += 1
             try:
                 data, _ = res.get()
                 partitions[t] = codecs.decode_topic_assignment(data, paths.topic_path(t)).partition_ids()
+                with self._lock:
+                    self._maps[t] = partitions[t]
             except NoNodeError:
                 partitions[t] = []
                 log.warning("subscribed topic %s does not exist (no %s): no partitions to own until it is created",
@@ -108,13 +167,13 @@ def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5
             except ZnodeFormatError as e:
                 _warn_once(("topic", t, str(e)), "treating topic %s as having no partitions: %s" % (t, e))
                 partitions[t] = []
-        _, stat_after = zk.get_children(ids_path, include_data=True)
-        reads += 1
-        if stat_after.cversion == stat.cversion:
-            return GroupSnapshot(members, sorted(all_topics), partitions, cft, broker_ids, reads, ghosts,
-                                 ghost_expiry)
-        log.debug("group %s changed while being read; reading again", group)
-    raise RebalanceError("group %s kept changing during %d consecutive reads" % (group, max_passes))
+        return partitions, reads
+
+
+def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5):
+    """One uncached read (tools, tests): a GroupSnapshot. ``watch`` (a kazoo watcher callable) is set on /ids
+    children, /brokers/ids children, /brokers/topics children and each subscribed topic's partition map."""
+    return GroupReader(zk, group, on_change=watch).read(exclude_internal_topics, watch, max_passes)
 
 
 _warned = set()

@@ -44,7 +44,7 @@ from ..errors import (GroupConflictError, OwnershipLostError, RebalanceError, Re
 from ..layout import paths
 from ..offsets import OwnershipFence
 from . import ownership
-from .group_view import read_group
+from .group_view import GroupReader
 from .leave_grace import withdraw_leave
 from .registration import publish_member_info, register
 
@@ -84,6 +84,7 @@ class Rebalancer(threading.Thread):
         self._need_register = True
         self._registered_once = False
         self._ghost_timer = None
+        self._reader = None                 # registrations and partition maps cached between attempts
         self._fence = None
         self._fence_key = None
         self._conflicted = False
@@ -255,7 +256,9 @@ class Rebalancer(threading.Thread):
             self._need_register = False
             self._registered_once = True
         self._set_state(ASSIGNING)
-        snap = read_group(self.zk, self.group, self.config.exclude_internal_topics, watch=self.watch)
+        if self._reader is None or self._reader.zk is not self.zk:
+            self._reader = GroupReader(self.zk, self.group, on_change=self.watch)
+        snap = self._reader.read(self.config.exclude_internal_topics, watch=self.watch)
         self.stats["last_zk_reads"] = snap.zk_reads
         self.stats["zk_reads"] += snap.zk_reads
         if self.consumer_id not in snap.members:
@@ -386,6 +389,7 @@ class Rebalancer(threading.Thread):
             self.start_offsets.clear()
             self.session_id = None
             self._need_register = True
+            self._reader = None  # the watches that kept its cache true died with the session
         if lost:
             self.c.listener_call("on_lost", lost)
 
