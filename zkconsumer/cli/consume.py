@@ -97,8 +97,10 @@ class _LoggingListener(RebalanceListener):
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "value"]), default="jsonl", show_default=True,
               help="jsonl: one JSON object per message; value: the raw value, one per line.")
 @click.option("--events", is_flag=True, help="Also print rebalance events (assign/revoke/lost) as JSON on stderr.")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="Serve Prometheus metrics (the Scala consumer's, by name) on this port at /metrics.")
 def consume(zookeeper, group, topics, whitelist, blacklist, streams, config_file, properties, from_beginning,
-            timeout_ms, max_messages, fmt, events):
+            timeout_ms, max_messages, fmt, events, metrics_port):
     """Join a ZooKeeper-coordinated consumer group and print the messages this member is given.
 
     SIGTERM and SIGINT shut down gracefully: offsets committed, owner nodes released, exit code 0.
@@ -116,6 +118,9 @@ def consume(zookeeper, group, topics, whitelist, blacklist, streams, config_file
         raise ConfigError("group.id", None, "a group id: pass --group or set group.id in --config")
     stop = threading.Event()
     connector = ZookeeperConsumerConnector(config, listener=_LoggingListener(events))
+    if metrics_port is not None:
+        from ..metrics import start_metrics_server
+        start_metrics_server(connector, metrics_port)
 
     def on_signal(signum, frame):
         stop.set()

@@ -65,6 +65,7 @@ class ZookeeperConsumerConnector:
         self._wildcard = False
         self.registration = None
         self.member_info = _member_info(config)
+        self.commit_counts = {"zookeeper": 0, "kafka": 0}  # successful commits per store (metrics)
         self.rebalancer = None
         self.fetchers = None
         self._bootstrap = bootstrap_servers
@@ -194,6 +195,36 @@ class ZookeeperConsumerConnector:
                 "ZooKeeper-coordinated member would consume the same partitions (split brain); stop those "
                 "consumers or use another group.id" % (self.group, bg.state, len(bg.members),
                                                        bg.members[0]["member_id"]))
+
+    def metrics(self) -> dict:
+        """The Scala consumer's metrics, by their JMX names, read now (cheap: counters kept per chunk and per
+        commit; rates are left to the scraper): ``ConsumerLag`` {(t, p): lag}, ``MaxLag``, ``MinFetchRate``
+        (fetch passes/s of the slowest fetcher), ``MessagesPerSec`` / ``BytesPerSec`` (totals: counters),
+        ``ZooKeeperCommitsPerSec`` / ``KafkaCommitsPerSec`` (totals), ``RebalanceRateAndTime`` (count and
+        seconds), ``OwnedPartitionsCount``, plus the member's state and whether dual commit writes ZooKeeper
+        alone."""
+        rb = self.rebalancer
+        owned = set(rb.owned) if rb is not None else set()
+        hw = self.fetchers.highwaters() if self.fetchers is not None and hasattr(self.fetchers, "highwaters") \
+            else {}
+        lag = {tp: max(0, hw[tp] - self.positions[tp]) for tp in owned if tp in hw and tp in self.positions}
+        rates = self.fetchers.fetch_rates() if self.fetchers is not None and hasattr(self.fetchers,
+                                                                                    "fetch_rates") else []
+        stats = dict(rb.stats) if rb is not None else {}
+        return {"group": self.group, "consumer_id": self.consumer_id,
+                "client_id": self.config.client_id or self.group,
+                "state": rb.state if rb is not None else "NEW",
+                "ConsumerLag": lag, "MaxLag": max(lag.values(), default=0),
+                "MinFetchRate": min(rates) if rates else 0.0,
+                "MessagesPerSec": sum(s.messages for s in self.streams),
+                "BytesPerSec": sum(s.bytes for s in self.streams),
+                "ZooKeeperCommitsPerSec": self.commit_counts["zookeeper"],
+                "KafkaCommitsPerSec": self.commit_counts["kafka"],
+                "RebalanceRateAndTime": {"count": stats.get("rebalances", 0),
+                                         "seconds": round(stats.get("rebalance_seconds", 0.0), 6),
+                                         "failed_attempts": stats.get("failed_attempts", 0)},
+                "OwnedPartitionsCount": len(owned),
+                "offsets_degraded": self.offsets_degraded}
 
     @property
     def offsets_degraded(self) -> bool:
@@ -357,6 +388,12 @@ class ZookeeperConsumerConnector:
                 return None
             fence = rb.fence()
         result = self.offset_store.commit(offsets, fence=fence)
+        if result.committed:
+            kind = getattr(self.offset_store, "name", "zookeeper")
+            if kind in ("zookeeper", "dual"):
+                self.commit_counts["zookeeper"] += 1
+            if kind == "kafka" or (kind == "dual" and not result.degraded):
+                self.commit_counts["kafka"] += 1
         if result.failed:
             log.warning("offset commit failed for %d partition(s): %s", len(result.failed),
                         "; ".join("%s-%d: %s" % (t, p, e) for (t, p), e in sorted(result.failed.items())[:5]))

@@ -60,6 +60,8 @@ class FetcherThread(threading.Thread):
         self._range_suspects = {}   # tp -> position found out of range by ListOffsets at the last check
         self.resets = {}            # (t, p) -> offset auto.offset.reset chose at the last assignment
         self.failures = 0           # consecutive failures of the fetch loop
+        self.fetches = 0            # fetch passes completed (metrics: MinFetchRate)
+        self.started_at = time.monotonic()
         self._next = {}             # TopicPartition -> next offset to hand over (re-fetched from after a failure)
 
     # -- called by the rebalancer ------------------------------------------------------------------------------
@@ -232,11 +234,15 @@ class FetcherThread(threading.Thread):
                 q = self._assignment.get(tp)
                 if q is None or not records:
                     continue
-                chunk = Chunk(generation, (tp.topic, tp.partition), records)
+                nbytes = 0
+                for r in records:
+                    nbytes += max(0, r.serialized_value_size) + max(0, r.serialized_key_size)
+                chunk = Chunk(generation, (tp.topic, tp.partition), records, nbytes)
                 if not self._put(q, chunk):
                     break  # assignment changing: the rest of this poll is dropped (it will be re-fetched)
                 self._next[tp] = records[-1].offset + 1
             self.failures = 0  # a whole pass without failure
+            self.fetches += 1
 
     def _rewind(self):
         """After a failure, fetch again from what was handed over last: records polled but not put on a queue
@@ -353,6 +359,27 @@ class FetcherManager:
         for f, w in zip(self.fetchers, split):
             resets.update(f.assign(generation, w) or {})
         return resets
+
+    def highwaters(self):
+        """``{(topic, partition): high watermark}`` the fetchers last saw (metrics: ConsumerLag)."""
+        out = {}
+        for f in self.fetchers:
+            consumer = f._consumer
+            if consumer is None:
+                continue
+            for tp in list(f._assignment):
+                try:
+                    hw = consumer.highwater(tp)
+                except Exception:
+                    continue
+                if hw is not None:
+                    out[(tp.topic, tp.partition)] = hw
+        return out
+
+    def fetch_rates(self):
+        """Completed fetch passes per second of each fetcher thread since it started (MinFetchRate is the min)."""
+        now = time.monotonic()
+        return [f.fetches / max(1e-3, now - f.started_at) for f in self.fetchers]
 
     def stop_all(self, generation):
         """Stop every fetcher. Never raises: a fetcher that cannot apply "stop" (its client broken or its thread

@@ -77,7 +77,8 @@ class Rebalancer(threading.Thread):
         self.state = STARTING
         self.failures = 0
         self.stats = {"attempts": 0, "rebalances": 0, "failed_attempts": 0, "claim_waits": 0, "noop_attempts": 0,
-                      "last_duration_ms": None, "last_zk_reads": None, "zk_reads": 0, "state_changes": 0}
+                      "last_duration_ms": None, "last_zk_reads": None, "zk_reads": 0, "state_changes": 0,
+                      "rebalance_seconds": 0.0}
         self.first_done = threading.Event()
         self._stopping = False
         self._suspended_timer = None
@@ -234,6 +235,7 @@ class Rebalancer(threading.Thread):
             log.info("exception during rebalance of %s: %s", self.consumer_id, e, exc_info=log.isEnabledFor(10))
             ok = False
         self.stats["last_duration_ms"] = round((time.monotonic() - t0) * 1000, 1)
+        self.stats["rebalance_seconds"] += time.monotonic() - t0
         log.info("end rebalancing consumer %s try #%d (%s)", self.consumer_id, self.failures,
                  "ok" if ok else "failed")
         if not ok and self._conflicted:

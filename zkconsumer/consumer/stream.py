@@ -15,7 +15,7 @@ from collections import namedtuple
 
 from ..errors import ConsumerTimeoutError
 
-Chunk = namedtuple("Chunk", "generation tp records")
+Chunk = namedtuple("Chunk", "generation tp records nbytes", defaults=(0,))  # nbytes: keys + values, for metrics
 
 SHUTDOWN = object()  # sentinel put on every queue by shutdown(): iteration ends
 
@@ -53,6 +53,8 @@ class KafkaStream:
         self._index = 0
         self._chunk_gen = -1
         self._tp = None
+        self.messages = 0                   # records in the chunks taken (metrics: MessagesPerSec, per chunk)
+        self.bytes = 0                      # their keys + values (BytesPerSec)
         self._ended = False
         self._closing = False
         self._inflight = False
@@ -100,6 +102,8 @@ class KafkaStream:
             self._chunk_gen = chunk.generation
             self._index = 0
             self._records = chunk.records
+            self.messages += len(chunk.records)
+            self.bytes += chunk.nbytes
             return True
 
     def give_back(self, rec):
