@@ -76,6 +76,8 @@ class ZookeeperConsumerConnector:
         self._closed = False
         self.zk = zkmod.connect(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
                                 config.zookeeper_connection_timeout_ms)
+        from .lease import SessionLease
+        self.lease = SessionLease(self.zk, config.zookeeper_session_timeout_ms)
         try:
             self.offset_store = make_offset_store(config, self.zk, bootstrap_servers=self._kafka_bootstrap()
                                                   if config.offsets_storage == "kafka" else None)
@@ -121,14 +123,18 @@ class ZookeeperConsumerConnector:
     def _new_stream(self, key, name):
         q = queue.Queue(self.config.queued_max_message_chunks)
         self._queues[key] = q
-        s = KafkaStream(q, self.generation, self.positions, self.config.consumer_timeout_ms, name=name)
+        s = KafkaStream(q, self.generation, self.positions, self.config.consumer_timeout_ms, name=name,
+                        lease=self.lease)
         self.streams.append(s)
         return s
 
     def _start(self, wait_timeout=None):
         self._refuse_split_brain()
         self._refuse_stale_zookeeper_offsets()
+        self.lease.start()
         self.fetchers = self._make_fetchers()
+        for f in getattr(self.fetchers, "fetchers", ()):
+            f.lease = self.lease
         self.rebalancer = Rebalancer(self)
         self.zk.add_listener(self.rebalancer.session_listener)
         self.rebalancer.start()
@@ -382,6 +388,12 @@ class ZookeeperConsumerConnector:
         for a minute) never delays suspension, session loss or a rebalance; the fence refuses what we no longer
         own, re-checked before every attempt."""
         rb = self.rebalancer
+        if not self.lease.fresh():  # after a pause: a round trip first (a commit would be fenced anyway)
+            give_up = time.monotonic() + self.lease.timeout_s()
+            if not self.lease.wait_fresh(lambda: time.monotonic() > give_up or self._stopped.is_set()):
+                log.warning("commit skipped: no answer from ZooKeeper under our session for a while (the session "
+                            "may have expired)")
+                return None
         with rb.lock:
             offsets = {tp: self.positions[tp] for tp in partitions if tp in self.positions and tp in rb.owned}
             if not offsets:
@@ -501,6 +513,7 @@ class ZookeeperConsumerConnector:
                     q.put_nowait(SHUTDOWN)
             if self.fetchers is not None:
                 self.fetchers.shutdown(timeout=left())
+            self.lease.stop()
             try:  # a commit still waiting for ZooKeeper holds the store's lock: bounded too
                 self._bounded("closing the offset store", self.offset_store.close, left())
             finally:

@@ -321,6 +321,10 @@ class FetcherThread(threading.Thread):
             self._range_suspects.pop(tp, None)
 
     def _put(self, q, chunk):
+        lease = getattr(self, "lease", None)
+        if lease is not None and not lease.fresh():  # no hand-off from a stale lease
+            if not lease.wait_fresh(self._changing):
+                return False
         while not self._changing():
             try:
                 q.put(chunk, timeout=0.05)

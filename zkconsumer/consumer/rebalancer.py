@@ -255,6 +255,8 @@ class Rebalancer(threading.Thread):
                      wait_timeout=self.config.zookeeper_session_timeout_ms / 1000.0 * 2)
             publish_member_info(self.zk, self.group, self.consumer_id, c.member_info)
             withdraw_leave(self.zk, self.group, self.consumer_id)  # back: no more ghost of us
+            if self._registered_once and getattr(c, "lease", None) is not None:
+                c.lease.new_session()  # the lease follows the new session
             self._need_register = False
             self._registered_once = True
         self._set_state(ASSIGNING)

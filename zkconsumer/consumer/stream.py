@@ -14,6 +14,9 @@ import time
 from collections import namedtuple
 
 from ..errors import ConsumerTimeoutError
+from .lease import NoLease
+
+_monotonic = time.monotonic
 
 Chunk = namedtuple("Chunk", "generation tp records nbytes", defaults=(0,))  # nbytes: keys + values, for metrics
 
@@ -43,7 +46,7 @@ class KafkaStream:
     (Attribute stores and loads are sequentially consistent under the interpreter lock.)
     """
 
-    def __init__(self, chunk_queue, generation, positions, timeout_ms=-1, name="stream"):
+    def __init__(self, chunk_queue, generation, positions, timeout_ms=-1, name="stream", lease=None):
         self.queue = chunk_queue
         self._generation = generation
         self._positions = positions
@@ -52,6 +55,7 @@ class KafkaStream:
         self._records = ()
         self._index = 0
         self._chunk_gen = -1
+        self._lease = lease if lease is not None else NoLease()
         self._tp = None
         self.messages = 0                   # records in the chunks taken (metrics: MessagesPerSec, per chunk)
         self.bytes = 0                      # their keys + values (BytesPerSec)
@@ -64,6 +68,8 @@ class KafkaStream:
 
     def __next__(self):
         while True:
+            if _monotonic() >= self._lease.deadline:  # the session may have expired (a pause): ask ZooKeeper first
+                self._lease.wait_fresh(lambda: self._closing or self._chunk_gen != self._generation.value)
             self._inflight = True
             try:  # the flag always comes down, even if an exception lands in the hand-out (no wedged fence)
                 i = self._index
