@@ -1,0 +1,233 @@
+"""The Spark pipeline on a real distributed Spark cluster: a standalone master and two workers (their own JVMs),
+the example job (zkconsumer/spark/job.py) submitted with spark-submit --master spark://..., executors in JVMs of
+their own under the workers, reading from the real ZooKeeper + Apache Kafka of the test session.
+
+Nothing here runs Spark in the test process: every job is a spark-submit child (a driver JVM + its Python), and
+the test watches it from outside (ZooKeeper, the driver's REST API, the event log, the Parquet output, /proc).
+"""
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+
+import pytest
+
+from zkconsumer.layout import paths
+from zkconsumer.local.processes import free_port, log_tail
+
+pytestmark = pytest.mark.spark
+
+JOB_TIMEOUT = 420  # seconds: spark-submit of a small job takes 20-60 s on 2 busy cores
+
+
+# -- helpers ----------------------------------------------------------------------------------------------------
+def _wait(cond, timeout=60.0, step=0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()
+
+
+def _get_json(url):
+    with urllib.request.urlopen(url, timeout=3) as r:
+        return json.loads(r.read().decode())
+
+
+def _zk_offsets(zk, group, topic):
+    base = paths.topic_offsets_path(group, topic)
+    if not zk.exists(base):
+        return {}
+    return {int(p): int(zk.get(base + "/" + p)[0]) for p in zk.get_children(base)}
+
+
+def _set_zk_offsets(zk, group, topic, offsets):
+    for p, off in offsets.items():
+        path = "%s/%d" % (paths.topic_offsets_path(group, topic), p)
+        zk.ensure_path(path)
+        zk.set(path, str(off).encode())
+
+
+def _owners(zk, group, topic):
+    base = "%s/%s" % (paths.group_owners_path(group), topic)
+    if not zk.exists(base):
+        return {}
+    return {int(c): zk.get(base + "/" + c)[0].decode() for c in zk.get_children(base)}
+
+
+def _ids(zk, group):
+    base = paths.group_ids_path(group)
+    return zk.get_children(base) if zk.exists(base) else []
+
+
+def _log_ends(services, topic, n):
+    from kafka import KafkaConsumer, TopicPartition
+    c = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, group_id=None)
+    try:
+        ends = c.end_offsets([TopicPartition(topic, p) for p in range(n)])
+        return {tp.partition: o for tp, o in ends.items()}
+    finally:
+        c.close()
+
+
+def _key_counts(services, topic, ranges):
+    """Independent reference: messages per key in ``{partition: (start, end)}``, read with one kafka-python
+    consumer (no Spark, no zkconsumer)."""
+    from kafka import KafkaConsumer, TopicPartition
+    c = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, group_id=None, enable_auto_commit=False,
+                      auto_offset_reset="none")
+    counts, seen = Counter(), set()
+    try:
+        todo = {TopicPartition(topic, p): (s, e) for p, (s, e) in ranges.items() if e > s}
+        c.assign(list(todo))
+        for tp, (s, _) in todo.items():
+            c.seek(tp, s)
+        deadline = time.monotonic() + 120
+        while todo and time.monotonic() < deadline:
+            for tp, recs in c.poll(timeout_ms=500).items():
+                for r in recs:
+                    if r.offset < todo.get(tp, (0, 0))[1] and (tp.partition, r.offset) not in seen:
+                        seen.add((tp.partition, r.offset))
+                        counts[json.loads(r.value)["key"]] += 1
+                if tp in todo and c.position(tp) >= todo[tp][1]:
+                    del todo[tp]
+        assert not todo, "reference read did not reach the ends: %s" % todo
+    finally:
+        c.close()
+    return counts
+
+
+def _output_counts(output):
+    """Sum of ``count`` per key over every Parquet file the job wrote (every batch directory)."""
+    import pyarrow.parquet as pq
+    counts = Counter()
+    files = glob.glob(os.path.join(output, "batch_id=*", "*.parquet"))
+    for f in files:
+        t = pq.read_table(f, columns=["key", "count"]).to_pydict()
+        for k, n in zip(t["key"], t["count"]):
+            counts[k] += n
+    return counts
+
+
+class Job:
+    """One ``spark-submit --master spark://...`` run of the example job (driver JVM + driver Python), in its own
+    process group, with the driver's UI (REST API) on a free port and an uncompressed event log."""
+
+    def __init__(self, cluster, workdir, args, name="job", conf=None):
+        from zkconsumer.spark.standalone import job_script, package_zip, submit_argv
+        self.cluster = cluster
+        self.dir = os.path.join(str(workdir), name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.events_dir = os.path.join(self.dir, "events")
+        os.makedirs(self.events_dir, exist_ok=True)
+        self.ui_port = free_port()
+        zip_path = package_zip(os.path.join(self.dir, "zkconsumer.zip"))   # executors import the tree under test
+        c = {"spark.ui.port": str(self.ui_port), "spark.port.maxRetries": "64",
+             "spark.ui.showConsoleProgress": "false", "spark.driver.host": "127.0.0.1",
+             "spark.eventLog.enabled": "true", "spark.eventLog.dir": "file://" + self.events_dir,
+             "spark.eventLog.compress": "false", "spark.sql.shuffle.partitions": "2",
+             "spark.executor.cores": "1", "spark.sql.session.timeZone": "UTC"}
+        c.update(conf or {})
+        self.argv = submit_argv(cluster.master_url, job_script(), list(args), conf=c, py_files=[zip_path])
+        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+                   SPARK_LOCAL_IP="127.0.0.1")
+        env.pop("PYTHONPATH", None)  # the driver, too, imports zkconsumer from the shipped zip only
+        self.log = os.path.join(self.dir, "driver.log")
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env=env, cwd=self.dir, start_new_session=True)
+
+    def wait(self, timeout=JOB_TIMEOUT):
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail("the job did not finish within %d s; driver log:\n%s" % (timeout, log_tail(self.log, 60)))
+        assert rc == 0, "the job failed (exit %s); driver log:\n%s" % (rc, log_tail(self.log, 80))
+        return rc
+
+    def kill(self):
+        """kill -9 the driver (its JVM and every Python process of its group)."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(30)
+
+    def driver_python(self):
+        """pid of the driver's Python process (the job itself), a child of the spark-submit JVM."""
+        from zkconsumer.spark.standalone import _cmdline, child_pids
+        for pid in child_pids(self.proc.pid):
+            if any(a.endswith("job.py") for a in _cmdline(pid)):
+                return pid
+        return None
+
+    def app_id(self):
+        try:
+            apps = _get_json("http://127.0.0.1:%d/api/v1/applications" % self.ui_port)
+        except Exception:
+            return None
+        return apps[0]["id"] if apps else None
+
+    def busy_executors(self, app):
+        """Executor ids (not the driver) with a running task, from the driver's REST API."""
+        try:
+            exe = _get_json("http://127.0.0.1:%d/api/v1/applications/%s/executors" % (self.ui_port, app))
+        except Exception:
+            return []
+        return [e["id"] for e in exe if e["id"] != "driver" and e.get("activeTasks", 0) > 0]
+
+    def events(self):
+        out = []
+        for f in sorted(glob.glob(os.path.join(self.events_dir, "*"))):
+            with open(f, encoding="utf-8") as fh:
+                for line in fh:
+                    if line.strip():
+                        try:
+                            out.append(json.loads(line))
+                        except ValueError:
+                            pass  # a line being written
+        return out
+
+
+def _executors_added(events):
+    return {e["Executor ID"]: e["Executor Info"]["Host"] for e in events if e["Event"] ==
+            "org.apache.spark.scheduler.SparkListenerExecutorAdded" or e["Event"] == "SparkListenerExecutorAdded"}
+
+
+def _task_ends(events):
+    return [e for e in events if e["Event"] == "SparkListenerTaskEnd"]
+
+
+def _job_args(services, group, topic, output, extra=()):
+    return ["--zookeeper", services.zookeeper_connect, "--bootstrap-server", services.bootstrap_servers,
+            "--group", group, "--topic", topic, "--output", output, "--starting-offsets", "earliest",
+            "--log-level", "INFO"] + list(extra)
+
+
+# -- the cluster itself -----------------------------------------------------------------------------------------
+def test_standalone_cluster_has_two_workers_and_restarts_one(spark_cluster):
+    status = spark_cluster.wait_workers(2, timeout=60)
+    assert status["status"] == "ALIVE" and status["url"] == spark_cluster.master_url
+    workers = sorted(status["workers"], key=lambda w: w["port"])
+    assert [(w["state"], w["cores"], w["memory"]) for w in workers] == [("ALIVE", 1, 512)] * 2
+    info = spark_cluster.info()
+    pids = {n: p["pid"] for n, p in info["processes"].items()}
+    assert len(set(pids.values())) == 3 and all(p["alive"] for p in info["processes"].values())
+    # a worker's record restarts it on the same port; the master sees it leave and come back
+    rec = spark_cluster.record("worker-1")
+    spark_cluster.stop("worker-1")
+    assert _wait(lambda: sum(w["state"] == "ALIVE" and w["port"] == rec["port"]
+                             for w in spark_cluster.status()["workers"]) == 0, 90)
+    new_pid = spark_cluster.start("worker-1")
+    assert new_pid != pids["worker-1"]
+    status = spark_cluster.wait_workers(2, timeout=90)
+    assert any(w["port"] == rec["port"] and w["state"] == "ALIVE" for w in status["workers"])
