@@ -187,7 +187,9 @@ class Job:
 
     def events(self):
         out = []
-        for f in sorted(glob.glob(os.path.join(self.events_dir, "*"))):
+        # Spark 4 writes rolling event logs: eventlog_v2_<app>/events_<n>_<app>[.inprogress]
+        for f in sorted(glob.glob(os.path.join(self.events_dir, "**", "events_*"), recursive=True),
+                        key=lambda f: (os.path.dirname(f), int(os.path.basename(f).split("_")[1]))):
             with open(f, encoding="utf-8") as fh:
                 for line in fh:
                     if line.strip():
@@ -231,3 +233,29 @@ def test_standalone_cluster_has_two_workers_and_restarts_one(spark_cluster):
     assert new_pid != pids["worker-1"]
     status = spark_cluster.wait_workers(2, timeout=90)
     assert any(w["port"] == rec["port"] and w["state"] == "ALIVE" for w in status["workers"])
+
+
+# -- the example job on the cluster -----------------------------------------------------------------------------
+def test_batch_job_on_cluster_reads_exactly_the_unconsumed_range(spark_cluster, services, zk, unique, tmp_path):
+    topic, group = services.create_topic(unique("cb"), 4), unique("g")
+    services.produce(topic, 400)
+    ends = _log_ends(services, topic, 4)
+    assert sum(ends.values()) == 400
+    committed = {0: ends[0] // 2, 1: ends[1]}              # 2 and 3: nothing committed -> earliest
+    _set_zk_offsets(zk, group, topic, committed)
+    ranges = {p: (committed.get(p, 0), ends[p]) for p in range(4)}
+    want = _key_counts(services, topic, ranges)
+    assert sum(want.values()) == sum(e - s for s, e in ranges.values()) > 0
+    output = str(tmp_path / "out")
+    job = Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, ["--batch"]))
+    job.wait()
+    assert _output_counts(output) == want                   # exactly the unconsumed range: no more, no less
+    assert _zk_offsets(zk, group, topic) == ends            # committed after the output was written
+    events = job.events()
+    execs = _executors_added(events)
+    assert len(execs) == 2 and set(execs.values()) == {"127.0.0.1"}, execs
+    ran_on = {e["Task Info"]["Executor ID"] for e in _task_ends(events)}
+    assert ran_on and ran_on <= set(execs), ran_on          # every task ran in an executor JVM, none in the driver
+    # a second run finds nothing to read and changes nothing
+    Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, ["--batch"]), name="again").wait()
+    assert _output_counts(output) == want and _zk_offsets(zk, group, topic) == ends
