@@ -259,3 +259,43 @@ def test_batch_job_on_cluster_reads_exactly_the_unconsumed_range(spark_cluster, 
     # a second run finds nothing to read and changes nothing
     Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, ["--batch"]), name="again").wait()
     assert _output_counts(output) == want and _zk_offsets(zk, group, topic) == ends
+
+
+def test_streaming_job_on_cluster_reads_unconsumed_range_and_releases_owners(spark_cluster, services, zk, unique,
+                                                                             tmp_path):
+    topic, group = services.create_topic(unique("cs"), 4), unique("g")
+    services.produce(topic, 200)
+    before = _log_ends(services, topic, 4)
+    big, full = sorted(range(4), key=lambda p: -before[p])[:2]
+    committed = {big: before[big] // 2, full: before[full]}   # the others: nothing committed -> earliest
+    _set_zk_offsets(zk, group, topic, committed)
+    output = str(tmp_path / "out")
+    ckpt_dir = tmp_path / "check points" / "job 1"             # a file: URI with spaces, not a plain path
+    checkpoint = "file://" + str(ckpt_dir)
+    job = Job(spark_cluster, tmp_path, _job_args(services, group, topic, output,
+                                                 ["--checkpoint", checkpoint, "--trigger-seconds", "1"]))
+    try:
+        # the driver's source joins the group and claims every partition (it is the only member)
+        owners = _wait(lambda: (lambda o: o if len(o) == 4 and all("_spark-" in v for v in o.values()) else None)(
+            _owners(zk, group, topic)), 240)
+        assert owners, "the job did not claim the partitions; driver log:\n%s" % log_tail(job.log, 60)
+        assert len(_ids(zk, group)) == 1
+        services.produce(topic, 100)                             # more data while the query runs
+        ends = _log_ends(services, topic, 4)
+        assert _wait(lambda: _zk_offsets(zk, group, topic) == ends, 180), \
+            (_zk_offsets(zk, group, topic), ends, log_tail(job.log, 40))
+        driver = job.driver_python()
+        assert driver, "no driver Python process under spark-submit"
+        os.kill(driver, signal.SIGTERM)                          # graceful stop: query stops, last batch committed
+        job.wait(180)
+    finally:
+        job.kill()
+    # the group's owner nodes and the registration are gone as soon as the query stopped
+    assert _wait(lambda: not _owners(zk, group, topic) and not _ids(zk, group), 30), \
+        (_owners(zk, group, topic), _ids(zk, group))
+    ranges = {p: (committed.get(p, 0), ends[p]) for p in range(4)}
+    assert _output_counts(output) == _key_counts(services, topic, ranges)   # exactly the unconsumed range
+    assert _zk_offsets(zk, group, topic) == ends
+    assert os.path.isdir(ckpt_dir / "offsets") and os.path.isdir(ckpt_dir / "commits")
+    from zkconsumer.spark import last_committed_end
+    assert {p: o for (_, p), o in last_committed_end(checkpoint, filesystem="pyarrow").items()} == ends
