@@ -299,3 +299,92 @@ def test_streaming_job_on_cluster_reads_unconsumed_range_and_releases_owners(spa
     assert os.path.isdir(ckpt_dir / "offsets") and os.path.isdir(ckpt_dir / "commits")
     from zkconsumer.spark import last_committed_end
     assert {p: o for (_, p), o in last_committed_end(checkpoint, filesystem="pyarrow").items()} == ends
+
+
+def _kill_busy_executor(job, cluster, timeout=240):
+    """kill -9 the JVM of an executor that is running a task of ``job`` (mid-batch); return its record."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and job.proc.poll() is None:
+        app = job.app_id()
+        for eid in job.busy_executors(app) if app else ():
+            for ex in cluster.executors(app):
+                if ex["executor_id"] == eid:
+                    os.kill(ex["pid"], signal.SIGKILL)
+                    return ex
+        time.sleep(0.1)
+    return None
+
+
+def test_executor_killed_mid_batch_task_retried_sink_exact(spark_cluster, services, zk, unique, tmp_path):
+    topic, group = services.create_topic(unique("ck"), 4), unique("g")
+    services.produce(topic, 60000)
+    ends = _log_ends(services, topic, 4)
+    output, ckpt = str(tmp_path / "out"), str(tmp_path / "ckpt")
+    job = Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, [
+        "--checkpoint", ckpt, "--available-now", "--max-offsets-per-trigger", "15000"]))
+    try:
+        killed = _kill_busy_executor(job, spark_cluster)
+        assert killed, "no executor of the job was ever seen running a task; driver log:\n%s" % log_tail(job.log, 40)
+        job.wait()
+    finally:
+        job.kill()
+    events = job.events()
+    ends_of = _task_ends(events)
+    lost = [e for e in ends_of if e["Task Info"]["Executor ID"] == killed["executor_id"]
+            and e["Task End Reason"]["Reason"] != "Success"]
+    assert lost, "no task of the killed executor %s failed" % killed["executor_id"]
+    assert {e["Task End Reason"]["Reason"] for e in lost} <= {"ExecutorLostFailure", "FetchFailed", "TaskKilled"}
+    ok = {(e["Stage ID"], e["Task Info"]["Index"]) for e in ends_of if e["Task End Reason"]["Reason"] == "Success"}
+    for e in lost:  # each failed task ran again, elsewhere or in the replacement executor, and succeeded
+        assert (e["Stage ID"], e["Task Info"]["Index"]) in ok, e["Task Info"]
+    assert any(e["Event"] == "SparkListenerExecutorRemoved" and e["Executor ID"] == killed["executor_id"]
+               for e in events)
+    # the sink: every message counted once (no duplicates, no gaps); the group committed up to the log end
+    assert _output_counts(output) == _key_counts(services, topic, {p: (0, ends[p]) for p in range(4)})
+    assert _zk_offsets(zk, group, topic) == ends
+    assert len(glob.glob(os.path.join(output, "batch_id=*"))) >= 4       # maxOffsetsPerTrigger: several batches
+
+
+def _files_of_batches(output, ids):
+    return {b: sorted(os.listdir(os.path.join(output, "batch_id=%d" % b))) for b in ids}
+
+
+def test_driver_killed_and_restarted_resumes_from_checkpoint(spark_cluster, services, zk, unique, tmp_path):
+    from zkconsumer.spark import read_checkpoint_offsets
+    from zkconsumer.spark.checkpoint import checkpoint_files
+    topic, group = services.create_topic(unique("cr"), 4), unique("g")
+    services.produce(topic, 40000)
+    output, ckpt = str(tmp_path / "out"), str(tmp_path / "ckpt")
+    args = _job_args(services, group, topic, output, ["--checkpoint", ckpt, "--max-offsets-per-trigger", "8000"])
+    job = Job(spark_cluster, tmp_path, args + ["--trigger-seconds", "1"], name="first")
+    try:
+        # let at least one batch finish (output written, offsets committed), then kill -9 the driver mid-batch
+        assert _wait(lambda: sum(_zk_offsets(zk, group, topic).values()) > 0, 240), log_tail(job.log, 40)
+        assert _wait(lambda: job.app_id() and job.busy_executors(job.app_id()), 120), "no batch running"
+        job.kill()
+    finally:
+        job.kill()
+    done = checkpoint_files(ckpt, "pyarrow").batch_ids("commits")
+    assert done, "no batch finished before the kill"
+    kept = _files_of_batches(output, done)
+    at_kill = _zk_offsets(zk, group, topic)
+    assert 0 < sum(at_kill.values()) < 40000
+    # the group holds the end of the last batch Spark marked done, or of the next one when the kill came between
+    # its commit-after-output and Spark's own commit log entry
+    planned = checkpoint_files(ckpt, "pyarrow").batch_ids("offsets")
+    candidates = [{p: o for (_, p), o in read_checkpoint_offsets(ckpt, b, filesystem="pyarrow").items()}
+                  for b in (done[-1], done[-1] + 1) if b in planned]
+    assert at_kill in candidates, (at_kill, candidates)
+    # the dead driver's member leaves the group at once (its reaper), not after the ZooKeeper session timeout
+    assert _wait(lambda: not _owners(zk, group, topic) and not _ids(zk, group), 30), _owners(zk, group, topic)
+    services.produce(topic, 4000)
+    ends = _log_ends(services, topic, 4)
+    again = Job(spark_cluster, tmp_path, args + ["--available-now"], name="restarted")
+    try:
+        again.wait()
+    finally:
+        again.kill()
+    # resumed after the batches finished before the kill: their output was not rewritten
+    assert _files_of_batches(output, done) == kept
+    assert _output_counts(output) == _key_counts(services, topic, {p: (0, ends[p]) for p in range(4)})
+    assert _zk_offsets(zk, group, topic) == ends
