@@ -82,6 +82,17 @@ def plan_batch(options) -> BatchPlan:
                 e = opts.ending.get(tp)
                 if e is not None and e >= 0:
                     ends[tp] = min(ends[tp], e) if e > ends[tp] else e
+        gone = sorted(tp for tp in tps if start[tp] > ends[tp] and not (isinstance(opts.ending, dict)
+                                                                         and tp in opts.ending))
+        if gone:
+            from .kafka_io import DataLossError
+            msg = ("the start offset is past the log end for %s (topic deleted and recreated, or the log "
+                   "truncated): data may have been lost" % ", ".join("%s-%d (start %d, log end %d)"
+                                                                     % (t, p, start[(t, p)], ends[(t, p)])
+                                                                     for t, p in gone))
+            if opts.fail_on_data_loss:
+                raise DataLossError(msg + ". Set failOnDataLoss=false to read nothing from them.")
+            log.warning("%s; reading nothing from them (failOnDataLoss=false)", msg)
         end = {tp: max(ends[tp], start[tp]) for tp in tps}
         return BatchPlan(start, end, bootstrap)
     finally:
