@@ -11,6 +11,11 @@ output is idempotent per batch) and then commits the batch's end offsets to the 
 * after an ``--available-now`` run terminates, the last finished batch is committed once more
   (:func:`last_committed_end`) - Spark never calls the source's commit for the last batch.
 
+``--batch`` instead reads the group's unconsumed range once with ``spark.read`` (:func:`run_batch`) and commits its
+end offsets after writing. On a cluster, submit this file: ``spark-submit --master spark://HOST:7077 --py-files
+zkconsumer.zip .../zkconsumer/spark/job.py --group G ...`` (see :mod:`zkconsumer.spark.standalone`); a streaming
+run stops gracefully on SIGTERM (the query stops, its last batch is committed).
+
 Defaults: ZooKeeper from ``--zookeeper``, ``$ZK_CONNECT`` or the running local cluster (``zkconsumer local up``);
 brokers are discovered from ZooKeeper unless ``--bootstrap-server`` / ``$KAFKA_BOOTSTRAP`` is given.
 Totals per key and minute are the sum of the per-batch rows: ``SELECT key, minute, sum(count) ... GROUP BY``.
