@@ -170,9 +170,21 @@ class Job:
                 return pid
         return None
 
-    def app_id(self):
+    def ui(self):
+        """The driver UI's base URL, from the driver log (Spark moves to the next port when ours was taken)."""
+        import re
         try:
-            apps = _get_json("http://127.0.0.1:%d/api/v1/applications" % self.ui_port)
+            with open(self.log, encoding="utf-8", errors="replace") as f:
+                m = re.search(r"Successfully started service 'SparkUI' on port (\d+)", f.read())
+        except OSError:
+            m = None
+        return "http://127.0.0.1:%s" % m.group(1) if m else None
+
+    def app_id(self):
+        if self.ui() is None:
+            return None
+        try:
+            apps = _get_json(self.ui() + "/api/v1/applications")
         except Exception:
             return None
         return apps[0]["id"] if apps else None
@@ -180,7 +192,7 @@ class Job:
     def busy_executors(self, app):
         """Executor ids (not the driver) with a running task, from the driver's REST API."""
         try:
-            exe = _get_json("http://127.0.0.1:%d/api/v1/applications/%s/executors" % (self.ui_port, app))
+            exe = _get_json("%s/api/v1/applications/%s/executors" % (self.ui(), app))
         except Exception:
             return []
         return [e["id"] for e in exe if e["id"] != "driver" and e.get("activeTasks", 0) > 0]
@@ -355,7 +367,7 @@ def test_driver_killed_and_restarted_resumes_from_checkpoint(spark_cluster, serv
     topic, group = services.create_topic(unique("cr"), 4), unique("g")
     services.produce(topic, 40000)
     output, ckpt = str(tmp_path / "out"), str(tmp_path / "ckpt")
-    args = _job_args(services, group, topic, output, ["--checkpoint", ckpt, "--max-offsets-per-trigger", "8000"])
+    args = _job_args(services, group, topic, output, ["--checkpoint", ckpt, "--max-offsets-per-trigger", "6000"])
     job = Job(spark_cluster, tmp_path, args + ["--trigger-seconds", "1"], name="first")
     try:
         # let at least one batch finish (output written, offsets committed), then kill -9 the driver mid-batch
