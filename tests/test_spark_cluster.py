@@ -247,6 +247,44 @@ def test_standalone_cluster_has_two_workers_and_restarts_one(spark_cluster):
     assert any(w["port"] == rec["port"] and w["state"] == "ALIVE" for w in status["workers"])
 
 
+def test_tasks_run_in_executor_jvms_and_import_the_shipped_package(spark_cluster, tmp_path):
+    from zkconsumer.spark.standalone import descendants, package_zip, submit_argv
+    zip_path = package_zip(str(tmp_path / "zkconsumer.zip"))
+    app = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark_probe_app.py")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1")
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.Popen(submit_argv(spark_cluster.master_url, app, py_files=[zip_path],
+                                        conf={"spark.ui.enabled": "false"}),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, cwd=str(tmp_path),
+                            start_new_session=True)
+    executors, under_executor = {}, {}
+    try:
+        while proc.poll() is None:  # executor JVMs and their Python workers exist only while the application runs
+            for ex in spark_cluster.executors():
+                executors[ex["pid"]] = ex
+                for pid in descendants(ex["pid"]):
+                    under_executor[pid] = ex["pid"]
+            time.sleep(0.2)
+        out = proc.stdout.read()
+        assert proc.wait(JOB_TIMEOUT) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    line = [x for x in out.splitlines() if x.startswith("PROBE ")]
+    assert line, out
+    report = json.loads(line[0][len("PROBE "):])
+    assert len(report["tasks"]) == 8
+    # every task's Python imported zkconsumer from the zip shipped with --py-files (the tree under test), not from
+    # an installed copy
+    assert all(".zip" in t["zkconsumer"] for t in report["tasks"]), report["tasks"]
+    # ... and ran under an executor JVM (CoarseGrainedExecutorBackend) of this application, started by a worker
+    assert executors and {ex["app_id"] for ex in executors.values()} == {report["app"]}
+    assert {ex["worker"] for ex in executors.values()} <= {"worker-0", "worker-1"}
+    for t in report["tasks"]:
+        assert t["pid"] in under_executor or t["ppid"] in under_executor, (t, under_executor)
+
+
 # -- the example job on the cluster -----------------------------------------------------------------------------
 def test_batch_job_on_cluster_reads_exactly_the_unconsumed_range(spark_cluster, services, zk, unique, tmp_path):
     topic, group = services.create_topic(unique("cb"), 4), unique("g")
