@@ -126,3 +126,23 @@ def spark():
     session.range(1).count()
     yield session
     session.stop()
+
+
+# --- Spark standalone cluster (tests/test_spark_cluster.py): a master and two workers, started once, on demand -----
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """A real Spark standalone cluster from the installed pyspark: one master and two workers (1 core, 512 MiB
+    each), every one its own JVM on loopback; executors run in further JVMs under the workers. Only the tests that
+    ask for it start it (once per test session, ~20-40 s)."""
+    import sys
+    from zkconsumer.spark.standalone import StandaloneCluster
+    cluster = StandaloneCluster(str(tmp_path_factory.mktemp("spark-standalone")))
+    try:
+        cluster.up(workers=2, cores=1, memory="512m", python=os.environ.get("PYSPARK_PYTHON") or sys.executable,
+                   start_timeout=180)
+    except ZkConsumerError as e:
+        pytest.fail("cannot start the Spark standalone cluster: %s" % e, pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.down()

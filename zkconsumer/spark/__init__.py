@@ -6,7 +6,7 @@
           .option("zookeeper.connect", "127.0.0.1:2181").option("group.id", "g")
           .option("subscribe", "orders").load())
 
-See ``README-section.md`` in this package for options, the commit-after-output path and the checkpoint-vs-store rule.
+See the Spark section of README.md for options, the commit-after-output path and the checkpoint-vs-store rule.
 Importing this package checks the pyspark version (``pyspark>=4.2``: admission control / Trigger.AvailableNow).
 """
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 from typing import Dict, Tuple
 
 from .offsets import from_spark, to_spark
@@ -83,6 +82,17 @@ def plan_batch(options) -> BatchPlan:
                 e = opts.ending.get(tp)
                 if e is not None and e >= 0:
                     ends[tp] = min(ends[tp], e) if e > ends[tp] else e
+        gone = sorted(tp for tp in tps if start[tp] > ends[tp] and not (isinstance(opts.ending, dict)
+                                                                         and tp in opts.ending))
+        if gone:
+            from .kafka_io import DataLossError
+            msg = ("the start offset is past the log end for %s (topic deleted and recreated, or the log "
+                   "truncated): data may have been lost" % ", ".join("%s-%d (start %d, log end %d)"
+                                                                     % (t, p, start[(t, p)], ends[(t, p)])
+                                                                     for t, p in gone))
+            if opts.fail_on_data_loss:
+                raise DataLossError(msg + ". Set failOnDataLoss=false to read nothing from them.")
+            log.warning("%s; reading nothing from them (failOnDataLoss=false)", msg)
         end = {tp: max(ends[tp], start[tp]) for tp in tps}
         return BatchPlan(start, end, bootstrap)
     finally:
@@ -146,31 +156,28 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True) -> Dic
     return report
 
 
-def _batch_files(directory):
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        return []
-    return sorted(int(n) for n in names if n.isdigit())
+def read_checkpoint_offsets(checkpoint: str, batch_id: int, source_index: int = 0,
+                            filesystem: str = "auto") -> Dict[TP, int]:
+    """End offsets of batch ``batch_id`` from ``<checkpoint>/offsets/<batch_id>``.
+
+    ``checkpoint`` is the query's ``checkpointLocation`` as given to Spark: a path or any URI Spark can write to.
+    It is read through Spark's Hadoop file system when a SparkContext is active here (the driver, e.g. inside
+    ``foreachBatch``), else through :mod:`pyarrow.fs`; ``filesystem="hadoop"``/``"pyarrow"`` forces one (see
+    :mod:`zkconsumer.spark.checkpoint`). Spark's internal format (v1 in 4.2/4.3): line 1 ``v1``, line 2 batch
+    metadata, then one JSON line per source (``source_index``)."""
+    from .checkpoint import checkpoint_files, read_offset_log_entry
+    line = read_offset_log_entry(checkpoint_files(checkpoint, filesystem), batch_id, source_index)
+    return from_spark(json.loads(line)) if line is not None else {}
 
 
-def read_checkpoint_offsets(checkpoint: str, batch_id: int, source_index: int = 0) -> Dict[TP, int]:
-    """End offsets of batch ``batch_id`` from ``<checkpoint>/offsets/<batch_id>`` (local file system).
-
-    Spark's internal format (v1 in 4.2/4.3): line 1 ``v1``, line 2 batch metadata, then one JSON line per source.
-    """
-    path = os.path.join(checkpoint, "offsets", str(batch_id))
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    if not lines or lines[0].strip() != "v1":
-        raise ValueError("%s: unsupported offset log format %r (expected v1)" % (path, lines[:1]))
-    line = lines[2 + source_index]
-    return from_spark(json.loads(line)) if line.strip() not in ("", "-") else {}
-
-
-def last_committed_end(checkpoint: str, source_index: int = 0) -> Dict[TP, int]:
-    """End offsets of the newest batch in ``<checkpoint>/commits`` (i.e. whose output Spark finished writing)."""
-    ids = _batch_files(os.path.join(checkpoint, "commits"))
+def last_committed_end(checkpoint: str, source_index: int = 0, filesystem: str = "auto") -> Dict[TP, int]:
+    """End offsets of the newest batch in ``<checkpoint>/commits`` (i.e. whose output Spark finished writing);
+    ``{}`` when no batch finished yet. Same ``checkpoint`` and ``filesystem`` rules as
+    :func:`read_checkpoint_offsets`."""
+    from .checkpoint import checkpoint_files, read_offset_log_entry
+    files = checkpoint_files(checkpoint, filesystem)
+    ids = files.batch_ids("commits")
     if not ids:
         return {}
-    return read_checkpoint_offsets(checkpoint, ids[-1], source_index)
+    line = read_offset_log_entry(files, ids[-1], source_index)
+    return from_spark(json.loads(line)) if line is not None else {}

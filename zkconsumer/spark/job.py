@@ -11,6 +11,11 @@ output is idempotent per batch) and then commits the batch's end offsets to the 
 * after an ``--available-now`` run terminates, the last finished batch is committed once more
   (:func:`last_committed_end`) - Spark never calls the source's commit for the last batch.
 
+``--batch`` instead reads the group's unconsumed range once with ``spark.read`` (:func:`run_batch`) and commits its
+end offsets after writing. On a cluster, submit this file: ``spark-submit --master spark://HOST:7077 --py-files
+zkconsumer.zip .../zkconsumer/spark/job.py --group G ...`` (see :mod:`zkconsumer.spark.standalone`); a streaming
+run stops gracefully on SIGTERM (the query stops, its last batch is committed).
+
 Defaults: ZooKeeper from ``--zookeeper``, ``$ZK_CONNECT`` or the running local cluster (``zkconsumer local up``);
 brokers are discovered from ZooKeeper unless ``--bootstrap-server`` / ``$KAFKA_BOOTSTRAP`` is given.
 Totals per key and minute are the sum of the per-batch rows: ``SELECT key, minute, sum(count) ... GROUP BY``.
@@ -85,13 +90,37 @@ def run(spark, opts: dict, output: str, checkpoint: str, available_now: bool = T
     return query
 
 
+def run_batch(spark, opts: dict, output: str):
+    """One batch read of the group's unconsumed range (committed offset -> log end, fixed when planned), the same
+    counts written to ``<output>/batch_id=range-<digest of the start offsets>/``, then the end offsets committed.
+
+    The directory is named after the start offsets, i.e. the group's committed offsets when the run began: a run that
+    died after writing and before committing plans the same start again and overwrites its own output.
+    Returns the :class:`~zkconsumer.spark.BatchPlan`."""
+    import hashlib
+    from . import ZkConsumerDataSource, commit_batch, plan_batch
+    spark.dataSource.register(ZkConsumerDataSource)
+    plan = plan_batch(opts)
+    if plan.total == 0:
+        log.info("batch: nothing to read (the group's committed offsets are at the log end)")
+        return plan
+    df = (spark.read.format("zkconsumer").options(**opts)
+          .option("startingOffsets", plan.start_json).option("endingOffsets", plan.end_json).load())
+    digest = hashlib.sha1(plan.start_json.encode()).hexdigest()[:12]
+    counts_per_key_per_minute(df).write.mode("overwrite").parquet(os.path.join(output, "batch_id=range-%s" % digest))
+    report = commit_batch(opts, plan.end)
+    log.info("batch: %d record(s) written; offsets committed: %s", plan.total, report["committed"] or "(unchanged)")
+    return plan
+
+
 def make_session(app="zkconsumer-job", master=None):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
     b = SparkSession.builder.appName(app).config("spark.ui.showConsoleProgress", "false") \
         .config("spark.sql.shuffle.partitions", "4").config("spark.sql.session.timeZone", "UTC")
-    if master or not os.environ.get("SPARK_MASTER"):
+    # under spark-submit (it starts this Python with PYSPARK_GATEWAY_PORT set) the master is spark-submit's --master
+    if master or not (os.environ.get("SPARK_MASTER") or os.environ.get("PYSPARK_GATEWAY_PORT")):
         b = b.master(master or "local[2]")
     return b.getOrCreate()
 
@@ -106,17 +135,24 @@ def main(argv=None):
     src.add_argument("--topic", dest="topics", action="append", help="topic (repeatable)")
     src.add_argument("--pattern", help="subscribePattern (Java regex)")
     ap.add_argument("--output", required=True, help="Parquet output directory")
-    ap.add_argument("--checkpoint", required=True, help="Spark checkpoint directory (keep it across runs)")
-    ap.add_argument("--available-now", action="store_true", help="Trigger.AvailableNow: process the backlog, stop")
+    ap.add_argument("--checkpoint", default=None,
+                    help="Spark checkpoint location, a path or URI (keep it across runs; required unless --batch)")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--available-now", action="store_true", help="Trigger.AvailableNow: process the backlog, stop")
+    mode.add_argument("--batch", action="store_true",
+                      help="one batch read (spark.read) of the unconsumed range, then commit (no checkpoint used)")
     ap.add_argument("--trigger-seconds", type=float, default=10.0, help="micro-batch interval when streaming")
     ap.add_argument("--max-offsets-per-trigger", type=int, default=None)
     ap.add_argument("--starting-offsets", choices=("earliest", "latest"), default=None,
                     help="for partitions without a committed offset [default: auto.offset.reset, else latest]")
     ap.add_argument("--property", dest="properties", action="append", default=[], metavar="KEY=VALUE",
                     help="legacy consumer property, e.g. offsets.storage=kafka (repeatable)")
-    ap.add_argument("--master", default=None, help="Spark master [default: local[2]]")
+    ap.add_argument("--master", default=None,
+                    help="Spark master [default: spark-submit's --master, else local[2]]")
     ap.add_argument("--log-level", default="INFO")
     args = ap.parse_args(argv)
+    if not args.batch and not args.checkpoint:
+        ap.error("--checkpoint is required (unless --batch)")
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("kafka", "kazoo", "py4j"):
@@ -124,19 +160,48 @@ def main(argv=None):
     opts = build_options(args)
     spark = make_session(master=args.master)
     try:
+        if args.batch:
+            run_batch(spark, opts, args.output)
+            return 0
+        stop = _stop_on_signals() if not args.available_now else None
         q = run(spark, opts, args.output, args.checkpoint, available_now=args.available_now,
                 trigger_seconds=args.trigger_seconds)
         if not args.available_now:
             try:
-                q.awaitTermination()
+                while not stop.is_set() and not q.awaitTermination(0.5):
+                    pass
             except KeyboardInterrupt:
-                q.stop()
-                from . import commit_batch, last_committed_end
-                commit_batch(opts, last_committed_end(args.checkpoint))
+                pass
+            if q.exception() is not None:
+                raise q.exception()
+            log.info("stopping the query (%s)", stop.reason or "interrupted")
+            q.stop()
+            from . import commit_batch, last_committed_end
+            report = commit_batch(opts, last_committed_end(args.checkpoint))
+            log.info("stopped; last batch committed: %s", report["committed"] or "(unchanged)")
         return 0
     finally:
         spark.stop()
 
 
+def _stop_on_signals():
+    """SIGTERM (and SIGINT) ask a running streaming job to stop gracefully: the query stops, then its last batch is
+    committed (Spark never calls the source's commit for it). Returns the event the main loop watches."""
+    import signal
+    import threading
+    stop = threading.Event()
+    stop.reason = None
+
+    def handler(signum, _frame):
+        stop.reason = signal.Signals(signum).name
+        stop.set()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handler)
+    return stop
+
+
 if __name__ == "__main__":
+    if not __package__:  # run as a file (spark-submit .../zkconsumer/spark/job.py): use the package's module
+        from zkconsumer.spark.job import main as _main
+        sys.exit(_main())
     sys.exit(main())

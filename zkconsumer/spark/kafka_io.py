@@ -111,34 +111,42 @@ class LogEndProbe:
         return ends
 
 
-_ARROW_SCHEMA = None
+_ARROW_SCHEMAS = {}
 
 
-def arrow_schema():
-    global _ARROW_SCHEMA
-    if _ARROW_SCHEMA is None:
+def arrow_schema(include_headers: bool = False):
+    """The rows' Arrow schema; with ``include_headers`` a trailing ``headers`` column (Spark's Kafka source type
+    ``array<struct<key:string,value:binary>>``)."""
+    if include_headers not in _ARROW_SCHEMAS:
         import pyarrow as pa
-        _ARROW_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
-                                   ("partition", pa.int32()), ("offset", pa.int64()),
-                                   ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32())])
-    return _ARROW_SCHEMA
+        fields = [("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+                  ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32())]
+        if include_headers:
+            fields.append(("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))))
+        _ARROW_SCHEMAS[include_headers] = pa.schema(fields)
+    return _ARROW_SCHEMAS[include_headers]
 
 
-def _batch(topic, partition, keys, values, offsets, stamps, types):
+def _batch(topic, partition, keys, values, offsets, stamps, types, headers=None):
     import pyarrow as pa
     n = len(offsets)
     ts = pa.array(stamps, pa.int64())
     ts = pa.compute.multiply(ts, 1000).cast(pa.timestamp("us", tz="UTC"))
-    return pa.RecordBatch.from_arrays(
-        [pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
-         pa.array([topic] * n, pa.string()) if n else pa.array([], pa.string()),
-         pa.array([partition] * n, pa.int32()), pa.array(offsets, pa.int64()), ts, pa.array(types, pa.int32())],
-        schema=arrow_schema())
+    schema = arrow_schema(headers is not None)
+    cols = [pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+            pa.array([topic] * n, pa.string()) if n else pa.array([], pa.string()),
+            pa.array([partition] * n, pa.int32()), pa.array(offsets, pa.int64()), ts, pa.array(types, pa.int32())]
+    if headers is not None:
+        # as Spark's Kafka source: null (not an empty array) for a record without headers
+        cols.append(pa.array([[{"key": k, "value": v} for k, v in h] if h else None for h in headers],
+                             schema.field("headers").type))
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
 def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int, poll_timeout_ms: int = 120000,
-               fail_on_data_loss: bool = True, batch_rows: int = 20000) -> Iterator:
-    """Yield ``pyarrow.RecordBatch`` es holding the records of ``[start, end)`` of one partition."""
+               fail_on_data_loss: bool = True, batch_rows: int = 20000, include_headers: bool = False) -> Iterator:
+    """Yield ``pyarrow.RecordBatch`` es holding the records of ``[start, end)`` of one partition (with a
+    ``headers`` column when ``include_headers``)."""
     import pyarrow.compute  # noqa: F401  (pa.compute)
     from kafka import TopicPartition
     from kafka.errors import OffsetOutOfRangeError
@@ -152,6 +160,7 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
         c.seek(tp, start)
         deadline = time.monotonic() + poll_timeout_ms / 1000.0
         keys, values, offsets, stamps, types = [], [], [], [], []
+        headers = [] if include_headers else None
         pos = start
         while pos < end:
             if time.monotonic() > deadline:
@@ -184,12 +193,15 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
                     types.extend(cols[5])
                     keys.extend(cols[6])
                     values.extend(cols[7])
+                    if headers is not None:
+                        headers.extend(cols[8])
                     pos = offsets[-1] + 1
             pos = max(pos, c.position(tp))  # jumps over compaction / transaction-marker gaps
             if len(offsets) >= batch_rows:
-                yield _batch(topic, partition, keys, values, offsets, stamps, types)
+                yield _batch(topic, partition, keys, values, offsets, stamps, types, headers)
                 keys, values, offsets, stamps, types = [], [], [], [], []
+                headers = [] if include_headers else None
         if offsets:
-            yield _batch(topic, partition, keys, values, offsets, stamps, types)
+            yield _batch(topic, partition, keys, values, offsets, stamps, types, headers)
     finally:
         c.close(autocommit=False)

@@ -2,7 +2,7 @@
 
 Names follow Spark's Kafka source where they mean the same thing (``subscribe``, ``subscribePattern``,
 ``startingOffsets``, ``endingOffsets``, ``maxOffsetsPerTrigger``, ``failOnDataLoss``, ``kafka.bootstrap.servers``,
-``kafkaConsumer.pollTimeoutMs``); every legacy consumer property (``zookeeper.connect``, ``group.id``,
+``kafkaConsumer.pollTimeoutMs``, ``includeHeaders``, ``minPartitions``, ``maxRecordsPerPartition``); every legacy consumer property (``zookeeper.connect``, ``group.id``,
 ``offsets.storage``, ``dual.commit.enabled``, ...: :data:`zkconsumer.config.KNOWN_KEYS`) is accepted as an option
 too.  Spark lower-cases option names, so matching is case-insensitive.  A bad value raises
 :class:`~zkconsumer.errors.ConfigError` naming the option, the value and what is allowed.
@@ -20,7 +20,7 @@ from ..layout.names import validate_topic
 # our option name (as documented) -> lower-case key Spark hands us
 SOURCE_OPTIONS = ("subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "maxOffsetsPerTrigger",
                   "failOnDataLoss", "kafka.bootstrap.servers", "kafkaConsumer.pollTimeoutMs", "arrowBatchSize",
-                  "logEnd")
+                  "logEnd", "includeHeaders", "minPartitions", "maxRecordsPerPartition")
 _LOWER = {k.lower(): k for k in SOURCE_OPTIONS}
 _CONSUMER_KEYS = {k.lower(): k for k in KNOWN_KEYS}
 
@@ -43,6 +43,9 @@ class SourceOptions:
     poll_timeout_ms: int
     arrow_batch_size: int
     log_end_from_fetch: bool = False         # logEnd=fetch: brokers whose ListOffsets(latest) is wrong (tansu)
+    include_headers: bool = False            # includeHeaders: a headers array<struct<key,value>> column
+    min_partitions: Optional[int] = None     # minPartitions: at least this many Spark tasks per batch
+    max_records_per_partition: Optional[int] = None  # maxRecordsPerPartition: at most this many offsets per task
 
     @property
     def consumer_config(self) -> ConsumerConfig:
@@ -160,6 +163,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     else:
         ending = _offsets_json("endingOffsets", ending, False)
     mopt = src.get("maxOffsetsPerTrigger")
+    minp, maxr = src.get("minPartitions"), src.get("maxRecordsPerPartition")
     return SourceOptions(
         topics=topics, pattern=pattern, consumer_props=tuple(sorted(props.items())), group=cfg.group_id,
         zookeeper_connect=cfg.zookeeper_connect,
@@ -170,6 +174,9 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         poll_timeout_ms=_pos_int("kafkaConsumer.pollTimeoutMs", src.get("kafkaConsumer.pollTimeoutMs", "120000")),
         arrow_batch_size=_pos_int("arrowBatchSize", src.get("arrowBatchSize", "20000")),
         log_end_from_fetch=_log_end(src.get("logEnd", "listOffsets")),
+        include_headers=_bool("includeHeaders", src.get("includeHeaders", "false")),
+        min_partitions=_pos_int("minPartitions", minp) if minp is not None else None,
+        max_records_per_partition=_pos_int("maxRecordsPerPartition", maxr) if maxr is not None else None,
     )
 
 

@@ -1,6 +1,6 @@
 """The ``zkconsumer`` Python data source (``pyspark.sql.datasource``, pyspark>=4.2).
 
-Where things run (see PySpark's Python data source API): ``partitions``/``latestOffset``/``commit``/``initialOffset`` run in a
+Where things run: ``partitions``/``latestOffset``/``commit``/``initialOffset`` run in a
 long-lived Python process on the driver (the streaming source runner) - the :class:`GroupMember` lives there;
 ``read`` runs on executors and depends only on the :class:`RangePartition` it gets (no ZooKeeper, one Kafka
 consumer per task).  Nothing live is ever pickled: clients are created lazily and dropped by ``__getstate__``.
@@ -35,6 +35,7 @@ log = logging.getLogger("zkconsumer.spark")
 
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
           "timestampType int")
+HEADERS_COLUMN = "headers array<struct<key: string, value: binary>>"  # includeHeaders=true (as Spark's Kafka source)
 
 
 class RangePartition(InputPartition):
@@ -52,7 +53,16 @@ def _read(opts: SourceOptions, part: RangePartition):
     from .kafka_io import read_range
     return read_range(part.bootstrap, part.topic, part.partition, part.start, part.end,
                       poll_timeout_ms=opts.poll_timeout_ms, fail_on_data_loss=opts.fail_on_data_loss,
-                      batch_rows=opts.arrow_batch_size)
+                      batch_rows=opts.arrow_batch_size, include_headers=opts.include_headers)
+
+
+def _tasks(opts: SourceOptions, bootstrap: str, start, end):
+    """One :class:`RangePartition` per Kafka partition with something to read, split further by
+    ``maxRecordsPerPartition`` / ``minPartitions``."""
+    from .offsets import split_ranges
+    ranges = {tp: (start[tp], end[tp]) for tp in end if tp in start}
+    return [RangePartition(bootstrap, t, p, s, e) for (t, p), s, e in
+            split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)]
 
 
 class ZkConsumerDataSource(DataSource):
@@ -63,7 +73,7 @@ class ZkConsumerDataSource(DataSource):
         return "zkconsumer"
 
     def schema(self):
-        return SCHEMA
+        return SCHEMA + ", " + HEADERS_COLUMN if parse_options(self.options).include_headers else SCHEMA
 
     def reader(self, schema):
         return ZkBatchReader(parse_options(self.options))
@@ -82,8 +92,7 @@ class ZkBatchReader(DataSourceReader):
     def partitions(self):
         from .commit import plan_batch
         plan = plan_batch(self.opts)
-        parts = [RangePartition(plan.bootstrap, t, p, plan.start[(t, p)], plan.end[(t, p)])
-                 for (t, p) in sorted(plan.end) if plan.end[(t, p)] > plan.start[(t, p)]]
+        parts = _tasks(self.opts, plan.bootstrap, plan.start, plan.end)
         return parts or [RangePartition(plan.bootstrap, "", 0, 0, 0)]
 
     def read(self, partition):
@@ -200,12 +209,19 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         cont = sorted(tp for tp in start_d if tp in owned and tp not in dropped)
         new = sorted(tp for tp in owned if tp not in start_d)
         ends = self._get_probe().log_ends(cont) if cont else {}
-        latest = {}
+        behind = self._confirm_behind(ends, start_d)
+        latest, reset = {}, {}
         for tp in cont:
             e = ends[tp]
-            if e < start_d[tp]:
-                log.warning("%s-%d: log end %d is behind the planned offset %d (topic recreated or truncated?)",
-                            tp[0], tp[1], e, start_d[tp])
+            if tp in behind:
+                from .kafka_io import DataLossError
+                msg = ("%s-%d: the log end %d is behind the offset %d this query reached (topic deleted and "
+                       "recreated, or the log truncated): data may have been lost" % (tp[0], tp[1], e, start_d[tp]))
+                if self.opts.fail_on_data_loss:
+                    raise DataLossError(msg + ". Set failOnDataLoss=false to continue from the new log end.")
+                log.warning("%s; continuing from %d (failOnDataLoss=false)", msg, e)
+                reset[tp] = e
+                continue
             if self._target is not None:
                 tgt = self._target.get(tp)
                 if tgt is None:
@@ -213,18 +229,32 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 e = min(e, tgt)
             latest[tp] = max(e, start_d[tp])
         if isinstance(limit, ReadMaxRows):
-            latest = rate_limit({tp: start_d[tp] for tp in cont}, latest, int(limit.max_rows))
+            latest = rate_limit({tp: start_d[tp] for tp in latest}, latest, int(limit.max_rows))
+        latest.update(reset)
         end = dict(latest)
         end.update(self._adopt(new))
         self._first_plan = False
         self._seen_claims = claims
         return to_spark(end)
 
+    def _confirm_behind(self, ends, start_d, attempts=3, pause=0.5):
+        """Partitions whose log end is behind the offset the query reached, confirmed by asking again (a high
+        watermark lags briefly after a leader change; Spark's Kafka source retries for the same reason). Updates
+        ``ends`` with the last answers."""
+        import time
+        behind = {tp for tp, e in ends.items() if e < start_d[tp]}
+        for _ in range(attempts):
+            if not behind:
+                break
+            time.sleep(pause)
+            ends.update(self._get_probe().log_ends(sorted(behind)))
+            behind = {tp for tp in behind if ends[tp] < start_d[tp]}
+        return behind
+
     def partitions(self, start, end):
         s, e = from_spark(start), from_spark(end)
         bootstrap = self._get_bootstrap()
-        return [RangePartition(bootstrap, t, p, s[(t, p)], e[(t, p)])
-                for (t, p) in sorted(e) if (t, p) in s and e[(t, p)] > s[(t, p)]]
+        return _tasks(self.opts, bootstrap, s, e)
 
     def read(self, partition):
         return _read(self.opts, partition)
