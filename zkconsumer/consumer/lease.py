@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class SessionLease:
     """``deadline`` (monotonic seconds): hand-outs are safe before it. ``+inf`` until :meth:`start` (a member not yet
     registered delivers nothing anyway), ``-inf`` after :meth:`stop`."""
 
-    def __init__(self, zk, session_timeout_ms: int, fraction: float = 0.6, interval_fraction: float = 0.45,
+    def __init__(self, zk: Any, session_timeout_ms: int, fraction: float = 0.6, interval_fraction: float = 0.45,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.zk = zk
         self.configured_timeout_s = session_timeout_ms / 1000.0
@@ -119,7 +119,7 @@ class SessionLease:
         sent = self.clock()
         session = cid[0]
 
-        def done(result):
+        def done(result: Any) -> None:
             self._outstanding = False
             try:
                 result.get_nowait()
