@@ -4,6 +4,10 @@ Every error a user can cause or meet derives from :class:`ZkConsumerError`, so l
 and the CLIs can turn any of them into one clear line on stderr and a non-zero exit.
 """
 
+from __future__ import annotations
+
+from typing import Optional
+
 
 class ZkConsumerError(Exception):
     """Root of every error raised by zkconsumer and migrate."""
@@ -15,7 +19,7 @@ class ConfigError(ZkConsumerError, ValueError):
     The message always names the key, the value given and what is allowed.
     """
 
-    def __init__(self, key, value, allowed, detail=None):
+    def __init__(self, key: str, value: object, allowed: str, detail: Optional[str] = None) -> None:
         self.key = key
         self.value = value
         self.allowed = allowed
@@ -33,7 +37,7 @@ class PropertiesSyntaxError(ZkConsumerError, ValueError):
 class InvalidNameError(ZkConsumerError, ValueError):
     """A group id, topic or consumer id is not a legal Kafka name (it would not be a safe znode name)."""
 
-    def __init__(self, kind, name, reason):
+    def __init__(self, kind: str, name: object, reason: str) -> None:
         self.kind = kind
         self.name = name
         self.reason = reason
@@ -45,7 +49,7 @@ class InvalidNameError(ZkConsumerError, ValueError):
 class ZnodeFormatError(ZkConsumerError):
     """A znode holds data that does not decode as the legacy format (empty, not JSON, wrong types)."""
 
-    def __init__(self, path, reason, data=None):
+    def __init__(self, path: Optional[str], reason: str, data: object = None) -> None:
         self.path = path
         self.reason = reason
         self.data = data

@@ -55,7 +55,7 @@ _ZK_ILLEGAL_CHARS = re.compile("[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\
 _CANONICAL_DECIMAL = re.compile(r"(0|[1-9][0-9]*)\Z")
 
 
-def _validate_kafka_name(kind: str, name) -> str:
+def _validate_kafka_name(kind: str, name: object) -> str:
     if not isinstance(name, str):
         raise InvalidNameError(kind, name, "must be a string, not %s" % type(name).__name__)
     if not name:
@@ -70,7 +70,7 @@ def _validate_kafka_name(kind: str, name) -> str:
     return name
 
 
-def is_legal_name(name) -> bool:
+def is_legal_name(name: object) -> bool:
     """True if *name* is a legal Kafka group id / topic name (see module docstring)."""
     try:
         _validate_kafka_name("name", name)
@@ -79,19 +79,19 @@ def is_legal_name(name) -> bool:
     return True
 
 
-def validate_group(name) -> str:
+def validate_group(name: object) -> str:
     """Return *name* if it is a legal group id (``[a-zA-Z0-9._-]``, 1..249, not ``.``/``..``), else raise
     :class:`~zkconsumer.errors.InvalidNameError`."""
     return _validate_kafka_name("group id", name)
 
 
-def validate_topic(name) -> str:
+def validate_topic(name: object) -> str:
     """Return *name* if it is a legal topic name (``[a-zA-Z0-9._-]``, 1..249, not ``.``/``..``), else raise
     :class:`~zkconsumer.errors.InvalidNameError`."""
     return _validate_kafka_name("topic", name)
 
 
-def validate_consumer_id(name) -> str:
+def validate_consumer_id(name: object) -> str:
     """Return *name* if it is usable as the consumer-id path component ``/consumers/[g]/ids/[id]``.
 
     Allowed: any 1..1024-character string that is not ``.``/``..`` and contains no ``/`` and none of the
@@ -116,7 +116,7 @@ def validate_consumer_id(name) -> str:
     return name
 
 
-def _validate_int32(kind: str, value) -> int:
+def _validate_int32(kind: str, value: object) -> int:
     if isinstance(value, bool):
         raise InvalidNameError(kind, value, "must be a non-negative integer, not a bool")
     if isinstance(value, int):
@@ -134,12 +134,12 @@ def _validate_int32(kind: str, value) -> int:
     return n
 
 
-def validate_partition(p) -> int:
+def validate_partition(p: object) -> int:
     """Return partition *p* as an ``int`` (0..2**31-1).  Accepts an ``int`` or a canonical decimal ``str``
     (``"3"``; not ``"03"``, ``"-1"``, ``"+3"``); raises :class:`~zkconsumer.errors.InvalidNameError` otherwise."""
     return _validate_int32("partition", p)
 
 
-def validate_broker_id(broker_id) -> int:
+def validate_broker_id(broker_id: object) -> int:
     """Return broker id as an ``int`` (0..2**31-1), same accepted inputs as :func:`validate_partition`."""
     return _validate_int32("broker id", broker_id)
