@@ -83,9 +83,15 @@ class RegistrationConflictError(RebalanceError):
 class OwnershipLostError(RebalanceError):
     """A commit or delivery was refused because this consumer no longer owns the partition (fencing)."""
 
+    #: the failed commit's ``CommitResult`` when raised by ``CommitResult.raise_for_errors`` (not set otherwise)
+    result: object
+
 
 class OffsetStoreError(ZkConsumerError):
     """Reading or writing committed offsets failed."""
+
+    #: the failed commit's ``CommitResult`` when raised by ``CommitResult.raise_for_errors`` (not set otherwise)
+    result: object
 
 
 class OffsetManagerUnavailableError(OffsetStoreError, ClusterUnavailableError):

@@ -19,7 +19,7 @@ import dataclasses
 import json
 import logging
 import os
-from typing import Dict, Tuple
+from typing import Dict, Tuple, Union
 
 from .offsets import from_spark, to_spark
 from .options import SourceOptions, parse_options
@@ -107,7 +107,7 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True) -> Dic
     opts = _opts(options)
     offsets = end_offsets if isinstance(end_offsets, dict) and all(isinstance(k, tuple) for k in end_offsets) \
         else from_spark(end_offsets)
-    report = {"committed": {}, "unchanged": {}, "skipped": {}, "failed": {}}
+    report: Dict[str, Dict[str, Union[int, str]]] = {"committed": {}, "unchanged": {}, "skipped": {}, "failed": {}}
     if not offsets:
         return report
     name = lambda tp: "%s-%d" % tp  # noqa: E731
@@ -119,6 +119,7 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True) -> Dic
             bootstrap = opts.bootstrap_servers or bootstrap_from_zk(zk, opts.zookeeper_connect)
         todo = dict(offsets)
         if skip_owned_by_others:
+            assert cfg.group_id is not None  # required by the source's options
             spark_prefix = cfg.group_id + "_spark-"
             owners = read_owners(zk, cfg.group_id, sorted({t for t, _ in todo}))
             for tp in list(todo):
