@@ -657,7 +657,8 @@ class TopicFilter:
         raise NotImplementedError
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.regex == other.regex
+        # isinstance: what the type is for type checkers that do not narrow by type(x) is type(y) (mypy < 2)
+        return type(self) is type(other) and isinstance(other, TopicFilter) and self.regex == other.regex
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.regex))
