@@ -17,12 +17,13 @@ the member's own topics, because each topic is handled independently.
 """
 
 import functools
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .errors import ConfigError, RebalanceError
 from .topic_count import java_string_sort_key, sort_thread_ids
 
 
-def java_string_hashcode(s):
+def java_string_hashcode(s: str) -> int:
     """Java ``String.hashCode``: ``h = 31*h + c`` over UTF-16 code units, wrapping as a signed 32-bit int.
 
     A non-BMP character counts as its two surrogate code units. ``java_string_hashcode("") == 0``.
@@ -34,6 +35,11 @@ def java_string_hashcode(s):
     return h - 0x100000000 if h & 0x80000000 else h
 
 
+#: ``(topic, partition)``
+TopicPartition = Tuple[str, int]
+#: A global assignment: ``{(topic, partition): thread id}``.
+Assignment = Dict[TopicPartition, str]
+
 #: Releases of the Scala consumer, for ``legacy.consumer.version``: the Kafka version of a group's JVM members.
 LEGACY_VERSIONS = ("0.8.2", "0.9", "0.10", "0.11", "1.0", "1.1")
 DEFAULT_LEGACY_VERSION = "1.1"
@@ -43,7 +49,7 @@ DEFAULT_LEGACY_VERSION = "1.1"
 _BRACKET_VERSIONS = frozenset(("0.8.2", "0.9", "0.10", "0.11"))
 
 
-def topic_partition_string(topic, partition, legacy_version=DEFAULT_LEGACY_VERSION):
+def topic_partition_string(topic: str, partition: int, legacy_version: str = DEFAULT_LEGACY_VERSION) -> str:
     """``TopicAndPartition.toString`` of the Scala consumer release ``legacy_version``: ``"[topic,partition]"``
     up to 0.11, ``"topic-partition"`` from 1.0."""
     if legacy_version in _BRACKET_VERSIONS:
@@ -54,12 +60,13 @@ def topic_partition_string(topic, partition, legacy_version=DEFAULT_LEGACY_VERSI
     return "%s-%d" % (topic, partition)
 
 
-def _check_partition(topic, partition):
+def _check_partition(topic: str, partition: object) -> None:
     if isinstance(partition, bool) or not isinstance(partition, int) or partition < 0:
         raise RebalanceError("topic %r has an invalid partition id %r" % (topic, partition))
 
 
-def _prepare(consumers_for_topic, partitions_for_topic):
+def _prepare(consumers_for_topic: Mapping[str, Iterable[str]], partitions_for_topic: Mapping[str, Iterable[int]]
+             ) -> Tuple[Dict[str, List[str]], Dict[str, List[int]]]:
     """Validate and normalise the inputs: ({topic: sorted threads}, {topic: sorted partitions}), subscribed only."""
     if not isinstance(consumers_for_topic, dict) or not isinstance(partitions_for_topic, dict):
         raise RebalanceError("assignor inputs must be dicts of topic -> list")
@@ -85,7 +92,8 @@ def _prepare(consumers_for_topic, partitions_for_topic):
     return threads, partitions
 
 
-def range_assign(consumers_for_topic, partitions_for_topic):
+def range_assign(consumers_for_topic: Mapping[str, Iterable[str]],
+                 partitions_for_topic: Mapping[str, Iterable[int]]) -> Assignment:
     """``RangeAssignor`` (the default, PartitionAssignor.scala), per topic and independently.
 
     With ``n`` partitions (ascending) and ``k`` threads (sorted as strings), thread at position ``i`` gets
@@ -105,7 +113,8 @@ def range_assign(consumers_for_topic, partitions_for_topic):
     return result
 
 
-def roundrobin_partition_order(partitions, legacy_version=DEFAULT_LEGACY_VERSION):
+def roundrobin_partition_order(partitions: Iterable[TopicPartition],
+                               legacy_version: str = DEFAULT_LEGACY_VERSION) -> List[TopicPartition]:
     """Lay out ``(topic, partition)`` pairs as Scala's ``sortWith(tp.toString.hashCode < ...)`` does (the string
     depends on the release, see :func:`topic_partition_string`).
 
@@ -122,7 +131,8 @@ def roundrobin_partition_order(partitions, legacy_version=DEFAULT_LEGACY_VERSION
                                               java_string_sort_key(tp[0]), tp[1]))
 
 
-def roundrobin_assign(consumers_for_topic, partitions_for_topic, legacy_version=DEFAULT_LEGACY_VERSION):
+def roundrobin_assign(consumers_for_topic: Mapping[str, Iterable[str]], partitions_for_topic: Mapping[str, Iterable[int]],
+                      legacy_version: str = DEFAULT_LEGACY_VERSION) -> Assignment:
     """``RoundRobinAssignor`` as of 0.10.2+ (KAFKA-2434), PartitionAssignor.scala.
 
     1. ``allThreadIds``: the union of every topic's thread ids, sorted as strings, in a circular iterator;
@@ -154,10 +164,13 @@ def roundrobin_assign(consumers_for_topic, partitions_for_topic, legacy_version=
     return result
 
 
-ASSIGNORS = {"range": range_assign, "roundrobin": roundrobin_assign}
+#: An assignor: ``(consumers_for_topic, partitions_for_topic) -> {(topic, partition): thread_id}``.
+Assignor = Callable[[Mapping[str, Iterable[str]], Mapping[str, Iterable[int]]], Assignment]
+
+ASSIGNORS: Dict[str, Assignor] = {"range": range_assign, "roundrobin": roundrobin_assign}
 
 
-def get_assignor(name, legacy_version=DEFAULT_LEGACY_VERSION):
+def get_assignor(name: str, legacy_version: str = DEFAULT_LEGACY_VERSION) -> Assignor:
     """Map ``partition.assignment.strategy`` to an assignor: ``"range"`` or ``"roundrobin"`` (laid out as the
     Scala consumer of release ``legacy_version`` does, see :func:`topic_partition_string`).
 
@@ -173,7 +186,7 @@ def get_assignor(name, legacy_version=DEFAULT_LEGACY_VERSION):
     return assignor
 
 
-def thread_owner(thread_id):
+def thread_owner(thread_id: str) -> Optional[str]:
     """The consumer id of ``"<consumerId>-<n>"`` (split at the last '-'; ``n`` must be decimal digits), or None."""
     consumer_id, sep, n = thread_id.rpartition("-")
     if not sep or not n or not n.isascii() or not n.isdigit():
@@ -181,6 +194,6 @@ def thread_owner(thread_id):
     return consumer_id
 
 
-def assignment_for(consumer_id, global_assignment):
+def assignment_for(consumer_id: str, global_assignment: Mapping[TopicPartition, str]) -> Assignment:
     """The part of a global assignment owned by ``consumer_id``'s threads (``ConsumerThreadId.consumer``)."""
     return {tp: tid for tp, tid in global_assignment.items() if thread_owner(tid) == consumer_id}

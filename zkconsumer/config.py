@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import re
 import types
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .errors import ConfigError
 from .properties import load_properties
@@ -167,13 +168,13 @@ def parse_zookeeper_connect(text: str) -> Tuple[Tuple[Tuple[str, int], ...], Opt
     return tuple(parsed.host_ports), parsed.chroot
 
 
-def _canonical(value) -> str:
+def _canonical(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
 
 
-def _as_text(key: str, value) -> str:
+def _as_text(key: str, value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (str, int)):
@@ -257,7 +258,8 @@ class ConsumerConfig:
             if k not in _BY_NAME:
                 log.warning("unknown consumer property %r is ignored (not a ConsumerConfig key)", k)
 
-        values: Dict[str, object] = {}
+        # attribute name -> value, checked key by key below (ints, bools, strs, None, the parsed hosts)
+        values: Dict[str, Any] = {}
         for key in _KEYS:
             text = merged.get(key.name)
             if text is None:
@@ -310,7 +312,8 @@ class ConsumerConfig:
                    explicit_keys=tuple(k for k in merged if k in _BY_NAME), **values)
 
     @classmethod
-    def load(cls, path=None, overrides: Optional[Mapping[str, object]] = None, **kw) -> "ConsumerConfig":
+    def load(cls, path: Union[str, os.PathLike[str], None] = None, overrides: Optional[Mapping[str, object]] = None,
+             **kw: bool) -> "ConsumerConfig":
         """Read ``path`` (a ``.properties`` file, optional) then apply ``overrides`` on top.
 
         ``kw`` is passed to :meth:`from_properties` (``require_group``, ``require_zookeeper``).
@@ -329,15 +332,16 @@ class ConsumerConfig:
             out[k] = _canonical(getattr(self, key.attr)) if key is not None else v
         return out
 
-    def with_overrides(self, overrides: Mapping[str, object], **kw) -> "ConsumerConfig":
+    def with_overrides(self, overrides: Mapping[str, object], **kw: bool) -> "ConsumerConfig":
         """A new validated config: this one's raw properties with ``overrides`` on top."""
         kw.setdefault("require_group", self.group_id is not None)
         kw.setdefault("require_zookeeper", self.zookeeper_connect is not None)
         return type(self).from_properties(dict(self.raw), overrides, **kw)
 
-    def get(self, key: str):
+    def get(self, key: str) -> Union[str, int, bool, None]:
         """The typed value of a property key, e.g. ``cfg.get("group.id")``; KeyError if unknown."""
-        return getattr(self, _BY_NAME[key].attr)
+        value: Union[str, int, bool, None] = getattr(self, _BY_NAME[key].attr)
+        return value
 
 
 def describe_keys() -> List[Tuple[str, str, str]]:

@@ -3,7 +3,10 @@
 Every error a user can cause or meet derives from :class:`ZkConsumerError`, so library callers can catch by type
 and the CLIs can turn any of them into one clear line on stderr and a non-zero exit.
 """
-from typing import Any, Optional
+
+from __future__ import annotations
+
+from typing import Optional
 
 
 class ZkConsumerError(Exception):
@@ -16,7 +19,7 @@ class ConfigError(ZkConsumerError, ValueError):
     The message always names the key, the value given and what is allowed.
     """
 
-    def __init__(self, key: str, value: Any, allowed: str, detail: Optional[str] = None) -> None:
+    def __init__(self, key: str, value: object, allowed: str, detail: Optional[str] = None) -> None:
         self.key = key
         self.value = value
         self.allowed = allowed
@@ -34,7 +37,7 @@ class PropertiesSyntaxError(ZkConsumerError, ValueError):
 class InvalidNameError(ZkConsumerError, ValueError):
     """A group id, topic or consumer id is not a legal Kafka name (it would not be a safe znode name)."""
 
-    def __init__(self, kind: str, name: Any, reason: str) -> None:
+    def __init__(self, kind: str, name: object, reason: str) -> None:
         self.kind = kind
         self.name = name
         self.reason = reason
@@ -46,7 +49,7 @@ class InvalidNameError(ZkConsumerError, ValueError):
 class ZnodeFormatError(ZkConsumerError):
     """A znode holds data that does not decode as the legacy format (empty, not JSON, wrong types)."""
 
-    def __init__(self, path: Optional[str], reason: str, data: Any = None) -> None:
+    def __init__(self, path: Optional[str], reason: str, data: object = None) -> None:
         self.path = path
         self.reason = reason
         self.data = data
@@ -80,9 +83,15 @@ class RegistrationConflictError(RebalanceError):
 class OwnershipLostError(RebalanceError):
     """A commit or delivery was refused because this consumer no longer owns the partition (fencing)."""
 
+    #: the failed commit's ``CommitResult`` when raised by ``CommitResult.raise_for_errors`` (not set otherwise)
+    result: object
+
 
 class OffsetStoreError(ZkConsumerError):
     """Reading or writing committed offsets failed."""
+
+    #: the failed commit's ``CommitResult`` when raised by ``CommitResult.raise_for_errors`` (not set otherwise)
+    result: object
 
 
 class OffsetManagerUnavailableError(OffsetStoreError, ClusterUnavailableError):

@@ -67,7 +67,7 @@ def live_members(zk, group) -> Dict[str, Optional[codecs.ConsumerRegistration]]:
     except NoNodeError:
         return {}
     pending = {cid: zk.get_async(ids_path + "/" + cid) for cid in children}
-    out = {}
+    out: Dict[str, Optional[codecs.ConsumerRegistration]] = {}
     for cid, res in pending.items():
         try:
             data, _ = res.get()

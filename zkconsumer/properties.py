@@ -24,7 +24,7 @@ combined into one code point; lone surrogates are kept as they are.
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from .errors import PropertiesSyntaxError
 
@@ -188,7 +188,7 @@ def parse_properties(text: str) -> Dict[str, str]:
     return result
 
 
-def load_properties(path: str) -> Dict[str, str]:
+def load_properties(path: Union[str, os.PathLike[str]]) -> Dict[str, str]:
     """Read a ``.properties`` file.
 
     Encoding: the bytes are decoded as UTF-8 (what Java 9+ resource bundles and most editors

@@ -8,6 +8,8 @@ Thread ids are ordered as Java strings (``ConsumerThreadId.compare`` is ``toStri
 ``"c-10" < "c-2"``; :func:`java_string_sort_key` gives that order (UTF-16 code units, like ``String.compareTo``).
 """
 
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+
 from .errors import ConfigError, RebalanceError
 from .topic_filter import BLACK_LIST, WHITE_LIST, topic_filter_for
 
@@ -23,20 +25,20 @@ class UnusableRegistration(RebalanceError):
     (it is assigned nothing) and everyone else is assigned as if it subscribed to nothing.
     """
 
-    def __init__(self, consumer_id, pattern, subscription, reason):
+    def __init__(self, consumer_id: str, pattern: str, subscription: object, reason: str) -> None:
         self.consumer_id, self.pattern, self.subscription, self.reason = consumer_id, pattern, subscription, reason
         super().__init__("consumer %s registered a %s subscription %s that cannot be evaluated: %s"
                          % (consumer_id, pattern, _describe(subscription), reason))
 
 
-def _describe(subscription):
+def _describe(subscription: object) -> str:
     if isinstance(subscription, dict) and len(subscription) == 1:
         (key, streams), = subscription.items()
         return "%r (%r streams)" % (key, streams)
     return repr(subscription)
 
 
-def java_string_sort_key(s):
+def java_string_sort_key(s: str) -> bytes:
     """Sort key giving Java ``String.compareTo`` order (lexicographic over UTF-16 code units).
 
     Differs from Python's code-point order only between supplementary characters and U+E000..U+FFFF.
@@ -44,24 +46,25 @@ def java_string_sort_key(s):
     return s.encode("utf-16-be", "surrogatepass")
 
 
-def sort_thread_ids(thread_ids):
+def sort_thread_ids(thread_ids: Iterable[str]) -> List[str]:
     """Thread ids sorted as Scala ``ConsumerThreadId`` (as strings): ``"c-10"`` before ``"c-2"``."""
     return sorted(thread_ids, key=java_string_sort_key)
 
 
-def make_thread_id(consumer_id, n):
+def make_thread_id(consumer_id: str, n: int) -> str:
     """``TopicCount.makeThreadId``: ``consumerId + "-" + n``."""
     return "%s-%d" % (consumer_id, n)
 
 
-def _check_streams(consumer_id, topic, streams, pattern=STATIC, subscription=None):
+def _check_streams(consumer_id: str, topic: str, streams: object, pattern: str = STATIC,
+                   subscription: object = None) -> None:
     # Scala: assert(nConsumers >= 1) in makeConsumerThreadIdsPerTopic
     if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
         raise UnusableRegistration(consumer_id, pattern, subscription if subscription is not None else {topic: streams},
                                    "%r streams for %r; the stream count must be an integer >= 1" % (streams, topic))
 
 
-def make_thread_ids_per_topic(consumer_id, topic_count_map):
+def make_thread_ids_per_topic(consumer_id: str, topic_count_map: Mapping[str, int]) -> Dict[str, List[str]]:
     """``TopicCount.makeConsumerThreadIdsPerTopic``: ``{topic: ["<id>-0", ..., "<id>-<n-1>"]}``."""
     result = {}
     for topic, streams in topic_count_map.items():
@@ -70,12 +73,13 @@ def make_thread_ids_per_topic(consumer_id, topic_count_map):
     return result
 
 
-def is_wildcard(subscription, pattern):
+def is_wildcard(subscription: object, pattern: str) -> bool:
     """Scala rule (ZookeeperConsumerConnector.scala): empty subscription, or a pattern other than white_list/black_list, means static."""
     return bool(subscription) and pattern in (WHITE_LIST, BLACK_LIST)
 
 
-def thread_ids_per_topic(consumer_id, subscription, pattern, all_topics, exclude_internal_topics=True):
+def thread_ids_per_topic(consumer_id: str, subscription: object, pattern: str, all_topics: Iterable[str],
+                         exclude_internal_topics: bool = True) -> Dict[str, List[str]]:
     """Thread ids per topic for one member (``TopicCount.constructTopicCount(...).getConsumerThreadIdsPerTopic``).
 
     * static (or empty subscription, or unknown pattern): the subscription's topics, as registered; internal
@@ -109,7 +113,9 @@ def thread_ids_per_topic(consumer_id, subscription, pattern, all_topics, exclude
     return make_thread_ids_per_topic(consumer_id, {t: streams for t in topics})
 
 
-def consumers_per_topic(members, all_topics, exclude_internal_topics=True, unusable=None):
+def consumers_per_topic(members: Mapping[str, Tuple[object, str]], all_topics: Iterable[str],
+                        exclude_internal_topics: bool = True,
+                        unusable: Optional[Dict[str, UnusableRegistration]] = None) -> Dict[str, List[str]]:
     """``ZkUtils.getConsumersPerTopic``: every member's thread ids per topic, each list sorted as strings.
 
     ``members`` maps consumer id -> ``(subscription, pattern)`` (the decoded ``/consumers/[g]/ids/[id]`` nodes).
@@ -121,7 +127,7 @@ def consumers_per_topic(members, all_topics, exclude_internal_topics=True, unusa
     ``consumer id -> UnusableRegistration`` for each such member (for the caller to log).
     """
     all_topics = list(all_topics)
-    merged = {}
+    merged: Dict[str, List[str]] = {}
     for consumer_id, (subscription, pattern) in members.items():
         try:
             per_topic = thread_ids_per_topic(consumer_id, subscription, pattern, all_topics, exclude_internal_topics)

@@ -43,6 +43,7 @@ assigned since then may differ (no legal topic name contains one).
 """
 
 import unicodedata
+from typing import AbstractSet, ClassVar, List, NoReturn, Optional, Protocol, Set, Tuple, Union
 
 import regex
 
@@ -55,7 +56,13 @@ BLACK_LIST = "black_list"
 _JAVA_WHITESPACE = " \t\n\r"
 
 
-def normalise_regex(raw):
+class CompiledJavaRegex(Protocol):
+    """What is used of a compiled ``regex`` package pattern (the package has no type information)."""
+
+    def fullmatch(self, string: str) -> Optional[object]: ...
+
+
+def normalise_regex(raw: object) -> str:
     """Scala's normalisation of a filter regex: trim, ',' -> '|', drop spaces, strip outer quotes."""
     if not isinstance(raw, str):
         raise ConfigError("topic filter", raw, "a regular expression string")
@@ -70,7 +77,7 @@ class _Reject(Exception):
 
 # --- character sets, as bodies of a regex-package set ("[" + body + "]") -----------------------------------------
 
-def _ch(cp):
+def _ch(cp: int) -> str:
     """One code point, escaped for use anywhere (inside or outside a set)."""
     c = chr(cp)
     if c.isascii() and c.isalnum():
@@ -120,7 +127,7 @@ _JAVA_CLASSES = {
 _JAVA_CASED_CLASSES = {"javalowercase", "javauppercase", "javatitlecase"}
 
 
-def _checked(body):
+def _checked(body: str) -> str:
     """Make sure the regex package knows the set (a script or block name Java knows but it does not, or the
     reverse, is a rejection, not a wrong answer)."""
     try:
@@ -130,7 +137,7 @@ def _checked(body):
     return body
 
 
-def _property_body(name, flags):
+def _property_body(name: str, flags: AbstractSet[str]) -> str:
     """Set body of Java's \\p{name} under the given flags."""
     ci, uc = "i" in flags, "U" in flags
     if "=" in name:
@@ -159,7 +166,7 @@ def _property_body(name, flags):
     return _named_class(name, ci, uc)
 
 
-def _category_body(name, ci):
+def _category_body(name: str, ci: bool) -> str:
     if name not in _CATEGORIES:
         raise _Reject("unknown general category %s" % name)
     if ci and name in ("Lu", "Ll", "Lt"):
@@ -167,7 +174,7 @@ def _category_body(name, ci):
     return "\\p{%s}" % name
 
 
-def _named_class(name, ci, uc):
+def _named_class(name: str, ci: bool, uc: bool) -> str:
     """Java's CharPredicates.forProperty (plus the POSIX names under UNICODE_CHARACTER_CLASS)."""
     key = name.lower()
     if key in _ASCII_POSIX and name[0].isupper() and name[1:].islower() or name in ("ASCII", "XDigit"):
@@ -191,7 +198,7 @@ def _named_class(name, ci, uc):
     raise _Reject("unknown character property \\p{%s}" % name)
 
 
-def _fold_ascii(lo, hi):
+def _fold_ascii(lo: int, hi: int) -> str:
     """The ASCII-letter case counterparts of the code point range lo..hi, as set items."""
     out = []
     for a, b, delta in ((0x41, 0x5A, 0x20), (0x61, 0x7A, -0x20)):
@@ -211,21 +218,21 @@ _ALLOWED_FLAGS = set("idmsuxU")
 class _Translator:
     """A recursive-descent reading of a java.util.regex pattern, writing the equivalent regex-package pattern."""
 
-    def __init__(self, pattern):
+    def __init__(self, pattern: str) -> None:
         self.p = pattern
         self.i = 0
         self.groups = 0            # capturing groups opened so far
-        self.names = set()
+        self.names: Set[str] = set()
 
     # -- helpers ------------------------------------------------------------------------------------------------
-    def peek(self, k=0):
+    def peek(self, k: int = 0) -> str:
         j = self.i + k
         return self.p[j] if j < len(self.p) else ""
 
-    def error(self, what):
+    def error(self, what: str) -> NoReturn:
         raise _Reject("%s near index %d" % (what, self.i))
 
-    def skip_comments(self, flags):
+    def skip_comments(self, flags: AbstractSet[str]) -> None:
         if "x" not in flags:
             return
         while self.i < len(self.p):
@@ -239,16 +246,17 @@ class _Translator:
                 return
 
     # -- the expression -----------------------------------------------------------------------------------------
-    def translate(self):
+    def translate(self) -> str:
         out = self.alternation(set())
         if self.i < len(self.p):
             self.error("unmatched closing ')'")
         return out
 
-    def alternation(self, flags):
+    def alternation(self, flags: AbstractSet[str]) -> str:
         """Alternatives up to ')' or the end; ``flags`` is the set in effect (inline flags change a copy)."""
         flags = set(flags)
-        parts, seq = [], []
+        parts: List[str] = []
+        seq: List[str] = []
         while True:
             self.skip_comments(flags)
             c = self.peek()
@@ -266,7 +274,7 @@ class _Translator:
             self.skip_comments(flags)
             seq.append(atom + self.quantifier(flags))
 
-    def quantifier(self, flags):
+    def quantifier(self, flags: AbstractSet[str]) -> str:
         c = self.peek()
         if c in ("*", "+", "?"):
             q = c
@@ -294,7 +302,7 @@ class _Translator:
             raise _Reject("a repetition of a repetition (%s%s..) is not supported" % (q, self.peek()))
         return q
 
-    def atom(self, flags):
+    def atom(self, flags: Set[str]) -> Optional[str]:
         c = self.peek()
         if c == "(":
             return self.group(flags)
@@ -323,7 +331,7 @@ class _Translator:
             return "(?=(?:\\r\\n|[%s])?\\Z)" % terms if "d" not in flags else "(?=\\n?\\Z)"
         return self.literal(ord(c), flags)
 
-    def literal(self, cp, flags):
+    def literal(self, cp: int, flags: AbstractSet[str]) -> str:
         if "i" not in flags:
             return _ch(cp)
         if "u" in flags or "U" in flags:
@@ -331,13 +339,14 @@ class _Translator:
         extra = _fold_ascii(cp, cp)
         return "[%s%s]" % (_ch(cp), extra) if extra else _ch(cp)
 
-    def wrap_case(self, set_text, flags):
+    def wrap_case(self, set_text: str, flags: AbstractSet[str]) -> str:
         """A set under (?iu): Unicode simple case folding by the regex package ((?i) alone was applied by hand)."""
         if "i" in flags and ("u" in flags or "U" in flags):
             return "(?i-f:%s)" % set_text
         return set_text
 
-    def group(self, flags):
+    def group(self, flags: Set[str]) -> Optional[str]:
+        """A group at self.i == '('; None for an inline flag group ``(?i)``, whose flags go into ``flags``."""
         p, start = self.p, self.i
         self.i += 1
         kind = "("
@@ -389,7 +398,7 @@ class _Translator:
         return kind + body + ")"
 
     # -- escapes ------------------------------------------------------------------------------------------------
-    def escape(self, flags):
+    def escape(self, flags: AbstractSet[str]) -> str:
         """An escape outside a class."""
         p = self.p
         c = self.peek(1)
@@ -426,9 +435,10 @@ class _Translator:
         kind, value = self.class_escape(flags)
         if kind == "set":
             return self.wrap_case("[%s]" % value, flags)
+        assert isinstance(value, int)  # ("char", code point)
         return self.literal(value, flags)
 
-    def backref(self, flags):
+    def backref(self, flags: AbstractSet[str]) -> str:
         j = self.i + 1
         num = int(self.p[j])
         j += 1
@@ -441,7 +451,7 @@ class _Translator:
         ref = "(?:\\%d)" % num if num < 100 else "(?:\\g<%d>)" % num
         return "(?i:%s)" % ref if "i" in flags else ref
 
-    def class_escape(self, flags):
+    def class_escape(self, flags: AbstractSet[str]) -> Tuple[str, Union[str, int]]:
         """An escape that is a character or a set: ("char", code point) or ("set", set body)."""
         p = self.p
         c = self.peek(1)
@@ -523,14 +533,15 @@ class _Translator:
         return "char", ord(c)
 
     # -- character classes --------------------------------------------------------------------------------------
-    def char_class(self, flags):
+    def char_class(self, flags: AbstractSet[str]) -> str:
         """Java's class at self.i == '[' (union by nesting, intersection by &&, ^ negating the whole) as a set."""
         start = self.i
         self.i += 1
         negate = self.peek() == "^"
         if negate:
             self.i += 1
-        operands, items = [], []
+        operands: List[List[str]] = []
+        items: List[str] = []
         first = True
         while True:
             if "x" in flags:
@@ -564,6 +575,7 @@ class _Translator:
                 if kind == "set":
                     items.append("[%s]" % value)
                     continue
+                assert isinstance(value, int)  # ("char", code point)
                 lo = value
             else:
                 lo = ord(c)
@@ -577,15 +589,17 @@ class _Translator:
         text = "&&".join("[%s]" % "".join(op) for op in operands)
         return "[%s%s]" % ("^" if negate else "", text)
 
-    def maybe_range(self, lo, flags):
+    def maybe_range(self, lo: int, flags: AbstractSet[str]) -> str:
         if self.peek() == "-" and self.peek(1) not in ("]", "") and not (self.peek(1) == "[" or
                                                                          self.p.startswith("&&", self.i + 1)):
             self.i += 1
             c = self.peek()
             if c == "\\":
-                kind, hi = self.class_escape(flags)
+                kind, value = self.class_escape(flags)
                 if kind == "set":
                     self.error("illegal character range")
+                assert isinstance(value, int)  # ("char", code point)
+                hi = value
             else:
                 hi = ord(c)
                 self.i += 1
@@ -594,14 +608,14 @@ class _Translator:
             return self.range_items(lo, hi, flags)
         return self.range_items(lo, lo, flags)
 
-    def range_items(self, lo, hi, flags):
+    def range_items(self, lo: int, hi: int, flags: AbstractSet[str]) -> str:
         text = _ch(lo) if lo == hi else "%s-%s" % (_ch(lo), _ch(hi))
         if "i" in flags and not ("u" in flags or "U" in flags):
             text += _fold_ascii(lo, hi)
         return text
 
 
-def translate_java_regex(pattern):
+def translate_java_regex(pattern: str) -> str:
     """Translate a ``java.util.regex`` pattern to the ``regex`` package's syntax (version 1; see the module
     docstring). Raises ConfigError for what Java rejects and for the few constructs that are not supported."""
     try:
@@ -610,16 +624,17 @@ def translate_java_regex(pattern):
         raise ConfigError("topic filter", pattern, "a valid regular expression", detail=str(exc)) from None
 
 
-def compile_java_regex(regex_text, key="topic filter"):
+def compile_java_regex(regex_text: str, key: str = "topic filter") -> CompiledJavaRegex:
     """Compile a Java regex (translated) for full matching; raise ConfigError if Java would reject it or it
     cannot be evaluated."""
     try:
-        return regex.compile(_Translator(regex_text).translate(), regex.V1)
+        compiled: CompiledJavaRegex = regex.compile(_Translator(regex_text).translate(), regex.V1)
+        return compiled
     except (_Reject, regex.error, OverflowError, RecursionError, ValueError) as exc:
         raise ConfigError(key, regex_text, "a valid regular expression", detail=str(exc)) from None
 
 
-def is_internal_topic(topic):
+def is_internal_topic(topic: str) -> bool:
     """``Topic.InternalTopics.contains(topic)`` (0.8.2) / ``Topic.isInternal`` (1.1.1): only __consumer_offsets."""
     return topic in INTERNAL_TOPICS
 
@@ -627,30 +642,31 @@ def is_internal_topic(topic):
 class TopicFilter:
     """Base of Whitelist / Blacklist. ``regex`` is the normalised string, compiled once."""
 
-    pattern = None
+    pattern: ClassVar[Optional[str]] = None
 
-    def __init__(self, raw_regex):
+    def __init__(self, raw_regex: str) -> None:
         self.raw_regex = raw_regex
         self.regex = normalise_regex(raw_regex)
         self._compiled = compile_java_regex(self.regex)
 
-    def matches(self, topic):
+    def matches(self, topic: str) -> bool:
         """Java ``topic.matches(regex)``: the regex must match the whole name."""
         return self._compiled.fullmatch(topic) is not None
 
-    def is_topic_allowed(self, topic, exclude_internal_topics=True):
+    def is_topic_allowed(self, topic: str, exclude_internal_topics: bool = True) -> bool:
         raise NotImplementedError
 
-    def __eq__(self, other):
-        return type(self) is type(other) and self.regex == other.regex
+    def __eq__(self, other: object) -> bool:
+        # isinstance: what the type is for type checkers that do not narrow by type(x) is type(y) (mypy < 2)
+        return type(self) is type(other) and isinstance(other, TopicFilter) and self.regex == other.regex
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((type(self).__name__, self.regex))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "%s(%r)" % (type(self).__name__, self.regex)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.regex
 
 
@@ -659,7 +675,7 @@ class Whitelist(TopicFilter):
 
     pattern = WHITE_LIST
 
-    def is_topic_allowed(self, topic, exclude_internal_topics=True):
+    def is_topic_allowed(self, topic: str, exclude_internal_topics: bool = True) -> bool:
         return self.matches(topic) and not (is_internal_topic(topic) and exclude_internal_topics)
 
 
@@ -668,11 +684,11 @@ class Blacklist(TopicFilter):
 
     pattern = BLACK_LIST
 
-    def is_topic_allowed(self, topic, exclude_internal_topics=True):
+    def is_topic_allowed(self, topic: str, exclude_internal_topics: bool = True) -> bool:
         return (not self.matches(topic)) and not (is_internal_topic(topic) and exclude_internal_topics)
 
 
-def topic_filter_for(pattern, regex):
+def topic_filter_for(pattern: str, regex: str) -> TopicFilter:
     """Rebuild the filter of a wildcard registration: pattern "white_list" -> Whitelist, "black_list" -> Blacklist."""
     if pattern == WHITE_LIST:
         return Whitelist(regex)

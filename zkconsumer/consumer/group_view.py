@@ -19,14 +19,14 @@ their partitions, which nobody else claims until they are back or the grace has 
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, Hashable, List, Optional, Set
 
 from kazoo.exceptions import NoNodeError
 
 from ..errors import InvalidNameError, RebalanceError, ZnodeFormatError
 from ..layout import codecs, paths
 from ..layout.names import validate_topic
-from ..topic_count import consumers_per_topic
+from ..topic_count import UnusableRegistration, consumers_per_topic
 from .leave_grace import read_ghosts
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ class GroupReader:
             reads += 2
             ghosts, ghost_expiry = read_ghosts(zk, group, set(children), watch=watch)
             reads += 2 + len(ghosts)
-            unusable: Dict[str, Exception] = {}
+            unusable: Dict[str, UnusableRegistration] = {}
             everyone = dict(members)
             everyone.update(ghosts)
             try:
@@ -120,10 +120,10 @@ class GroupReader:
                                           all_topics, exclude_internal_topics, unusable=unusable)
             except RebalanceError as e:
                 raise RebalanceError("cannot compute the group's subscriptions: %s" % e) from e
-            for cid, e in unusable.items():
+            for cid, unusable_error in unusable.items():
                 _error_once(("member", group, cid, versions.get(cid)),
                             "group %s: %s; it is assigned no partitions and the others are assigned all of theirs "
-                            "until it registers again" % (group, e))
+                            "until it registers again" % (group, unusable_error))
             partitions, r = self._partition_maps(cft, watch)
             reads += r
             _, stat_after = zk.get_children(ids_path, include_data=True)
@@ -176,7 +176,7 @@ def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5
     return GroupReader(zk, group, on_change=watch).read(exclude_internal_topics, watch, max_passes)
 
 
-_warned = set()
+_warned: Set[Hashable] = set()
 
 
 def _warn_once(key, message, level=logging.WARNING):

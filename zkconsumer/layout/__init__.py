@@ -10,9 +10,11 @@ Pure functions only; nothing here talks to ZooKeeper.
 
 from .codecs import *  # noqa: F401,F403
 from .codecs import __all__ as _codecs_all
-from .connect import DEFAULT_ZK_PORT, ZkConnect, parse_zk_connect
-from .names import (is_legal_name, validate_broker_id, validate_consumer_id, validate_group, validate_partition,
-                    validate_topic)
+# "x as x": an explicit re-export for type checkers (they cannot read the computed __all__ below)
+from .connect import DEFAULT_ZK_PORT as DEFAULT_ZK_PORT, ZkConnect as ZkConnect, parse_zk_connect as parse_zk_connect
+from .names import (is_legal_name as is_legal_name, validate_broker_id as validate_broker_id,
+                    validate_consumer_id as validate_consumer_id, validate_group as validate_group,
+                    validate_partition as validate_partition, validate_topic as validate_topic)
 from .paths import *  # noqa: F401,F403
 from .paths import __all__ as _paths_all
 

@@ -131,6 +131,8 @@ def decode_broker_registration(data: bytes, path: str, broker_id: Optional[int] 
     version = f.int("version", lo=-MAX_INT32 - 1, hi=MAX_INT32)
     if version < 1:
         raise f.error("unsupported broker registration version %d" % version)
+    host: Optional[str]
+    port: Optional[int]
     if version == 1:
         host = f.str("host")
         port = f.int("port", lo=-1, hi=65535)
@@ -264,7 +266,7 @@ def decode_topic_assignment(data: bytes, path: str) -> TopicAssignment:
 def encode_topic_assignment(assignment: TopicAssignment) -> bytes:
     """``{"version":1,"partitions":{"0":[1,2],...}}`` (keys ascending); v2 adds ``adding_replicas`` and
     ``removing_replicas``."""
-    def m(d):
+    def m(d: Dict[int, List[int]]) -> Dict[str, List[int]]:
         return {str(p): [int(r) for r in d[p]] for p in sorted(d)}
     out: Dict[str, Any] = {"version": assignment.version, "partitions": m(assignment.partitions)}
     if assignment.version >= 2:
@@ -291,11 +293,11 @@ def decode_partition_state(data: bytes, path: str) -> PartitionState:
     """Decode partition state; ``leader``, ``leader_epoch``, ``isr``, ``controller_epoch`` are required."""
     obj = load_json_object(data, path, "partition state")
     f = Fields(obj, path, data)
-    i32 = dict(lo=-MAX_INT32 - 1, hi=MAX_INT32)
+    lo32 = -MAX_INT32 - 1
     return PartitionState(
-        leader=f.int("leader", **i32), leader_epoch=f.int("leader_epoch", **i32),
-        isr=f.int_list("isr", lo=0), controller_epoch=f.int("controller_epoch", **i32),
-        version=f.int("version", required=False, default=1, **i32),
+        leader=f.int("leader", lo=lo32, hi=MAX_INT32), leader_epoch=f.int("leader_epoch", lo=lo32, hi=MAX_INT32),
+        isr=f.int_list("isr", lo=0), controller_epoch=f.int("controller_epoch", lo=lo32, hi=MAX_INT32),
+        version=f.int("version", required=False, default=1, lo=lo32, hi=MAX_INT32),
         extra=f.extras({"leader", "leader_epoch", "isr", "controller_epoch", "version"}))
 
 

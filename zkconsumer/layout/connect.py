@@ -60,7 +60,7 @@ class ZkConnect:
         return self.kazoo_hosts
 
 
-def _bad(value, detail):
+def _bad(value: object, detail: str) -> ConfigError:
     return ConfigError(_KEY, value, _ALLOWED, detail)
 
 
@@ -114,7 +114,7 @@ def _parse_host(value: str, entry: str) -> str:
     return "%s:%d" % (host, port)
 
 
-def parse_zk_connect(s) -> ZkConnect:
+def parse_zk_connect(s: object) -> ZkConnect:
     """Parse a ``zookeeper.connect`` value (see module docstring) into a :class:`ZkConnect`.
 
     >>> parse_zk_connect("zk1:2181,zk2/kafka")

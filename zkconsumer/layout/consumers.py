@@ -29,7 +29,7 @@ import socket
 import time
 import uuid as _uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from ..errors import InvalidNameError, ZnodeFormatError
 from ._json import MAX_INT32, MAX_INT64, MIN_INT64, Fields, json_type, load_json, to_text
@@ -67,7 +67,8 @@ def json_escape_string(s: str) -> str:
 
 def json_unescape_string(s: str) -> str:
     """Inverse of :func:`json_escape_string` (any valid JSON string body); raises ``ValueError``."""
-    return json.loads('"' + s + '"')
+    text: str = json.loads('"' + s + '"')  # a JSON string literal parses to a str
+    return text
 
 
 # ---- registration (ZookeeperConsumerConnector.scala) ----------------------------------------------------------------------------------------
@@ -89,11 +90,12 @@ class ConsumerRegistration:
     extra: Dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def static(cls, topic_counts: Dict[str, int], timestamp=None) -> "ConsumerRegistration":
+    def static(cls, topic_counts: Mapping[str, int], timestamp: Union[str, int, None] = None) -> "ConsumerRegistration":
         return cls(dict(topic_counts), STATIC, None if timestamp is None else str(timestamp))
 
     @classmethod
-    def wildcard(cls, regex: str, num_streams: int, whitelist: bool = True, timestamp=None) -> "ConsumerRegistration":
+    def wildcard(cls, regex: str, num_streams: int, whitelist: bool = True,
+                 timestamp: Union[str, int, None] = None) -> "ConsumerRegistration":
         return cls({regex: num_streams}, WHITE_LIST if whitelist else BLACK_LIST,
                    None if timestamp is None else str(timestamp))
 
@@ -115,13 +117,13 @@ class ConsumerRegistration:
         return json_unescape_string(key) if jackson_escaped else key
 
 
-def _check_counts(f: Fields, sub) -> Dict[str, int]:
+def _check_counts(f: Fields, sub: object) -> Dict[str, int]:
     if not isinstance(sub, dict):
         raise f.error("field 'subscription' must be a JSON object, got %s" % json_type(sub))
     return {k: f.check_int(v, "stream count of %r" % k, lo=1, hi=MAX_INT32) for k, v in sub.items()}
 
 
-def _decode_legacy(text: str, path: str, data) -> Optional[ConsumerRegistration]:
+def _decode_legacy(text: str, path: str, data: object) -> Optional[ConsumerRegistration]:
     m = _LEGACY_WILDCARD.match(text)
     if m:
         n = int(m.group(2))
@@ -208,7 +210,7 @@ class ConsumerThreadId:
     def _key(self) -> bytes:
         return str(self).encode("utf-16-be", "surrogatepass")
 
-    def __lt__(self, other):
+    def __lt__(self, other: object) -> bool:
         if not isinstance(other, ConsumerThreadId):
             return NotImplemented
         return self._key() < other._key()
@@ -217,7 +219,7 @@ class ConsumerThreadId:
         return str(self).encode("utf-8")
 
     @classmethod
-    def parse(cls, value, path: str = "<owner value>") -> "ConsumerThreadId":
+    def parse(cls, value: object, path: str = "<owner value>") -> "ConsumerThreadId":
         return cls(*decode_owner(value, path))
 
 
@@ -229,7 +231,7 @@ def encode_owner(consumer_id: str, thread_index: int) -> bytes:
     return ("%s-%d" % (consumer_id, thread_index)).encode("utf-8")
 
 
-def decode_owner(data, path: str = "<owner value>") -> Tuple[str, int]:
+def decode_owner(data: object, path: str = "<owner value>") -> Tuple[str, int]:
     """Split owner data (bytes or str) on the LAST ``-`` into ``(consumer_id, thread_index)``.
 
     The suffix must be a canonical non-negative decimal int and the prefix a valid consumer id

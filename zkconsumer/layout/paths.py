@@ -11,7 +11,7 @@ path.  Partition and broker-id arguments may be ``int`` or canonical decimal ``s
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Tuple, Union
 
 from ..errors import InvalidNameError, ZnodeFormatError
 from .names import (validate_broker_id, validate_consumer_id, validate_group, validate_partition,
@@ -73,7 +73,7 @@ def topic_owners_path(group: str, topic: str) -> str:
     return group_owners_path(group) + "/" + validate_topic(topic)
 
 
-def partition_owner_path(group: str, topic: str, partition: object) -> str:
+def partition_owner_path(group: str, topic: str, partition: Union[int, str]) -> str:
     """``/consumers/[group]/owners/[topic]/[partition]`` (ZookeeperConsumerConnector.scala, ephemeral; ``getConsumerPartitionOwnerPath``)."""
     return topic_owners_path(group, topic) + "/" + str(validate_partition(partition))
 
@@ -88,7 +88,7 @@ def topic_offsets_path(group: str, topic: str) -> str:
     return group_offsets_path(group) + "/" + validate_topic(topic)
 
 
-def partition_offset_path(group: str, topic: str, partition: object) -> str:
+def partition_offset_path(group: str, topic: str, partition: Union[int, str]) -> str:
     """``/consumers/[group]/offsets/[topic]/[partition]`` (ZookeeperConsumerConnector.scala, persistent)."""
     return topic_offsets_path(group, topic) + "/" + str(validate_partition(partition))
 
@@ -100,7 +100,7 @@ def broker_ids_path() -> str:
     return BROKER_IDS_PATH
 
 
-def broker_path(broker_id: object) -> str:
+def broker_path(broker_id: Union[int, str]) -> str:
     """``/brokers/ids/[brokerId]`` (ZkUtils.scala, ephemeral)."""
     return BROKER_IDS_PATH + "/" + str(validate_broker_id(broker_id))
 
@@ -120,12 +120,12 @@ def topic_partitions_path(topic: str) -> str:
     return topic_path(topic) + "/partitions"
 
 
-def partition_path(topic: str, partition: object) -> str:
+def partition_path(topic: str, partition: Union[int, str]) -> str:
     """``/brokers/topics/[topic]/partitions/[partition]``"""
     return topic_partitions_path(topic) + "/" + str(validate_partition(partition))
 
 
-def partition_state_path(topic: str, partition: object) -> str:
+def partition_state_path(topic: str, partition: Union[int, str]) -> str:
     """``/brokers/topics/[topic]/partitions/[partition]/state`` (ZkUtils.scala)."""
     return partition_path(topic, partition) + "/state"
 

@@ -129,11 +129,15 @@ class LocalCluster:
                 self._start_new(state, "broker-0", rec, start_timeout, log,
                                 "starting the tansu broker on %s" % rec["bootstrap"])
             if kind in ("kraft", "tansu"):
-                mirror = servers.plan_mirror(self.dir, zk["connect"], self.bootstrap(state))
+                bootstrap = self.bootstrap(state)
+                assert bootstrap is not None  # the broker was just started
+                mirror = servers.plan_mirror(self.dir, zk["connect"], bootstrap)
                 self._start_new(state, "mirror", mirror, start_timeout, log,
                                 "starting the registry mirror (the %s broker does not register in ZooKeeper)" % kind)
             if kind in ("kafka", "kraft"):
-                self._wait_for_group_coordinator(self.bootstrap(state), start_timeout, log)
+                bootstrap = self.bootstrap(state)
+                assert bootstrap is not None  # the brokers were just started
+                self._wait_for_group_coordinator(bootstrap, start_timeout, log)
         except BaseException:
             self._write_state(state)
             self.down()

@@ -76,7 +76,7 @@ def cache_dir(name: str) -> str:
 def locate(name: str) -> Tuple[Optional[str], List[str]]:
     """(libs directory or None, what was tried) without fetching anything."""
     js = _jar_set(name)
-    tried = []
+    tried: List[str] = []
     home = os.environ.get(js.home_env)
     if home:
         libs = _libs_of_home(home, js.marker)

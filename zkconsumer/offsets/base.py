@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Dict, Iterable, Mapping, Optional, Set, Tuple
+from typing import Dict, Iterable, Mapping, Optional, Set, Tuple, Type, Union
 
 from ..errors import OffsetStoreError, OwnershipLostError
 
@@ -88,7 +88,8 @@ class CommitResult:
         shown = ", ".join("%s-%d" % tp for tp, _ in items[:10]) + (" ..." if len(items) > 10 else "")
         first = items[0][1]
         only_fenced = all(isinstance(e, OwnershipLostError) for _, e in items)
-        cls = OwnershipLostError if only_fenced else OffsetStoreError
+        cls: Union[Type[OwnershipLostError], Type[OffsetStoreError]] = \
+            OwnershipLostError if only_fenced else OffsetStoreError
         exc = cls("offset commit failed for %d partition(s) (%s): %s" % (len(items), shown, first))
         exc.result = self
         raise exc from (first if isinstance(first, BaseException) else None)

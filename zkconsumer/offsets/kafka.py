@@ -188,7 +188,9 @@ class KafkaOffsetStore(OffsetStore):
                     self._drop_coordinator()
                     retry[tp], last[tp] = pending[tp], err
                 elif isinstance(err, type) and (issubclass(err, _WAIT) or (
-                        issubclass(err, Errors.KafkaError) and err.retriable and not issubclass(err, _PERMANENT))):
+                        issubclass(err, Errors.KafkaError)
+                        and err.retriable  # type: ignore[attr-defined]  # kafka-python is untyped: a KafkaError class
+                        and not issubclass(err, _PERMANENT))):
                     retry[tp], last[tp] = pending[tp], err
                 else:
                     failed[tp] = self._error(err, tp, what)

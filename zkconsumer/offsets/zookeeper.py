@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Set, Tuple
 
 from kazoo.exceptions import (BadVersionError, KazooException, NodeExistsError, NoNodeError, RolledBackError,
                               RuntimeInconsistency)
@@ -55,7 +55,7 @@ class ZooKeeperOffsetStore(OffsetStore):
         self._lock = threading.RLock()
         # (t, p) -> last value read/written (int; -1 for a node holding an invalid/negative value), or _ABSENT.
         self._checkpoint: Dict = {}
-        self._topics_ensured = set()
+        self._topics_ensured: Set[str] = set()
         self.stats = {"transactions": 0, "writes": 0}
 
     # ---- fetch ------------------------------------------------------------------------------------------------
@@ -212,6 +212,7 @@ class ZooKeeperOffsetStore(OffsetStore):
                     kind, err = bad[tp]
                     path = partition_offset_path(self.group, *tp)
                     if kind == "check" and isinstance(err, (NoNodeError, BadVersionError)):
+                        assert fence is not None  # "check" ops are only sent with a fence
                         result.fail(tp, OwnershipLostError("commit for %s-%d refused: owner node %s %s"
                                                            % (tp[0], tp[1], fence.owner_paths[tp],
                                                               "vanished" if isinstance(err, NoNodeError)
@@ -245,6 +246,8 @@ class ZooKeeperOffsetStore(OffsetStore):
         return present
 
     def _chunks(self, pending: Dict, exists: Dict, fence) -> list:
+        chunks: List[List[Tuple[str, int]]]
+        cur: List[Tuple[str, int]]
         chunks, cur, size = [], [], 0
         for tp in sorted(pending):
             cost = len(partition_offset_path(self.group, *tp)) + 20 + _OP_OVERHEAD

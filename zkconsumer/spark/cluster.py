@@ -26,7 +26,7 @@ def resolve_topics(zk, opts) -> List[str]:
 
 
 def topic_partitions(zk, topics) -> List[Tuple[str, int]]:
-    out = []
+    out: List[Tuple[str, int]] = []
     for t in topics:
         try:
             data, _ = zk.get(paths.topic_path(t))

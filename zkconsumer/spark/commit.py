@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from typing import Dict, Tuple
+from typing import Any, Dict, Tuple
 
 from .offsets import from_spark, to_spark
 from .options import SourceOptions, parse_options
@@ -117,7 +117,7 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True) -> Dic
     opts = _opts(options)
     offsets = end_offsets if isinstance(end_offsets, dict) and all(isinstance(k, tuple) for k in end_offsets) \
         else from_spark(end_offsets)
-    report = {"committed": {}, "unchanged": {}, "skipped": {}, "failed": {}}
+    report: Dict[str, Dict[str, Any]] = {"committed": {}, "unchanged": {}, "skipped": {}, "failed": {}}
     if not offsets:
         return report
     name = lambda tp: "%s-%d" % tp  # noqa: E731
@@ -129,7 +129,7 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True) -> Dic
             bootstrap = opts.bootstrap_servers or bootstrap_from_zk(zk, opts.zookeeper_connect)
         todo = dict(offsets)
         if skip_owned_by_others:
-            spark_prefix = cfg.group_id + "_spark-"
+            spark_prefix = str(cfg.group_id) + "_spark-"
             owners = read_owners(zk, cfg.group_id, sorted({t for t, _ in todo}))
             for tp in list(todo):
                 owner = owners.get(tp)

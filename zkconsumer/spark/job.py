@@ -26,6 +26,7 @@ import argparse
 import logging
 import os
 import sys
+from typing import Optional
 
 log = logging.getLogger("zkconsumer.spark.job")
 
@@ -62,7 +63,7 @@ def counts_per_key_per_minute(df):
 
 
 def run(spark, opts: dict, output: str, checkpoint: str, available_now: bool = True, trigger_seconds: float = 10.0,
-        timeout: float = None):
+        timeout: Optional[float] = None):
     """Start the pipeline on ``spark``; with ``available_now`` wait for it to finish and return the query."""
     from . import ZkConsumerDataSource, commit_batch, last_committed_end, read_checkpoint_offsets
     spark.dataSource.register(ZkConsumerDataSource)

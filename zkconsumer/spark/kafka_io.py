@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import logging
 import time
-from typing import Dict, Iterable, Iterator, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import ClusterUnavailableError, ZkConsumerError
 
@@ -81,7 +81,7 @@ class LogEndProbe:
         c = self._client()
         ktps = [TopicPartition(t, p) for t, p in tps]
         if not self.from_fetch:
-            ends = {(k.topic, k.partition): v for k, v in c.end_offsets(ktps).items()}
+            ends: Dict[TP, int] = {(k.topic, k.partition): v for k, v in c.end_offsets(ktps).items()}
             self._known.update(ends)
             return ends
         c.assign(ktps)
@@ -91,7 +91,7 @@ class LogEndProbe:
             c.seek(k, max(listed[k], self._known.get((k.topic, k.partition), 0)))
             if state is not None and k in state:
                 state[k].highwater = None
-        ends: Dict[TP, int] = {}
+        ends = {}
         if state is not None:
             pending = set(ktps)
             deadline = time.monotonic() + timeout_s
@@ -111,7 +111,7 @@ class LogEndProbe:
         return ends
 
 
-_ARROW_SCHEMAS = {}
+_ARROW_SCHEMAS: dict = {}
 
 
 def arrow_schema(include_headers: bool = False):
@@ -159,8 +159,13 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
         c.assign([tp])
         c.seek(tp, start)
         deadline = time.monotonic() + poll_timeout_ms / 1000.0
+        keys: List[Optional[bytes]]
+        values: List[Optional[bytes]]
+        offsets: List[int]
+        stamps: List[int]
+        types: List[int]
         keys, values, offsets, stamps, types = [], [], [], [], []
-        headers = [] if include_headers else None
+        headers: Optional[list] = [] if include_headers else None
         pos = start
         while pos < end:
             if time.monotonic() > deadline:

@@ -75,7 +75,7 @@ def split_ranges(ranges: Mapping[TP, Tuple[int, int]], min_partitions: Optional[
             want[tp] += 1
             left -= 1
         parts = want
-    out = []
+    out: list = []
     for tp in sorted(sizes, key=lambda tp: (tp[0], int(tp[1]))):
         s, e = ranges[tp]
         n, k = e - s, parts[tp]

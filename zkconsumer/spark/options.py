@@ -143,6 +143,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         topics = tuple(sorted(set(names)))
     else:
         from ..topic_filter import compile_java_regex
+        assert pattern is not None  # exactly one of subscribe, subscribePattern
         try:
             compile_java_regex(pattern, key="subscribePattern")
         except Exception as e:
@@ -153,6 +154,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         raise ConfigError("auto.commit.enable", props["auto.commit.enable"],
                           "false (the source commits after Spark committed a batch, never on a timer)")
     cfg = ConsumerConfig.from_properties(props)
+    assert cfg.group_id is not None and cfg.zookeeper_connect is not None  # both required by from_properties
     starting = src.get("startingOffsets")
     if starting is not None:
         s = starting.strip().lower()

@@ -28,7 +28,7 @@ import sys
 import time
 import urllib.request
 import zipfile
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import LocalClusterError
 from ..local import processes
@@ -375,7 +375,7 @@ def job_script() -> str:
     return os.path.abspath(job.__file__)
 
 
-def submit_argv(master: str, app: str, app_args: List[str] = (), conf: Optional[Dict[str, str]] = None,
+def submit_argv(master: str, app: str, app_args: Sequence[str] = (), conf: Optional[Dict[str, str]] = None,
                 py_files: Optional[List[str]] = None, driver_memory: str = "512m",
                 executor_memory: str = "512m") -> List[str]:
     """``spark-submit --master MASTER [--py-files ...] [--conf k=v ...] APP ARGS...`` of the installed pyspark."""
