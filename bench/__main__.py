@@ -1,4 +1,4 @@
-"""``python -m bench [--quick] [--only consume,rebalance,scale,commit,fleet,spark]``: zkconsumer's measured targets.
+"""``python -m bench [--quick] [--only consume,rebalance,churn,scale,commit,fleet,spark]``: zkconsumer's measured targets.
 
 Every figure is a ratio to a baseline measured in the same run, on the same data, on loopback. Prints a Markdown
 table and writes bench/results.json (a list of {metric, value, unit, baseline, ratio, goal, ...}).
@@ -9,15 +9,16 @@ import sys
 import tempfile
 import time
 
-from . import commit, common, consume, fleet, rebalance, scale
+from . import churn, commit, common, consume, fleet, rebalance, scale
 
-SUITES = {"consume": consume, "rebalance": rebalance, "scale": scale, "commit": commit, "fleet": fleet}
+SUITES = {"consume": consume, "rebalance": rebalance, "churn": churn, "scale": scale, "commit": commit,
+          "fleet": fleet}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller runs; finishes within 10 minutes on 2 cores")
-    ap.add_argument("--only", default="consume,rebalance,scale,commit,fleet,spark",
+    ap.add_argument("--only", default="consume,rebalance,churn,scale,commit,fleet,spark",
                     help="comma-separated suites [default: all]")
     ap.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "results.json"))
     args = ap.parse_args(argv)

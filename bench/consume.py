@@ -1,9 +1,22 @@
-"""consume messages/s: 1 consumer, 1 stream, 8 partitions, 100-byte messages, against raw kafka-python.
+"""consume messages/s: 1 consumer, 1 stream, 8 partitions, 100-byte messages, against raw kafka-python and the peers.
 
-Both sides read the same partitions from offset 0 to the end and touch every record once; the clock starts when
-the consumer is ready to read (after its start-up: group registration and rebalance for zkconsumer, construction
-and assignment for kafka-python) and stops at the last record.
+Every consumer reads the same partitions from offset 0 and touches every record once; the clock starts when the
+consumer is ready to read (after its start-up: group registration and rebalance for zkconsumer and pykafka,
+construction and assignment for kafka-python and confluent-kafka) and stops at the last record. Peers, in the same
+run on the same topic, runs alternating:
+
+* pykafka 2.8 ``BalancedConsumer(managed=False)`` — the other ZooKeeper-coordinated Python consumer (pure-Python
+  protocol, Fetch v2 at most, so the broker down-converts the v2 batches to message format v1 for it);
+* Kafka 1.1.1's Scala consumer (``kafka.consumer.ZookeeperConsumerConnector``, bench/jvm/ScalaConsumerCount.java,
+  its defaults, one JVM per run): the clock runs from the first message to the Nth, so JVM start-up and the first
+  fetch are excluded (its class loading and JIT warm-up on the first messages are not); it also fetches with an old
+  Fetch version, down-converted by the broker;
+* raw confluent-kafka (librdkafka, assign + consume in batches): informational.
 """
+import json
+import os
+import subprocess
+import tempfile
 import time
 
 from .common import Result, median, unique
@@ -69,27 +82,118 @@ def _confluent_rate(cluster, topic, total):
         c.close()
 
 
+def _pykafka_version():
+    import pykafka
+    return pykafka.__version__
+
+
+def _pykafka_rate(cluster, topic, total):
+    try:
+        from pykafka import KafkaClient
+    except ImportError:
+        return None
+    client = KafkaClient(hosts=cluster.bootstrap_servers, broker_version="1.0.0")  # >= 0.10: ApiVersions discovery
+    c = client.topics[topic].get_balanced_consumer(
+        consumer_group=unique("bench-pykafka").encode(), managed=False, zookeeper_connect=cluster.zookeeper_connect,
+        auto_commit_enable=False, auto_offset_reset=-2, consumer_timeout_ms=30000)  # -2: OffsetType.EARLIEST
+    try:
+        n = 0
+        t0 = time.perf_counter()
+        for m in c:
+            if m.value is not None:
+                n += 1
+            if n >= total:
+                break
+        return n / (time.perf_counter() - t0)
+    finally:
+        c.stop()
+
+
+def _scala_rate(cluster, topic, total):
+    """(rate, note) from one ScalaConsumerCount JVM; (None, why) when no JDK or no Kafka 1.1.1 jars."""
+    from . import jvm
+    try:
+        jvm.classpath()
+    except jvm.Unavailable as e:
+        return None, str(e)
+    with tempfile.TemporaryDirectory(prefix="zkconsumer-bench-scala-") as tmp:
+        props = jvm.write_props(os.path.join(tmp, "consumer.properties"), {
+            "group.id": unique("bench-scala"), "zookeeper.connect": cluster.zookeeper_connect,
+            "auto.offset.reset": "smallest", "auto.commit.enable": "false", "consumer.timeout.ms": "30000"})
+        p = subprocess.run(jvm.command("ScalaConsumerCount", [props, topic, str(total)], ("-Xmx512m",)),
+                           capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        raise RuntimeError("ScalaConsumerCount exited %s: %s" % (p.returncode, p.stderr[-2000:]))
+    r = json.loads(lines[-1])
+    if r["count"] < total:
+        raise RuntimeError("ScalaConsumerCount read %d of %d messages" % (r["count"], total))
+    return (r["count"] - 1) / (r["first_to_last_ms"] / 1000.0), r["ready_to_first_ms"]
+
+
 def run(cluster, quick=False, log=print):
     total = 500_000 if quick else 1_000_000
     runs = 3  # alternating runs, medians: single runs vary by +-15% on a shared 2-core machine
     topic = cluster.create_topic(unique("bench-consume"), PARTITIONS)
     log("consume: producing %d messages of 100 B to %d partitions" % (total, PARTITIONS))
     cluster.produce_fast(topic, PARTITIONS, total)
-    ours, base, ceiling = [], [], []
+    # pykafka reads a prefix of the topic in --quick (pure Python, ~10x slower: 3 full reads would take minutes)
+    pk_total = min(total, 150_000) if quick else total
+    ours, base, ceiling, pk, scala, scala_first, scala_why = [], [], [], [], [], [], None
+    pk_why = "pykafka is not installed (pip install --no-deps pykafka==2.8.0)"
     for i in range(runs):
         base.append(_kafka_python_rate(cluster, topic, total))
         ours.append(_zkconsumer_rate(cluster, topic, total))
         c = _confluent_rate(cluster, topic, total)
         if c:
             ceiling.append(c)
-        log("consume run %d: zkconsumer %.0f msg/s, kafka-python %.0f msg/s%s" % (
-            i + 1, ours[-1], base[-1], (", confluent-kafka %.0f msg/s" % c) if c else ""))
+        try:  # a peer failing must not cost the other rows
+            k = _pykafka_rate(cluster, topic, pk_total)
+        except Exception as e:  # noqa: BLE001
+            k, pk_why = None, "pykafka failed: %r" % (e,)
+            log(pk_why)
+        if k:
+            pk.append(k)
+        try:
+            s, extra = _scala_rate(cluster, topic, total)
+        except Exception as e:  # noqa: BLE001
+            s, extra = None, "the Scala consumer failed: %r" % (e,)
+            log(extra)
+        if s:
+            scala.append(s)
+            scala_first.append(extra)
+        else:
+            scala_why = extra
+        log("consume run %d: zkconsumer %.0f msg/s, kafka-python %.0f msg/s%s%s%s" % (
+            i + 1, ours[-1], base[-1], (", confluent-kafka %.0f msg/s" % c) if c else "",
+            (", pykafka %.0f msg/s" % k) if k else "", (", Scala consumer %.0f msg/s" % s) if s else ""))
     value, baseline = median(ours), median(base)
     out = [Result("consume messages/s (1 consumer, 1 stream, 8 partitions, %dk x 100 B)" % (total // 1000),
                   round(value), "msg/s", round(baseline), round(value / baseline, 2), ">= 1.0x kafka-python",
                   value / baseline >= 1.0, "baseline: raw kafka-python KafkaConsumer assign + poll, defaults")]
+    if pk:
+        b = median(pk)
+        out.append(Result("consume messages/s vs pykafka BalancedConsumer(managed=False) (same data)", round(value),
+                          "msg/s", round(b), round(value / b, 2), ">= 1.0x pykafka", value / b >= 1.0,
+                          "baseline: pykafka %s pure Python, defaults (auto commit off), %s messages per run" % (
+                              _pykafka_version(), "first %dk" % (pk_total // 1000) if pk_total < total else "all")))
+    else:
+        out.append(Result("consume messages/s vs pykafka (not measured)", float("nan"), "msg/s", None, None,
+                          ">= 1.0x pykafka", None, pk_why))
+    if scala:
+        b = median(scala)
+        out.append(Result("consume messages/s vs the Scala consumer of Kafka 1.1.1 (same data)", round(value),
+                          "msg/s", round(b), round(value / b, 2), ">= 1.0x Scala consumer", value / b >= 1.0,
+                          "baseline: ZookeeperConsumerConnector (1 stream, defaults, Java 17), first to %dth message "
+                          "(JVM start-up excluded; group join to first message %.0f ms median)" % (
+                              total, median(scala_first))))
+    else:
+        out.append(Result("consume messages/s vs the Scala consumer (not measured)", float("nan"), "msg/s", None,
+                          None, ">= 1.0x Scala consumer", None, scala_why or "-"))
     if ceiling:
-        out.append(Result("consume messages/s ceiling: confluent-kafka (same data)", round(median(ceiling)),
-                          "msg/s", round(value), round(value / median(ceiling), 2), "reference only", None,
-                          "ratio = zkconsumer / confluent-kafka"))
+        b = median(ceiling)
+        out.append(Result("consume messages/s vs raw confluent-kafka (same data)", round(value), "msg/s", round(b),
+                          round(value / b, 2), ">= 0.9x confluent-kafka (informational)", None,
+                          "baseline: confluent-kafka Consumer assign + consume(10000); 0.9x %s" % (
+                              "reached" if value / b >= 0.9 else "not reached")))
     return out

@@ -5,7 +5,20 @@ partition is owned under the new assignment — the range assignment of the curr
 member's claimed owner nodes — and every member is fetching. Baseline: kafka-python broker-coordinated group
 (``KafkaConsumer(group_id=...)`` subscribed to the topic, defaults) doing the same join and leave, converged when the
 members' assignments cover every partition exactly once.
+
+Peers, the same join and leave of a ZooKeeper-coordinated group on a topic of their own, with their defaults
+(6 s ZooKeeper session, 2 s rebalance backoff); ZooKeeper session set up before the clock starts, as for zkconsumer:
+
+* pykafka 2.8 ``BalancedConsumer(managed=False)`` members (one KafkaClient and one kazoo session each, in this
+  process): converged when no member has a rebalance in progress, each one's internal consumer runs, and their
+  partitions cover the topic exactly once;
+* Kafka 1.1.1's Scala consumer, one JVM per member (bench/jvm/ScalaConsumerMember.java, driven over stdin):
+  converged when every member's latest rebalance reached ``beforeStartingFetchers`` (its listener; fetchers start
+  next) with no release since, and their partitions cover the topic exactly once.
 """
+import logging
+import os
+import tempfile
 import threading
 import time
 
@@ -126,6 +139,134 @@ def kafka_python_latencies(cluster, events, log):
             m.join(30)
 
 
+def _covers_once(assignments):
+    seen = set()
+    for a in assignments:
+        if a is None or seen & a:
+            return False
+        seen |= a
+    return len(seen) == PARTITIONS
+
+
+def _peer_events(name, members, new_member, start, stop, is_converged, events, log, timeout=120):
+    """The join/leave loop shared by the peers: start(m) subscribes m, stop(m) makes it leave (both return at
+    once); is_converged(members) is the peer's own criterion."""
+    for m in members:
+        start(m)
+    _wait(lambda: is_converged(members), timeout)
+    joins, leaves = [], []
+    for _ in range(events):
+        m = new_member()  # connected to ZooKeeper before the clock starts
+        t0 = time.perf_counter()
+        start(m)
+        members.append(m)
+        joins.append(_wait(lambda: is_converged(members), timeout) - t0)
+        gone = members.pop(0)
+        t0 = time.perf_counter()
+        stop(gone)
+        leaves.append(_wait(lambda: is_converged(members), timeout) - t0)
+        log("rebalance %s: join %.0f ms, leave %.0f ms" % (name, joins[-1] * 1000, leaves[-1] * 1000))
+    return joins, leaves
+
+
+class _PykafkaMember:
+    def __init__(self, cluster, group, topic):
+        from kazoo.client import KazooClient
+        from pykafka import KafkaClient
+        self.zk = KazooClient(cluster.zookeeper_connect, timeout=6.0)  # pykafka's default session timeout
+        self.zk.start()
+        client = KafkaClient(hosts=cluster.bootstrap_servers, broker_version="1.0.0")
+        self.c = client.topics[topic].get_balanced_consumer(
+            consumer_group=group.encode(), managed=False, zookeeper=self.zk, auto_start=False,
+            auto_offset_reset=-2)  # OffsetType.EARLIEST, as auto.offset.reset=smallest for the others
+
+    def start(self):
+        threading.Thread(target=self.c.start, daemon=True).start()
+
+    def stop(self):
+        def leave():
+            self.c.stop()  # releases its owner nodes and registration (the session is ours)
+            self.zk.stop()
+            self.zk.close()
+        self.leaving = threading.Thread(target=leave, daemon=True)
+        self.leaving.start()
+
+    def assignment(self):
+        c = self.c
+        if c._rebalancing_in_progress.is_set() or c._consumer is None or not c._internal_consumer_running.is_set():
+            return None
+        return frozenset(c._consumer.partitions)
+
+
+def pykafka_latencies(cluster, events, log):
+    import pykafka  # noqa: F401  (ImportError: the row says it was not measured)
+    logging.getLogger("pykafka").setLevel(logging.CRITICAL)
+    topic = cluster.create_topic(unique("bench-rebalance-pk"), PARTITIONS)
+    group = unique("bench-rebalance-pk")
+    members = [_PykafkaMember(cluster, group, topic) for _ in range(MEMBERS)]
+    try:
+        return _peer_events("pykafka", members, lambda: _PykafkaMember(cluster, group, topic),
+                            lambda m: m.start(), lambda m: m.stop(),
+                            lambda ms: _covers_once([m.assignment() for m in ms]), events, log)
+    finally:
+        for m in members:
+            m.stop()
+        for m in members:
+            m.leaving.join(30)
+
+
+SCALA_MEMBERS = MEMBERS
+
+
+def scala_latencies(cluster, events, log):
+    from . import jvm
+    jvm.classpath()  # jvm.Unavailable: the row says why it was not measured
+    topic = cluster.create_topic(unique("bench-rebalance-scala"), PARTITIONS)
+    group = unique("bench-rebalance-scala")
+    with tempfile.TemporaryDirectory(prefix="zkconsumer-bench-scala-") as tmp:
+        props = jvm.write_props(os.path.join(tmp, "consumer.properties"), {
+            "group.id": group, "zookeeper.connect": cluster.zookeeper_connect, "auto.offset.reset": "smallest"})
+        spawned = []
+
+        def new_member():
+            m = jvm.Member(props, "m%d" % len(spawned), topic)
+            spawned.append(m)
+            if not m.connected.wait(120):
+                raise TimeoutError("a Scala consumer JVM did not connect within 120 s")
+            return m
+
+        try:
+            members = [jvm.Member(props, "m%d" % i, topic) for i in range(SCALA_MEMBERS)]
+            spawned.extend(members)
+            for m in members:
+                if not m.connected.wait(120):
+                    raise TimeoutError("a Scala consumer JVM did not connect within 120 s")
+
+            def is_converged(ms):
+                return _covers_once([m.assigned for m in ms])
+            return _peer_events("Scala consumer", members, new_member, lambda m: m.go(), lambda m: m.stop(),
+                                is_converged, events, log)
+        finally:
+            for m in spawned:
+                m.close()
+
+
+def _peer_row(name, goal_name, value, peer, log):
+    """One row 'zkconsumer vs peer': peer() -> (joins, leaves) or an exception (the row says why)."""
+    metric = "rebalance latency ms vs %s (%d members x %d partitions, one joins, one leaves; median)" % (
+        name, SCALA_MEMBERS if "Scala" in name else MEMBERS, PARTITIONS)
+    try:
+        j, lv = peer()
+    except Exception as e:  # noqa: BLE001 — a peer that cannot run or never converges is reported, not fatal
+        log("rebalance %s failed: %r" % (name, e))
+        return Result(metric, round(value), "ms", None, None, "<= 0.5x %s" % goal_name, None,
+                      "%s not measured: %r" % (name, e))
+    base = median(j + lv) * 1000
+    return Result(metric, round(value), "ms", round(base), round(value / base, 3), "<= 0.5x %s" % goal_name,
+                  value / base <= 0.5, "%s join %.0f ms, leave %.0f ms (medians of %d each; its defaults)" % (
+                      name, median(j) * 1000, median(lv) * 1000, len(j)))
+
+
 def run(cluster, quick=False, log=print):
     ours_j, ours_l = zkconsumer_latencies(cluster, 5 if quick else 10, log)
     try:
@@ -136,8 +277,13 @@ def run(cluster, quick=False, log=print):
         base, note = None, "kafka-python baseline failed: %s" % e
     value = median(ours_j + ours_l) * 1000
     ratio = round(value / base, 4) if base else None
+    peer_events = 3 if quick else 5
+    peers = [_peer_row("pykafka BalancedConsumer", "pykafka", value,
+                       lambda: pykafka_latencies(cluster, peer_events, log), log),
+             _peer_row("the Scala consumer of Kafka 1.1.1", "Scala consumer", value,
+                       lambda: scala_latencies(cluster, peer_events, log), log)]
     return [Result("rebalance latency ms (8 consumers x 64 partitions, one joins, one leave; median)", round(value),
                    "ms", round(base) if base else None, ratio, "<= 0.05x and <= 300 ms median",
                    bool(value <= 300 and ratio is not None and ratio <= 0.05),
                    "zkconsumer join %.0f ms, leave %.0f ms (medians); %s" % (
-                       median(ours_j) * 1000, median(ours_l) * 1000, note))]
+                       median(ours_j) * 1000, median(ours_l) * 1000, note))] + peers
