@@ -109,7 +109,7 @@ def foreign_registration(broker_id, port=9092):
 
 # -- a live mirror process (chroot) -------------------------------------------------------------------------
 
-def test_new_topic_appears_within_2s_with_partition_map_and_states(services, live, unique, broker_id):
+def test_new_topic_appears_with_partition_map_and_states(services, live, unique, broker_id):
     topic = unique("mirror-new")
     create_topic_on_broker(services, topic, 4)
     t0 = time.monotonic()
