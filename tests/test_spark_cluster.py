@@ -322,33 +322,37 @@ def test_streaming_job_on_cluster_reads_unconsumed_range_and_releases_owners(spa
     output = str(tmp_path / "out")
     ckpt_dir = tmp_path / "check points" / "job 1"             # a file: URI with spaces, not a plain path
     checkpoint = "file://" + str(ckpt_dir)
-    job = Job(spark_cluster, tmp_path, _job_args(services, group, topic, output,
-                                                 ["--checkpoint", checkpoint, "--trigger-seconds", "1"]))
+    # a long ZooKeeper session: owner nodes that vanish within it were deleted (by the reaper), not expired
+    job = Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, [
+        "--checkpoint", checkpoint, "--trigger-seconds", "1", "--property", "zookeeper.session.timeout.ms=60000"]))
     try:
         # the driver's source joins the group and claims every partition (it is the only member)
         owners = _wait(lambda: (lambda o: o if len(o) == 4 and all("_spark-" in v for v in o.values()) else None)(
             _owners(zk, group, topic)), 240)
         assert owners, "the job did not claim the partitions; driver log:\n%s" % log_tail(job.log, 60)
-        assert len(_ids(zk, group)) == 1
+        assert len(_ids(zk, group)) == 1, (_ids(zk, group), owners)
         services.produce(topic, 100)                             # more data while the query runs
         ends = _log_ends(services, topic, 4)
         assert _wait(lambda: _zk_offsets(zk, group, topic) == ends, 180), \
             (_zk_offsets(zk, group, topic), ends, log_tail(job.log, 40))
         driver = job.driver_python()
         assert driver, "no driver Python process under spark-submit"
+        t0 = time.monotonic()
         os.kill(driver, signal.SIGTERM)                          # graceful stop: query stops, last batch committed
         job.wait(180)
     finally:
         job.kill()
-    # the group's owner nodes and the registration are gone as soon as the query stopped
-    assert _wait(lambda: not _owners(zk, group, topic) and not _ids(zk, group), 30), \
-        (_owners(zk, group, topic), _ids(zk, group))
+    # the group's owner nodes and the registration are gone as soon as the query stopped (well within the session)
+    assert _wait(lambda: not _owners(zk, group, topic) and not _ids(zk, group), max(1.0, t0 + 45 - time.monotonic())), \
+        (_owners(zk, group, topic), _ids(zk, group), "%.1f s after SIGTERM" % (time.monotonic() - t0))
     ranges = {p: (committed.get(p, 0), ends[p]) for p in range(4)}
-    assert _output_counts(output) == _key_counts(services, topic, ranges)   # exactly the unconsumed range
-    assert _zk_offsets(zk, group, topic) == ends
+    got, want = _output_counts(output), _key_counts(services, topic, ranges)
+    assert got == want, (got, want, ranges)                                  # exactly the unconsumed range
+    assert _zk_offsets(zk, group, topic) == ends, (_zk_offsets(zk, group, topic), ends)
     assert os.path.isdir(ckpt_dir / "offsets") and os.path.isdir(ckpt_dir / "commits")
     from zkconsumer.spark import last_committed_end
-    assert {p: o for (_, p), o in last_committed_end(checkpoint, filesystem="pyarrow").items()} == ends
+    last = {p: o for (_, p), o in last_committed_end(checkpoint, filesystem="pyarrow").items()}
+    assert last == ends, (last, ends, sorted(os.listdir(ckpt_dir / "commits")))
 
 
 def _kill_busy_executor(job, cluster, timeout=240):
@@ -405,13 +409,15 @@ def test_driver_killed_and_restarted_resumes_from_checkpoint(spark_cluster, serv
     topic, group = services.create_topic(unique("cr"), 4), unique("g")
     services.produce(topic, 40000)
     output, ckpt = str(tmp_path / "out"), str(tmp_path / "ckpt")
-    args = _job_args(services, group, topic, output, ["--checkpoint", ckpt, "--max-offsets-per-trigger", "6000"])
+    args = _job_args(services, group, topic, output, ["--checkpoint", ckpt, "--max-offsets-per-trigger", "6000",
+                                                      "--property", "zookeeper.session.timeout.ms=60000"])
     job = Job(spark_cluster, tmp_path, args + ["--trigger-seconds", "1"], name="first")
     try:
         # let at least one batch finish (output written, offsets committed), then kill -9 the driver mid-batch
         assert _wait(lambda: sum(_zk_offsets(zk, group, topic).values()) > 0, 240), log_tail(job.log, 40)
         assert _wait(lambda: job.app_id() and job.busy_executors(job.app_id()), 120), "no batch running"
         job.kill()
+        killed_at = time.monotonic()
     finally:
         job.kill()
     done = checkpoint_files(ckpt, "pyarrow").batch_ids("commits")
@@ -425,8 +431,9 @@ def test_driver_killed_and_restarted_resumes_from_checkpoint(spark_cluster, serv
     candidates = [{p: o for (_, p), o in read_checkpoint_offsets(ckpt, b, filesystem="pyarrow").items()}
                   for b in (done[-1], done[-1] + 1) if b in planned]
     assert at_kill in candidates, (at_kill, candidates)
-    # the dead driver's member leaves the group at once (its reaper), not after the ZooKeeper session timeout
-    assert _wait(lambda: not _owners(zk, group, topic) and not _ids(zk, group), 30), _owners(zk, group, topic)
+    # the dead driver's member leaves the group at once (its reaper), not after the ZooKeeper session timeout (60 s)
+    assert _wait(lambda: not _owners(zk, group, topic) and not _ids(zk, group),
+                 max(1.0, killed_at + 45 - time.monotonic())), _owners(zk, group, topic)
     services.produce(topic, 4000)
     ends = _log_ends(services, topic, 4)
     again = Job(spark_cluster, tmp_path, args + ["--available-now"], name="restarted")
