@@ -65,8 +65,10 @@ def _single(groups, all_groups, matching):
     return len(groups) == 1 and not all_groups and matching is None
 
 
-def _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json, show, need_kafka=True):
-    """Connect once, run ``per_group(gofs) -> (result, exit code)`` for every selected group, print, exit."""
+def _run_groups(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, need_kafka=True,
+                show_progress=False):
+    """Connect once and run ``per_group(gofs) -> (result, exit code)`` for every selected group (a GroupOffsets of its
+    own each, closed after); returns ``{group: (result, exit code)}`` in selection order."""
     zk = zkmod.connect(resolve_zookeeper(zookeeper))
     try:
         bs = resolve_bootstrap(bootstrap, zk=zk) if need_kafka else None
@@ -79,15 +81,21 @@ def _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_gro
             finally:
                 gofs.close()
         progress = None
-        if len(names) > 1 and not as_json:
+        if len(names) > 1 and show_progress:
             done = [0]
 
             def progress(g, code):
                 done[0] += 1
                 click.echo("[%d/%d] %s: %s" % (done[0], len(names), g, render.verdict(code)), err=True)
-        results = run_groups(names, one, parallel, exit_code_for, progress)
+        return run_groups(names, one, parallel, exit_code_for, progress)
     finally:
         zkmod.close(zk)
+
+
+def _fleet(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json, show, need_kafka=True):
+    """:func:`_run_groups`, then print (one group as before, several as one report) and exit with the worst code."""
+    results = _run_groups(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, need_kafka,
+                          show_progress=not as_json)
     code = worst_exit(c for _, c in results.values())
     if _single(groups, all_groups, matching):
         [(out, code)] = results.values()
@@ -184,23 +192,9 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
         return {"group": gofs.group, "store": store, "count": len(offs),
                 "offsets": {render.tp(tp): o for tp, o in sorted(offs.items())}}, 0
 
-    def show(out):
-        pass  # the lines are written below, once, in group order
-    zk = zkmod.connect(resolve_zookeeper(zookeeper))
-    try:
-        bs = resolve_bootstrap(bootstrap, zk=zk) if store == "kafka" else None
-        names = select_groups(lambda: list_groups(zk), groups, all_groups, matching)
-
-        def run(g):
-            gofs = GroupOffsets(zk, bs, g)
-            try:
-                return one(gofs)
-            finally:
-                gofs.close()
-        results = run_groups(names, run, parallel, exit_code_for)
-    finally:
-        zkmod.close(zk)
-    lines = [line for g in names if g in collected for line in format_offsets(g, collected[g])]
+    results = _run_groups(zookeeper, bootstrap, groups, all_groups, matching, parallel, one,
+                          need_kafka=(store == "kafka"))
+    lines = [line for g in results if g in collected for line in format_offsets(g, collected[g])]
     code = worst_exit(c for _, c in results.values())
     if output:
         with open(output, "w") as f:

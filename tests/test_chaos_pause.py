@@ -3,11 +3,8 @@ while the two other members keep consuming and a producer runs. The session leas
 makes a resumed member ask ZooKeeper before its next hand-out, so it learns of the expiry first and hands out
 nothing its peers already own: per partition, no two members' delivery runs overlap (runs split at 0.3 s gaps,
 0.2 s tolerance), and nothing is lost. Before the lease, a resumed member handed out queued records for up to ~1 s."""
-import os
 import signal
 import time
-
-import pytest
 
 from chaos_support import TimedConsumer, check_delivery_overlaps
 from consumer_helpers import BackgroundProducer, wait_for_assignment, wait_until
@@ -17,18 +14,6 @@ PARTITIONS = 6
 SESSION_MS = 4000
 PROPS = {"zookeeper.session.timeout.ms": str(SESSION_MS), "auto.commit.interval.ms": "200",
          "rebalance.backoff.ms": "200", "queued.max.message.chunks": "10", "fetch.message.max.bytes": "2048"}
-
-
-@pytest.fixture
-def procs():
-    started = []
-    yield started
-    for c in started:
-        try:
-            os.kill(c.proc.pid, signal.SIGCONT)
-        except OSError:
-            pass
-        c.kill()
 
 
 def test_pauses_past_the_session_timeout_deliver_nothing_stale(services, zk, unique, procs):

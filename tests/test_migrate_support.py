@@ -60,16 +60,7 @@ class ConsumerProc:
         return out
 
     def seen(self):
-        out = set()
-        try:
-            with open(self.out_path) as f:
-                for line in f:
-                    if line.endswith("\n"):
-                        m = json.loads(line)
-                        out.add((m["partition"], m["offset"]))
-        except FileNotFoundError:
-            pass
-        return out
+        return set(self.seen_list())
 
     def stderr(self):
         try:

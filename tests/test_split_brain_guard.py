@@ -16,6 +16,26 @@ from zkconsumer.errors import SplitBrainUnknownError
 from zkconsumer.layout import paths
 
 
+class BrokerMember:
+    """A broker-coordinated KafkaConsumer of the group, polling on a thread until close() (which leaves the group)."""
+
+    def __init__(self, bootstrap, group, topic):
+        self.stop = threading.Event()
+        self.consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=6000,
+                                      heartbeat_interval_ms=1000, enable_auto_commit=False)
+        self.poller = threading.Thread(target=self._poll, daemon=True)
+        self.poller.start()
+
+    def _poll(self):
+        while not self.stop.is_set():
+            self.consumer.poll(200)
+
+    def close(self):
+        self.stop.set()
+        self.poller.join(10)
+        self.consumer.close()
+
+
 def _closed_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -60,11 +80,7 @@ def test_guard_runs_again_before_re_registration(services, zk, unique, conns):
     conns.append(a)
     a.create_message_streams({t: 1})
     wait_until(lambda: len(a.owned_partitions()) == 2, 20, message="a owns everything")
-    stop = threading.Event()
-    kc = KafkaConsumer(t, bootstrap_servers=services.bootstrap_servers, group_id=g, session_timeout_ms=6000,
-                       heartbeat_interval_ms=1000, enable_auto_commit=False)
-    poller = threading.Thread(target=lambda: [kc.poll(200) for _ in iter(stop.is_set, True)], daemon=True)
-    poller.start()
+    kc = BrokerMember(services.bootstrap_servers, g, t)
     try:
         from zkconsumer.broker_group import describe_broker_group
         wait_until(lambda: describe_broker_group(services.bootstrap_servers, g).active, 30,
@@ -75,8 +91,6 @@ def test_guard_runs_again_before_re_registration(services, zk, unique, conns):
             "re-registered while the broker-coordinated group is active"
         assert a.owned_partitions() == set() or not a.owned_partitions()
     finally:
-        stop.set()
-        poller.join(10)
         kc.close()  # leaves the broker-side group: it becomes Empty
     wait_until(lambda: zk.exists(paths.consumer_registration_path(g, a.consumer_id)), 40,
                message="a to re-register once the broker-side group is gone")
@@ -124,11 +138,7 @@ def test_cutover_stops_on_split_brain_while_members_leave(services, unique, conn
     conns.append(a)
     a.create_message_streams({t: 1})
     wait_until(lambda: len(a.owned_partitions()) == 2, 20, message="a owns everything")
-    stop = threading.Event()
-    kc = KafkaConsumer(t, bootstrap_servers=services.bootstrap_servers, group_id=g, session_timeout_ms=6000,
-                       heartbeat_interval_ms=1000, enable_auto_commit=False)
-    poller = threading.Thread(target=lambda: [kc.poll(200) for _ in iter(stop.is_set, True)], daemon=True)
-    poller.start()
+    kc = BrokerMember(services.bootstrap_servers, g, t)
     try:
         t0 = time.monotonic()
         code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--timeout", "120",
@@ -136,6 +146,4 @@ def test_cutover_stops_on_split_brain_while_members_leave(services, unique, conn
         assert not out["ready"] and out["reason"].startswith("split brain"), out
         assert time.monotonic() - t0 < 60, "cutover waited out its timeout instead of stopping at the split brain"
     finally:
-        stop.set()
-        poller.join(10)
         kc.close()

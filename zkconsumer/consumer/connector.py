@@ -248,7 +248,6 @@ class ZookeeperConsumerConnector:
             return
         from .. import groups as zkgroups
         from ..group_describe import member_infos
-        from ..offsets.kafka import KafkaOffsetStore
         live = set(zkgroups.live_members(self.zk, self.group)) - {self.consumer_id}
         modes = {m: i.mode for m, i in member_infos(self.zk, self.group).items() if m in live}
         kafka_only = sorted(m for m, mode in modes.items() if mode == "kafka")
@@ -261,7 +260,7 @@ class ZookeeperConsumerConnector:
         if "dual" in modes.values():
             return  # the rollback's second phase: dual members keep ZooKeeper up to date
         for attempt in (0, 1):
-            ahead, zoffs, koffs = self._kafka_ahead(zkgroups, KafkaOffsetStore)
+            ahead, zoffs, koffs = self._kafka_ahead()
             if not ahead:
                 return
             if attempt == 0:
@@ -275,7 +274,11 @@ class ZookeeperConsumerConnector:
             "offsets.storage.switch.check=off" % (self.group, len(ahead), t, p, koffs[(t, p)],
                                                    zoffs.get((t, p), "none")))
 
-    def _kafka_ahead(self, zkgroups, KafkaOffsetStore):
+    def _kafka_ahead(self):
+        """``(partitions where Kafka is ahead of ZooKeeper, ZooKeeper offsets, Kafka offsets)``; nothing when Kafka
+        cannot be asked (logged)."""
+        from .. import groups as zkgroups
+        from ..offsets.kafka import KafkaOffsetStore
         try:
             zoffs = zkgroups.zk_offsets(self.zk, self.group)
             topics = set(t for t, _ in zoffs)
