@@ -44,13 +44,14 @@ _ZZ = tuple((b >> 1) ^ -(b & 1) for b in range(128))  # one-byte zigzag varints
 
 
 def _varint(buf, pos):
-    """Zigzag varint at buf[pos] -> (value, next pos); the general (multi-byte) case."""
+    """Zigzag varint at buf[pos] -> (value, next pos); the general (multi-byte) case. At most 10 bytes; bits past
+    the 64th are dropped, as Java's ByteUtils.readVarlong does (and the C decoder)."""
     result = 0
     shift = 0
     while True:
         b = buf[pos]
         pos += 1
-        result |= (b & 0x7F) << shift
+        result |= ((b & 0x7F) << shift) & 0xFFFFFFFFFFFFFFFF
         if b < 0x80:
             return (result >> 1) ^ -(result & 1), pos
         shift += 7
@@ -58,7 +59,7 @@ def _varint(buf, pos):
             raise ValueError("varint too long at position %d" % pos)
 
 
-def decode_records(buf, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic,
+def decode_records_py(buf, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic,
                    partition, leader_epoch, record_cls):
     """Decode ``count`` v2 records from ``buf[pos:end]`` (bytes).
 
@@ -202,6 +203,37 @@ def decode_records(buf, pos, end, count, base_offset, first_timestamp, max_times
 
 def _corrupt(message):
     return CorruptRecordError(message)
+
+
+try:
+    from zkconsumer import _records as _c_records  # the same decoder in C (zkconsumer/_records.c), when built
+except ImportError:  # no C compiler at install time: the Python decoder
+    _c_records = None  # type: ignore[assignment]
+
+
+def _decode_records_c(buf, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic,
+                      partition, leader_epoch, record_cls):
+    out, sizes, error = _c_records.decode_records(buf, pos, end, count, base_offset, first_timestamp, max_timestamp,
+                                                  log_append_time, topic, partition, leader_epoch, record_cls)
+    if error is not None:
+        kind, message = error
+        error = _corrupt(message if kind == "corrupt" else "Found invalid record structure: %s" % message)
+    return out, sizes, error
+
+
+#: the decoder in use: C when the extension was built, else Python (both give the same records and errors' kinds)
+decode_records = _decode_records_c if _c_records is not None else decode_records_py
+DECODER = "c" if _c_records is not None else "python"
+
+
+def payload_bytes(records):
+    """The records' keys' + values' bytes (a fetched chunk's size for the queue bound and BytesPerSec)."""
+    if _c_records is not None:
+        return _c_records.payload_bytes(records)
+    nbytes = 0
+    for r in records:
+        nbytes += max(0, r.serialized_value_size) + max(0, r.serialized_key_size)
+    return nbytes
 
 
 def scan_v2_batches(buf):

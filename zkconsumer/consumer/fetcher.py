@@ -17,6 +17,7 @@ import time
 
 from ..errors import ClusterUnavailableError, MessageTooLargeError
 from .stream import Chunk
+from .fast_records import payload_bytes
 
 log = logging.getLogger(__name__)
 
@@ -234,10 +235,7 @@ class FetcherThread(threading.Thread):
                 q = self._assignment.get(tp)
                 if q is None or not records:
                     continue
-                nbytes = 0
-                for r in records:
-                    nbytes += max(0, r.serialized_value_size) + max(0, r.serialized_key_size)
-                chunk = Chunk(generation, (tp.topic, tp.partition), records, nbytes)
+                chunk = Chunk(generation, (tp.topic, tp.partition), records, payload_bytes(records))
                 if not self._put(q, chunk):
                     break  # assignment changing: the rest of this poll is dropped (it will be re-fetched)
                 self._next[tp] = records[-1].offset + 1

@@ -1,0 +1,130 @@
+"""zkconsumer._records, the C record decoder, against the pure-Python decoder of zkconsumer.consumer.fast_records.
+
+The C extension is what the consumer uses (``fast_records.DECODER == "c"``); it must be built on the machines that
+run the suite (``.ci/bootstrap`` builds it with the package: it needs a C compiler and Python's headers). The Python
+decoder is itself checked against kafka-python's stock decoder in test_fast_records.py; here hypothesis checks that
+the two decoders return the same records and sizes, and fail on the same inputs, for valid record data, valid data
+with bytes flipped, cut or appended, and arbitrary bytes.
+"""
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kafka.consumer.fetcher import ConsumerRecord
+from kafka.errors import CorruptRecordError
+
+from zkconsumer.consumer import fast_records
+
+C = fast_records._c_records
+
+
+def test_the_c_decoder_is_built_and_in_use():
+    assert C is not None, ("zkconsumer._records (zkconsumer/_records.c) is not built: install a C compiler and "
+                           "Python's headers (apt-get install gcc python3-dev) and run .ci/bootstrap again")
+    assert fast_records.DECODER == "c" and fast_records.decode_records is fast_records._decode_records_c
+
+
+def zigzag(n):
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def encode_record(ts_delta, offset_delta, key, value, headers):
+    body = bytearray(b"\x00")
+    body += zigzag(ts_delta) + zigzag(offset_delta)
+    body += zigzag(-1) if key is None else zigzag(len(key)) + key
+    body += zigzag(-1) if value is None else zigzag(len(value)) + value
+    body += zigzag(len(headers))
+    for hk, hv in headers:
+        hkb = hk.encode("utf-8")
+        body += zigzag(len(hkb)) + hkb
+        body += zigzag(-1) if hv is None else zigzag(len(hv)) + hv
+    return zigzag(len(body)) + bytes(body)
+
+
+blobs = st.one_of(st.none(), st.binary(max_size=300))
+records = st.lists(st.tuples(st.integers(-(1 << 40), 1 << 40), st.integers(0, 1 << 20), blobs, blobs,
+                             st.lists(st.tuples(st.text(max_size=8), blobs), max_size=3)), max_size=12)
+
+
+def both(buf, pos, end, count, base=1000, first_ts=1_700_000_000_000, max_ts=1_700_000_000_999, lat=0):
+    args = (buf, pos, end, count, base, first_ts, max_ts, lat, "t", 3, 5, ConsumerRecord)
+    return fast_records.decode_records_py(*args), fast_records._decode_records_c(*args)
+
+
+def assert_same(py, c):
+    (precs, psizes, perr), (crecs, csizes, cerr) = py, c
+    assert crecs == precs
+    assert all(type(r) is ConsumerRecord for r in crecs)
+    assert csizes == psizes
+    assert (perr is None) == (cerr is None), (perr, cerr)
+    if cerr is not None:
+        assert isinstance(cerr, CorruptRecordError) and isinstance(perr, CorruptRecordError)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records, st.integers(0, 8), st.booleans(), st.integers(-(1 << 62), 1 << 62))
+def test_valid_records_decode_identically(recs, prefix, log_append_time, base):
+    data = b"\xff" * prefix + b"".join(encode_record(*r) for r in recs)
+    py, c = both(data, prefix, len(data), len(recs), base=base, lat=8 if log_append_time else 0)
+    assert py[2] is None and len(py[0]) == len(recs)
+    assert_same(py, c)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records, st.data())
+def test_damaged_records_fail_or_decode_identically(recs, data):
+    good = b"".join(encode_record(*r) for r in recs)
+    buf = bytearray(good)
+    for _ in range(data.draw(st.integers(0, 4))):
+        if buf:
+            i = data.draw(st.integers(0, len(buf) - 1))
+            buf[i] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(buf)))
+    buf = bytes(buf[:cut]) + data.draw(st.binary(max_size=6))
+    end = data.draw(st.integers(0, len(buf)))
+    count = data.draw(st.integers(0, len(recs) + 2))
+    assert_same(*both(buf, 0, end, count))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=200), st.integers(0, 5))
+def test_arbitrary_bytes_fail_or_decode_identically(buf, count):
+    assert_same(*both(buf, 0, len(buf), count))
+
+
+def test_long_varints_keep_64_bits_as_java_does():
+    # a 10-byte varint whose last byte sets bits past the 64th: Java's readVarlong drops them, so do both decoders
+    ten = bytes([0xFF] * 9 + [0x7F])
+    rec = b"\x00" + ten + b"\x00" + b"\x01" + b"\x01"  # attrs, ts delta (huge), offset delta 0, key -1, value -1
+    data = zigzag(len(rec) + 1) + rec + b"\x00"  # + header count 0
+    py, c = both(data, 0, len(data), 1)
+    assert_same(py, c)
+    assert py[2] is None
+    assert -(1 << 63) <= py[0][0].timestamp - 1_700_000_000_000 < (1 << 63)
+    eleven = bytes([0xFF] * 10 + [0x01])  # 11 bytes: too long for both
+    bad = b"\x00" + eleven + b"\x00\x01\x01\x00"
+    assert_same(*both(zigzag(len(bad)) + bad, 0, len(bad) + 1, 1))
+
+
+def test_payload_bytes_counts_keys_and_values():
+    data = encode_record(0, 0, b"k" * 3, b"v" * 10, []) + encode_record(0, 1, None, b"v" * 7, [("h", b"x")])
+    recs, _, err = fast_records.decode_records(data, 0, len(data), 2, 0, 0, 0, 0, "t", 0, -1, ConsumerRecord)
+    assert err is None and fast_records.payload_bytes(recs) == 20
+    assert C.payload_bytes(recs) == 20
+    with pytest.raises(TypeError):
+        C.payload_bytes([("not", "a", "record")])
+
+
+def test_memoryview_and_bytearray_buffers():
+    data = encode_record(5, 0, None, b"abc", [])
+    for buf in (bytearray(data), memoryview(data)):
+        recs, sizes, err = C.decode_records(buf, 0, len(data), 1, 10, 100, 200, 0, "t", 0, 1, ConsumerRecord)
+        assert err is None and recs[0].value == b"abc" and recs[0].offset == 10 and recs[0].timestamp == 105
