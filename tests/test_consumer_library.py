@@ -267,3 +267,24 @@ def admin_topics(services):
         return set(fetch_cluster_metadata(admin).topics)
     finally:
         admin.close()
+
+
+def test_member_left_with_no_partitions_after_an_offset_reset_rebalances_cleanly(services, zk, unique, conns):
+    # A member whose fetcher reset offsets (auto.offset.reset, fresh group) and then loses every partition used to
+    # fail that empty assignment (a stale reset map: StopIteration in the fetcher), counted as a failed attempt.
+    g, t = unique("g"), unique("t")
+    services.create_topic(t, 1)
+    services.produce(t, 5)
+    late = connector(services, g, **{"consumer.id": "b"})
+    conns.append(late)
+    [s_late] = late.create_message_streams({t: 1})[t]
+    wait_until(lambda: owners(zk, g, [t]) == {(t, 0): late.consumer_id + "-0"}, 15, message="b owns the partition")
+    [col] = _start_collectors([s_late])
+    wait_until(lambda: len(col.seen()) == 5, 15, message="b consumed from the reset offset (auto.offset.reset)")
+    early = connector(services, g, **{"consumer.id": "a"})  # sorts first: range gives it the only partition
+    conns.append(early)
+    early.create_message_streams({t: 1})
+    wait_until(lambda: owners(zk, g, [t]) == {(t, 0): early.consumer_id + "-0"}, 15, message="a owns the partition")
+    wait_until(lambda: late.rebalancer.state in ("IDLE", "FETCHING"), 15, message="b settled")
+    assert late.metrics()["OwnedPartitionsCount"] == 0
+    assert late.metrics()["RebalanceRateAndTime"]["failed_attempts"] == 0

@@ -114,15 +114,19 @@ class FetcherThread(threading.Thread):
                 if seek_end:
                     consumer.seek_to_end(*seek_end)
                 self._resolve_resets(consumer, seek_begin + seek_end)
-            elif self._consumer is not None:
-                self._consumer.assign([])
+            else:
+                self.resets = {}  # nothing assigned, nothing reset (a stale map once failed this empty assignment)
+                if self._consumer is not None:
+                    self._consumer.assign([])
             self._assignment = {tp: q for tp, (_, q) in work.items()}
             self._next = {tp: off for tp, (off, _) in work.items() if off is not None and off >= 0}
-            for (t, p), off in self.resets.items():
-                self._next[type(next(iter(work)))(t, p)] = off
+            if work:
+                tp_type = type(next(iter(work)))
+                for (t, p), off in self.resets.items():
+                    self._next[tp_type(t, p)] = off
             self._generation = generation
         except Exception as e:
-            log.error("fetcher %s could not apply its assignment: %s", self.name, e)
+            log.error("fetcher %s could not apply its assignment: %r", self.name, e, exc_info=True)
             self._assignment = {}
             self._apply_error = e
         finally:
