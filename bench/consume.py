@@ -12,11 +12,16 @@ run on the same topic, runs alternating:
   fetch are excluded (its row compares zkconsumer timed the same way, first message to Nth) (its class loading and JIT warm-up on the first messages are not); it also fetches with an old
   Fetch version, down-converted by the broker;
 * raw confluent-kafka (librdkafka, assign + consume in batches): informational.
+
+The cost of metrics: zkconsumer again with its Prometheus endpoint (``zkconsumer.metrics.start_metrics_server``)
+scraped over HTTP every 100 ms during the run, against the run without it (goal: under 3 % slower).
 """
 import json
 import os
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 from .common import Result, median, unique
@@ -24,15 +29,40 @@ from .common import Result, median, unique
 PARTITIONS = 8
 
 
-def _zkconsumer_rate(cluster, topic, total):
+class _Scraper(threading.Thread):
+    """Scrapes a member's Prometheus endpoint every `every` s over HTTP, as a Prometheus server would (10x more
+    often than the usual 1/s-per-10 s, to make the cost visible)."""
+
+    def __init__(self, conn, every=0.1):
+        super().__init__(daemon=True)
+        from zkconsumer.metrics import start_metrics_server
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        start_metrics_server(conn, port, addr="127.0.0.1")
+        self.url, self.every, self.stop, self.scrapes = "http://127.0.0.1:%d/metrics" % port, every, \
+            threading.Event(), 0
+
+    def run(self):
+        import urllib.request
+        while not self.stop.wait(self.every):
+            with urllib.request.urlopen(self.url, timeout=5) as r:
+                if b"zkconsumer_messages_total" in r.read():
+                    self.scrapes += 1
+
+
+def _zkconsumer_rate(cluster, topic, total, scrape=False):
     from zkconsumer.config import ConsumerConfig
     from zkconsumer.consumer import ZookeeperConsumerConnector
     cfg = ConsumerConfig.from_properties({
         "group.id": unique("bench-consume"), "zookeeper.connect": cluster.zookeeper_connect,
         "auto.offset.reset": "smallest", "auto.commit.enable": "false", "consumer.timeout.ms": "30000"})
     conn = ZookeeperConsumerConnector(cfg)
+    scraper = _Scraper(conn) if scrape else None
     try:
         [stream] = conn.create_message_streams({topic: 1})[topic]
+        if scraper is not None:
+            scraper.start()
         n = 0
         t0 = time.perf_counter()
         t_first = None
@@ -43,9 +73,13 @@ def _zkconsumer_rate(cluster, topic, total):
             if n >= total:
                 break
         t_last = time.perf_counter()
+        if scraper is not None and scraper.scrapes == 0:
+            raise RuntimeError("the metrics endpoint was never scraped during the run")
         # (ready to last: the main row; first to last, as the Scala consumer's clock runs: its row)
         return n / (t_last - t0), (n - 1) / (t_last - t_first)
     finally:
+        if scraper is not None:
+            scraper.stop.set()
         conn.shutdown()
 
 
@@ -144,13 +178,14 @@ def run(cluster, quick=False, log=print):
     cluster.produce_fast(topic, PARTITIONS, total)
     # pykafka reads a prefix of the topic in --quick (pure Python, ~10x slower: 3 full reads would take minutes)
     pk_total = min(total, 150_000) if quick else total
-    ours, ours_first, base, ceiling, pk, scala, scala_first, scala_why = [], [], [], [], [], [], [], None
+    ours, ours_first, scraped, base, ceiling, pk, scala, scala_first, scala_why = [], [], [], [], [], [], [], [], None
     pk_why = "pykafka is not installed (pip install --no-deps pykafka==2.8.0)"
     for i in range(runs):
         base.append(_kafka_python_rate(cluster, topic, total))
         ready_rate, first_rate = _zkconsumer_rate(cluster, topic, total)
         ours.append(ready_rate)
         ours_first.append(first_rate)
+        scraped.append(_zkconsumer_rate(cluster, topic, total, scrape=True)[0])
         c = _confluent_rate(cluster, topic, total)
         if c:
             ceiling.append(c)
@@ -178,6 +213,11 @@ def run(cluster, quick=False, log=print):
     out = [Result("consume messages/s (1 consumer, 1 stream, 8 partitions, %dk x 100 B)" % (total // 1000),
                   round(value), "msg/s", round(baseline), round(value / baseline, 2), ">= 1.0x kafka-python",
                   value / baseline >= 1.0, "baseline: raw kafka-python KafkaConsumer assign + poll, defaults")]
+    m = median(scraped)
+    out.append(Result("consume messages/s with the Prometheus endpoint scraped every 100 ms (same data)", round(m),
+                      "msg/s", round(value), round(m / value, 3), ">= 0.97x (metrics cost < 3 %)", m / value >= 0.97,
+                      "baseline: the same consumer without the endpoint (its counters are always kept); "
+                      "prometheus_client HTTP server in the member's process, scraped over loopback"))
     if pk:
         b = median(pk)
         out.append(Result("consume messages/s vs pykafka BalancedConsumer(managed=False) (same data)", round(value),
