@@ -160,3 +160,32 @@ def test_factory(zk, services, unique):
                           services.bootstrap_servers)
     assert s.name == "dual" and s.zk_store.group == s.kafka_store.group == base["group.id"]
     s.close()
+
+
+def test_chrooted_client_writes_sets_and_fenced_checks_under_its_chroot(zk, services, unique):
+    # set_data and check are appended to kazoo's transaction as whole requests (no per-op normalization): the
+    # chroot must still be applied to both, and a fence must still refuse.
+    chroot = "/" + unique("chroot")
+    zk.ensure_path(chroot)
+    g, t = unique("g"), unique("t")
+    client = KazooClient(hosts=services.zookeeper_connect + chroot)
+    client.start(timeout=15)
+    try:
+        store = ZooKeeperOffsetStore(client, g)
+        store.commit({(t, 0): 1, (t, 1): 1}).raise_for_errors()  # creates
+        store.commit({(t, 0): 2, (t, 1): 3}).raise_for_errors()  # sets
+        assert zk.get(chroot + partition_offset_path(g, t, 0))[0] == b"2"
+        assert zk.get(chroot + partition_offset_path(g, t, 1))[0] == b"3"
+        assert not zk.exists(partition_offset_path(g, t, 0))
+        owner = partition_owner_path(g, t, 0)
+        client.create(owner, b"me-0", ephemeral=True, makepath=True)
+        fence = OwnershipFence(client.client_id[0], {(t, 0): owner})
+        assert store.commit({(t, 0): 4}, fence=fence).ok
+        assert zk.get(chroot + partition_offset_path(g, t, 0))[0] == b"4"
+        zk.set(chroot + owner, b"someone-else-0")  # version 1: the fence's check(version 0) fails
+        r = store.commit({(t, 0): 5}, fence=fence)
+        assert not r.ok and isinstance(r.failed[(t, 0)], OwnershipLostError)
+        assert zk.get(chroot + partition_offset_path(g, t, 0))[0] == b"4"
+    finally:
+        client.stop()
+        client.close()

@@ -21,7 +21,7 @@ def partition_count(bootstrap, name):
 def create_or_grow_topic(bootstrap, name, partitions, timeout=30.0, replication_factor=1):
     """Create topic name with the given partitions, or add partitions if it has fewer. Returns what was done."""
     from kafka.admin import NewPartitions, NewTopic
-    from kafka.errors import IncompatibleBrokerVersion, TopicAlreadyExistsError
+    from kafka.errors import IncompatibleBrokerVersion, RequestTimedOutError, TopicAlreadyExistsError
     admin = admin_client(bootstrap)
     try:
         existing = fetch_cluster_metadata(admin).topics.get(name)
@@ -31,6 +31,10 @@ def create_or_grow_topic(bootstrap, name, partitions, timeout=30.0, replication_
                 action = "created"
             except TopicAlreadyExistsError:
                 existing = fetch_cluster_metadata(admin).topics.get(name, {})
+            except RequestTimedOutError:
+                # the broker answers REQUEST_TIMED_OUT when creating the partitions outlasts the request (1,000
+                # partitions on a busy 2-core machine) but goes on creating them: wait for them below
+                action = "created (slowly)"
         if existing is not None:
             if len(existing) > partitions:
                 raise LocalClusterError("topic %s already has %d partitions; partitions can only be added, not "
@@ -44,6 +48,7 @@ def create_or_grow_topic(bootstrap, name, partitions, timeout=30.0, replication_
                 action = "grown from %d" % len(existing)
             else:
                 action = "already exists"
+        timeout = max(timeout, partitions / 20.0)  # a busy broker creates ~20-100 partitions/s
         deadline = time.monotonic() + timeout
         while len(fetch_cluster_metadata(admin).topics.get(name, {})) < partitions:
             if time.monotonic() > deadline:
