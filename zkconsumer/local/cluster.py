@@ -19,13 +19,12 @@ fixtures all use this one class.
 """
 from __future__ import annotations
 
-import json
 import os
-import signal
 from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import LocalClusterError, ZkConsumerError
 from . import maven, processes, servers
+from .records import ProcessRecords
 from .servers import zk_four_letter  # noqa: F401  (re-exported: tests and tools probe ZooKeeper with it)
 
 DEFAULT_DIR_ENV = "ZKCONSUMER_LOCAL_DIR"
@@ -55,43 +54,14 @@ def resolve_broker_kind(kind: str, log: Log = lambda m: None) -> str:
         return "tansu"
 
 
-class LocalCluster:
+class LocalCluster(ProcessRecords):
+    """ZooKeeper and Kafka (or tansu, plus the registry mirror) started in a directory (see module docstring)."""
+
     HOST = servers.HOST
+    what = "the local cluster"
 
     def __init__(self, directory: Optional[str] = None):
-        self.dir = os.path.abspath(directory or default_dir())
-        self.state_path = os.path.join(self.dir, "state.json")
-
-    # -- state -------------------------------------------------------------------------------------------------
-    def read_state(self) -> Optional[Dict[str, Any]]:
-        try:
-            with open(self.state_path) as f:
-                state: Dict[str, Any] = json.load(f)
-                return state
-        except FileNotFoundError:
-            return None
-        except ValueError as e:
-            raise LocalClusterError("state file %s is corrupt (%s); remove it after checking for stray processes"
-                                    % (self.state_path, e))
-
-    def _write_state(self, state: Dict[str, Any]) -> None:
-        tmp = self.state_path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(state, f, indent=2, sort_keys=True)
-        os.replace(tmp, self.state_path)
-
-    @staticmethod
-    def process_names(state: Dict[str, Any]) -> List[str]:
-        """Start order: ZooKeeper, brokers, mirror (stop in reverse)."""
-        return list(state.get("order", []))
-
-    def _pids(self, state: Dict[str, Any]) -> List[tuple]:
-        procs = state.get("processes", {})
-        return [(n, procs[n]["pid"]) for n in reversed(self.process_names(state)) if procs.get(n, {}).get("pid")]
-
-    def is_running(self, state: Optional[Dict[str, Any]] = None) -> bool:
-        state = state if state is not None else self.read_state()
-        return bool(state) and all(processes.is_alive(pid) for _, pid in self._pids(state or {}))
+        super().__init__(directory or default_dir())
 
     # -- up ----------------------------------------------------------------------------------------------------
     def up(self, start_timeout: float = 90.0, log: Log = lambda msg: None, broker: str = "auto", brokers: int = 1,
@@ -169,25 +139,8 @@ class LocalCluster:
         self._write_state(state)
 
     # -- one process at a time (chaos tests) -------------------------------------------------------------------
-    def record(self, name: str) -> Dict[str, Any]:
-        state = self.read_state() or {}
-        try:
-            rec: Dict[str, Any] = state["processes"][name]
-            return rec
-        except KeyError:
-            raise LocalClusterError("the local cluster in %s has no process %r (has: %s)"
-                                    % (self.dir, name, ", ".join(self.process_names(state)))) from None
-
     def broker_names(self) -> List[str]:
         return [n for n in self.process_names(self.read_state() or {}) if n.startswith("broker-")]
-
-    def stop(self, name: str, kill: bool = False) -> None:
-        """Stop one process (SIGTERM, or SIGKILL with kill=True); start(name) brings it back on the same ports."""
-        pid = self.record(name).get("pid")
-        if pid and processes.is_alive(pid):
-            if kill:
-                os.killpg(pid, signal.SIGKILL)
-            processes.stop(pid, timeout=30.0)
 
     def start(self, name: str, timeout: float = 90.0) -> int:
         state = self.read_state() or {}
@@ -197,9 +150,6 @@ class LocalCluster:
         rec["pid"] = servers.spawn_ready(rec, self.dir, timeout)
         self._write_state(state)
         return int(rec["pid"])
-
-    def signal(self, name: str, sig: int) -> None:
-        os.killpg(self.record(name)["pid"], sig)
 
     # -- status / down -----------------------------------------------------------------------------------------
     @staticmethod
@@ -224,23 +174,3 @@ class LocalCluster:
             out["processes"][name] = {"pid": p.get("pid"), "alive": processes.is_alive(p.get("pid")),
                                       "log": p.get("log"), "kind": p.get("kind")}
         return out
-
-    def down(self) -> List[str]:
-        """Stop every recorded process; return the names stopped. Leaves no process behind or raises."""
-        state = self.read_state()
-        if not state:
-            return []
-        stopped = []
-        for name, pid in self._pids(state):
-            if processes.is_alive(pid):
-                try:
-                    os.killpg(pid, signal.SIGCONT)  # a frozen process cannot stop
-                except OSError:
-                    pass
-            if processes.stop(pid):
-                stopped.append(name)
-        left = [name for name, pid in self._pids(state) if processes.is_alive(pid)]
-        if left:
-            raise LocalClusterError("processes still running after stop: %s" % ", ".join(left))
-        os.remove(self.state_path)
-        return stopped

@@ -16,12 +16,12 @@ import base64
 import os
 import subprocess
 import sys
-import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import LocalClusterError
 from . import discovery, processes
+from .records import wait_until_ready
 
 HOST = "127.0.0.1"
 Record = Dict[str, Any]
@@ -208,26 +208,8 @@ def spawn_ready(rec: Record, cwd: str, timeout: float) -> int:
     return proc.pid
 
 
-def _deadline_loop(rec: Record, proc: "subprocess.Popen[bytes]", timeout: float, what: str,
-                   check: Callable[[], bool], interval: float = 0.1) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if check():
-                return
-        except Exception:  # not ready yet: connection refused, node missing, ...
-            pass
-        if proc.poll() is not None:
-            raise LocalClusterError("%s exited with code %s during start-up; last log lines:\n%s"
-                                    % (what, proc.returncode, processes.log_tail(rec["log"], 25)))
-        if time.monotonic() > deadline:
-            raise LocalClusterError("%s was not ready within %.0f s; last log lines:\n%s"
-                                    % (what, timeout, processes.log_tail(rec["log"], 25)))
-        time.sleep(interval)
-
-
 def _wait_zookeeper(rec: Record, proc: Any, timeout: float) -> None:
-    _deadline_loop(rec, proc, timeout, "ZooKeeper on port %d" % rec["port"],
+    wait_until_ready(rec, proc, timeout, "ZooKeeper on port %d" % rec["port"],
                    lambda: "Zookeeper version" in zk_four_letter(HOST, rec["port"]))
 
 
@@ -255,16 +237,16 @@ def _wait_kafka_zk(rec: Record, proc: Any, timeout: float) -> None:
                 return False
             data, _ = zk.get(path)
             return (":%d" % rec["port"]).encode() in data
-        _deadline_loop(rec, proc, timeout, "Apache Kafka broker %d (port %d)" % (rec["broker_id"], rec["port"]),
+        wait_until_ready(rec, proc, timeout, "Apache Kafka broker %d (port %d)" % (rec["broker_id"], rec["port"]),
                        registered)
     finally:
         zkmod.close(zk)
-    _deadline_loop(rec, proc, timeout, "Apache Kafka broker %d (port %d)" % (rec["broker_id"], rec["port"]),
+    wait_until_ready(rec, proc, timeout, "Apache Kafka broker %d (port %d)" % (rec["broker_id"], rec["port"]),
                    lambda: _metadata_answers(rec["bootstrap"]), interval=0.2)
 
 
 def _wait_kafka_metadata(rec: Record, proc: Any, timeout: float) -> None:
-    _deadline_loop(rec, proc, timeout, "Apache Kafka (KRaft) on port %d" % rec["port"],
+    wait_until_ready(rec, proc, timeout, "Apache Kafka (KRaft) on port %d" % rec["port"],
                    lambda: _metadata_answers(rec["bootstrap"]), interval=0.2)
 
 
@@ -273,7 +255,7 @@ def _wait_mirror(rec: Record, proc: Any, timeout: float) -> None:
     from .. import zk as zkmod
     zk = zkmod.connect(rec["zookeeper_connect"])
     try:
-        _deadline_loop(rec, proc, timeout, "the registry mirror",
+        wait_until_ready(rec, proc, timeout, "the registry mirror",
                        lambda: bool(zk.exists("/brokers/ids") and zk.get_children("/brokers/ids")))
     finally:
         zkmod.close(zk)

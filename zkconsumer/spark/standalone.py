@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import time
 import urllib.request
@@ -32,6 +31,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import LocalClusterError
 from ..local import processes
+from ..local.records import ProcessRecords, wait_until_ready
 
 HOST = "127.0.0.1"
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -102,30 +102,11 @@ def _arg(argv: List[str], flag: str) -> Optional[str]:
         return None
 
 
-class StandaloneCluster:
+class StandaloneCluster(ProcessRecords):
     """A Spark standalone master and workers, described by process records in ``DIR/state.json``."""
 
-    def __init__(self, directory: str):
-        self.dir = os.path.abspath(directory)
-        self.state_path = os.path.join(self.dir, "state.json")
-
-    # -- state -------------------------------------------------------------------------------------------------
-    def read_state(self) -> Optional[Dict[str, Any]]:
-        try:
-            with open(self.state_path) as f:
-                state: Dict[str, Any] = json.load(f)
-                return state
-        except FileNotFoundError:
-            return None
-        except ValueError as e:
-            raise LocalClusterError("state file %s is corrupt (%s); remove it after checking for stray processes"
-                                    % (self.state_path, e))
-
-    def _write_state(self, state: Dict[str, Any]) -> None:
-        tmp = self.state_path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(state, f, indent=2, sort_keys=True)
-        os.replace(tmp, self.state_path)
+    what = "the Spark standalone cluster"
+    stop_timeout = 20.0
 
     def _state(self) -> Dict[str, Any]:
         state = self.read_state()
@@ -143,15 +124,6 @@ class StandaloneCluster:
 
     def worker_names(self) -> List[str]:
         return [n for n in self._state()["order"] if n.startswith("worker-")]
-
-    def record(self, name: str) -> Dict[str, Any]:
-        state = self._state()
-        try:
-            rec: Dict[str, Any] = state["processes"][name]
-            return rec
-        except KeyError:
-            raise LocalClusterError("the Spark cluster in %s has no process %r (has: %s)"
-                                    % (self.dir, name, ", ".join(state["order"]))) from None
 
     # -- up ----------------------------------------------------------------------------------------------------
     def up(self, workers: int = 2, cores: int = 1, memory: str = "512m", python: Optional[str] = None,
@@ -235,33 +207,9 @@ class StandaloneCluster:
             def ready():
                 return any(w.get("port") == rec["port"] and w.get("state") == "ALIVE"
                            for w in _get_json(webui).get("workers", []))
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if ready():
-                    return
-            except Exception:  # not up yet: connection refused, half-written page, ...
-                pass
-            if proc.poll() is not None:
-                raise LocalClusterError("%s exited with code %s during start-up; last log lines:\n%s"
-                                        % (what, proc.returncode, processes.log_tail(rec["log"], 25)))
-            if time.monotonic() > deadline:
-                raise LocalClusterError("%s was not ready within %.0f s; last log lines:\n%s"
-                                        % (what, timeout, processes.log_tail(rec["log"], 25)))
-            time.sleep(0.2)
+        wait_until_ready(rec, proc, timeout, what, ready, interval=0.2)
 
     # -- status ------------------------------------------------------------------------------------------------
-    def _pids(self, state: Dict[str, Any]) -> List[tuple]:
-        procs = state.get("processes", {})
-        return [(n, procs[n]["pid"]) for n in reversed(state.get("order", [])) if procs.get(n, {}).get("pid")]
-
-    def is_running(self, state: Optional[Dict[str, Any]] = None) -> bool:
-        state = state if state is not None else self.read_state()
-        if not state:
-            return False
-        pids = self._pids(state)
-        return len(pids) == len(state.get("order", [])) and all(processes.is_alive(pid) for _, pid in pids)
-
     def status(self) -> Dict[str, Any]:
         """The master's JSON status page (workers, cores, active and completed applications)."""
         status: Dict[str, Any] = _get_json(self.master_webui + "/json/", timeout=5.0)
@@ -312,14 +260,6 @@ class StandaloneCluster:
         return out
 
     # -- one daemon at a time ----------------------------------------------------------------------------------
-    def stop(self, name: str, kill: bool = False) -> None:
-        """Stop one daemon (SIGTERM, or SIGKILL with kill=True); ``start(name)`` brings it back on the same ports."""
-        pid = self.record(name).get("pid")
-        if pid and processes.is_alive(pid):
-            if kill:
-                os.killpg(pid, signal.SIGKILL)
-            processes.stop(pid, timeout=30.0)
-
     def start(self, name: str, timeout: float = 120.0) -> int:
         state = self._state()
         rec = state["processes"][name]
@@ -327,29 +267,9 @@ class StandaloneCluster:
             return int(rec["pid"])
         return self._spawn(state, name, timeout)
 
-    def down(self) -> List[str]:
-        """Stop every daemon (workers first; their executors with them); return the names stopped."""
-        state = self.read_state()
-        if not state:
-            return []
-        stopped = []
-        for name, pid in self._pids(state):
-            if not processes.is_alive(pid):
-                continue
-            strays = [p for p in descendants(pid) if EXECUTOR_CLASS in _cmdline(p)]
-            if processes.stop(pid, timeout=20.0):
-                stopped.append(name)
-            for p in strays:  # executors live in the worker's process group; make sure none outlives it
-                if processes.is_alive(p):
-                    try:
-                        os.kill(p, signal.SIGKILL)
-                    except OSError:
-                        pass
-        left = [name for name, pid in self._pids(state) if processes.is_alive(pid)]
-        if left:
-            raise LocalClusterError("Spark daemons still running after stop: %s" % ", ".join(left))
-        os.remove(self.state_path)
-        return stopped
+    def _strays(self, pid: int) -> List[int]:
+        """Executors live in the worker's process group; make sure none outlives it."""
+        return [p for p in descendants(pid) if EXECUTOR_CLASS in _cmdline(p)]
 
 
 # -- submitting applications ------------------------------------------------------------------------------------
