@@ -1,0 +1,51 @@
+"""bench/model.py, the rebalance model for groups too big for this machine: pure code, no services."""
+import pytest
+
+from bench import model
+
+
+def test_members_changed_come_from_the_real_assignor():
+    # 3 members x 6 partitions: [0,1] [2,3] [4,5]; a joiner sorting after the second gives 2,2,1,1: the joiner and
+    # the last member change, the first two keep theirs
+    _, changed = model.assignor_cost(3, 6, min_time=0.0)
+    assert changed == 2
+    _, changed = model.assignor_cost(4, 4, min_time=0.0)  # 1 each; the joiner after #2 takes #3's: 2 change
+    assert changed == 2
+    _, changed = model.assignor_cost(4, 12, min_time=0.0)  # 3 each -> 3,3,2,2,2: all but the first two change
+    assert changed == 3
+
+
+def test_prediction_counts_and_modes():
+    ens = model.Ensemble(read_rate=1000.0, write_rate=100.0, rtt_s=0.001)
+    fleet = model.predict(10, 100, ens, 0.002, "fleet", assignor=(0.001, 4))
+    assert fleet.zk_reads == model.READS_PER_ATTEMPT * 11 + 10 and fleet.zk_writes == 1 + 2 * 4
+    assert fleet.watch_notifications == 10 + 4
+    one = model.predict(10, 100, ens, 0.002, "one-process", assignor=(0.001, 4))
+    assert one.cpu_s == pytest.approx(11 * 0.003) and fleet.cpu_s == pytest.approx(0.003)
+    assert one.converge_s > fleet.converge_s
+    # the ensemble's rates bound a big group: ten times the members, about ten times the ZooKeeper time
+    big = model.predict(100, 1000, ens, 0.002, "fleet", assignor=(0.001, 40))
+    queued = lambda p: p.zk_s - 4 * ens.rtt_s  # noqa: E731  (the round trips do not grow with the group)
+    assert queued(big) == pytest.approx(10 * queued(fleet), rel=0.1)
+    with pytest.raises(ValueError):
+        model.predict(10, 100, ens, 0.0, "cluster")
+
+
+def test_calibration_reproduces_its_point_and_checks_the_others(tmp_path):
+    results = tmp_path / "results.json"
+    results.write_text('[{"metric": "scale: 20 consumers x 200 partitions, one joins", "value": 0.3},'
+                       ' {"metric": "scale: 40 consumers x 400 partitions, one joins", "value": 0.9},'
+                       ' {"metric": "consume messages/s", "value": 1}]')
+    points = model.measured_points(str(results))
+    assert points == {20: 0.3, 40: 0.9}
+    fixed, check = model.calibrate(points)
+    assert fixed > 0
+    assert check[20][1] == pytest.approx(0.3, abs=0.01)  # fitted here
+    assert check[40][0] == 0.9 and check[40][1] > check[20][1]  # predicted, shown beside the measurement
+    assert model.measured_points(str(tmp_path / "missing.json")) == model.RECORDED_POINTS
+
+
+def test_cli_json(capsys):
+    assert model.main(["--members", "50", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert '"members": 50' in out and '"predictions"' in out
