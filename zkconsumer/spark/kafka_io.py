@@ -155,6 +155,8 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
     tp = TopicPartition(topic, partition)
     c = _consumer(bootstrap, auto_offset_reset="none", max_poll_records=batch_rows, fetch_max_wait_ms=100,
                   max_partition_fetch_bytes=16 << 20, fetch_max_bytes=64 << 20, check_crcs=True)
+    from ..consumer.fast_records import install
+    install(c)  # the consumer's own record decoder (C where built), as the member's fetchers use
     try:
         c.assign([tp])
         c.seek(tp, start)
