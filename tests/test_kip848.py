@@ -2,8 +2,8 @@
 registry mirror for the ZooKeeper side): their coordinator answers the classic DescribeGroups with ``Dead`` and no
 members, so the broker-side group is read with ConsumerGroupDescribe. A Kafka 4 Java consumer of that protocol
 consumes group G while a zkconsumer member of G runs; then describe_broker_group says active with its member,
-zkmigrate status/verify show an active consumer-protocol group (verify: split brain), and a second zkconsumer member
-refuses to start (split.brain.check=refuse, the default). One broker for the module."""
+zkmigrate status/verify/cutover show an active consumer-protocol group (verify and cutover: split brain), and a
+second zkconsumer member refuses to start (split.brain.check=refuse, the default). One broker for the module."""
 import pytest
 
 from chaos_support import own_cluster_fixture
@@ -56,7 +56,7 @@ def test_describe_broker_group_sees_the_consumer_protocol_group(kafka4, group):
                20, "the member's assignment in the describe")
 
 
-def test_zkmigrate_status_and_verify_show_an_active_consumer_protocol_group(kafka4, group):
+def test_zkmigrate_status_verify_and_cutover_see_an_active_consumer_protocol_group(kafka4, group):
     g, _, zc, _ = group
     _, st, _ = zkmigrate_json(kafka4, "status", "--group", g, expect=0)
     b = st["broker_group"]
@@ -66,6 +66,8 @@ def test_zkmigrate_status_and_verify_show_an_active_consumer_protocol_group(kafk
     assert rep["broker_group"]["group_type"] == "consumer" and rep["broker_group"]["active"] is True, rep
     split = [p for p in rep["problems"] if p.startswith("split brain")]
     assert split and "KIP-848" in split[0], rep["problems"]
+    _, cut, _ = zkmigrate_json(kafka4, "cutover", "--group", g, "--timeout", "5", expect=1)  # dry run
+    assert cut["ready"] is False and cut["reason"].startswith("split brain") and "KIP-848" in cut["reason"], cut
     assert zc.proc.poll() is None  # the ZooKeeper member still runs
 
 
