@@ -45,9 +45,9 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
             if broker is not None and broker.active:
                 return {"group": group, "ready": False, "owners": ["%s-%d:%s" % (t, p, o) for (t, p), o in own.items()],
                         "zookeeper_members": sorted(members), "copied": {}, "to_copy": {}, "backup": [], "failed": {},
-                        "reason": "split brain: broker-coordinated consumers joined (state %s, %d member(s)) while "
-                                  "%d ZooKeeper member(s) still consume; start them only after cutover is READY"
-                                  % (broker.state, len(broker.members), len(members))}
+                        "reason": "split brain: broker-coordinated consumers joined (%s, state %s, %d member(s)) "
+                                  "while %d ZooKeeper member(s) still consume; start them only after cutover is READY"
+                                  % (broker.describe_protocol(), broker.state, len(broker.members), len(members))}
         if (not own and not members) or clock() >= deadline:
             break
         sleep(poll)

@@ -55,10 +55,14 @@ def status(st: dict) -> None:
     else:
         click.echo("Recorded phase: (none: no verify has passed yet)")
     b = st["broker_group"]
-    click.echo("Broker-side group: state %s, %d member(s)%s" % (
-        b.get("state"), len(b.get("members") or []), (" (%s)" % b["error"]) if b.get("error") else ""))
+    click.echo("Broker-side group: state %s, %d member(s)%s%s" % (
+        b.get("state"), len(b.get("members") or []),
+        {"consumer": ", consumer group protocol (KIP-848)", "classic": ", classic group protocol"}.get(
+            b.get("group_type") or "", ""),
+        (" (%s)" % b["error"]) if b.get("error") else ""))
     for m in b.get("members") or []:
-        click.echo("  %s" % m["member_id"])
+        click.echo("  %s%s" % (m["member_id"], "".join(
+            " %s=%s" % (k, m[k]) for k in ("client_id", "client_host") if m.get(k))))
 
 
 def copy_result(out: dict) -> None:

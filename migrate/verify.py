@@ -141,8 +141,8 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
         broker_d = broker.as_dict()
         if broker.active and members:
             problems.append("split brain: group %s is active both in ZooKeeper (%d live member(s)) and as a "
-                            "broker-coordinated group (state %s, %d member(s))"
-                            % (group, len(members), broker.state, len(broker.members)))
+                            "broker-coordinated group (%s, state %s, %d member(s))"
+                            % (group, len(members), broker.describe_protocol(), broker.state, len(broker.members)))
     except ClusterUnavailableError as e:
         broker_d = {"error": str(e)}
         problems.append("cannot check the broker-side group: %s" % e)

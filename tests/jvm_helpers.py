@@ -98,3 +98,49 @@ def run_tool(main_class, *args, timeout=120):
     """Run a Kafka 1.1.1 tool's main class; returns the CompletedProcess (text)."""
     return subprocess.run([java(), "-Xmx256m", "-cp", legacy_classpath(), main_class] + [str(a) for a in args],
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def kafka4_classpath():
+    from zkconsumer.local import maven
+    return maven.classpath("kafka4")
+
+
+def compile_consumer_protocol_member(out_dir):
+    """Compile ConsumerProtocolMember.java (a Kafka 4 KafkaConsumer with group.protocol=consumer) against the
+    kafka4 jar set; returns the classpath to run it."""
+    javac = shutil.which("javac")
+    assert javac, "javac (a JDK) is needed to compile tests/jvm/ConsumerProtocolMember.java"
+    cp = kafka4_classpath()
+    p = subprocess.run([javac, "-nowarn", "-cp", cp, "-d", out_dir,
+                        os.path.join(HERE, "jvm", "ConsumerProtocolMember.java")],
+                       capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, "javac failed:\n%s%s" % (p.stdout, p.stderr)
+    return cp + os.pathsep + out_dir
+
+
+class ConsumerProtocolMember:
+    """One ConsumerProtocolMember JVM: ``assigned`` holds each assignment it printed; close() ends its stdin (it
+    closes the consumer, leaving the group) and waits."""
+
+    def __init__(self, classpath, bootstrap, group, topic, client_id):
+        self.proc = subprocess.Popen([java(), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", classpath,
+                                      "ConsumerProtocolMember", bootstrap, group, topic, client_id],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assigned, self.stderr = [], []
+        threading.Thread(target=self._read, args=(self.proc.stdout, self.assigned), daemon=True).start()
+        threading.Thread(target=self._read, args=(self.proc.stderr, self.stderr), daemon=True).start()
+
+    @staticmethod
+    def _read(stream, into):
+        for line in stream:
+            into.append(line.strip())
+
+    def close(self, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        return self.proc.returncode

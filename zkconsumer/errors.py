@@ -117,3 +117,8 @@ class FetchError(ZkConsumerError):
 
 class SplitBrainUnknownError(ClusterUnavailableError):
     """Whether a broker-coordinated group of the same id is active could not be found out (split.brain.check)."""
+
+
+class BrokerGroupDescribeError(ClusterUnavailableError):
+    """The group coordinator refused to describe a group (e.g. GROUP_AUTHORIZATION_FAILED), so whether a
+    broker-coordinated group of that id is active cannot be known; the message names the group and the error."""

@@ -31,10 +31,15 @@ def local():
                    "mirror; auto: kafka when it can be had ($KAFKA_HOME, the cache or Maven), else tansu.")
 @click.option("--brokers", type=click.IntRange(1, 9), default=1, show_default=True,
               help="Number of Apache Kafka brokers (--broker kafka only).")
-def up(directory, as_json, timeout, broker, brokers):
+@click.option("--kafka4", is_flag=True,
+              help="Run the KRaft node on Apache Kafka 4.1 instead of 3.9 (--broker kraft only): groups of the "
+                   "consumer group protocol (KIP-848, group.protocol=consumer) are on.")
+def up(directory, as_json, timeout, broker, brokers, kafka4):
     """Start ZooKeeper and the broker(s) on free loopback ports (plus the registry mirror for kraft/tansu)."""
+    if kafka4 and broker != "kraft":
+        raise click.UsageError("--kafka4 needs --broker kraft (Apache Kafka 4 has no ZooKeeper mode)")
     cluster = LocalCluster(directory)
-    info = cluster.up(start_timeout=timeout, broker=broker, brokers=brokers,
+    info = cluster.up(start_timeout=timeout, broker=broker, brokers=brokers, kafka_jars="kafka4" if kafka4 else "kafka",
                       log=(lambda m: None) if as_json else (lambda m: click.echo(m, err=True)))
     if as_json:
         emit_json(info)
@@ -151,15 +156,17 @@ def produce(topic, count, size, keys, partition, bootstrap, one_per_batch, direc
 @local.command()
 @click.option("--legacy/--no-legacy", default=False, show_default=True,
               help="Also fetch Kafka 1.1.1: the Scala ZooKeeper consumer and Kafka's legacy tools (interop tests).")
+@click.option("--kafka4/--no-kafka4", default=False, show_default=True,
+              help="Also fetch Apache Kafka 4.1 (KRaft; consumer-protocol groups of KIP-848, test_kip848.py).")
 @json_option
-def fetch(legacy, as_json):
+def fetch(legacy, kafka4, as_json):
     """Fetch Apache Kafka 3.9 with Maven into the cache (once; $KAFKA_HOME wins when set).
 
     The cache is $ZKCONSUMER_CACHE_DIR or ~/.cache/zkconsumer; the poms are shipped in zkconsumer/local/poms.
     """
     log = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
     out = {}
-    for name in ["kafka"] + (["kafka-legacy"] if legacy else []):
+    for name in ["kafka"] + (["kafka-legacy"] if legacy else []) + (["kafka4"] if kafka4 else []):
         libs = maven.libs_dir(name, log)
         out[name] = {"libs": libs, "version": maven.jar_version(libs, name)}
     if as_json:

@@ -216,9 +216,9 @@ class ZookeeperConsumerConnector:
             sleep(0.5)
         if bg.active:
             raise GroupConflictError(
-                "group %s is already active as a broker-coordinated group (state %s, %d member(s), e.g. %s): a "
+                "group %s is already active as a broker-coordinated group (%s, state %s, %d member(s), e.g. %s): a "
                 "ZooKeeper-coordinated member would consume the same partitions (split brain); stop those "
-                "consumers or use another group.id" % (self.group, bg.state, len(bg.members),
+                "consumers or use another group.id" % (self.group, bg.describe_protocol(), bg.state, len(bg.members),
                                                        bg.members[0]["member_id"]))
 
     def metrics(self) -> dict:

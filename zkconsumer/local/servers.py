@@ -42,6 +42,25 @@ log4j.logger.kafka.log.LogCleaner=WARN
 """
 
 
+# Apache Kafka 4 logs through log4j 2 (the same levels as LOG4J above; the 3.9 broker reads LOG4J)
+LOG4J2 = """\
+appender.out.type=Console
+appender.out.name=OUT
+appender.out.layout.type=PatternLayout
+appender.out.layout.pattern=[%d] %p %m (%c)%n
+rootLogger.level=INFO
+rootLogger.appenderRef.out.ref=OUT
+logger.zk.name=org.apache.zookeeper
+logger.zk.level=WARN
+logger.request.name=kafka.request.logger
+logger.request.level=WARN
+logger.change.name=state.change.logger
+logger.change.level=WARN
+logger.cleaner.name=kafka.log.LogCleaner
+logger.cleaner.level=WARN
+"""
+
+
 def zk_four_letter(host: str, port: int, word: bytes = b"srvr", timeout: float = 1.0) -> str:
     """Send a ZooKeeper four-letter command; return the answer text ('' if nothing came back)."""
     import socket
@@ -89,8 +108,10 @@ def plan_zookeeper(directory: str) -> Record:
 # -- Apache Kafka -----------------------------------------------------------------------------------------------
 def kafka_java_argv(classpath: str, directory: str, heap: str) -> List[str]:
     log4j = _write(os.path.join(directory, "log4j.properties"), LOG4J)
+    log4j2 = _write(os.path.join(directory, "log4j2.properties"), LOG4J2)
     return [discovery.find_java(), "-Xmx%s" % heap, "-Xms64m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-            "-Dlog4j.configuration=file:%s" % log4j, "-Dkafka.logs.dir=%s" % directory, "-cp", classpath]
+            "-Dlog4j.configuration=file:%s" % log4j, "-Dlog4j2.configurationFile=%s" % log4j2,
+            "-Dkafka.logs.dir=%s" % directory, "-cp", classpath]
 
 
 def plan_kafka(directory: str, classpath: str, broker_id: int, zookeeper_connect: str, brokers: int = 1,
