@@ -13,6 +13,8 @@ run on the same topic, runs alternating:
   Fetch version, down-converted by the broker;
 * raw confluent-kafka (librdkafka, assign + consume in batches): informational.
 
+The librdkafka engine: zkconsumer again with ``fetch.engine=librdkafka``, against raw confluent-kafka.
+
 The cost of metrics: zkconsumer again with its Prometheus endpoint (``zkconsumer.metrics.start_metrics_server``)
 scraped over HTTP every 100 ms during the run, against the run without it (goal: under 3 % slower).
 """
@@ -51,12 +53,13 @@ class _Scraper(threading.Thread):
                     self.scrapes += 1
 
 
-def _zkconsumer_rate(cluster, topic, total, scrape=False):
+def _zkconsumer_rate(cluster, topic, total, scrape=False, engine="kafka-python"):
     from zkconsumer.config import ConsumerConfig
     from zkconsumer.consumer import ZookeeperConsumerConnector
     cfg = ConsumerConfig.from_properties({
         "group.id": unique("bench-consume"), "zookeeper.connect": cluster.zookeeper_connect,
-        "auto.offset.reset": "smallest", "auto.commit.enable": "false", "consumer.timeout.ms": "30000"})
+        "auto.offset.reset": "smallest", "auto.commit.enable": "false", "consumer.timeout.ms": "30000",
+        "fetch.engine": engine})
     conn = ZookeeperConsumerConnector(cfg)
     scraper = _Scraper(conn) if scrape else None
     try:
@@ -178,7 +181,8 @@ def run(cluster, quick=False, log=print):
     cluster.produce_fast(topic, PARTITIONS, total)
     # pykafka reads a prefix of the topic in --quick (pure Python, ~10x slower: 3 full reads would take minutes)
     pk_total = min(total, 150_000) if quick else total
-    ours, ours_first, scraped, base, ceiling, pk, scala, scala_first, scala_why = [], [], [], [], [], [], [], [], None
+    ours, ours_first, scraped, rd, base, ceiling, pk, scala, scala_first, scala_why = \
+        [], [], [], [], [], [], [], [], [], None
     pk_why = "pykafka is not installed (pip install --no-deps pykafka==2.8.0)"
     for i in range(runs):
         base.append(_kafka_python_rate(cluster, topic, total))
@@ -186,6 +190,10 @@ def run(cluster, quick=False, log=print):
         ours.append(ready_rate)
         ours_first.append(first_rate)
         scraped.append(_zkconsumer_rate(cluster, topic, total, scrape=True)[0])
+        try:
+            rd.append(_zkconsumer_rate(cluster, topic, total, engine="librdkafka")[0])
+        except Exception as e:  # noqa: BLE001  (confluent-kafka missing: the row says so)
+            log("zkconsumer with fetch.engine=librdkafka failed: %r" % (e,))
         c = _confluent_rate(cluster, topic, total)
         if c:
             ceiling.append(c)
@@ -237,6 +245,12 @@ def run(cluster, quick=False, log=print):
     else:
         out.append(Result("consume messages/s vs the Scala consumer (not measured)", float("nan"), "msg/s", None,
                           None, ">= 1.0x Scala consumer", None, scala_why or "-"))
+    if ceiling and rd:
+        b, r = median(ceiling), median(rd)
+        out.append(Result("consume messages/s, fetch.engine=librdkafka vs raw confluent-kafka (same data)", round(r),
+                          "msg/s", round(b), round(r / b, 2), ">= 0.9x confluent-kafka", r / b >= 0.9,
+                          "zkconsumer on librdkafka (assign mode, records converted to ConsumerRecord in Python); "
+                          "the default engine did %.0f msg/s" % value))
     if ceiling:
         b = median(ceiling)
         out.append(Result("consume messages/s vs raw confluent-kafka (same data)", round(value), "msg/s", round(b),

@@ -33,6 +33,10 @@ FAST_PROPS = {
     "rebalance.max.retries": "20",
     "auto.offset.reset": "smallest",
 }
+# ZKCONSUMER_TEST_FETCH_ENGINE=librdkafka runs every member the tests start on the librdkafka fetch engine
+# (tests/test_fetch_engine.py runs the core scenarios on it in every run)
+if os.environ.get("ZKCONSUMER_TEST_FETCH_ENGINE"):
+    FAST_PROPS["fetch.engine"] = os.environ["ZKCONSUMER_TEST_FETCH_ENGINE"]
 
 
 def wait_until(predicate, timeout, interval=0.1, message="condition"):

@@ -26,6 +26,7 @@ def make(overrides):
 REFERENCE_DEFAULTS = {
     "consumer_id": None,
     "legacy_consumer_version": "1.1",
+    "fetch_engine": "kafka-python",
     "split_brain_check": "refuse",
     "rebalance_leave_grace_ms": 0,
     "dual_commit_kafka_outage_ms": 60000,
@@ -83,7 +84,7 @@ def test_every_reference_key_is_known():
     assert set(EXTENSION_KEYS) == {"rebalance.settle.ms", "rebalance.slow.retry.ms",
                                    "zookeeper.suspended.grace.ms", "legacy.consumer.version", "split.brain.check",
                                    "split.brain.check.timeout.ms", "cutover.fence", "rebalance.leave.grace.ms",
-                                   "dual.commit.kafka.outage.ms", "offsets.storage.switch.check"}
+                                   "dual.commit.kafka.outage.ms", "offsets.storage.switch.check", "fetch.engine"}
 
 
 def test_immutable():

@@ -117,6 +117,7 @@ _KEYS: Tuple[_Key, ...] = (
     _Key("split.brain.check", "enum", "refuse", "Extension: before registering (at start and after every session expiry) the member asks the broker whether a broker-coordinated group of the same id is active: refuse = do not join while it is, nor while the broker cannot be asked (unknown); warn = log and join when it cannot be asked; off = never ask.", choices=("refuse", "warn", "off"), extension=True),
     _Key("cutover.fence", "enum", "refuse", "Extension: a group that zkmigrate cutover handed to broker-coordinated consumers is marked in ZooKeeper; refuse = a ZooKeeper member does not join it (at start or after a session expiry), ignore = join anyway (after a deliberate rollback, zkmigrate rollback --execute clears the mark).", choices=("refuse", "ignore"), extension=True),
     _Key("split.brain.check.timeout.ms", "int", 30000, "Extension: how long the split-brain check retries a broker that does not answer or has no group coordinator yet (COORDINATOR_NOT_AVAILABLE while __consumer_offsets is created) before the answer counts as unknown.", lo=0, extension=True),
+    _Key("fetch.engine", "enum", "kafka-python", "Extension: the client the fetcher threads read with: kafka-python (with zkconsumer's own record decoder) or librdkafka (confluent-kafka in assign mode, no broker-side group; pip install 'zkconsumer[librdkafka]'). Offsets, fencing and queues are zkconsumer's either way.", choices=("kafka-python", "librdkafka"), extension=True),
     _Key("zookeeper.suspended.grace.ms", "int", 1000, "Extension: how long fetching continues after a ZooKeeper disconnect before delivery pauses; must be < zookeeper.session.timeout.ms (when unset and the session timeout is <= 1000, defaults to half of it).", lo=0, extension=True),
 )
 _BY_NAME: Dict[str, _Key] = {k.name: k for k in _KEYS}
@@ -232,6 +233,7 @@ class ConsumerConfig:
     cutover_fence: str
     split_brain_check_timeout_ms: int
     legacy_consumer_version: str
+    fetch_engine: str
     zookeeper_hosts: Tuple[Tuple[str, int], ...] = ()
     zookeeper_chroot: Optional[str] = None
     raw: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False, repr=False)

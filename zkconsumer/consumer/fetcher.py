@@ -341,12 +341,31 @@ class FetcherThread(threading.Thread):
                 self._lock.wait(seconds)
 
 
+class RdKafkaFetcherThread(FetcherThread):
+    """A fetcher thread reading through librdkafka (``fetch.engine=librdkafka``, :mod:`.librdkafka`): the same
+    loop, hand-off, lease and queues; only the client differs."""
+
+    def _ensure_consumer(self):
+        if self._consumer is None:
+            from .librdkafka import RdKafkaFetchClient
+            servers = self.bootstrap_servers() if callable(self.bootstrap_servers) else self.bootstrap_servers
+            try:
+                self._consumer = RdKafkaFetchClient(self.config, servers)
+            except (OSError, RuntimeError) as e:
+                raise ClusterUnavailableError("cannot reach brokers %s: %s" % (servers, e)) from e
+        return self._consumer
+
+
+FETCHER_THREADS = {"kafka-python": FetcherThread, "librdkafka": RdKafkaFetcherThread}
+
+
 class FetcherManager:
     """``num.consumer.fetchers`` fetcher threads; partitions are spread over them by a stable hash."""
 
     def __init__(self, config, bootstrap_servers, on_error=None, thread_class=None):
         self.config = config
-        self.fetchers = [(thread_class or FetcherThread)(i, bootstrap_servers, config, on_error)
+        thread_class = thread_class or FETCHER_THREADS[getattr(config, "fetch_engine", "kafka-python")]
+        self.fetchers = [thread_class(i, bootstrap_servers, config, on_error)
                          for i in range(config.num_consumer_fetchers)]
         for f in self.fetchers:
             f.start()

@@ -1,0 +1,113 @@
+"""The librdkafka fetch engine (``fetch.engine=librdkafka``, zkconsumer/consumer/librdkafka.py) on the session's
+Apache Kafka: the core consumer scenarios, with the same assertions as for the default engine. The whole suite runs
+on it with ZKCONSUMER_TEST_FETCH_ENGINE=librdkafka (consumer_helpers.FAST_PROPS)."""
+import time
+
+import pytest
+from kafka import KafkaProducer
+
+from consumer_helpers import BackgroundProducer, StreamCollector, connector, owners, produce_tracked, wait_until
+from zkconsumer.consumer import librdkafka
+from zkconsumer.errors import ConfigError
+from zkconsumer.layout import paths
+
+RD = {"fetch.engine": "librdkafka"}
+
+
+def _in_order_from(col, topic, partitions, start=0):
+    """Per partition, the offsets handed out are start, start+1, ... (no gap, no repeat)."""
+    for p in range(partitions):
+        offs = [o for t, q, o in col.seen(topic) if q == p]
+        assert offs == list(range(start, start + len(offs))), "partition %d: %s..." % (p, offs[:10])
+
+
+def test_consumes_in_order_commits_and_a_successor_resumes_exactly(services, zk, unique, conns):
+    g, t = unique("rd"), unique("rd")
+    services.create_topic(t, 4)
+    first = produce_tracked(services.bootstrap_servers, t, 200, partitions=4, tag="a")
+    a = connector(services, g, **RD, **{"auto.commit.enable": "false"})
+    conns.append(a)
+    [s] = a.create_message_streams({t: 1})[t]
+    col = StreamCollector(s)
+    col.start()
+    want = {(t, p, o) for p, o, _ in first}
+    wait_until(lambda: set(col.seen(t)) == want, 30, message="all 200 records through librdkafka")
+    _in_order_from(col, t, 4)
+    assert sorted(col.values()) == sorted(v for _, _, v in first)
+    assert a.metrics()["MessagesPerSec"] == 200 and a.metrics()["MaxLag"] == 0
+    a.commit_offsets(raise_errors=True)
+    assert {p: int(zk.get(paths.partition_offset_path(g, t, p))[0]) for p in range(4)} == {p: 50 for p in range(4)}
+    a.shutdown()
+    col.stop()
+    second = produce_tracked(services.bootstrap_servers, t, 40, partitions=4, tag="b")
+    b = connector(services, g, **RD)
+    conns.append(b)
+    [s2] = b.create_message_streams({t: 1})[t]
+    col2 = StreamCollector(s2)
+    col2.start()
+    wait_until(lambda: len(col2.seen(t)) >= 40, 30, message="the 40 new records")
+    time.sleep(0.5)
+    assert sorted(col2.seen(t)) == sorted((t, p, o) for p, o, _ in second)  # nothing again, nothing lost
+    _in_order_from(col2, t, 4, start=50)
+
+
+def test_a_member_joining_midstream_loses_nothing(services, zk, unique, conns):
+    g, t = unique("rd"), unique("rd")
+    services.create_topic(t, 6)
+    a = connector(services, g, **RD)
+    conns.append(a)
+    [sa] = a.create_message_streams({t: 1})[t]
+    ca = StreamCollector(sa)
+    ca.start()
+    wait_until(lambda: len(owners(zk, g, [t])) == 6, 20, message="a owns all 6")
+    producer = BackgroundProducer(services.bootstrap_servers, t, 6, tag="live")
+    producer.start()
+    time.sleep(1.0)
+    b = connector(services, g, **RD)
+    conns.append(b)
+    [sb] = b.create_message_streams({t: 1})[t]
+    cb = StreamCollector(sb)
+    cb.start()
+    wait_until(lambda: set(owners(zk, g, [t]).values()) == {a.consumer_id + "-0", b.consumer_id + "-0"}, 20,
+               message="the partitions split between a and b")
+    time.sleep(1.0)
+    produced = producer.stop()
+    want = {(t, p, o) for p, o, _ in produced}
+    wait_until(lambda: want <= set(ca.seen(t)) | set(cb.seen(t)), 30, message="every acknowledged record")
+    # what each member handed out per partition is contiguous (a hand-over resumes from the committed offset)
+    for col in (ca, cb):
+        for p in range(6):
+            offs = sorted(set(o for _, q, o in col.seen(t) if q == p))
+            assert offs == list(range(offs[0], offs[0] + len(offs))) if offs else True
+
+
+def test_largest_starts_at_the_end_and_headers_arrive(services, unique, conns):
+    g, t = unique("rd"), unique("rd")
+    services.create_topic(t, 1)
+    produce_tracked(services.bootstrap_servers, t, 10, partitions=1, tag="old")
+    c = connector(services, g, **RD, **{"auto.offset.reset": "largest"})
+    conns.append(c)
+    [s] = c.create_message_streams({t: 1})[t]
+    col = StreamCollector(s)
+    col.start()
+    wait_until(lambda: c.fetchers.fetchers[0].resets, 20, message="the reset resolved to the log end")
+    assert c.fetchers.fetchers[0].resets == {(t, 0): 10}
+    p = KafkaProducer(bootstrap_servers=services.bootstrap_servers)
+    p.send(t, key=b"k", value=b"v", headers=[("h1", b"x"), ("h2", b"")], partition=0).get(30)
+    p.send(t, key=b"n", value=None, partition=0).get(30)  # a tombstone
+    p.close()
+    wait_until(lambda: len(col.records) == 2, 20, message="the two new records")
+    r1, r2 = col.records
+    assert (r1.offset, r1.key, r1.value, r1.headers) == (10, b"k", b"v", [("h1", b"x"), ("h2", b"")])
+    assert (r1.serialized_key_size, r1.serialized_value_size, r1.serialized_header_size) == (1, 1, 5)
+    assert (r2.offset, r2.value, r2.headers, r2.serialized_value_size) == (11, None, [], -1)
+    assert r1.timestamp > 0 and r1.timestamp_type == 0
+
+
+def test_without_confluent_kafka_the_error_names_the_key(monkeypatch):
+    from zkconsumer.config import ConsumerConfig
+    monkeypatch.setattr(librdkafka, "available", lambda: "No module named 'confluent_kafka'")
+    cfg = ConsumerConfig.from_properties({"group.id": "g", "zookeeper.connect": "127.0.0.1:1", **RD})
+    with pytest.raises(ConfigError) as e:
+        librdkafka.RdKafkaFetchClient(cfg, "127.0.0.1:9")
+    assert "fetch.engine" in str(e.value) and "confluent-kafka" in str(e.value)

@@ -1,0 +1,207 @@
+"""The librdkafka fetch engine (``fetch.engine=librdkafka``): the fetcher threads read through confluent-kafka.
+
+:class:`RdKafkaFetchClient` gives a ``confluent_kafka.Consumer`` in assign mode the small part of kafka-python's
+``KafkaConsumer`` interface a :class:`~zkconsumer.consumer.fetcher.FetcherThread` uses (assign, seek,
+seek_to_beginning/end, position, poll, highwater, beginning/end offsets, close), so everything around the client
+stays the same: the rebalancer's generations and stream fencing, the session lease checked before each hand-off,
+the bounded stream queues, the out-of-range confirmation, offsets kept by zkconsumer's stores.
+
+librdkafka joins no group here: it is only ever ``assign``-ed, never ``subscribe``-d, and never commits (its
+``group.id`` is a private one, required by the client). What it adds over kafka-python is its own fetch pipeline
+in C (prefetching per partition, bounded by ``queued.max.messages.kbytes``: ``fetch.message.max.bytes`` x
+``queued.max.message.chunks``, at least 16 MiB, so memory stays bounded, if higher than with the default engine).
+Records become kafka-python ``ConsumerRecord`` tuples, the type the streams hand out with either engine.
+
+Offsets: ``assign`` + ``seek`` are buffered and applied as one librdkafka ``assign`` with explicit start offsets at
+the next ``poll``/``position`` (librdkafka cannot seek a partition it has not started fetching); a reset position
+(``seek_to_beginning``/``seek_to_end``) is resolved with ``get_watermark_offsets`` (ListOffsets), so the reset
+offset is known, as the default engine resolves it.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any, Dict, Iterable, List, Optional
+
+from ..errors import ConfigError
+
+__all__ = ["RdKafkaFetchClient", "available", "client_settings"]
+
+log = logging.getLogger(__name__)
+
+_BEGINNING, _END = -2, -1
+
+
+def available() -> Optional[str]:
+    """None when confluent-kafka can be imported, else why not."""
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError as e:
+        return str(e)
+    return None
+
+
+def client_settings(config: Any, servers: str) -> Dict[str, Any]:
+    """librdkafka settings equivalent to the old consumer's fetch keys."""
+    per_partition = config.fetch_message_max_bytes
+    return {
+        "bootstrap.servers": servers,
+        "group.id": "zkconsumer-fetch-" + uuid.uuid4().hex[:12],  # required by the client; never joined
+        "client.id": config.client_id or config.group_id or "zkconsumer",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": False,
+        "auto.offset.reset": "earliest" if config.auto_offset_reset == "smallest" else "latest",
+        "max.partition.fetch.bytes": per_partition,
+        "fetch.max.bytes": max(per_partition, min(config.fetch_max_bytes, 50 * 1024 * 1024)),
+        "fetch.min.bytes": max(1, config.fetch_min_bytes),
+        "fetch.wait.max.ms": config.fetch_wait_max_ms,
+        "socket.timeout.ms": max(10, config.socket_timeout_ms),
+        "retry.backoff.ms": max(1, config.refresh_leader_backoff_ms),
+        # the prefetch bound: as much per partition as the streams' queues hold, at least 1 MiB
+        "queued.max.messages.kbytes": max(16 * 1024, per_partition * max(1, config.queued_max_message_chunks) // 1024),
+        "check.crcs": True,
+    }
+
+
+class RdKafkaFetchClient:
+    """A confluent_kafka.Consumer behind the KafkaConsumer calls a FetcherThread makes (see the module docstring).
+    Used from one thread only, like the KafkaConsumer it stands in for."""
+
+    def __init__(self, config: Any, servers: Any):
+        why = available()
+        if why is not None:
+            raise ConfigError("fetch.engine", "librdkafka", "kafka-python, or install confluent-kafka for librdkafka",
+                              "pip install 'zkconsumer[librdkafka]' (%s)" % why)
+        from confluent_kafka import Consumer
+        from kafka.consumer.fetcher import ConsumerRecord
+        self._record = ConsumerRecord
+        servers = ",".join(servers) if isinstance(servers, (list, tuple)) else str(servers)
+        self._c = Consumer(client_settings(config, servers))
+        self._timeout_s = max(1.0, config.socket_timeout_ms / 1000.0)
+        self._reset = _BEGINNING if config.auto_offset_reset == "smallest" else _END
+        self._max_batch = 10000
+        self._assigned: List[Any] = []          # kafka TopicPartitions, in assign order
+        self._pending: Optional[Dict[Any, int]] = None  # tp -> start offset (or _BEGINNING/_END) not yet applied
+        self._position: Dict[Any, int] = {}     # tp -> next offset to hand out
+
+    # -- assignment --------------------------------------------------------------------------------------------
+    def assign(self, tps: Iterable[Any]) -> None:
+        """Replace the assignment; positions of partitions kept stay, new ones start at auto.offset.reset unless
+        seeked before the next poll."""
+        self._assigned = list(tps)
+        self._position = {tp: self._position[tp] for tp in self._assigned if tp in self._position}
+        if self._assigned:
+            self._pending = {}
+        else:
+            self._pending = None
+            self._c.unassign()
+
+    def seek(self, tp: Any, offset: int) -> None:
+        self._want(tp, int(offset))
+
+    def seek_to_beginning(self, *tps: Any) -> None:
+        for tp in tps or self._assigned:
+            self._want(tp, _BEGINNING)
+
+    def seek_to_end(self, *tps: Any) -> None:
+        for tp in tps or self._assigned:
+            self._want(tp, _END)
+
+    def _want(self, tp: Any, offset: int) -> None:
+        if tp not in self._assigned:
+            raise ValueError("partition %s-%d is not assigned" % (tp.topic, tp.partition))
+        if self._pending is None:
+            self._pending = {t: self._position[t] for t in self._assigned if t in self._position}
+        self._pending[tp] = offset
+        self._position.pop(tp, None)
+
+    def _apply(self) -> None:
+        """Resolve reset positions (ListOffsets) and hand librdkafka one assignment with explicit offsets."""
+        if self._pending is None:
+            return
+        from confluent_kafka import TopicPartition as RdTP
+        pending, self._pending = self._pending, None
+        rd = []
+        for tp in self._assigned:
+            off = pending.get(tp, self._position.get(tp, self._reset))
+            if off < 0:
+                try:
+                    low, high = self._c.get_watermark_offsets(RdTP(tp.topic, tp.partition),
+                                                              timeout=self._timeout_s)
+                except Exception as e:  # e.g. a partition librdkafka's metadata does not know yet
+                    log.info("%s-%d: the reset offset is not known yet (%s); librdkafka resolves it when fetching",
+                             tp.topic, tp.partition, e)
+                    rd.append(RdTP(tp.topic, tp.partition, off))  # the logical offset: resolved by librdkafka
+                    continue
+                off = low if off == _BEGINNING else high
+            self._position[tp] = off
+            rd.append(RdTP(tp.topic, tp.partition, off))
+        self._c.assign(rd)
+
+    def position(self, tp: Any, timeout_ms: Optional[int] = None) -> Optional[int]:
+        self._apply()
+        return self._position.get(tp)
+
+    # -- fetching ----------------------------------------------------------------------------------------------
+    def poll(self, timeout_ms: int = 0) -> Dict[Any, list]:
+        """``{TopicPartition: [ConsumerRecord]}`` of what librdkafka has fetched, in offset order per partition."""
+        self._apply()
+        if not self._assigned:
+            return {}
+        from confluent_kafka import KafkaError as RdError
+        from kafka import TopicPartition
+        from kafka.errors import KafkaError
+        msgs = self._c.consume(num_messages=self._max_batch, timeout=timeout_ms / 1000.0)
+        out: Dict[Any, list] = {}
+        new = tuple.__new__
+        rec_cls = self._record
+        last_tp = None
+        bucket: list = []
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                if err.code() == RdError._PARTITION_EOF:
+                    continue
+                raise KafkaError("librdkafka: %s" % err)
+            topic, partition = m.topic(), m.partition()
+            if last_tp is None or last_tp.topic != topic or last_tp.partition != partition:
+                last_tp = TopicPartition(topic, partition)
+                bucket = out.setdefault(last_tp, [])
+            key, value, headers = m.key(), m.value(), m.headers()
+            ts_type, ts = m.timestamp()
+            hs: list
+            if headers:
+                hs = [tuple(h) for h in headers]  # (str key, bytes or None value)
+                hsize = sum(len(k.encode("utf-8")) + (len(v) if v is not None else 0) for k, v in hs)
+            else:
+                hs, hsize = [], -1
+            bucket.append(new(rec_cls, (topic, partition, -1, m.offset(), ts, 1 if ts_type == 2 else 0, key, value,
+                                        hs, None, len(key) if key is not None else -1,
+                                        len(value) if value is not None else -1, hsize)))
+        for tp, recs in out.items():
+            if tp in self._position and recs:
+                self._position[tp] = recs[-1][3] + 1
+        return out
+
+    def highwater(self, tp: Any) -> Optional[int]:
+        from confluent_kafka import TopicPartition as RdTP
+        try:
+            _, high = self._c.get_watermark_offsets(RdTP(tp.topic, tp.partition), cached=True)
+        except Exception:
+            return None
+        return high if high is not None and high >= 0 else None
+
+    def _watermarks(self, tps: Iterable[Any], index: int) -> Dict[Any, int]:
+        from confluent_kafka import TopicPartition as RdTP
+        return {tp: self._c.get_watermark_offsets(RdTP(tp.topic, tp.partition), timeout=self._timeout_s)[index]
+                for tp in tps}
+
+    def beginning_offsets(self, tps: Iterable[Any]) -> Dict[Any, int]:
+        return self._watermarks(tps, 0)
+
+    def end_offsets(self, tps: Iterable[Any]) -> Dict[Any, int]:
+        return self._watermarks(tps, 1)
+
+    def close(self, autocommit: bool = False) -> None:
+        self._c.close()
