@@ -268,3 +268,28 @@ def test_the_registry_mirror_reads_over_ssl_and_registers_the_ssl_endpoint(secur
     finally:
         admin.close()
         zkmod.close(zk)
+
+
+@pytest.mark.spark
+def test_the_spark_source_reads_and_commits_over_sasl_ssl(spark, secure):
+    from zkconsumer.local import tools
+    from zkconsumer.offsets.kafka import KafkaOffsetStore
+    from zkconsumer.spark import commit_batch, plan_batch
+    topic = group = "sec-spark"
+    secure.create_topic(topic, 2)
+    assert tools.produce(secure.bootstrap_servers, topic, 30) == 30
+    sec = client_props(secure, "SASL_SSL", "SCRAM-SHA-512")
+    # Spark's Kafka source style: kafka.-prefixed client options; no kafka.bootstrap.servers (found in ZooKeeper)
+    opts = dict({"kafka." + k: v for k, v in sec.items()}, **{
+        "zookeeper.connect": secure.zookeeper_connect, "group.id": group, "subscribe": topic,
+        "startingOffsets": "earliest", "offsets.storage": "kafka", "dual.commit.enabled": "false"})
+    plan = plan_batch(opts)
+    assert plan.total == 30 and plan.bootstrap == secure.listeners["SASL_SSL"]
+    assert SCRAM_PW not in repr(plan) + repr(__import__("zkconsumer.spark.options", fromlist=["x"]).parse_options(opts))
+    assert spark.read.format("zkconsumer").options(**opts).load().count() == 30  # executors read over SASL_SSL
+    assert not commit_batch(opts, plan.end)["failed"]
+    store = KafkaOffsetStore(secure.listeners["SASL_SSL"], group, security=KafkaSecurity.from_properties(sec))
+    try:
+        assert store.fetch(sorted(plan.end)) == plan.end
+    finally:
+        store.close()
