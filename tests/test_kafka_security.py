@@ -139,7 +139,8 @@ CASES = [("SSL", "PLAIN", "kafka"), ("SASL_PLAINTEXT", "PLAIN", "dual"), ("SASL_
 
 
 @pytest.mark.parametrize("protocol,mechanism,storage", CASES, ids=["ssl", "sasl_plaintext-plain", "sasl_ssl-scram512"])
-def test_a_member_consumes_everything_and_commits_over_the_secured_listener(secure, protocol, mechanism, storage):
+def test_a_member_consumes_everything_and_commits_over_the_secured_listener(secure, protocol, mechanism, storage,
+                                                                           tmp_path):
     from zkconsumer.consumer import ZookeeperConsumerConnector
     from zkconsumer.errors import ConsumerTimeoutError
     from zkconsumer.local import tools
@@ -151,6 +152,11 @@ def test_a_member_consumes_everything_and_commits_over_the_secured_listener(secu
         "group.id": group, "zookeeper.connect": secure.zookeeper_connect, "auto.offset.reset": "smallest",
         "auto.commit.enable": "false", "consumer.timeout.ms": "3000", "offsets.storage": "kafka",
         "dual.commit.enabled": str(storage == "dual").lower(), "split.brain.check.timeout.ms": "10000"})
+    if protocol == "SASL_PLAINTEXT":  # the other way to give credentials: a file of its own
+        creds = tmp_path / "kafka-credentials.properties"
+        creds.write_text("username=%s\npassword=%s\n" % (PLAIN_USER, PLAIN_PW))
+        del props["sasl.jaas.config"]
+        props["sasl.credentials.file"] = str(creds)
     config = ConsumerConfig.from_properties(props)
     seen = []
     with ZookeeperConsumerConnector(config) as conn:
@@ -222,6 +228,13 @@ def test_a_wrong_ca_is_a_clear_tls_error(secure):
         store.fetch([("t", 0)])
     assert "TLS handshake" in str(e2.value) and "sasl.mechanism=SCRAM-SHA-256" in str(e2.value)
     assert SCRAM_PW not in str(e2.value)
+    # with the right CA, SCRAM-SHA-256 logs in (a group without offsets: nothing, and no error)
+    store = KafkaOffsetStore(secure.listeners["SASL_SSL"], "g-ca", security=KafkaSecurity.from_properties(
+        client_props(secure, "SASL_SSL", "SCRAM-SHA-256")))
+    try:
+        assert store.fetch([("t", 0)]) == {}
+    finally:
+        store.close()
 
 
 def test_zkmigrate_copy_and_verify_over_sasl_ssl(secure, tmp_path):
