@@ -12,7 +12,7 @@ import pytest
 
 from chaos_support import OwnCluster
 from test_migrate_support import run_cli
-from tls_support import make_pki
+from tls_support import CLIENT_KEY_PASSWORD, make_pki
 from zkconsumer import zk as zkmod
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ConfigError, KafkaSecurityError, OffsetManagerUnavailableError
@@ -107,7 +107,8 @@ def secure(tmp_path_factory):
     d = tmp_path_factory.mktemp("kafkasec")
     pki = make_pki(d)
     cluster = OwnCluster(str(d / "cluster"), security=BrokerSecurity(
-        keystore=pki.keystore, keystore_password=pki.keystore_password,
+        keystore=pki.keystore, keystore_password=pki.keystore_password, truststore=pki.truststore,
+        truststore_password=pki.keystore_password, client_auth="required",  # the SSL listener wants a client cert
         plain_users={PLAIN_USER: PLAIN_PW}, scram_users={SCRAM_USER: SCRAM_PW}))
     cluster.pki = pki
     cluster.listeners = cluster.info["listeners"]
@@ -118,7 +119,7 @@ def secure(tmp_path_factory):
         cluster.down()
 
 
-def client_props(secure, protocol, mechanism="PLAIN", password=None, ca=None):
+def client_props(secure, protocol, mechanism="PLAIN", password=None, ca=None, client_cert=True):
     props = {"security.protocol": protocol}
     if protocol.startswith("SASL_"):
         user = PLAIN_USER if mechanism == "PLAIN" else SCRAM_USER
@@ -127,6 +128,11 @@ def client_props(secure, protocol, mechanism="PLAIN", password=None, ca=None):
                                                                             user, pw)})
     if protocol.endswith("SSL"):
         props["ssl.cafile"] = ca or secure.pki.ca
+    if protocol == "SSL" and client_cert:  # mutual TLS: an encrypted client key and its password file
+        pw = secure.dir / "client-key-password"
+        pw.write_text(CLIENT_KEY_PASSWORD + "\n")
+        props.update({"ssl.certfile": secure.pki.client_cert, "ssl.keyfile": secure.pki.client_key,
+                      "ssl.password.file": str(pw)})
     return props
 
 
@@ -268,7 +274,14 @@ def test_zkmigrate_copy_and_verify_over_sasl_ssl(secure, tmp_path):
 def test_the_registry_mirror_reads_over_ssl_and_registers_the_ssl_endpoint(secure):
     from zkconsumer.kafka_metadata import admin_client
     from zkconsumer.registry_mirror import RegistryMirror
+    from zkconsumer.errors import ClusterUnavailableError
+    # the SSL listener requires a client certificate: without one the connection is refused ...
+    with pytest.raises(ClusterUnavailableError):
+        admin_client(secure.listeners["SSL"], timeout_ms=3000, bootstrap_timeout_ms=3000,
+                     security=KafkaSecurity.from_properties(client_props(secure, "SSL", client_cert=False)))
+    # ... with ssl.certfile + ssl.keyfile (encrypted) + ssl.password.file it is accepted
     sec = KafkaSecurity.from_properties(client_props(secure, "SSL"))
+    assert sec.certfile and sec.key_password == CLIENT_KEY_PASSWORD
     chroot = secure.zookeeper_connect + "/mirror-over-ssl"  # the real broker's own /brokers stays untouched
     zk = zkmod.connect(chroot)
     admin = admin_client(secure.listeners["SSL"], security=sec)

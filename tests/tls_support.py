@@ -5,6 +5,7 @@ import subprocess
 from dataclasses import dataclass
 
 KEYSTORE_PASSWORD = "broker-keystore-pw"
+CLIENT_KEY_PASSWORD = "client-key-pw"
 
 
 @dataclass(frozen=True)
@@ -13,6 +14,9 @@ class TestPki:
     wrong_ca: str      # PEM: a CA that signed nothing here
     keystore: str      # PKCS#12: the broker's key + certificate chain
     keystore_password: str
+    truststore: str    # PKCS#12 (keytool): the CA, for the broker to check client certificates
+    client_cert: str   # PEM: a client certificate signed by the CA
+    client_key: str    # PEM: its private key, encrypted with CLIENT_KEY_PASSWORD
 
 
 def _openssl(*args, cwd):
@@ -39,5 +43,14 @@ def make_pki(directory) -> TestPki:
              "-out", "broker.pem", "-days", "3", "-extfile", "san.cnf", cwd=d)
     _openssl("pkcs12", "-export", "-in", "broker.pem", "-inkey", "broker.key", "-certfile", "ca.pem",
              "-name", "broker", "-out", "broker.p12", "-passout", "pass:" + KEYSTORE_PASSWORD, cwd=d)
+    _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-keyout", "client.key",
+             "-passout", "pass:" + CLIENT_KEY_PASSWORD, "-out", "client.csr", "-subj", "/CN=zkconsumer-client", cwd=d)
+    _openssl("x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+             "-out", "client.pem", "-days", "3", cwd=d)
+    out = subprocess.run(["keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem", "-keystore",
+                          "trust.p12", "-storetype", "PKCS12", "-storepass", KEYSTORE_PASSWORD], cwd=d,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+    assert out.returncode == 0, "keytool failed: %s" % out.stdout.decode(errors="replace")
     return TestPki(ca=ca, wrong_ca=wrong, keystore=os.path.join(d, "broker.p12"),
-                   keystore_password=KEYSTORE_PASSWORD)
+                   keystore_password=KEYSTORE_PASSWORD, truststore=os.path.join(d, "trust.p12"),
+                   client_cert=os.path.join(d, "client.pem"), client_key=os.path.join(d, "client.key"))

@@ -34,7 +34,7 @@ class BrokerSecurity:
     keystore_password: str = dataclasses.field(default="", repr=False)
     truststore: Optional[str] = None          # PKCS#12 with the CA of client certificates (client_auth)
     truststore_password: str = dataclasses.field(default="", repr=False)
-    client_auth: str = "none"                 # none | requested | required
+    client_auth: str = "none"                 # none | requested | required: of the SSL listener (SASL_SSL: none)
     plain_users: Dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
     scram_users: Dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
 
@@ -59,7 +59,8 @@ class BrokerSecurity:
         if self.keystore:
             props.update({"ssl.keystore.type": "PKCS12", "ssl.keystore.location": self.keystore,
                           "ssl.keystore.password": self.keystore_password,
-                          "ssl.key.password": self.keystore_password, "ssl.client.auth": self.client_auth,
+                          "ssl.key.password": self.keystore_password, "ssl.client.auth": "none",
+                          "listener.name.ssl.ssl.client.auth": self.client_auth,
                           "ssl.endpoint.identification.algorithm": "https"})
             if self.truststore:
                 props.update({"ssl.truststore.type": "PKCS12", "ssl.truststore.location": self.truststore,
