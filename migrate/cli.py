@@ -10,7 +10,8 @@ import click
 
 from zkconsumer import zk as zkmod
 from zkconsumer.cli.common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_USAGE, ZkCommandGroup, bootstrap_option,
-                                   emit_json, exit_code_for, json_option, resolve_bootstrap, resolve_zookeeper,
+                                   emit_json, exit_code_for, json_option, kafka_security, resolve_bootstrap,
+                                   resolve_zookeeper,
                                    setup_logging, zookeeper_option)
 from zkconsumer.cli.common import _validate_groups
 from zkconsumer.groups import list_groups
@@ -73,9 +74,10 @@ def _run_groups(zookeeper, bootstrap, groups, all_groups, matching, parallel, pe
     try:
         bs = resolve_bootstrap(bootstrap, zk=zk) if need_kafka else None
         names = select_groups(lambda: list_groups(zk), groups, all_groups, matching)
+        security = kafka_security()  # here: the groups run on threads of their own
 
         def one(g):
-            gofs = GroupOffsets(zk, bs, g)
+            gofs = GroupOffsets(zk, bs, g, security=security)
             try:
                 return per_group(gofs)
             finally:
@@ -245,7 +247,7 @@ def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, 
         for group in data:
             transfer.check_no_live_members(zk, group, force, "import")
         for group, offs in sorted(data.items()):
-            gofs = GroupOffsets(zk, bs, group)
+            gofs = GroupOffsets(zk, bs, group, security=kafka_security())
             try:
                 both = gofs.read(list(offs))
                 i = 0 if store == "zookeeper" else 1
@@ -306,7 +308,7 @@ def _expiry_warning(gofs):
     from .expiry import iso
     import time as _time
     try:
-        retention = offsets_retention_ms(gofs.bootstrap_servers)
+        retention = offsets_retention_ms(gofs.bootstrap_servers, security=gofs.security)
     except Exception as e:  # only a warning
         return "the offsets written to Kafka expire after offsets.retention.minutes without a commit (%s)" % e
     return ("the offsets written to Kafka expire on the broker at %s (offsets.retention.minutes=%d) unless a member "
@@ -541,14 +543,15 @@ def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, 
 
     def per_group(gofs):
         members = transfer.check_no_live_members(gofs.zk, gofs.group, force, "reset")
-        broker = describe_broker_group(gofs.bootstrap_servers, gofs.group)
+        broker = describe_broker_group(gofs.bootstrap_servers, gofs.group, security=gofs.security)
         if broker.active:
             raise GroupConflictError("refusing to reset offsets of group %s: it is active as a broker-coordinated "
                                      "group (state %s); stop those consumers first" % (gofs.group, broker.state))
         both = gofs.read_all(list(scope))
         parts = [tp for tp in both if all_topics or (tp[0] in scope and (scope[tp[0]] is None
                                                                            or tp[1] in scope[tp[0]]))]
-        start, end, at = log_ranges(gofs.bootstrap_servers, parts, value if kind == "datetime" else None)
+        start, end, at = log_ranges(gofs.bootstrap_servers, parts, value if kind == "datetime" else None,
+                                       security=gofs.security)
         current = {tp: max((v for v in both[tp] if v is not None), default=None) for tp in parts}
         planned = plan_reset(kind, value, current, start, end, at)
         writes = {"zookeeper": {}, "kafka": {}}

@@ -39,7 +39,7 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
         if members and clock() >= next_guard and gofs.bootstrap_servers:
             next_guard = clock() + 2.0
             try:
-                broker = describe_broker_group(gofs.bootstrap_servers, group)
+                broker = describe_broker_group(gofs.bootstrap_servers, group, security=gofs.security)
             except ClusterUnavailableError:
                 broker = None
             if broker is not None and broker.active:

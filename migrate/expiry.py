@@ -24,8 +24,8 @@ def iso(ms: Optional[float]) -> Optional[str]:
 
 def kafka_expiry(gofs, partitions) -> Tuple[int, Dict[TP, Tuple[int, int]]]:
     """``(retention ms, {tp: (committed at ms, expires at ms)})`` for the group's Kafka offsets among *partitions*."""
-    retention = offsets_retention_ms(gofs.bootstrap_servers)
-    times = read_commit_times(gofs.bootstrap_servers, gofs.group, partitions)
+    retention = offsets_retention_ms(gofs.bootstrap_servers, security=gofs.security)
+    times = read_commit_times(gofs.bootstrap_servers, gofs.group, partitions, security=gofs.security)
     return retention, {tp: (ts, ts + retention) for tp, ts in times.items()}
 
 
@@ -61,7 +61,7 @@ def refresh_group(gofs, execute: bool, force: bool = False, topics=()) -> dict:
         raise GroupConflictError("refusing to refresh group %s: %d live ZooKeeper member(s) commit on their own (and a "
                                  "refresh racing a newer commit could move an offset back); --force to do it anyway"
                                  % (gofs.group, len(members)))
-    broker = describe_broker_group(gofs.bootstrap_servers, gofs.group)
+    broker = describe_broker_group(gofs.bootstrap_servers, gofs.group, security=gofs.security)
     if broker.active:
         raise GroupConflictError("refusing to refresh group %s: it is active as a broker-coordinated group (state %s): "
                                  "its consumers commit on their own" % (gofs.group, broker.state))

@@ -24,12 +24,15 @@ TP = Tuple[str, int]
 class GroupOffsets:
     """ZooKeeper + Kafka offset stores of *group* (the kazoo client belongs to the caller)."""
 
-    def __init__(self, zk, bootstrap_servers, group: str, config=None):
+    def __init__(self, zk, bootstrap_servers, group: str, config=None, security=None):
+        from zkconsumer import kafka_security
         self.group = validate_group(group)
         self.zk = zk
         self.bootstrap_servers = bootstrap_servers
+        #: the Kafka client security of every connection made for this group (PLAINTEXT by default)
+        self.security = security if security is not None else kafka_security.of(config)
         self.zk_store = ZooKeeperOffsetStore(zk, self.group, strict=True)
-        self.kafka_store = KafkaOffsetStore(bootstrap_servers, self.group, config=config) \
+        self.kafka_store = KafkaOffsetStore(bootstrap_servers, self.group, config=config, security=self.security) \
             if bootstrap_servers else None
 
     def store(self, name):

@@ -24,7 +24,8 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
     both = gofs.read_all(topics, scan_all_topics)
     own = zkgroups.owners(zk, group)
     members = zkgroups.live_members(zk, group)
-    lso, leo, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(both)) if both else ({}, {}, None)
+    lso, leo, _ = (zkgroups.log_ranges(gofs.bootstrap_servers, list(both), security=gofs.security) if both
+                   else ({}, {}, None))
     rows = []
     for (t, p), (z, k) in sorted(both.items()):
         end = leo.get((t, p))
@@ -32,7 +33,7 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
                      "log_start_offset": lso.get((t, p)),
                      "zookeeper_lag": _lag(end, z), "kafka_lag": _lag(end, k), "owner": own.get((t, p))})
     try:
-        broker = describe_broker_group(gofs.bootstrap_servers, group).as_dict()
+        broker = describe_broker_group(gofs.bootstrap_servers, group, security=gofs.security).as_dict()
     except ClusterUnavailableError as e:
         broker = {"group": group, "state": "unknown", "members": [], "active": None, "error": str(e)}
     from zkconsumer.group_describe import member_infos

@@ -97,7 +97,7 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
     idx = {"zookeeper": 0, "kafka": 1}
     problems = []
     both = gofs.read_all(topics, scan_all_topics=(phase == "kafka"))
-    lso, leo, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(both)) if both else ({}, {}, None)
+    lso, leo, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(both), security=gofs.security) if both else ({}, {}, None)
     if not both:
         problems.append("group %s has no partitions (no topics in ZooKeeper and none given with --topic)" % group)
     missing, behind = [], {}
@@ -137,7 +137,7 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
         problems.append("%s-%d: %s offset %s stays behind %s offset %d after %.0f s (not explained by in-flight "
                         "dual commits)" % (tp[0], tp[1], target, t_off, other, o_off, settle))
     try:
-        broker = describe_broker_group(gofs.bootstrap_servers, group)
+        broker = describe_broker_group(gofs.bootstrap_servers, group, security=gofs.security)
         broker_d = broker.as_dict()
         if broker.active and members:
             problems.append("split brain: group %s is active both in ZooKeeper (%d live member(s)) and as a "

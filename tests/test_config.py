@@ -33,6 +33,15 @@ REFERENCE_DEFAULTS = {
     "offsets_storage_switch_check": "refuse",
     "split_brain_check_timeout_ms": 30000,
     "cutover_fence": "refuse",
+    "security_protocol": "PLAINTEXT",
+    "sasl_mechanism": "PLAIN",
+    "sasl_jaas_config": None,
+    "sasl_credentials_file": None,
+    "ssl_cafile": None,
+    "ssl_certfile": None,
+    "ssl_keyfile": None,
+    "ssl_password_file": None,
+    "ssl_endpoint_identification_algorithm": "https",
     "zookeeper_session_timeout_ms": 6000,
     "zookeeper_connection_timeout_ms": 6000,
     "zookeeper_sync_time_ms": 2000,
@@ -84,7 +93,10 @@ def test_every_reference_key_is_known():
     assert set(EXTENSION_KEYS) == {"rebalance.settle.ms", "rebalance.slow.retry.ms",
                                    "zookeeper.suspended.grace.ms", "legacy.consumer.version", "split.brain.check",
                                    "split.brain.check.timeout.ms", "cutover.fence", "rebalance.leave.grace.ms",
-                                   "dual.commit.kafka.outage.ms", "offsets.storage.switch.check", "fetch.engine"}
+                                   "dual.commit.kafka.outage.ms", "offsets.storage.switch.check", "fetch.engine",
+                                   "security.protocol", "sasl.mechanism", "sasl.jaas.config", "sasl.credentials.file",
+                                   "ssl.cafile", "ssl.certfile", "ssl.keyfile", "ssl.password.file",
+                                   "ssl.endpoint.identification.algorithm"}
 
 
 def test_immutable():

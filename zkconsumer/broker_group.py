@@ -75,24 +75,27 @@ class BrokerGroup:
                 "group_type": self.group_type, "members": self.members, "active": self.active, "error": self.error}
 
 
-def describe_broker_group(bootstrap_servers, group: str, timeout_ms: int = 5000) -> BrokerGroup:
+def describe_broker_group(bootstrap_servers, group: str, timeout_ms: int = 5000, security=None) -> BrokerGroup:
     """FindCoordinator + DescribeGroups v0 for *group*, and ConsumerGroupDescribe when the classic answer is the one
     a consumer-protocol group gets and the coordinator has API 69.
 
-    Raises :class:`ClusterUnavailableError` (naming the servers) when the broker cannot be reached or does not
-    answer within *timeout_ms*, and :class:`BrokerGroupDescribeError` (naming the group) when ConsumerGroupDescribe
-    fails for the group with anything but "not found" or a coordinator error worth asking again for.
+    Raises :class:`ClusterUnavailableError` (naming the servers and *security*, a
+    :class:`~zkconsumer.kafka_security.KafkaSecurity`) when the broker cannot be reached or does not answer within
+    *timeout_ms*, and :class:`BrokerGroupDescribeError` (naming the group) when ConsumerGroupDescribe fails for the
+    group with anything but "not found" or a coordinator error worth asking again for.
     """
+    from zkconsumer.kafka_connect_errors import connect_error
+    from zkconsumer.kafka_security import PLAINTEXT
     from zkconsumer.offsets.kafka import _AdminClient
+    security = security or PLAINTEXT
     group = validate_group(group)
     servers = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
     try:
         admin = _AdminClient(bootstrap_servers=bootstrap_servers, client_id="zkmigrate-describe",
                              request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms,
-                             reconnect_backoff_ms=50, reconnect_backoff_max_ms=500)
+                             reconnect_backoff_ms=50, reconnect_backoff_max_ms=500, **security.client_kwargs())
     except Exception as e:
-        raise ClusterUnavailableError("cannot reach Kafka at %s to describe the broker-side group %s: %s"
-                                      % (servers, group, e)) from e
+        raise connect_error("reach Kafka to describe the broker-side group %s" % group, servers, security, e) from e
     try:
         async def go():
             mgr = admin._manager

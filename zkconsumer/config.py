@@ -23,7 +23,8 @@ Where we are stricter than Java (deliberately, so typos fail fast):
 zkconsumer extension keys (not in Kafka; marked ``extension`` in :func:`describe_keys`):
 ``rebalance.settle.ms``, ``rebalance.slow.retry.ms``, ``zookeeper.suspended.grace.ms``, ``split.brain.check``,
 ``split.brain.check.timeout.ms``, ``cutover.fence``, ``rebalance.leave.grace.ms``,
-``dual.commit.kafka.outage.ms``, ``offsets.storage.switch.check``.
+``dual.commit.kafka.outage.ms``, ``offsets.storage.switch.check``, and the Kafka client security keys
+(``security.protocol``, ``sasl.*``, ``ssl.*``: validated together by :mod:`zkconsumer.kafka_security`).
 
 Unknown keys are logged (one warning per key, logger ``zkconsumer.config``) and kept in
 ``cfg.raw``, like ``VerifiableProperties.verify()``.  All validation happens in the constructor;
@@ -40,6 +41,7 @@ import types
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .errors import ConfigError
+from .kafka_security import SECURITY_KEYS, KafkaSecurity, redact
 from .properties import load_properties
 
 __all__ = ["ConsumerConfig", "describe_keys", "KNOWN_KEYS", "EXTENSION_KEYS"]
@@ -66,7 +68,7 @@ _SAME_AS = {
 @dataclasses.dataclass(frozen=True)
 class _Key:
     name: str
-    kind: str  # int | bool | enum | name | zk | derived-bool
+    kind: str  # int | bool | enum | name | zk | derived-bool | security
     default: object  # None = required/derived/unset
     doc: str
     lo: Optional[int] = None  # inclusive minimum for ints
@@ -118,6 +120,15 @@ _KEYS: Tuple[_Key, ...] = (
     _Key("cutover.fence", "enum", "refuse", "Extension: a group that zkmigrate cutover handed to broker-coordinated consumers is marked in ZooKeeper; refuse = a ZooKeeper member does not join it (at start or after a session expiry), ignore = join anyway (after a deliberate rollback, zkmigrate rollback --execute clears the mark).", choices=("refuse", "ignore"), extension=True),
     _Key("split.brain.check.timeout.ms", "int", 30000, "Extension: how long the split-brain check retries a broker that does not answer or has no group coordinator yet (COORDINATOR_NOT_AVAILABLE while __consumer_offsets is created) before the answer counts as unknown.", lo=0, extension=True),
     _Key("fetch.engine", "enum", "kafka-python", "Extension: the client the fetcher threads read with: kafka-python (with zkconsumer's own record decoder) or librdkafka (confluent-kafka in assign mode, no broker-side group; pip install 'zkconsumer[librdkafka]'). Offsets, fencing and queues are zkconsumer's either way.", choices=("kafka-python", "librdkafka"), extension=True),
+    _Key("security.protocol", "security", "PLAINTEXT", "Extension: how every Kafka client connects (fetchers, offset manager, tools): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (case-insensitive; the old consumer spoke PLAINTEXT only). Brokers are found in ZooKeeper by their endpoint of this protocol.", extension=True),
+    _Key("sasl.mechanism", "security", "PLAIN", "Extension: SASL mechanism for SASL_PLAINTEXT/SASL_SSL: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.", extension=True),
+    _Key("sasl.jaas.config", "security", None, "Extension: the Java client's JAAS entry, e.g. org.apache.kafka.common.security.scram.ScramLoginModule required username=\"alice\" password=\"...\"; (only username and password are read; never printed). Alternative: sasl.credentials.file.", extension=True),
+    _Key("sasl.credentials.file", "security", None, "Extension: a .properties file with username=... and password=... for SASL (instead of sasl.jaas.config).", extension=True),
+    _Key("ssl.cafile", "security", None, "Extension: PEM file of the CA certificate(s) that signed the brokers' certificates (SSL/SASL_SSL; default: the system's CAs).", extension=True),
+    _Key("ssl.certfile", "security", None, "Extension: PEM file of the client certificate (chain), for brokers with ssl.client.auth=required; may also hold the private key.", extension=True),
+    _Key("ssl.keyfile", "security", None, "Extension: PEM file of the client certificate's private key (with ssl.certfile).", extension=True),
+    _Key("ssl.password.file", "security", None, "Extension: a file holding the password of an encrypted ssl.keyfile (first line).", extension=True),
+    _Key("ssl.endpoint.identification.algorithm", "security", "https", "Extension: https = check that the broker's certificate names the host connected to; empty = do not.", extension=True),
     _Key("zookeeper.suspended.grace.ms", "int", 1000, "Extension: how long fetching continues after a ZooKeeper disconnect before delivery pauses; must be < zookeeper.session.timeout.ms (when unset and the session timeout is <= 1000, defaults to half of it).", lo=0, extension=True),
 )
 _BY_NAME: Dict[str, _Key] = {k.name: k for k in _KEYS}
@@ -180,7 +191,7 @@ def _as_text(key: str, value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, (str, int)):
         return str(value)
-    raise ConfigError(key, value, "a string value")
+    raise ConfigError(key, redact(key, value), "a string value")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,10 +245,21 @@ class ConsumerConfig:
     split_brain_check_timeout_ms: int
     legacy_consumer_version: str
     fetch_engine: str
+    security_protocol: str
+    sasl_mechanism: str
+    sasl_jaas_config: Optional[str] = dataclasses.field(repr=False)
+    sasl_credentials_file: Optional[str]
+    ssl_cafile: Optional[str]
+    ssl_certfile: Optional[str]
+    ssl_keyfile: Optional[str]
+    ssl_password_file: Optional[str]
+    ssl_endpoint_identification_algorithm: str
     zookeeper_hosts: Tuple[Tuple[str, int], ...] = ()
     zookeeper_chroot: Optional[str] = None
     raw: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False, repr=False)
     explicit_keys: Tuple[str, ...] = dataclasses.field(default=(), compare=False, repr=False)
+    #: the validated security keys, for every Kafka client (:meth:`KafkaSecurity.client_kwargs`)
+    kafka_security: KafkaSecurity = dataclasses.field(default=KafkaSecurity(), compare=False, repr=False)
 
     @classmethod
     def from_properties(cls, props: Optional[Mapping[str, str]] = None,
@@ -278,6 +300,8 @@ class ConsumerConfig:
                 values[key.attr] = _parse_bool(key, text)
             elif key.kind == "name":
                 values[key.attr] = _parse_name(key, text)
+            elif key.kind == "security":  # validated together below
+                values[key.attr] = text.strip()
             elif key.kind == "enum":
                 s = text.strip()
                 if key.name == "offsets.storage":
@@ -310,7 +334,11 @@ class ConsumerConfig:
                               "0 unless consumer.id is set",
                               "a member comes back under the same consumer id only when consumer.id is explicit "
                               "(a generated id changes on every start)")
-        return cls(raw=types.MappingProxyType(dict(merged)),
+        security = KafkaSecurity.from_properties({k: v for k, v in merged.items() if k in SECURITY_KEYS})
+        values["security_protocol"] = security.protocol
+        values["sasl_mechanism"] = security.mechanism or values["sasl_mechanism"]
+        values["ssl_endpoint_identification_algorithm"] = values["ssl_endpoint_identification_algorithm"].lower()
+        return cls(raw=types.MappingProxyType(dict(merged)), kafka_security=security,
                    explicit_keys=tuple(k for k in merged if k in _BY_NAME), **values)
 
     @classmethod
@@ -362,6 +390,8 @@ def describe_keys() -> List[Tuple[str, str, str]]:
             default = "= " + _SAME_AS[key.name]
         elif key.name == "dual.commit.enabled":
             default = "true if offsets.storage=kafka, else false"
+        elif key.default is None:
+            default = "(none)"
         else:
             default = _canonical(key.default)
         rows.append((key.name, default, key.doc))

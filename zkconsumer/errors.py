@@ -64,6 +64,12 @@ class ClusterUnavailableError(ZkConsumerError):
     """ZooKeeper or the Kafka cluster cannot be reached."""
 
 
+class KafkaSecurityError(ClusterUnavailableError):
+    """A Kafka broker answers but refused our TLS handshake or SASL authentication (wrong CA, user, password or
+    mechanism): not transient, so it is not retried like an outage. The message names the servers,
+    ``security.protocol`` and the mechanism, never the password."""
+
+
 class LocalClusterError(ZkConsumerError):
     """The embedded local cluster could not be started, found or stopped."""
 

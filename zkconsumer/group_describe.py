@@ -106,7 +106,7 @@ def _choose_storage(requested: str, infos: Dict[str, MemberInfo], members, can_a
     return "kafka" if everyone_said and known == {"kafka"} else "dual"
 
 
-def describe(zk, group, bootstrap_servers=None, offsets_storage="auto") -> List[DescribeRow]:
+def describe(zk, group, bootstrap_servers=None, offsets_storage="auto", security=None) -> List[DescribeRow]:
     """One row per partition of every topic of the group, then one per live member that owns nothing (partition
     columns ``None``). Without *bootstrap_servers* the log-end offset, lag and Kafka offsets are ``None`` (and the
     offsets come from ZooKeeper)."""
@@ -125,12 +125,12 @@ def describe(zk, group, bootstrap_servers=None, offsets_storage="auto") -> List[
     koffs: Dict[TP, int] = {}
     if storage != "zookeeper" and parts:
         from .offsets.kafka import KafkaOffsetStore
-        store = KafkaOffsetStore(bootstrap_servers, group)
+        store = KafkaOffsetStore(bootstrap_servers, group, security=security)
         try:
             koffs = store.fetch(parts)
         finally:
             store.close()
-    leo = log_end_offsets(bootstrap_servers, parts) if bootstrap_servers and parts else {}
+    leo = log_end_offsets(bootstrap_servers, parts, security=security) if bootstrap_servers and parts else {}
 
     def current(tp):
         z, k = zoffs.get(tp), koffs.get(tp)

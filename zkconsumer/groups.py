@@ -25,6 +25,9 @@ from .errors import ClusterUnavailableError, GroupConflictError, ZkConsumerError
 from .layout import codecs, paths, validate_group
 from .topic_count import consumers_per_topic
 
+from .kafka_connect_errors import connect_error
+from .kafka_security import PLAINTEXT
+
 __all__ = ["GroupNotFoundError", "list_groups", "group_exists", "live_members", "owners", "zk_offsets",
            "topic_partitions", "log_end_offsets", "log_ranges", "verify", "delete", "VerifyReport",
            "group_topics"]
@@ -135,7 +138,7 @@ def group_topics(zk, group, members=None) -> List[str]:
     return sorted(topics)
 
 
-def log_ranges(bootstrap_servers, partitions, timestamp_ms=None, timeout_ms=10000):
+def log_ranges(bootstrap_servers, partitions, timestamp_ms=None, timeout_ms=10000, security=None):
     """``(log start {tp: offset}, log end {tp: offset}, {tp: first offset at/after timestamp_ms or None})``
     through kafka-python (ListOffsets); the third is empty without *timestamp_ms*."""
     partitions = sorted(set(partitions))
@@ -145,9 +148,10 @@ def log_ranges(bootstrap_servers, partitions, timestamp_ms=None, timeout_ms=1000
     from kafka.errors import KafkaError
     try:
         consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-groups",
-                                 request_timeout_ms=max(timeout_ms, 1000), enable_auto_commit=False)
+                                 request_timeout_ms=max(timeout_ms, 1000), enable_auto_commit=False,
+                                 **(security or PLAINTEXT).client_kwargs())
     except (KafkaError, OSError, ValueError) as e:
-        raise ClusterUnavailableError("cannot reach Kafka at %s for the log ranges: %s" % (bootstrap_servers, e))
+        raise connect_error("reach Kafka for the log ranges", bootstrap_servers, security, e) from e
     try:
         tps = [TopicPartition(t, p) for t, p in partitions]
         start = {(tp.topic, tp.partition): o for tp, o in consumer.beginning_offsets(tps).items() if o is not None}
@@ -163,7 +167,7 @@ def log_ranges(bootstrap_servers, partitions, timestamp_ms=None, timeout_ms=1000
         consumer.close()
 
 
-def log_end_offsets(bootstrap_servers, partitions, timeout_ms=10000) -> Dict[TP, int]:
+def log_end_offsets(bootstrap_servers, partitions, timeout_ms=10000, security=None) -> Dict[TP, int]:
     """Log-end offsets (high watermark) through kafka-python's ``KafkaConsumer.end_offsets``."""
     partitions = sorted(set(partitions))
     if not partitions:
@@ -172,9 +176,10 @@ def log_end_offsets(bootstrap_servers, partitions, timeout_ms=10000) -> Dict[TP,
     from kafka.errors import KafkaError
     try:
         consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-groups",
-                                 request_timeout_ms=max(timeout_ms, 1000), enable_auto_commit=False)
+                                 request_timeout_ms=max(timeout_ms, 1000), enable_auto_commit=False,
+                                 **(security or PLAINTEXT).client_kwargs())
     except (KafkaError, OSError, ValueError) as e:
-        raise ClusterUnavailableError("cannot reach Kafka at %s for log-end offsets: %s" % (bootstrap_servers, e))
+        raise connect_error("reach Kafka for log-end offsets", bootstrap_servers, security, e) from e
     try:
         got = consumer.end_offsets([TopicPartition(t, p) for t, p in partitions])
         return {(tp.topic, tp.partition): off for tp, off in got.items() if off is not None}

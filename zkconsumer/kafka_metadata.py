@@ -41,15 +41,22 @@ class ClusterMetadata:
         return sorted(self.topics.get(topic, {}))
 
 
-def admin_client(bootstrap_servers, client_id="zkconsumer", timeout_ms=10000):
-    """A KafkaAdminClient, or ClusterUnavailableError naming the bootstrap servers."""
+def admin_client(bootstrap_servers, client_id="zkconsumer", timeout_ms=10000, security=None,
+                 bootstrap_timeout_ms=None):
+    """A KafkaAdminClient (with *security*, a :class:`~zkconsumer.kafka_security.KafkaSecurity`), or
+    ClusterUnavailableError naming the bootstrap servers and the security settings; *bootstrap_timeout_ms*
+    bounds the wait for a first connection (default: kafka-python's)."""
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
+    from .kafka_connect_errors import connect_error
+    from .kafka_security import PLAINTEXT
+    security = security or PLAINTEXT
     try:
+        extra = {"bootstrap_timeout_ms": bootstrap_timeout_ms} if bootstrap_timeout_ms else {}
         return KafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id=client_id,
-                                request_timeout_ms=timeout_ms)
+                                request_timeout_ms=timeout_ms, **extra, **security.client_kwargs())
     except (KafkaError, OSError, ValueError) as e:
-        raise ClusterUnavailableError("cannot reach the Kafka cluster at %s: %s" % (bootstrap_servers, e)) from e
+        raise connect_error("reach the Kafka cluster", bootstrap_servers, security, e) from e
 
 
 def fetch_cluster_metadata(admin, include_internal=True) -> ClusterMetadata:

@@ -4,8 +4,11 @@ Brokers that do not register in ZooKeeper (KRaft clusters, tansu) are invisible 
 consumers, which read ``/brokers/ids`` and ``/brokers/topics`` (Kafka's ZkUtils.scala). The mirror reads the
 cluster's metadata over the Kafka protocol and writes:
 
-* ``/brokers/ids/[id]`` — ephemeral, version 4 JSON with a PLAINTEXT endpoint, owned by the mirror's session, so
-  a dead mirror's registrations vanish like a dead broker's;
+* ``/brokers/ids/[id]`` — ephemeral, version 4 JSON with one endpoint, owned by the mirror's session, so
+  a dead mirror's registrations vanish like a dead broker's. The endpoint is the listener the mirror reads from,
+  named by its security protocol (``PLAINTEXT://``, or ``SASL_SSL://`` etc. when the mirror connects with
+  ``security.protocol`` set: consumers with the same setting then find it; a non-PLAINTEXT-only broker has
+  ``host`` null and ``port`` -1, as Kafka writes it);
 * ``/brokers/topics/[topic]`` — version 1 partition map, rewritten only when the map really changes (the
   consumers' data watch fires on every write, and each firing is a group rebalance, Kafka's ZookeeperConsumerConnector.scala);
 * ``/brokers/topics/[topic]/partitions/[p]/state`` — leader, leader epoch and ISR, as a controller would.
@@ -50,9 +53,11 @@ class SyncReport:
 
 
 class RegistryMirror:
-    def __init__(self, zk, admin=None, controller_epoch=1, metadata_source=None):
-        """metadata_source: a callable returning ClusterMetadata; default reads it from ``admin`` (Kafka)."""
+    def __init__(self, zk, admin=None, controller_epoch=1, metadata_source=None, security_protocol="PLAINTEXT"):
+        """metadata_source: a callable returning ClusterMetadata; default reads it from ``admin`` (Kafka).
+        security_protocol: the protocol of the listener ``admin`` speaks to (the endpoints it reports)."""
         self.zk = zk
+        self.security_protocol = security_protocol
         self.admin = admin
         self.metadata_source = metadata_source or (lambda: fetch_cluster_metadata(self.admin))
         self.controller_epoch = controller_epoch
@@ -86,9 +91,11 @@ class RegistryMirror:
     def _sync_brokers(self, meta, report):
         for broker_id, b in sorted(meta.brokers.items()):
             path = paths.broker_path(broker_id)
+            proto, plain = self.security_protocol, self.security_protocol == "PLAINTEXT"
             data = codecs.encode_broker_registration(codecs.BrokerRegistration(
-                broker_id=broker_id, host=b.host, port=b.port, endpoints=["PLAINTEXT://%s:%d" % (b.host, b.port)],
-                rack=b.rack, listener_security_protocol_map={"PLAINTEXT": "PLAINTEXT"},
+                broker_id=broker_id, host=b.host if plain else None, port=b.port if plain else -1,
+                endpoints=["%s://%s:%d" % (proto, b.host, b.port)], rack=b.rack,
+                listener_security_protocol_map={proto: proto},
                 timestamp=str(int(time.time() * 1000)), version=4))
             try:
                 current, stat = self.zk.get(path)
@@ -124,13 +131,12 @@ class RegistryMirror:
                                 "leaving %s alone: broker %s is not in the cluster's metadata and its registration "
                                 "was not written by this mirror" % (path, child))
 
-    @staticmethod
-    def _broker_differs(current, path, broker_id, b):
+    def _broker_differs(self, current, path, broker_id, b):
         try:
             reg = codecs.decode_broker_registration(current, path)
         except Exception:
             return True
-        return (reg.plaintext_endpoint() != (b.host, b.port)) or (reg.rack != b.rack)
+        return (reg.endpoint_for(self.security_protocol) != (b.host, b.port)) or (reg.rack != b.rack)
 
     def _sync_topics(self, meta, report):
         for topic, parts in sorted(meta.topics.items()):

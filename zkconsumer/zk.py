@@ -46,9 +46,10 @@ def close(client):
         client.close()
 
 
-def bootstrap_from_zk(zk, zookeeper_connect=""):
-    """``host:port,...`` of every broker registered under ``/brokers/ids`` with a PLAINTEXT endpoint (how the old
-    consumer finds brokers, Kafka's ZkUtils.scala); ClusterUnavailableError when there is none."""
+def bootstrap_from_zk(zk, zookeeper_connect="", security_protocol="PLAINTEXT"):
+    """``host:port,...`` of every broker registered under ``/brokers/ids`` with an endpoint of *security_protocol*
+    (PLAINTEXT: how the old consumer finds brokers, Kafka's ZkUtils.scala; the others through the registration's
+    ``listener_security_protocol_map``); ClusterUnavailableError when there is none."""
     from kazoo.exceptions import NoNodeError
     from .layout import codecs, paths
     try:
@@ -59,7 +60,7 @@ def bootstrap_from_zk(zk, zookeeper_connect=""):
     for b in sorted(ids):
         try:
             data, _ = zk.get(paths.broker_path(b))
-            ep = codecs.decode_broker_registration(data, paths.broker_path(b)).plaintext_endpoint()
+            ep = codecs.decode_broker_registration(data, paths.broker_path(b)).endpoint_for(security_protocol)
         except Exception as e:  # a malformed or vanished registration: use the others
             log.warning("skipping broker registration %s: %s", b, e)
             continue
@@ -67,7 +68,8 @@ def bootstrap_from_zk(zk, zookeeper_connect=""):
             brokers.append("%s:%d" % ep)
     if not brokers:
         raise ClusterUnavailableError(
-            "no brokers registered under /brokers/ids in ZooKeeper %s (no PLAINTEXT endpoint found); is the cluster "
-            "running, or, for a ZooKeeper-less cluster, the registry mirror ('zkconsumer registry sync')? Or give "
-            "the bootstrap servers explicitly" % zookeeper_connect)
+            "no brokers registered under /brokers/ids in ZooKeeper %s (no %s endpoint found; security.protocol must "
+            "match a listener of the brokers); is the cluster running, or, for a ZooKeeper-less cluster, the "
+            "registry mirror ('zkconsumer registry sync')? Or give the bootstrap servers explicitly"
+            % (zookeeper_connect, security_protocol))
     return ",".join(brokers)

@@ -144,11 +144,12 @@ def resolve_zookeeper(value, directory=None):
 
 def resolve_bootstrap(value, directory=None, zk=None):
     """--bootstrap-server, else $KAFKA_BOOTSTRAP, else the brokers registered in ZooKeeper (``zk``, the ZooKeeper
-    the command works on: the legacy tools needed only --zookeeper), else the running local cluster's broker."""
+    the command works on: the legacy tools needed only --zookeeper; their endpoints of the --kafka-config's
+    security.protocol), else the running local cluster's broker."""
     if not value and not os.environ.get(KAFKA_ENV) and zk is not None:
         from .. import zk as zkmod
         try:
-            return zkmod.bootstrap_from_zk(zk)
+            return zkmod.bootstrap_from_zk(zk, security_protocol=kafka_security().protocol)
         except ZkConsumerError:
             pass  # no broker registered there: fall through to the local cluster / the error
     return _resolve(value, KAFKA_ENV, "bootstrap_servers", "Kafka broker", "--bootstrap-server HOST:PORT", directory)
@@ -156,9 +157,45 @@ def resolve_bootstrap(value, directory=None, zk=None):
 
 zookeeper_option = click.option("--zookeeper", "zookeeper", metavar="HOST:PORT[,...][/CHROOT]", default=None,
                                 help="ZooKeeper connect string [default: $ZK_CONNECT or the local cluster].")
-bootstrap_option = click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT", default=None,
-                                help="Kafka bootstrap servers [default: $KAFKA_BOOTSTRAP, else the brokers "
-                                     "registered in ZooKeeper, else the local cluster].")
+_bootstrap_option = click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT", default=None,
+                                 help="Kafka bootstrap servers [default: $KAFKA_BOOTSTRAP, else the brokers "
+                                      "registered in ZooKeeper, else the local cluster].")
+_KAFKA_SECURITY = "zkconsumer.kafka_security"
+
+
+def _load_kafka_config(ctx, param, value):
+    if value:
+        from ..errors import ZkConsumerError
+        from ..kafka_security import SECURITY_KEYS, KafkaSecurity
+        from ..properties import load_properties
+        try:
+            props = load_properties(value)
+            ctx.meta[_KAFKA_SECURITY] = KafkaSecurity.from_properties(
+                {k: v for k, v in props.items() if k in SECURITY_KEYS})
+        except ZkConsumerError as e:
+            raise click.BadParameter(str(e), param_hint="--kafka-config")
+    return value
+
+
+kafka_config_option = click.option(
+    "--kafka-config", type=click.Path(exists=True, dir_okay=False), default=None, expose_value=False,
+    callback=_load_kafka_config, is_eager=True,
+    help="A .properties file with the Kafka client security keys (security.protocol, sasl.mechanism, "
+         "sasl.jaas.config or sasl.credentials.file, ssl.*) for every Kafka connection; other keys are ignored "
+         "(a consumer.properties file will do). Never give passwords as options.")
+
+
+def kafka_security():
+    """The --kafka-config's KafkaSecurity of the running command (PLAINTEXT without one); call it on the command's
+    thread."""
+    from ..kafka_security import PLAINTEXT
+    ctx = click.get_current_context(silent=True)
+    return (ctx.meta.get(_KAFKA_SECURITY) if ctx is not None else None) or PLAINTEXT
+
+
+def bootstrap_option(f):
+    """--bootstrap-server and --kafka-config (the security settings of the same connections)."""
+    return _bootstrap_option(kafka_config_option(f))
 def _remember_json(ctx, param, value):
     if value:
         ctx.meta["zkconsumer.json"] = True  # ctx.meta is shared by the whole context tree: errors go out as JSON

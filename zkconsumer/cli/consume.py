@@ -21,6 +21,11 @@ def build_config(zookeeper, group, config_file, properties):
     """consumer.properties, then --property overrides, then --zookeeper/--group (explicit flags win)."""
     props = load_properties(config_file) if config_file else {}
     overrides = dict(parse_property_override(p) for p in properties)
+    from ..kafka_security import SECRET_KEYS
+    for key in SECRET_KEYS:
+        if key in overrides:  # a password on the command line shows in ps and in shell histories
+            raise click.BadParameter("%s holds a password: put it in the --config file (or use "
+                                     "sasl.credentials.file), not on the command line" % key, param_hint="--property")
     if group:
         overrides["group.id"] = group
     if zookeeper:

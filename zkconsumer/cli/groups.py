@@ -9,7 +9,7 @@ from .. import groups as lib
 from .. import zk as zkmod
 from ..group_describe import STORAGES, describe
 from .common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, bootstrap_option, check_group_choice, emit_json,
-                     group_options, json_option, print_table, resolve_bootstrap, resolve_zookeeper, selected_groups,
+                     group_options, kafka_security, json_option, print_table, resolve_bootstrap, resolve_zookeeper, selected_groups,
                      zookeeper_option)
 
 
@@ -62,7 +62,8 @@ def describe_cmd(groups, all_groups, topics, zookeeper, bootstrap, offsets_stora
         for g in names:
             lib.require_group(zk, g)  # a missing group is reported before anything else is resolved
         bs = None if no_log_end else resolve_bootstrap(bootstrap, zk=zk)
-        rows = [r for g in names for r in describe(zk, g, bs, "zookeeper" if no_log_end else offsets_storage)
+        rows = [r for g in names for r in describe(zk, g, bs, "zookeeper" if no_log_end else offsets_storage,
+                                                    security=kafka_security())
                 if not topics or r.topic is None or r.topic in topics]
     finally:
         zkmod.close(zk)

@@ -180,7 +180,7 @@ class ZookeeperConsumerConnector:
         ``split.brain.check.timeout.ms``; after that the answer is unknown: SplitBrainUnknownError with
         ``split.brain.check=refuse`` (the default), a warning with ``warn``; ``off`` never asks."""
         from zkconsumer.broker_group import describe_broker_group
-        from ..errors import SplitBrainUnknownError
+        from ..errors import KafkaSecurityError, SplitBrainUnknownError
         self._refuse_cut_over_group()
         mode = self.config.split_brain_check
         if mode == "off":
@@ -192,11 +192,13 @@ class ZookeeperConsumerConnector:
             why = None
             try:
                 servers = self._bootstrap if self._bootstrap_given else self._fresh_bootstrap()
-                bg = describe_broker_group(servers, self.group,
+                bg = describe_broker_group(servers, self.group, security=self.config.kafka_security,
                                            timeout_ms=int(max(1000, min(5000, (deadline - clock()) * 1000))))
                 if bg.error is None or bg.active:
                     break
                 why = "the broker answered %s for the group" % bg.error  # e.g. COORDINATOR_LOAD_IN_PROGRESS
+            except KafkaSecurityError:
+                raise  # a refused TLS handshake or SASL login does not heal by asking again
             except ZkConsumerError as e:
                 why = str(e)
             if not said and clock() < deadline:
@@ -342,13 +344,15 @@ class ZookeeperConsumerConnector:
 
     def _kafka_bootstrap(self):
         if not self._bootstrap:
-            self._bootstrap = zkmod.bootstrap_from_zk(self.zk, self.config.zookeeper_connect)
+            self._bootstrap = zkmod.bootstrap_from_zk(self.zk, self.config.zookeeper_connect,
+                                                      self.config.security_protocol)
         return self._bootstrap
 
     def _fresh_bootstrap(self):
         """The brokers registered in ZooKeeper now (falls back to the last list read if ZooKeeper cannot say)."""
         try:
-            self._bootstrap = zkmod.bootstrap_from_zk(self.zk, self.config.zookeeper_connect)
+            self._bootstrap = zkmod.bootstrap_from_zk(self.zk, self.config.zookeeper_connect,
+                                                      self.config.security_protocol)
         except Exception as e:
             if not self._bootstrap:
                 raise

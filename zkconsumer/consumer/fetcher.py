@@ -38,6 +38,8 @@ def consumer_settings(config):
         max_poll_records=100000,
         check_crcs=True,
     )
+    from ..kafka_security import of
+    settings.update(of(config).client_kwargs())
     if "socket.receive.buffer.bytes" in config.explicit_keys:
         # only when asked for: a fixed SO_RCVBUF (Scala's 64 KiB default) turns off the kernel's autotuning
         settings["receive_buffer_bytes"] = config.socket_receive_buffer_bytes
@@ -160,7 +162,9 @@ class FetcherThread(threading.Thread):
             try:
                 self._consumer = KafkaConsumer(bootstrap_servers=servers, **consumer_settings(self.config))
             except (KafkaError, OSError) as e:
-                raise ClusterUnavailableError("cannot reach brokers %s: %s" % (servers, e)) from e
+                from ..kafka_connect_errors import connect_error
+                from ..kafka_security import of
+                raise connect_error("reach brokers", servers, of(self.config), e) from e
             # decode v2 record batches with our own decoder (same records; kafka-python's for anything else)
             from .fast_records import install
             install(self._consumer)

@@ -43,8 +43,9 @@ def available() -> Optional[str]:
 
 def client_settings(config: Any, servers: str) -> Dict[str, Any]:
     """librdkafka settings equivalent to the old consumer's fetch keys."""
+    from ..kafka_security import of
     per_partition = config.fetch_message_max_bytes
-    return {
+    return dict(of(config).librdkafka_settings(), **{
         "bootstrap.servers": servers,
         "group.id": "zkconsumer-fetch-" + uuid.uuid4().hex[:12],  # required by the client; never joined
         "client.id": config.client_id or config.group_id or "zkconsumer",
@@ -61,7 +62,7 @@ def client_settings(config: Any, servers: str) -> Dict[str, Any]:
         # the prefetch bound: as much per partition as the streams' queues hold, at least 1 MiB
         "queued.max.messages.kbytes": max(16 * 1024, per_partition * max(1, config.queued_max_message_chunks) // 1024),
         "check.crcs": True,
-    }
+    })
 
 
 class RdKafkaFetchClient:

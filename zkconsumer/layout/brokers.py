@@ -107,6 +107,19 @@ class BrokerRegistration:
         return None
 
 
+    def endpoint_for(self, security_protocol: str = "PLAINTEXT") -> Optional[Tuple[str, int]]:
+        """``(host, port)`` of the endpoint a client speaking *security_protocol* connects to, or ``None``:
+        :meth:`plaintext_endpoint` for PLAINTEXT; otherwise the listener named like the protocol, else the first
+        listener whose ``listener_security_protocol_map`` entry is that protocol (a broker may name its listeners
+        freely, e.g. ``EXTERNAL:SASL_SSL``)."""
+        if security_protocol == "PLAINTEXT":
+            return self.plaintext_endpoint()
+        usable = [ep for ep in self.parsed_endpoints()
+                  if ep.security_protocol == security_protocol and ep.host and 0 < ep.port <= 65535]
+        usable.sort(key=lambda ep: ep.listener_name != security_protocol)
+        return (usable[0].host, usable[0].port) if usable else None
+
+
 _BROKER_KNOWN = {"version", "host", "port", "endpoints", "rack", "listener_security_protocol_map", "jmx_port",
                  "timestamp", "features"}
 

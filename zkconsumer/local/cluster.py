@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional
 from ..errors import LocalClusterError, ZkConsumerError
 from . import maven, processes, servers
 from .records import ProcessRecords
+from .security import BrokerSecurity, write_scram_users
 from .servers import zk_four_letter  # noqa: F401  (re-exported: tests and tools probe ZooKeeper with it)
 
 DEFAULT_DIR_ENV = "ZKCONSUMER_LOCAL_DIR"
@@ -67,10 +68,13 @@ class LocalCluster(ProcessRecords):
 
     # -- up ----------------------------------------------------------------------------------------------------
     def up(self, start_timeout: float = 90.0, log: Log = lambda msg: None, broker: str = "auto", brokers: int = 1,
-           broker_config: Optional[Dict[str, Any]] = None, kafka_jars: str = "kafka") -> Dict[str, Any]:
+           broker_config: Optional[Dict[str, Any]] = None, kafka_jars: str = "kafka",
+           security: Optional[BrokerSecurity] = None) -> Dict[str, Any]:
         """Start ZooKeeper and the broker(s) (and the mirror where the broker does not register in ZooKeeper).
 
-        ``kafka_jars`` names the jar set (:mod:`.maven`) of the KRaft node: ``kafka`` (3.9) or ``kafka4`` (4.1)."""
+        ``kafka_jars`` names the jar set (:mod:`.maven`) of the KRaft node: ``kafka`` (3.9) or ``kafka4`` (4.1).
+        ``security`` (``broker="kafka"`` only) adds SSL/SASL listeners to every broker and creates its SCRAM users
+        before the brokers start; ``info()["listeners"]`` then maps each listener name to its bootstrap list."""
         os.makedirs(self.dir, exist_ok=True)
         state = self.read_state()
         if state and self.is_running(state):
@@ -85,15 +89,20 @@ class LocalCluster(ProcessRecords):
         kind = resolve_broker_kind(broker, log)
         if brokers < 1 or (brokers > 1 and kind != "kafka"):
             raise LocalClusterError("brokers=%d: several brokers need --broker kafka (got %s)" % (brokers, kind))
+        if security is not None and kind != "kafka":
+            raise LocalClusterError("secure listeners need --broker kafka (got %s)" % kind)
         state = {"dir": self.dir, "broker_kind": kind, "processes": {}, "order": []}
         try:
             zk = servers.plan_zookeeper(self.dir)  # resolves java and the ZooKeeper jars before starting anything
             self._start_new(state, "zookeeper", zk, start_timeout, log, "starting ZooKeeper on %s" % zk["connect"])
+            if security is not None and security.scram_users:
+                self._create_scram_users(zk["connect"], security, log)
             if kind == "kafka":
                 classpath = maven.classpath("kafka", log)
                 heap = "512m" if brokers == 1 else "384m"
                 for i in range(brokers):
-                    rec = servers.plan_kafka(self.dir, classpath, i, zk["connect"], brokers, heap, broker_config)
+                    rec = servers.plan_kafka(self.dir, classpath, i, zk["connect"], brokers, heap, broker_config,
+                                             security)
                     self._start_new(state, "broker-%d" % i, rec, start_timeout, log,
                                     "starting Apache Kafka %s (ZooKeeper mode) broker %d on %s"
                                     % (maven.jar_version(maven.libs_dir("kafka"), "kafka"), i, rec["bootstrap"]))
@@ -124,6 +133,16 @@ class LocalCluster(ProcessRecords):
             self.down()
             raise
         return self.info(state)
+
+    @staticmethod
+    def _create_scram_users(zookeeper_connect: str, security: BrokerSecurity, log: Log) -> None:
+        from .. import zk as zkmod
+        log("creating SCRAM users %s" % ", ".join(sorted(security.scram_users)))
+        zk = zkmod.connect(zookeeper_connect)
+        try:
+            write_scram_users(zk, security.scram_users)
+        finally:
+            zkmod.close(zk)
 
     @staticmethod
     def _wait_for_group_coordinator(bootstrap: str, timeout: float, log: Log) -> None:
@@ -164,9 +183,14 @@ class LocalCluster(ProcessRecords):
 
     # -- status / down -----------------------------------------------------------------------------------------
     @staticmethod
-    def bootstrap(state: Dict[str, Any]) -> Optional[str]:
+    def bootstrap(state: Dict[str, Any], listener: str = "PLAINTEXT") -> Optional[str]:
+        """The brokers' ``host:port`` list of ``listener`` (PLAINTEXT, or a secure listener of ``up(security=)``)."""
         procs = state.get("processes", {})
-        addrs = [procs[n]["bootstrap"] for n in state.get("order", []) if n.startswith("broker-")]
+        names = [n for n in state.get("order", []) if n.startswith("broker-")]
+        if listener == "PLAINTEXT":
+            addrs = [procs[n]["bootstrap"] for n in names]
+        else:
+            addrs = [procs[n]["listeners"][listener] for n in names if listener in procs[n].get("listeners", {})]
         return ",".join(addrs) or None
 
     def info(self, state: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -180,6 +204,8 @@ class LocalCluster(ProcessRecords):
                                "bootstrap_servers": self.bootstrap(state),
                                "registry_mirror": "mirror" in procs,
                                "kafka_version": state.get("kafka_version"),
+                               "listeners": {name: self.bootstrap(state, name) for name in sorted(
+                                   {n for p in procs.values() for n in p.get("listeners", {})})},
                                "processes": {}}
         for name in self.process_names(state):
             p = procs[name]

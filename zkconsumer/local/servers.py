@@ -17,11 +17,14 @@ import os
 import subprocess
 import sys
 import uuid
-from typing import Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from ..errors import LocalClusterError
 from . import discovery, processes
 from .records import wait_until_ready
+
+if TYPE_CHECKING:
+    from .security import BrokerSecurity
 
 HOST = "127.0.0.1"
 Record = Dict[str, Any]
@@ -115,16 +118,21 @@ def kafka_java_argv(classpath: str, directory: str, heap: str) -> List[str]:
 
 
 def plan_kafka(directory: str, classpath: str, broker_id: int, zookeeper_connect: str, brokers: int = 1,
-               heap: str = "512m", extra: Optional[Dict[str, Any]] = None) -> Record:
-    """An Apache Kafka broker in ZooKeeper mode (3.9: the last line that has it)."""
+               heap: str = "512m", extra: Optional[Dict[str, Any]] = None,
+               security: Optional["BrokerSecurity"] = None) -> Record:
+    """An Apache Kafka broker in ZooKeeper mode (3.9: the last line that has it); with ``security``, also the
+    SSL/SASL listeners it names (record key ``listeners``: {name: host:port}; PLAINTEXT stays for the brokers)."""
     port = processes.free_port()
+    secure = {name: processes.free_port() for name in (security.listeners if security else ())}
+    listeners = ",".join(["PLAINTEXT://%s:%d" % (HOST, port)] + ["%s://%s:%d" % (n, HOST, p)
+                                                                    for n, p in secure.items()])
     log_dir = os.path.join(directory, "kafka-logs-%d" % broker_id)
     os.makedirs(log_dir, exist_ok=True)
     rf = min(brokers, 3)
     props: Dict[str, Any] = {
         "broker.id": broker_id,
-        "listeners": "PLAINTEXT://%s:%d" % (HOST, port),
-        "advertised.listeners": "PLAINTEXT://%s:%d" % (HOST, port),
+        "listeners": listeners,
+        "advertised.listeners": listeners,
         "log.dirs": log_dir,
         "zookeeper.connect": zookeeper_connect,
         "zookeeper.session.timeout.ms": 18000,
@@ -142,6 +150,8 @@ def plan_kafka(directory: str, classpath: str, broker_id: int, zookeeper_connect
         "log.retention.check.interval.ms": 60000,
         "delete.topic.enable": "true",
     }
+    if security is not None:
+        props.update(security.broker_properties(secure, HOST))
     props.update(extra or {})
     d = os.path.join(directory, "broker-%d" % broker_id)
     os.makedirs(d, exist_ok=True)
@@ -149,7 +159,8 @@ def plan_kafka(directory: str, classpath: str, broker_id: int, zookeeper_connect
     argv = kafka_java_argv(classpath, d, heap) + ["kafka.Kafka", cfg]
     return {"kind": "kafka", "argv": argv, "port": port, "bootstrap": "%s:%d" % (HOST, port), "broker_id": broker_id,
             "log": os.path.join(directory, "broker-%d.log" % broker_id), "config": cfg, "log_dir": log_dir,
-            "ready": "kafka-zk", "zookeeper_connect": zookeeper_connect}
+            "ready": "kafka-zk", "zookeeper_connect": zookeeper_connect,
+            "listeners": {n: "%s:%d" % (HOST, p) for n, p in secure.items()}}
 
 
 def plan_kraft(directory: str, classpath: str, heap: str = "512m", extra: Optional[Dict[str, Any]] = None) -> Record:

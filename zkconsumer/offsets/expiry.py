@@ -25,6 +25,9 @@ from ..errors import ClusterUnavailableError
 __all__ = ["java_string_hash", "offsets_topic_partition", "parse_commit_record", "read_commit_times",
            "offsets_retention_ms", "OFFSETS_TOPIC"]
 
+from ..kafka_connect_errors import connect_error
+from ..kafka_security import PLAINTEXT
+
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -126,7 +129,7 @@ def parse_commit_record(key: Optional[bytes], value: Optional[bytes]):
 
 
 def read_commit_times(bootstrap_servers, group: str, partitions: Optional[Iterable[TP]] = None,
-                      timeout_s: float = 30.0) -> Dict[TP, int]:
+                      timeout_s: float = 30.0, security=None) -> Dict[TP, int]:
     """``{(topic, partition): last commit timestamp (epoch ms)}`` of *group*'s offsets in Kafka, read from its
     partition of ``__consumer_offsets`` up to the end (latest record wins, tombstones remove)."""
     from kafka import KafkaConsumer, TopicPartition
@@ -135,10 +138,10 @@ def read_commit_times(bootstrap_servers, group: str, partitions: Optional[Iterab
     try:
         consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-expiry",
                                  enable_auto_commit=False, exclude_internal_topics=False, group_id=None,
-                                 request_timeout_ms=int(min(timeout_s, 30) * 1000) + 1000)
+                                 request_timeout_ms=int(min(timeout_s, 30) * 1000) + 1000,
+                                 **(security or PLAINTEXT).client_kwargs())
     except (KafkaError, OSError, ValueError) as e:
-        raise ClusterUnavailableError("cannot reach Kafka at %s to read %s: %s" % (bootstrap_servers, OFFSETS_TOPIC,
-                                                                                    e)) from e
+        raise connect_error("reach Kafka to read %s" % OFFSETS_TOPIC, bootstrap_servers, security, e) from e
     try:
         parts = consumer.partitions_for_topic(OFFSETS_TOPIC)
         if not parts:
@@ -176,15 +179,15 @@ def read_commit_times(bootstrap_servers, group: str, partitions: Optional[Iterab
         consumer.close()
 
 
-def offsets_retention_ms(bootstrap_servers, default_minutes: int = 10080) -> int:
+def offsets_retention_ms(bootstrap_servers, default_minutes: int = 10080, security=None) -> int:
     """The brokers' ``offsets.retention.minutes`` in ms (DescribeConfigs of one broker); the Kafka 2.0+ default
     (7 days) when the broker does not say."""
     from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
     try:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-expiry")
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-expiry",
+                                 **(security or PLAINTEXT).client_kwargs())
     except Exception as e:
-        raise ClusterUnavailableError("cannot reach Kafka at %s for offsets.retention.minutes: %s"
-                                      % (bootstrap_servers, e)) from e
+        raise connect_error("reach Kafka for offsets.retention.minutes", bootstrap_servers, security, e) from e
     try:
         broker = sorted(b.node_id for b in admin._manager.cluster.brokers())[0]
         res = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(broker),

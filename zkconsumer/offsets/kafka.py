@@ -66,6 +66,8 @@ class KafkaOffsetStore(OffsetStore):
         ``offsets.channel.socket.timeout.ms``, ``offsets.commit.max.retries`` and ``client.id`` (defaults 1000,
         10000, 5 and the group when None).
     :param zk: optional kazoo client, only used to pre-check an :class:`~zkconsumer.offsets.OwnershipFence`.
+    :param security: a :class:`~zkconsumer.kafka_security.KafkaSecurity`; default: the config's (PLAINTEXT without
+        a config).
 
     Nothing touches the network before the first ``fetch``/``commit``; the connection is then kept until
     :meth:`close`.  A broker that cannot be reached within ``offsets.channel.socket.timeout.ms`` raises
@@ -74,8 +76,10 @@ class KafkaOffsetStore(OffsetStore):
 
     name = "kafka"
 
-    def __init__(self, bootstrap_servers, group: str, config=None, zk=None):
+    def __init__(self, bootstrap_servers, group: str, config=None, zk=None, security=None):
+        from zkconsumer import kafka_security
         self.group = validate_group(group)
+        self.security = security if security is not None else kafka_security.of(config)
         self.bootstrap_servers = bootstrap_servers
         self.backoff_ms = getattr(config, "offsets_channel_backoff_ms", 1000)
         self.socket_timeout_ms = getattr(config, "offsets_channel_socket_timeout_ms", 10000)
@@ -97,11 +101,13 @@ class KafkaOffsetStore(OffsetStore):
                 self._admin = _AdminClient(
                     bootstrap_servers=self.bootstrap_servers, client_id=self.client_id,
                     request_timeout_ms=self.socket_timeout_ms, bootstrap_timeout_ms=self.socket_timeout_ms,
-                    reconnect_backoff_ms=50, reconnect_backoff_max_ms=max(50, self.backoff_ms))
+                    reconnect_backoff_ms=50, reconnect_backoff_max_ms=max(50, self.backoff_ms),
+                    **self.security.client_kwargs())
             except Exception as e:
-                raise OffsetManagerUnavailableError(
-                    "cannot reach Kafka at %s within %d ms (offsets.channel.socket.timeout.ms) for the offsets of "
-                    "group %s: %s" % (self._servers_text(), self.socket_timeout_ms, self.group, e)) from e
+                from zkconsumer.kafka_connect_errors import connect_error_text
+                raise OffsetManagerUnavailableError(connect_error_text(
+                    "reach Kafka within %d ms (offsets.channel.socket.timeout.ms) for the offsets of group %s"
+                    % (self.socket_timeout_ms, self.group), self.bootstrap_servers, self.security, e)) from e
         return self._admin
 
     def _servers_text(self):

@@ -64,7 +64,8 @@ def plan_batch(options) -> BatchPlan:
     zk = zkmod.connect(opts.zookeeper_connect)
     probe = None
     try:
-        bootstrap = opts.bootstrap_servers or bootstrap_from_zk(zk, opts.zookeeper_connect)
+        bootstrap = opts.bootstrap_servers or bootstrap_from_zk(zk, opts.zookeeper_connect,
+                                                                opts.kafka_security.protocol)
         tps = topic_partitions(zk, resolve_topics(zk, opts))
         cfg = opts.consumer_config
         store = make_offset_store(cfg, zk, bootstrap_servers=bootstrap if cfg.offsets_storage == "kafka" else None,
@@ -73,7 +74,7 @@ def plan_batch(options) -> BatchPlan:
             stored = store.fetch(tps)
         finally:
             store.close()
-        probe = LogEndProbe(bootstrap, from_fetch=opts.log_end_from_fetch)
+        probe = LogEndProbe(bootstrap, from_fetch=opts.log_end_from_fetch, security=opts.kafka_security)
         overrides = opts.starting if isinstance(opts.starting, dict) else None
         start = resolve_start(stored, tps, opts.default_reset(streaming=False), probe, overrides)
         ends = probe.log_ends(tps)
@@ -126,7 +127,8 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True) -> Dic
         cfg = opts.consumer_config
         bootstrap = None
         if cfg.offsets_storage == "kafka":
-            bootstrap = opts.bootstrap_servers or bootstrap_from_zk(zk, opts.zookeeper_connect)
+            bootstrap = opts.bootstrap_servers or bootstrap_from_zk(zk, opts.zookeeper_connect,
+                                                                    opts.kafka_security.protocol)
         todo = dict(offsets)
         if skip_owned_by_others:
             spark_prefix = str(cfg.group_id) + "_spark-"

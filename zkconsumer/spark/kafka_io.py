@@ -15,7 +15,7 @@ import logging
 import time
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
-from ..errors import ClusterUnavailableError, ZkConsumerError
+from ..errors import ZkConsumerError
 
 log = logging.getLogger(__name__)
 
@@ -26,33 +26,38 @@ class DataLossError(ZkConsumerError):
     """Offsets the batch must read are no longer in the log (retention, topic recreated) and failOnDataLoss=true."""
 
 
-def _consumer(bootstrap, **kw):
+def _consumer(bootstrap, security=None, **kw):
     from kafka import KafkaConsumer
     from kafka.errors import KafkaError
+    from ..kafka_connect_errors import connect_error
+    from ..kafka_security import PLAINTEXT
     conf = dict(bootstrap_servers=bootstrap.split(","), group_id=None, enable_auto_commit=False,
                 client_id="zkconsumer-spark")
+    conf.update((security or PLAINTEXT).client_kwargs())
     conf.update(kw)
     try:
         return KafkaConsumer(**conf)
     except (KafkaError, OSError) as e:
-        raise ClusterUnavailableError("cannot reach the Kafka brokers %s: %s" % (bootstrap, e)) from e
+        raise connect_error("reach the Kafka brokers", bootstrap, security, e) from e
 
 
 class LogEndProbe:
     """Driver-side helper holding one KafkaConsumer (created lazily; never pickled)."""
 
-    def __init__(self, bootstrap, from_fetch=False):
+    def __init__(self, bootstrap, from_fetch=False, security=None):
         self.bootstrap = bootstrap
         self.from_fetch = from_fetch
+        self.security = security
         self._c = None
         self._known: Dict[TP, int] = {}
 
     def __getstate__(self):
-        return {"bootstrap": self.bootstrap, "from_fetch": self.from_fetch, "_c": None, "_known": {}}
+        return {"bootstrap": self.bootstrap, "from_fetch": self.from_fetch, "security": self.security, "_c": None,
+                "_known": {}}
 
     def _client(self):
         if self._c is None:
-            self._c = _consumer(self.bootstrap, auto_offset_reset="latest", fetch_max_wait_ms=10,
+            self._c = _consumer(self.bootstrap, self.security, auto_offset_reset="latest", fetch_max_wait_ms=10,
                                 max_partition_fetch_bytes=1024, fetch_max_bytes=1 << 20, max_poll_records=1,
                                 check_crcs=False)
         return self._c
@@ -144,16 +149,17 @@ def _batch(topic, partition, keys, values, offsets, stamps, types, headers=None)
 
 
 def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int, poll_timeout_ms: int = 120000,
-               fail_on_data_loss: bool = True, batch_rows: int = 20000, include_headers: bool = False) -> Iterator:
+               fail_on_data_loss: bool = True, batch_rows: int = 20000, include_headers: bool = False,
+               security=None) -> Iterator:
     """Yield ``pyarrow.RecordBatch`` es holding the records of ``[start, end)`` of one partition (with a
-    ``headers`` column when ``include_headers``)."""
+    ``headers`` column when ``include_headers``; connecting with *security*, a KafkaSecurity)."""
     import pyarrow.compute  # noqa: F401  (pa.compute)
     from kafka import TopicPartition
     from kafka.errors import OffsetOutOfRangeError
     if end <= start:
         return
     tp = TopicPartition(topic, partition)
-    c = _consumer(bootstrap, auto_offset_reset="none", max_poll_records=batch_rows, fetch_max_wait_ms=100,
+    c = _consumer(bootstrap, security, auto_offset_reset="none", max_poll_records=batch_rows, fetch_max_wait_ms=100,
                   max_partition_fetch_bytes=16 << 20, fetch_max_bytes=64 << 20, check_crcs=True)
     from ..consumer.fast_records import install
     install(c)  # the consumer's own record decoder (C where built), as the member's fetchers use

@@ -15,6 +15,7 @@ from typing import Dict, Mapping, Optional, Tuple
 
 from ..config import KNOWN_KEYS, ConsumerConfig
 from ..errors import ConfigError
+from ..kafka_security import SECURITY_KEYS, KafkaSecurity
 from ..layout.names import validate_topic
 
 # our option name (as documented) -> lower-case key Spark hands us
@@ -32,7 +33,7 @@ class SourceOptions:
     """Validated options (plain data: safe to pickle to executors)."""
     topics: Tuple[str, ...]                  # subscribe
     pattern: Optional[str]                   # subscribePattern (Java regex, whole-name match)
-    consumer_props: Tuple[Tuple[str, str], ...]
+    consumer_props: Tuple[Tuple[str, str], ...] = dataclasses.field(repr=False)  # may hold sasl.jaas.config
     group: str
     zookeeper_connect: str
     bootstrap_servers: Optional[str]
@@ -50,6 +51,11 @@ class SourceOptions:
     @property
     def consumer_config(self) -> ConsumerConfig:
         return ConsumerConfig.from_properties(dict(self.consumer_props))
+
+    @property
+    def kafka_security(self) -> KafkaSecurity:
+        """The Kafka client security of every connection of the source (driver and executors)."""
+        return KafkaSecurity.from_properties({k: v for k, v in self.consumer_props if k in SECURITY_KEYS})
 
     def default_reset(self, streaming: bool) -> str:
         """Where partitions without a committed offset start: ``startingOffsets`` if given, else the group's
@@ -109,6 +115,15 @@ def _offsets_json(name, value, allow_earliest):
     return out
 
 
+def _kafka_security_option(lower_key: str) -> Optional[str]:
+    """The security key of a Spark Kafka-source style option (``kafka.security.protocol``, ``kafka.sasl.mechanism``,
+    ``kafka.sasl.jaas.config``, ``kafka.ssl.cafile`` ...: Spark hands ``kafka.``-prefixed options to the client),
+    or None. The same keys without the prefix are consumer properties and accepted as such."""
+    if lower_key.startswith("kafka."):
+        return {k.lower(): k for k in SECURITY_KEYS}.get(lower_key[len("kafka."):])
+    return None
+
+
 def parse_options(options: Mapping[str, str]) -> SourceOptions:
     """Validate Spark's (case-insensitive) option map."""
     src: Dict[str, str] = {}
@@ -119,11 +134,14 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
             src[_LOWER[lk]] = v
         elif lk in _CONSUMER_KEYS:
             props[_CONSUMER_KEYS[lk]] = v
+        elif _kafka_security_option(lk) is not None:
+            props[_kafka_security_option(lk) or ""] = v
         elif lk == "assign":
             raise ConfigError("assign", v, "not supported: a legacy group assigns partitions itself; use "
                               "subscribe or subscribePattern")
         else:
-            raise ConfigError(k, v, "not an option of the zkconsumer source; allowed: %s and the legacy consumer "
+            shown = "[hidden]" if "jaas" in lk or "password" in lk else v  # a mistyped secret key stays secret
+            raise ConfigError(k, shown, "not an option of the zkconsumer source; allowed: %s and the legacy consumer "
                               "properties (zookeeper.connect, group.id, offsets.storage, dual.commit.enabled, ...)"
                               % ", ".join(SOURCE_OPTIONS))
     subscribe, pattern = src.get("subscribe"), src.get("subscribePattern")

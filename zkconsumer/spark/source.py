@@ -53,7 +53,8 @@ def _read(opts: SourceOptions, part: RangePartition):
     from .kafka_io import read_range
     return read_range(part.bootstrap, part.topic, part.partition, part.start, part.end,
                       poll_timeout_ms=opts.poll_timeout_ms, fail_on_data_loss=opts.fail_on_data_loss,
-                      batch_rows=opts.arrow_batch_size, include_headers=opts.include_headers)
+                      batch_rows=opts.arrow_batch_size, include_headers=opts.include_headers,
+                      security=opts.kafka_security)
 
 
 def _tasks(opts: SourceOptions, bootstrap: str, start, end):
@@ -136,7 +137,8 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from ..zk import bootstrap_from_zk
             zk = zkmod.connect(self.opts.zookeeper_connect)
             try:
-                self._bootstrap = bootstrap_from_zk(zk, self.opts.zookeeper_connect)
+                self._bootstrap = bootstrap_from_zk(zk, self.opts.zookeeper_connect,
+                                                    self.opts.kafka_security.protocol)
             finally:
                 zkmod.close(zk)
         return self._bootstrap
@@ -144,7 +146,8 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _get_probe(self):
         if self._probe is None:
             from .kafka_io import LogEndProbe
-            self._probe = LogEndProbe(self._get_bootstrap(), from_fetch=self.opts.log_end_from_fetch)
+            self._probe = LogEndProbe(self._get_bootstrap(), from_fetch=self.opts.log_end_from_fetch,
+                                      security=self.opts.kafka_security)
         return self._probe
 
     def _ownership(self):
