@@ -296,3 +296,55 @@ def test_spark_options_of_any_map(opts, base):
     assert isinstance(parsed, SourceOptions)
     for (t, p), off in (parsed.starting.items() if isinstance(parsed.starting, dict) else ()):
         assert isinstance(p, int) and 0 <= p < 2 ** 31 and isinstance(off, int), (t, p, off)
+
+
+# -- (5) a live member among other processes' garbage ------------------------------------------------------------------
+DEEP = b'{"a":' * 3000 + b"1" + b"}" * 3000   # valid JSON nested deeper than Python's recursion limit
+
+
+def test_live_member_consumes_beside_garbage_of_others(services, zk, unique, procs):
+    """In a chroot: beside the live broker's registration a broker id whose registration is nested JSON thousands
+    deep, a subscribed topic whose partition map is not UTF-8, and in the group another member's registration
+    nested thousands deep plus a garbage member info node, leave marker and migration record. The real member owns
+    and consumes every partition of the good topic, stays alive and names each problem in its log, once."""
+    from chaos_support import TimedConsumer
+    from consumer_helpers import produce_tracked, wait_until
+    from zkconsumer.layout import paths
+    chroot = "/" + unique("garbage")
+    g = "g"
+    t = services.create_topic(unique("garbage"), 3)
+    t_bad = unique("garbage-map")
+    live_id = zk.get_children("/brokers/ids")[0]
+    try:
+        zk.create(chroot + "/brokers/ids/" + live_id, zk.get("/brokers/ids/" + live_id)[0], makepath=True)
+        zk.create(chroot + "/brokers/ids/999", DEEP)
+        zk.create(chroot + "/brokers/topics/" + t, zk.get("/brokers/topics/" + t)[0], makepath=True)
+        zk.create(chroot + "/brokers/topics/" + t_bad, b"\xff\xfe{\"partitions\"")
+        zk.create(chroot + paths.consumer_registration_path(g, g + "_deep"), DEEP, makepath=True)
+        zk.create(chroot + paths.member_info_path(g, g + "_deep"), b"[" * 3000, makepath=True)
+        zk.create(chroot + paths.group_leaving_dir(g) + "/" + g + "_gone", b'{"grace_ms":', makepath=True)
+        zk.create(chroot + paths.group_migration_path(g), b"\x00\xff", makepath=True)
+        c = TimedConsumer(type("S", (), {"zookeeper_connect": services.zookeeper_connect + chroot})(), g,
+                          [t, t_bad], consumer_id="real", props={"auto.commit.interval.ms": "60000"})
+        procs.append(c)
+        produced = produce_tracked(services.bootstrap_servers, t, 30, partitions=3, tag="gb")
+        want = {(p, o) for p, o, _ in produced}
+        try:
+            wait_until(lambda: want <= set(c.seen(t)), 60, interval=0.2, message="all 30 messages of the good topic")
+        except AssertionError:
+            raise AssertionError(c.describe())
+        assert {tuple(x) for x in c.events[-1]["partitions"]} == {(t, 0), (t, 1), (t, 2)}, c.describe()
+        assert c.alive(), c.describe()
+        log = "\n".join(c.log)
+        assert "Traceback" not in log and "RecursionError" not in log and "can't rebalance" not in log, log
+        for needle in ("/brokers/ids/999", "/brokers/topics/" + t_bad, "/consumers/g/ids/g_deep",
+                       "/consumers/g/zkconsumer/members/g_deep", "/consumers/g/zkconsumer/leaving/g_gone",
+                       "/consumers/g/zkconsumer/migration"):
+            hits = [ln for ln in c.log if needle in ln]
+            assert len(hits) == 1, "%r logged %d times (once wanted):\n%s" % (needle, len(hits), log)
+        assert "ERROR" in [ln for ln in c.log if "/consumers/g/ids/g_deep" in ln][0], log
+        assert c.terminate(timeout=30) == 0, c.describe()
+    finally:
+        for p in procs:
+            p.kill()
+        zk.delete(chroot, recursive=True)
