@@ -290,3 +290,41 @@ def test_a_stream_hands_no_record_from_a_stale_lease(relayed):
     finally:
         relay.release()
         lease.stop()
+
+
+def test_the_spark_driver_member_hands_out_no_ownership_from_a_stale_lease(services, unique):
+    """GroupMember.ownership() (what the Spark source plans its offset ranges from) returns None while the lease is
+    stale and no round trip confirms the session; once one does, the same ownership again."""
+    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.spark.member import GroupMember
+    t = services.create_topic(unique("lease"), 2)
+    relay = Relay(_zk_target(services))
+    relay.start()
+    cfg = ConsumerConfig.from_properties({"group.id": unique("lease"), "consumer.id": "driver",
+                                          "zookeeper.connect": "127.0.0.1:%d" % relay.port,
+                                          "zookeeper.session.timeout.ms": "6000", "split.brain.check": "off",
+                                          "offsets.storage.switch.check": "off"})
+    member = GroupMember(cfg, bootstrap_servers=services.bootstrap_servers, reaper=False)
+    try:
+        member.join(topics=[t], wait_timeout=60)
+        snap = member.wait_ownership(30)
+        assert snap is not None and snap[0] == {(t, 0), (t, 1)}
+        lease = member.lease
+        deadline = time.monotonic() + 10
+        while lease._outstanding:  # no heartbeat in flight: the next one is sent after the "pause"
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        renewals = lease.renewals
+        relay.hold()
+        lease.clock = lambda: time.monotonic() + 100.0   # the lease's clock jumps: a 100 s pause
+        t0 = time.monotonic()
+        assert member.ownership() is None, "ownership handed out from a stale lease"
+        assert time.monotonic() - t0 >= 0.9            # it waited (stale_wait) for a round trip
+        assert member.ownership(stale_wait=0.1) is None and lease.renewals == renewals
+        relay.release()
+        snap = member.wait_ownership(10)
+        assert snap is not None and snap[0] == {(t, 0), (t, 1)} and lease.renewals > renewals
+    finally:
+        relay.release()
+        member.shutdown()
+        relay.close()
