@@ -348,3 +348,37 @@ def test_live_member_consumes_beside_garbage_of_others(services, zk, unique, pro
         for p in procs:
             p.kill()
         zk.delete(chroot, recursive=True)
+
+
+# -- zkmigrate's phase record and Kafka's offset commit records ------------------------------------------------------
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(data=garbage | objects_with(["version", "phase", "to", "since", "by", "history"]).map(as_bytes))
+def test_migration_record_of_any_bytes(services, zk, data):
+    """/consumers/G/zkconsumer/migration with anything in it: status reads it (a record or an error entry naming
+    the path), the next phase change replaces it with a well-formed record."""
+    from zkconsumer_migrate import state
+    group = "badphase-%s" % os.urandom(4).hex()
+    path = state.migration_path(group)
+    zk.create(path, data, makepath=True)
+    try:
+        got = state.read_phase(zk, group)
+        assert isinstance(got, dict) and ("phase" in got or path in got["error"]), got
+        rec = state.record_phase(zk, group, "copied-by-test", by="test")
+        stored = json.loads(zk.get(path)[0])
+        assert stored["phase"] == rec["phase"] == "copied-by-test" and isinstance(stored["history"], list)
+    finally:
+        zk.delete("/consumers/" + group, recursive=True)
+
+
+@settings(max_examples=500, deadline=None)
+@given(key=st.none() | st.binary(max_size=40), value=st.none() | st.binary(max_size=60))
+def test_offsets_topic_records_of_any_bytes(key, value):
+    """zkmigrate's expiry check reads __consumer_offsets records (Kafka's own binary format): anything that is not
+    an offset commit record is None or a ValueError, which the reader skips."""
+    from zkconsumer.offsets.expiry import parse_commit_record
+    try:
+        parsed = parse_commit_record(key, value)
+    except ValueError:
+        return
+    assert parsed is None or (len(parsed) == 4 and isinstance(parsed[2], int))
