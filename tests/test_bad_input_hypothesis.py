@@ -382,3 +382,30 @@ def test_offsets_topic_records_of_any_bytes(key, value):
     except ValueError:
         return
     assert parsed is None or (len(parsed) == 4 and isinstance(parsed[2], int))
+
+
+# -- Spark checkpoints the commit helpers read ------------------------------------------------------------------------
+@settings(max_examples=200, deadline=None)
+@given(line=(json_values.map(json.dumps) | st.text(max_size=40) | garbage.map(lambda b: b.decode("latin-1"))
+             | st.builds(lambda t, p, o: json.dumps({t: {p: o}}), st.sampled_from(["t", "..", "a/b", ""]),
+                         st.sampled_from(["0", "01", "-1", "x", "9" * 5000, "\u0661"]),
+                         st.integers(-3, 3) | st.floats() | st.just(True)))
+       .filter(lambda s: "\n" not in s and "\r" not in s and s.strip() not in ("", "-")))
+def test_checkpoint_offsets_of_any_line(tmp_path_factory, line):
+    """read_checkpoint_offsets / last_committed_end on an offset log whose source line is anything: offsets of
+    legal topics and partitions, or a ValueError naming the file (never KeyError, TypeError, OverflowError...)."""
+    from zkconsumer.spark.commit import last_committed_end, read_checkpoint_offsets
+    root = tmp_path_factory.mktemp("checkpoint")
+    (root / "offsets").mkdir()
+    (root / "commits").mkdir()
+    (root / "offsets" / "0").write_text("v1\n{}\n%s\n" % line, encoding="utf-8", errors="surrogatepass")
+    (root / "commits" / "0").write_text("v1\n{}\n")
+    for read in (lambda: read_checkpoint_offsets(str(root), 0, filesystem="pyarrow"),
+                 lambda: last_committed_end(str(root), filesystem="pyarrow")):
+        try:
+            out = read()
+        except ValueError as e:
+            assert "offsets/0" in str(e), e
+            continue
+        assert all(isinstance(t, str) and isinstance(p, int) and p >= 0 and isinstance(o, int) and o >= 0
+                   for (t, p), o in out.items()), out
