@@ -95,14 +95,14 @@ KIND_FIELDS = {"broker registration": "broker", "topic partition map": "topic", 
 
 
 @pytest.mark.parametrize("kind", sorted(ZNODE_DECODERS))
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=garbage)
 def test_znode_decoders_on_arbitrary_bytes(kind, data):
     _assert_clean(lambda: ZNODE_DECODERS[kind](data))
 
 
 @pytest.mark.parametrize("kind", sorted(KIND_FIELDS))
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_znode_decoders_on_almost_right_json(kind, data):
     obj = data.draw(objects_with(FIELDS[KIND_FIELDS[kind]]))
@@ -111,7 +111,7 @@ def test_znode_decoders_on_almost_right_json(kind, data):
     _assert_clean(lambda: ZNODE_DECODERS[kind](as_bytes(obj)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(path=st.text(max_size=60) | st.builds(lambda parts: "/consumers/" + "/".join(parts),
                                               st.lists(st.text(max_size=10) | st.just("offsets"), max_size=5)))
 def test_offset_paths(path):
@@ -120,14 +120,14 @@ def test_offset_paths(path):
         assert path in str(e) or repr(path) in str(e)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(text=st.text(max_size=60) | st.from_regex(r"[a-z0-9.:,/\[\]-]{0,40}", fullmatch=True))
 def test_zookeeper_connect_strings(text):
     _assert_clean(lambda: parse_zk_connect(text), expected=(ZkConsumerError,), needle="")
 
 
 # -- (2) consumer.properties files, --property values and ConsumerConfig ------------------------------------------
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(data=garbage | st.text(alphabet=st.sampled_from(list("a.b=: \\\t\n\r#!u0Fx\u00e9\x00")), max_size=60)
        .map(lambda s: s.encode("utf-8")))
 def test_properties_file_of_any_bytes(tmp_path_factory, data):
@@ -141,7 +141,7 @@ def test_properties_file_of_any_bytes(tmp_path_factory, data):
     assert all(isinstance(k, str) and isinstance(v, str) for k, v in props.items())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(arg=st.text(max_size=40))
 def test_property_override_of_any_text(arg):
     try:
@@ -159,7 +159,7 @@ values = (st.text(max_size=20) | st.integers(-(2 ** 80), 2 ** 80) | st.booleans(
           | st.floats() | st.lists(st.integers(), max_size=2))
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(props=st.dictionaries(keys, values, max_size=8), base=st.booleans())
 def test_consumer_config_from_any_properties(props, base):
     given_props = dict({"group.id": "g", "zookeeper.connect": "127.0.0.1:2181"} if base else {}, **props)
@@ -186,7 +186,7 @@ offsets_files = (st.lists(offset_lines, max_size=6).map(lambda ls: "\n".join(ls)
                  | garbage)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(lines=st.lists(offset_lines, max_size=6))
 def test_offsets_parser_on_any_lines(lines):
     try:
@@ -199,7 +199,7 @@ def test_offsets_parser_on_any_lines(lines):
         assert all(isinstance(p, int) and 0 <= o < 2 ** 63 for (_, p), o in offs.items())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(data=offsets_files)
 def test_offsets_file_of_any_bytes(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("offsets") / "offsets.txt"
@@ -279,7 +279,7 @@ option_values = (st.text(max_size=30)
                  | json_values.map(json.dumps))
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(opts=st.dictionaries(option_names, option_values, max_size=6), base=st.sampled_from(["none", "sub", "pat"]))
 def test_spark_options_of_any_map(opts, base):
     given_opts = {"zookeeper.connect": "127.0.0.1:2181", "group.id": "g"}
@@ -371,7 +371,7 @@ def test_migration_record_of_any_bytes(services, zk, data):
         zk.delete("/consumers/" + group, recursive=True)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(key=st.none() | st.binary(max_size=40), value=st.none() | st.binary(max_size=60))
 def test_offsets_topic_records_of_any_bytes(key, value):
     """zkmigrate's expiry check reads __consumer_offsets records (Kafka's own binary format): anything that is not
@@ -385,7 +385,7 @@ def test_offsets_topic_records_of_any_bytes(key, value):
 
 
 # -- Spark checkpoints the commit helpers read ------------------------------------------------------------------------
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(line=(json_values.map(json.dumps) | st.text(max_size=40) | garbage.map(lambda b: b.decode("latin-1"))
              | st.builds(lambda t, p, o: json.dumps({t: {p: o}}), st.sampled_from(["t", "..", "a/b", ""]),
                          st.sampled_from(["0", "01", "-1", "x", "9" * 5000, "\u0661"]),
