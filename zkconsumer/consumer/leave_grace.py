@@ -31,6 +31,7 @@ from ..layout import codecs, paths
 from ..layout._json import MAX_INT64, load_json_object
 
 log = logging.getLogger(__name__)
+_reported: set = set()  # (path, mzxid) of malformed markers already logged
 
 __all__ = ["announce_leave", "withdraw_leave", "read_ghosts", "encode_marker", "decode_marker"]
 
@@ -111,7 +112,11 @@ def read_ghosts(zk, group: str, live_ids, watch=None, now_ms: Optional[float] = 
         try:
             reg, grace = decode_marker(data, path)
         except ZnodeFormatError as e:
-            log.warning("%s (ignored)", e)
+            if (path, stat.mzxid) not in _reported:  # once per version, not at every rebalance attempt
+                if len(_reported) > 1000:
+                    _reported.clear()
+                _reported.add((path, stat.mzxid))
+                log.warning("%s (ignored)", e)
             continue
         expires = stat.ctime + grace
         if expires <= now:
