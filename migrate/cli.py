@@ -21,7 +21,7 @@ from . import plan as plan_mod
 from . import render, state, transfer
 from .fleet import run_groups, select_groups, worst_exit
 from .group_offsets import GroupOffsets
-from .offsets_file import format_offsets, parse_offsets
+from .offsets_file import format_offsets, read_offsets_file
 from .status import group_status
 from .verify import PHASES, settle_for, verify_group
 
@@ -238,8 +238,7 @@ def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, 
 
     The rule of copy and rollback: an offset is never moved backwards without --allow-rewind, both stores are
     backed up before the first write, and the dry run shows every change."""
-    with open(path) as f:
-        data = parse_offsets(f, path)  # raises before anything is touched
+    data = read_offsets_file(path)  # raises before anything is touched
     result = {"file": path, "store": store, "execute": execute, "groups": {}}
     zk = zkmod.connect(resolve_zookeeper(zookeeper))
     try:

@@ -8,18 +8,19 @@ Unlike ImportZkOffsets, an empty line does not end the file (blank lines and ``#
 """
 from __future__ import annotations
 
+import os
 import re
-from typing import Dict, Iterable, List, Tuple
+from typing import Dict, Iterable, List, Tuple, Union
 
 from zkconsumer.errors import ZkConsumerError, ZnodeFormatError
 from zkconsumer.layout import parse_offset_path, partition_offset_path
 
-__all__ = ["OffsetsFileError", "format_offsets", "parse_offsets"]
+__all__ = ["OffsetsFileError", "format_offsets", "parse_offsets", "read_offsets_file"]
 
 _OFFSET = re.compile(r"(0|[1-9][0-9]{0,18})\Z")
 
 
-class OffsetsFileError(ZkConsumerError):
+class OffsetsFileError(ZkConsumerError, ValueError):
     """A line of an offsets file is malformed; names the file, line number and value."""
 
 
@@ -53,3 +54,21 @@ def parse_offsets(lines: Iterable[str], source: str = "<input>") -> Dict[str, Di
         seen[path] = n
         out.setdefault(group, {})[(topic, partition)] = int(value)
     return out
+
+
+def read_offsets_file(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Dict[Tuple[str, int], int]]:
+    """Read and parse an offsets file (UTF-8, as ExportZkOffsets writes it); :class:`OffsetsFileError` naming the
+    file and line when it is not one (bytes that are not UTF-8 included), before anything is written anywhere."""
+    name = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise OffsetsFileError("%s: cannot read: %s" % (name, e.strerror or e)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise OffsetsFileError("%s line %d: not UTF-8 text (byte %r at offset %d): not an offsets file"
+                               % (name, line, data[e.start:e.start + 1], e.start)) from None
+    return parse_offsets(text.splitlines(), name)

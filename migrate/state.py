@@ -43,12 +43,23 @@ def read_phase(zk, group: str) -> Optional[dict]:
     except NoNodeError:
         return None
     try:
-        obj = json.loads(data.decode("utf-8"))
-        if not isinstance(obj, dict) or "phase" not in obj:
+        obj = _decode(data)
+        if "phase" not in obj:
             raise ValueError("not a phase record")
         return obj
     except ValueError as e:
         return {"error": "unreadable phase record %s: %s" % (migration_path(group), e)}
+
+
+def _decode(data: bytes) -> dict:
+    """The record as a JSON object; ValueError for anything else (another process may have written anything)."""
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    return obj
 
 
 def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, clock=time.time) -> dict:
@@ -58,8 +69,7 @@ def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, 
         try:
             data, stat = zk.get(path)
             try:
-                prev = json.loads(data.decode("utf-8"))
-                prev = prev if isinstance(prev, dict) else {}
+                prev = _decode(data)
             except ValueError:
                 prev = {}
         except NoNodeError:
@@ -67,7 +77,8 @@ def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, 
         if prev.get("phase") == phase and prev.get("to") == to:
             return prev
         history = ([{k: prev[k] for k in ("phase", "to", "since", "by") if k in prev}] if prev.get("phase") else [])
-        history += list(prev.get("history") or [])[:HISTORY - 1]
+        old = prev.get("history")
+        history += (old if isinstance(old, list) else [])[:HISTORY - 1]
         rec = {"version": 1, "phase": phase, "to": to, "by": by,
                "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock())), "history": history}
         body = json.dumps(rec, sort_keys=True).encode("utf-8")

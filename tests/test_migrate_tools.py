@@ -60,7 +60,7 @@ def test_import_validates_every_line_before_writing(services, zk, unique, tmp_pa
         f = tmp_path / "bad.txt"
         f.write_text("/consumers/%s/offsets/%s/0:7\n%s\n" % (g, topic, bad))
         code, out, err = zkmigrate(services, "import", "--file", str(f), "--store", "zookeeper", "--execute")
-        assert code == 1, (bad, out, err)
+        assert code == 2, (bad, out, err)  # bad input (the documented exit code of a bad file)
         assert "line 2" in err and shown in err, err
         assert zk.exists(paths.group_path(g)) is None  # the good first line was not written either
 

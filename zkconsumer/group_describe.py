@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Tuple
 
 from kazoo.exceptions import NoNodeError
 
-from .errors import ZkConsumerError
+from .errors import ZkConsumerError, ZnodeFormatError
 from .groups import group_topics, live_members, log_end_offsets, owners, require_group, topic_partitions, zk_offsets
 from .layout import paths
 from .layout.member_info import MemberInfo, decode_member_info
@@ -82,7 +82,7 @@ def member_infos(zk, group) -> Dict[str, MemberInfo]:
             out[cid] = decode_member_info(data, base + "/" + cid)
         except NoNodeError:
             continue
-        except ValueError as e:
+        except ZnodeFormatError as e:
             log.warning("%s", e)
     return out
 

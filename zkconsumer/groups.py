@@ -62,8 +62,9 @@ def require_group(zk, group) -> str:
     return group
 
 
-def live_members(zk, group) -> Dict[str, Optional[codecs.ConsumerRegistration]]:
-    """``{consumer_id: registration or None (unreadable)}`` for the children of ``/consumers/G/ids``."""
+def live_members(zk, group, quiet: bool = False) -> Dict[str, Optional[codecs.ConsumerRegistration]]:
+    """``{consumer_id: registration or None (unreadable)}`` for the children of ``/consumers/G/ids`` (a malformed
+    registration is logged as a warning, at debug level when *quiet*)."""
     ids_path = paths.group_ids_path(validate_group(group))
     try:
         children = zk.get_children(ids_path)
@@ -79,7 +80,7 @@ def live_members(zk, group) -> Dict[str, Optional[codecs.ConsumerRegistration]]:
         try:
             out[cid] = codecs.decode_consumer_registration(data, ids_path + "/" + cid)
         except ZnodeFormatError as e:
-            log.warning("member %s has a malformed registration: %s", cid, e)
+            log.log(logging.DEBUG if quiet else logging.WARNING, "member %s has a malformed registration: %s", cid, e)
             out[cid] = None
     return dict(sorted(out.items()))
 

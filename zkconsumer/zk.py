@@ -46,6 +46,9 @@ def close(client):
         client.close()
 
 
+_skipped: set = set()  # broker registrations reported as unusable (bootstrap_from_zk)
+
+
 def bootstrap_from_zk(zk, zookeeper_connect="", security_protocol="PLAINTEXT"):
     """``host:port,...`` of every broker registered under ``/brokers/ids`` with an endpoint of *security_protocol*
     (PLAINTEXT: how the old consumer finds brokers, Kafka's ZkUtils.scala; the others through the registration's
@@ -58,11 +61,17 @@ def bootstrap_from_zk(zk, zookeeper_connect="", security_protocol="PLAINTEXT"):
         ids = []
     brokers = []
     for b in sorted(ids):
+        stat = None
         try:
-            data, _ = zk.get(paths.broker_path(b))
+            data, stat = zk.get(paths.broker_path(b))
             ep = codecs.decode_broker_registration(data, paths.broker_path(b)).endpoint_for(security_protocol)
         except Exception as e:  # a malformed or vanished registration: use the others
-            log.warning("skipping broker registration %s: %s", b, e)
+            key = (paths.broker_path(b), getattr(stat, "mzxid", None), type(e).__name__)
+            if key not in _skipped:  # once per version of the node, not at every fetcher start
+                if len(_skipped) > 1000:
+                    _skipped.clear()
+                _skipped.add(key)
+                log.warning("skipping broker registration %s: %s", b, e)
             continue
         if ep:
             brokers.append("%s:%d" % ep)

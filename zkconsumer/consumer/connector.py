@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 
-from ..errors import ConfigError, GroupConflictError, ZkConsumerError
+from ..errors import ConfigError, GroupConflictError, ZkConsumerError, ZnodeFormatError
 from ..layout import codecs, paths
 from ..layout.names import validate_topic
 from ..offsets import make_offset_store
@@ -269,7 +269,8 @@ class ZookeeperConsumerConnector:
             return
         from .. import groups as zkgroups
         from ..group_describe import member_infos
-        live = set(zkgroups.live_members(self.zk, self.group)) - {self.consumer_id}
+        # quiet: a malformed registration is reported (once, as an error) by the rebalancer's group read
+        live = set(zkgroups.live_members(self.zk, self.group, quiet=True)) - {self.consumer_id}
         modes = {m: i.mode for m, i in member_infos(self.zk, self.group).items() if m in live}
         kafka_only = sorted(m for m, mode in modes.items() if mode == "kafka")
         if kafka_only:
@@ -305,7 +306,13 @@ class ZookeeperConsumerConnector:
             topics = set(t for t, _ in zoffs)
             if self.registration is not None and not self.registration.is_wildcard:
                 topics |= set(self.registration.subscription)
-            parts = sorted(set(zoffs) | {(t, p) for t in topics for p in zkgroups.topic_partitions(self.zk, t)})
+            parts = set(zoffs)
+            for t in topics:
+                try:
+                    parts |= {(t, p) for p in zkgroups.topic_partitions(self.zk, t)}
+                except ZnodeFormatError:
+                    continue  # an unreadable partition map: no partition of it to own (the group read logs it)
+            parts = sorted(parts)
             if not parts:
                 return [], {}, {}
             store = KafkaOffsetStore(self._kafka_bootstrap(), self.group, config=self.config)
@@ -328,8 +335,13 @@ class ZookeeperConsumerConnector:
         import json
         try:
             data, _ = self.zk.get(paths.group_migration_path(self.group))
-            rec = json.loads(data.decode("utf-8"))
         except Exception:  # no record (the normal case), or not ours to judge: no fence
+            return
+        try:
+            rec = json.loads(data.decode("utf-8"))
+        except (ValueError, RecursionError) as e:
+            log.warning("ignoring the unreadable migration record %s (no cutover fence): %s",
+                        paths.group_migration_path(self.group), e)
             return
         if isinstance(rec, dict) and rec.get("phase") == "cutover":
             raise GroupConflictError(

@@ -26,9 +26,12 @@ from typing import Dict, Optional, Tuple
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from ..errors import ZnodeFormatError
 from ..layout import codecs, paths
+from ..layout._json import MAX_INT64, load_json_object
 
 log = logging.getLogger(__name__)
+_reported: set = set()  # (path, mzxid) of malformed markers already logged
 
 __all__ = ["announce_leave", "withdraw_leave", "read_ghosts", "encode_marker", "decode_marker"]
 
@@ -39,16 +42,18 @@ def encode_marker(registration: codecs.ConsumerRegistration, grace_ms: int) -> b
 
 
 def decode_marker(data: bytes, path: str) -> Tuple[codecs.ConsumerRegistration, int]:
-    """``(registration, grace_ms)``; ValueError naming *path* when the marker is not one."""
-    try:
-        obj = json.loads(data.decode("utf-8"))
-        grace = obj["grace_ms"]
-        if not isinstance(grace, int) or isinstance(grace, bool) or grace < 0:
-            raise ValueError("grace_ms %r" % (grace,))
-        reg = codecs.decode_consumer_registration(json.dumps(obj["registration"]).encode(), path)
-    except Exception as e:
-        raise ValueError("%s: not a leave marker: %s" % (path, e)) from None
-    return reg, grace
+    """``(registration, grace_ms)``; :class:`~zkconsumer.errors.ZnodeFormatError` naming *path* when the marker is
+    not one (any bytes may be there: it is written by another process)."""
+    obj = load_json_object(data, path, "leave marker")
+    grace = obj.get("grace_ms")
+    if not isinstance(grace, int) or isinstance(grace, bool) or not 0 <= grace <= MAX_INT64:
+        raise ZnodeFormatError(path, "not a leave marker: 'grace_ms' must be a non-negative integer, got %r"
+                               % (grace,), data)
+    reg = obj.get("registration")
+    if not isinstance(reg, dict):
+        raise ZnodeFormatError(path, "not a leave marker: 'registration' must be a JSON object, got %r" % (reg,),
+                               data)
+    return codecs.decode_consumer_registration(json.dumps(reg).encode(), path), grace
 
 
 def announce_leave(zk, group: str, consumer_id: str, registration, grace_ms: int) -> None:
@@ -106,8 +111,12 @@ def read_ghosts(zk, group: str, live_ids, watch=None, now_ms: Optional[float] = 
             continue
         try:
             reg, grace = decode_marker(data, path)
-        except ValueError as e:
-            log.warning("%s (ignored)", e)
+        except ZnodeFormatError as e:
+            if (path, stat.mzxid) not in _reported:  # once per version, not at every rebalance attempt
+                if len(_reported) > 1000:
+                    _reported.clear()
+                _reported.add((path, stat.mzxid))
+                log.warning("%s (ignored)", e)
             continue
         expires = stat.ctime + grace
         if expires <= now:

@@ -56,6 +56,7 @@ class KafkaStream:
         self._index = 0
         self._chunk_gen = -1
         self._lease = lease if lease is not None else NoLease()
+        self._clock = getattr(self._lease, "clock", _monotonic)  # the lease's (injectable) clock
         self._tp = None
         self.messages = 0                   # records in the chunks taken (metrics: MessagesPerSec, per chunk)
         self.bytes = 0                      # their keys + values (BytesPerSec)
@@ -68,7 +69,7 @@ class KafkaStream:
 
     def __next__(self):
         while True:
-            if _monotonic() >= self._lease.deadline:  # the session may have expired (a pause): ask ZooKeeper first
+            if self._clock() >= self._lease.deadline:  # the session may have expired (a pause): ask ZooKeeper first
                 self._lease.wait_fresh(lambda: self._closing or self._chunk_gen != self._generation.value)
             self._inflight = True
             try:  # the flag always comes down, even if an exception lands in the hand-out (no wedged fence)

@@ -26,7 +26,8 @@ __all__ = [
 
 # kafka.cluster.EndPoint.uriParseExp (0.10.x-1.x)
 _ENDPOINT_RE = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)\Z")
-_PARTITION_KEY_RE = re.compile(r"(0|[1-9][0-9]*)\Z")
+# at most 10 digits: int() of a longer digit string may raise ValueError (Python's 4300-digit limit)
+_PARTITION_KEY_RE = re.compile(r"(0|[1-9][0-9]{0,9})\Z")
 
 
 # ---- /brokers/ids/[id] (ZkUtils.scala) ----------------------------------------------------------------------------------

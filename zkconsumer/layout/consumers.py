@@ -126,7 +126,8 @@ def _check_counts(f: Fields, sub: object) -> Dict[str, int]:
 def _decode_legacy(text: str, path: str, data: object) -> Optional[ConsumerRegistration]:
     m = _LEGACY_WILDCARD.match(text)
     if m:
-        n = int(m.group(2))
+        digits = m.group(2).lstrip("0")
+        n = int(digits) if 0 < len(digits) <= 10 else 0  # (int() of thousands of digits raises ValueError)
         if not 1 <= n <= MAX_INT32:
             raise ZnodeFormatError(path, "legacy wildcard stream count %d out of range" % n, data)
         return ConsumerRegistration({m.group(3): n}, WHITE_LIST if m.group(1) == "*" else BLACK_LIST, None, 0)
@@ -239,7 +240,7 @@ def decode_owner(data: object, path: str = "<owner value>") -> Tuple[str, int]:
     """
     text = to_text(data, path)
     consumer_id, sep, n = text.rpartition("-")
-    if not sep or not re.match(r"(0|[1-9][0-9]*)\Z", n) or int(n) > MAX_INT32:
+    if not sep or not re.match(r"(0|[1-9][0-9]{0,9})\Z", n, re.ASCII) or int(n) > MAX_INT32:
         raise ZnodeFormatError(path, "owner value must be <consumerId>-<threadIndex>", data)
     try:
         validate_consumer_id(consumer_id)
@@ -267,9 +268,12 @@ def decode_offset(data: bytes, path: str) -> int:
     ZnodeFormatError.
     """
     text = to_text(data, path).strip()
-    if not re.match(r"[+-]?[0-9]+\Z", text, re.ASCII):
+    m = re.match(r"[+-]?0*([0-9]+)\Z", text, re.ASCII)
+    if not m:
         raise ZnodeFormatError(path, "offset must be a decimal integer", data)
-    value = int(text)
+    if len(m.group(1)) > 19:  # (and int() of thousands of digits would raise ValueError)
+        raise ZnodeFormatError(path, "offset is outside the Java Long range", data)
+    value = -int(m.group(1)) if text.startswith("-") else int(m.group(1))
     if not MIN_INT64 <= value <= MAX_INT64:
         raise ZnodeFormatError(path, "offset is outside the Java Long range", data)
     return value

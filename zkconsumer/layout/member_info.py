@@ -16,6 +16,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
+from ..errors import ZnodeFormatError
+from ._json import load_json_object
+
 __all__ = ["MemberInfo", "encode_member_info", "decode_member_info", "storage_mode"]
 
 VERSION = 1
@@ -59,29 +62,27 @@ def encode_member_info(info: MemberInfo) -> bytes:
 
 
 def decode_member_info(data: bytes, path: str = "member info") -> MemberInfo:
-    """Parse a member info node; ``ValueError`` naming *path* and the field when it is not one."""
-    try:
-        obj = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ValueError("%s: not JSON: %s" % (path, e)) from None
-    if not isinstance(obj, dict):
-        raise ValueError("%s: expected a JSON object, got %s" % (path, type(obj).__name__))
-    if obj.get("version") != VERSION:
-        raise ValueError("%s: version %r (this zkconsumer reads version %d)" % (path, obj.get("version"), VERSION))
+    """Parse a member info node; :class:`~zkconsumer.errors.ZnodeFormatError` naming *path* and the field when it
+    is not one (written by another process: any bytes may be there)."""
+    obj = load_json_object(data, path, "member info")
+
+    def bad(reason: str) -> ZnodeFormatError:
+        return ZnodeFormatError(path, reason, data)
+    if obj.get("version") != VERSION or isinstance(obj.get("version"), bool):
+        raise bad("version %r (this zkconsumer reads version %d)" % (obj.get("version"), VERSION))
     for key in ("host", "client_id", "offsets_storage"):
         if not isinstance(obj.get(key), str):
-            raise ValueError("%s: %r must be a string, got %r" % (path, key, obj.get(key)))
+            raise bad("%r must be a string, got %r" % (key, obj.get(key)))
     if obj["offsets_storage"] not in STORAGES:
-        raise ValueError("%s: offsets_storage %r (expected one of %s)" % (path, obj["offsets_storage"],
-                                                                         ", ".join(STORAGES)))
+        raise bad("offsets_storage %r (expected one of %s)" % (obj["offsets_storage"], ", ".join(STORAGES)))
     if not isinstance(obj.get("dual_commit"), bool):
-        raise ValueError("%s: 'dual_commit' must be true or false, got %r" % (path, obj.get("dual_commit")))
+        raise bad("'dual_commit' must be true or false, got %r" % (obj.get("dual_commit"),))
     pid = obj.get("pid")
     if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool)):
-        raise ValueError("%s: 'pid' must be an integer, got %r" % (path, pid))
+        raise bad("'pid' must be an integer, got %r" % (pid,))
     library = obj.get("library")
     interval = obj.get("auto_commit_interval_ms")
     if interval is not None and (not isinstance(interval, int) or isinstance(interval, bool) or interval < 0):
-        raise ValueError("%s: 'auto_commit_interval_ms' must be a non-negative integer, got %r" % (path, interval))
+        raise bad("'auto_commit_interval_ms' must be a non-negative integer, got %r" % (interval,))
     return MemberInfo(obj["host"], obj["client_id"], obj["offsets_storage"], obj["dual_commit"], pid,
                       library if isinstance(library, str) else None, interval)

@@ -169,7 +169,7 @@ def read_checkpoint_offsets(checkpoint: str, batch_id: int, source_index: int = 
     metadata, then one JSON line per source (``source_index``)."""
     from .checkpoint import checkpoint_files, read_offset_log_entry
     line = read_offset_log_entry(checkpoint_files(checkpoint, filesystem), batch_id, source_index)
-    return from_spark(json.loads(line)) if line is not None else {}
+    return _offsets_of(line, "%s/offsets/%d" % (str(checkpoint).rstrip("/"), batch_id))
 
 
 def last_committed_end(checkpoint: str, source_index: int = 0, filesystem: str = "auto") -> Dict[TP, int]:
@@ -182,4 +182,32 @@ def last_committed_end(checkpoint: str, source_index: int = 0, filesystem: str =
     if not ids:
         return {}
     line = read_offset_log_entry(files, ids[-1], source_index)
-    return from_spark(json.loads(line)) if line is not None else {}
+    return _offsets_of(line, "%s/offsets/%d" % (str(checkpoint).rstrip("/"), ids[-1]))
+
+
+def _offsets_of(line, where) -> Dict[TP, int]:
+    """The source's offsets in a checkpoint's offset log line; ValueError naming the file when they are not (a
+    checkpoint of another source, or a damaged file), like the offset log's other format errors."""
+    from ..layout.names import is_legal_name
+
+    def bad(why):
+        return ValueError("%s: not offsets of the zkconsumer source ({\"topic\": {\"partition\": offset}}): %s"
+                          % (where, why))
+    if line is None:
+        return {}
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError) as e:  # RecursionError: nested thousands deep
+        raise bad("not JSON (%s)" % str(e)[:100]) from None
+    if not isinstance(obj, dict):
+        raise bad("not a JSON object")
+    out: Dict[TP, int] = {}
+    for t, parts in obj.items():
+        if not is_legal_name(t) or not isinstance(parts, dict):
+            raise bad("topic %r" % (t[:100],))
+        for p, off in parts.items():
+            if not (p == "0" or (p[:1] in "123456789" and p.isdigit() and p.isascii() and len(p) <= 10)) \
+                    or isinstance(off, bool) or not isinstance(off, int) or off < 0:
+                raise bad("partition %r of %r: offset %r" % (p[:20], t, off if isinstance(off, int) else "?"))
+            out[(t, int(p))] = off
+    return out

@@ -100,14 +100,24 @@ class GroupMember(ZookeeperConsumerConnector):
         log.info("%s: partitions %s: %s", self.consumer_id, why, ", ".join("%s-%d" % tp for tp in sorted(partitions)))
 
     # -- what the source reads ---------------------------------------------------------------------------------
-    def ownership(self):
+    def ownership(self, stale_wait=1.0):
         """``(owned set, {tp: claim number}, claims)`` when the last rebalance completed, else None (a rebalance
-        is under way: plan nothing new until it ends)."""
+        is under way: plan nothing new until it ends).
+
+        None too while the session lease is stale (after a pause our session may have expired and others may own
+        our partitions): like a stream, nothing is handed out until a round trip to ZooKeeper under the same
+        session renewed the lease (waited for up to *stale_wait* seconds here; the source asks again at its next
+        trigger), or the session loss is known and the partitions are gone."""
         rb = self.rebalancer
         if rb is None:
             return None
+        lease = self.lease
+        if not lease.fresh():
+            give_up = time.monotonic() + stale_wait
+            if not lease.wait_fresh(lambda: time.monotonic() > give_up or self._stopped.is_set()):
+                return None
         with rb.lock:
-            if not rb.fetching:
+            if not rb.fetching or not lease.fresh():
                 return None
             owned = set(rb.owned)
             return owned, {tp: self.claimed_at.get(tp, 0) for tp in owned}, self.claims

@@ -14,9 +14,9 @@ import json
 from typing import Dict, Mapping, Optional, Tuple
 
 from ..config import KNOWN_KEYS, ConsumerConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidNameError
 from ..kafka_security import SECURITY_KEYS, KafkaSecurity
-from ..layout.names import validate_topic
+from ..layout.names import validate_partition, validate_topic
 
 # our option name (as documented) -> lower-case key Spark hands us
 SOURCE_OPTIONS = ("subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "maxOffsetsPerTrigger",
@@ -94,7 +94,7 @@ def _offsets_json(name, value, allow_earliest):
     """Spark's JSON form ``{"topic": {"0": 23, "1": -1}}`` -> {(t, p): offset}."""
     try:
         obj = json.loads(value)
-    except ValueError:
+    except (TypeError, ValueError, RecursionError):  # RecursionError: nested thousands deep
         obj = None
     allowed = ("'earliest', 'latest' or JSON like {\"topic\":{\"0\":23,\"1\":-1}} (-2 = earliest, -1 = latest)"
                if allow_earliest else "'latest' or JSON like {\"topic\":{\"0\":23,\"1\":-1}} (-1 = latest)")
@@ -102,13 +102,18 @@ def _offsets_json(name, value, allow_earliest):
         raise ConfigError(name, value, allowed)
     out = {}
     for t, parts in obj.items():
+        try:
+            validate_topic(t)
+        except InvalidNameError as e:
+            raise ConfigError(name, value, allowed, "topic %r: %s" % (t, e.reason)) from None
         if not isinstance(parts, dict):
             raise ConfigError(name, value, allowed, "topic %r must map to {partition: offset}" % t)
         for p, off in parts.items():
             try:
-                pi = int(p)
-            except (TypeError, ValueError):
-                raise ConfigError(name, value, allowed, "partition %r of %r is not an integer" % (p, t)) from None
+                pi = validate_partition(p)
+            except InvalidNameError:
+                raise ConfigError(name, value, allowed, "partition %r of %r is not a partition number (0, 1, ...)"
+                                  % (p, t)) from None
             if isinstance(off, bool) or not isinstance(off, int) or off < (EARLIEST if allow_earliest else LATEST):
                 raise ConfigError(name, value, allowed, "bad offset %r for %s-%s" % (off, t, p))
             out[(t, pi)] = off
