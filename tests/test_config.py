@@ -62,6 +62,9 @@ REFERENCE_DEFAULTS = {
     "rebalance_settle_ms": 20,
     "rebalance_slow_retry_ms": 10000,
     "zookeeper_suspended_grace_ms": 1000,
+    "zookeeper_auth_scheme": "none",
+    "zookeeper_sasl_mechanism": "DIGEST-MD5",
+    "zookeeper_set_acl": False,
 }
 
 
@@ -77,13 +80,15 @@ def test_every_default():
 
 
 def test_every_reference_key_is_known():
-    reference_keys = {"group.id", "consumer.id", "zookeeper.connect"} | {
+    reference_keys = {"group.id", "consumer.id", "zookeeper.connect", "zookeeper.auth.credentials.file"} | {
         a.replace("_", ".") for a in REFERENCE_DEFAULTS}
     assert set(KNOWN_KEYS) == reference_keys
     assert set(EXTENSION_KEYS) == {"rebalance.settle.ms", "rebalance.slow.retry.ms",
                                    "zookeeper.suspended.grace.ms", "legacy.consumer.version", "split.brain.check",
                                    "split.brain.check.timeout.ms", "cutover.fence", "rebalance.leave.grace.ms",
-                                   "dual.commit.kafka.outage.ms", "offsets.storage.switch.check"}
+                                   "dual.commit.kafka.outage.ms", "offsets.storage.switch.check",
+                                   "zookeeper.auth.scheme", "zookeeper.auth.credentials.file",
+                                   "zookeeper.sasl.mechanism", "zookeeper.set.acl"}
 
 
 def test_immutable():

@@ -8,7 +8,8 @@ import click
 from .. import zk as zkmod
 from ..kafka_metadata import admin_client
 from ..registry_mirror import RegistryMirror
-from .common import bootstrap_option, emit_json, json_option, resolve_bootstrap, resolve_zookeeper, zookeeper_option
+from .common import (bootstrap_option, connect_zookeeper, emit_json, json_option, resolve_bootstrap,
+                     resolve_zookeeper, zookeeper_option)
 
 
 @click.group()
@@ -34,7 +35,7 @@ def sync(zookeeper, bootstrap, interval, once, as_json):
     bootstrap = resolve_bootstrap(bootstrap)
     if not once and logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
-    zk = zkmod.connect(zookeeper)
+    zk = connect_zookeeper(zookeeper)
     admin = admin_client(bootstrap, client_id="zkconsumer-registry")
     try:
         mirror = RegistryMirror(zk, admin)

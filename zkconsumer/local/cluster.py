@@ -95,8 +95,11 @@ class LocalCluster:
 
     # -- up ----------------------------------------------------------------------------------------------------
     def up(self, start_timeout: float = 90.0, log: Log = lambda msg: None, broker: str = "auto", brokers: int = 1,
-           broker_config: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-        """Start ZooKeeper and the broker(s) (and the mirror where the broker does not register in ZooKeeper)."""
+           broker_config: Optional[Dict[str, Any]] = None,
+           zookeeper_sasl_users: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+        """Start ZooKeeper and the broker(s) (and the mirror where the broker does not register in ZooKeeper).
+
+        ``zookeeper_sasl_users`` (name -> password) starts ZooKeeper with SASL DIGEST-MD5 authentication on."""
         os.makedirs(self.dir, exist_ok=True)
         state = self.read_state()
         if state and self.is_running(state):
@@ -110,7 +113,7 @@ class LocalCluster:
             raise LocalClusterError("brokers=%d: several brokers need --broker kafka (got %s)" % (brokers, kind))
         state = {"dir": self.dir, "broker_kind": kind, "processes": {}, "order": []}
         try:
-            zk = servers.plan_zookeeper(self.dir)  # resolves java and the ZooKeeper jars before starting anything
+            zk = servers.plan_zookeeper(self.dir, zookeeper_sasl_users)  # resolves java and the ZooKeeper jars before starting anything
             self._start_new(state, "zookeeper", zk, start_timeout, log, "starting ZooKeeper on %s" % zk["connect"])
             if kind == "kafka":
                 classpath = maven.classpath("kafka", log)

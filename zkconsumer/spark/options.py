@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Mapping, Optional, Tuple
 
 from ..config import KNOWN_KEYS, ConsumerConfig
 from ..errors import ConfigError
 from ..layout.names import validate_topic
+
+if TYPE_CHECKING:
+    from ..zk_auth import ZkAuth
 
 # our option name (as documented) -> lower-case key Spark hands us
 SOURCE_OPTIONS = ("subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "maxOffsetsPerTrigger",
@@ -50,6 +53,12 @@ class SourceOptions:
     @property
     def consumer_config(self) -> ConsumerConfig:
         return ConsumerConfig.from_properties(dict(self.consumer_props))
+
+    def zk_auth(self) -> "ZkAuth":
+        """The ZooKeeper credentials and ACL of the ``zookeeper.auth.*`` / ``zookeeper.set.acl`` options (the
+        password is read from the credentials file here, on the machine that connects; never an option)."""
+        from ..zk_auth import from_config
+        return from_config(self.consumer_config)
 
     def default_reset(self, streaming: bool) -> str:
         """Where partitions without a committed offset start: ``startingOffsets`` if given, else the group's
