@@ -253,3 +253,16 @@ def test_sasl_wrong_password_fails_at_start_without_showing_it(sasl_zk, services
     assert sasl_zk["connect"] in run.stderr and "sasl" in run.stderr
     assert "Wr0ng-pass-456" not in run.stdout + run.stderr
     assert len(run.stderr.strip().splitlines()) <= 3, run.stderr  # one clear line, no traceback
+
+
+def test_another_identity_is_refused_at_start(sasl_zk, tmp_path):
+    g = "g-of-alice-%s" % os.getpid()
+    sasl_zk["zk"].ensure_path(paths.group_ids_path(g))  # alice's group, ACLs on
+    bob = creds_file(tmp_path, "bob", "bob", BOB_PW, as_json=True)
+    run = subprocess.run([sys.executable, "-m", "zkconsumer", "consume", "--zookeeper", sasl_zk["connect"],
+                          "--group", g, "--topic", "t", "--zookeeper-auth", "sasl", "--zookeeper-credentials", bob,
+                          "--zookeeper-set-acl", "--max-messages", "1"],
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "may not write /consumers/%s" % g in run.stderr and "sasl:alice" in run.stderr, run.stderr
+    assert BOB_PW not in run.stdout + run.stderr
