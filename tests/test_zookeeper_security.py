@@ -266,3 +266,63 @@ def test_another_identity_is_refused_at_start(sasl_zk, tmp_path):
     assert run.returncode == 2, run.stdout + run.stderr
     assert "may not write /consumers/%s" % g in run.stderr and "sasl:alice" in run.stderr, run.stderr
     assert BOB_PW not in run.stdout + run.stderr
+
+
+def _commands(group, prefix=()):
+    import click
+    for name, cmd in group.commands.items():
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, prefix + (name,))
+        else:
+            yield prefix + (name,), cmd
+
+
+def test_every_command_with_zookeeper_takes_credentials_and_no_password():
+    from zkconsumer.cli.main import cli as zkconsumer_cli
+    from zkconsumer_migrate.cli import cli as zkmigrate_cli
+    seen = 0
+    for root in (zkconsumer_cli, zkmigrate_cli):
+        for name, cmd in _commands(root):
+            flags = {o for p in cmd.params for o in getattr(p, "opts", [])}
+            assert not any("password" in f for f in flags), name
+            if "--zookeeper" in flags:
+                seen += 1
+                assert {"--zookeeper-auth", "--zookeeper-credentials", "--zookeeper-set-acl"} <= flags, name
+    assert seen >= 15
+
+
+def test_every_zookeeper_client_of_the_surfaces_passes_credentials():
+    """Every ``zk.connect(`` in the consumer, the CLIs, zkmigrate and Spark passes ``auth=`` (the embedded
+    cluster's own readiness probes and the benchmarks are the exceptions: they never meet a secured group)."""
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    missing, found = [], 0
+    for base in ("zkconsumer", "migrate"):
+        for d, _, files in os.walk(os.path.join(root, base)):
+            for f in files:
+                path = os.path.join(d, f)
+                if not f.endswith(".py") or os.sep + "local" + os.sep in path:
+                    continue
+                text = open(path).read()
+                for m in re.finditer(r"zkmod\.connect\(([^()]|\([^()]*\))*\)", text):
+                    found += 1
+                    if "auth=" not in m.group(0):
+                        missing.append("%s: %s" % (os.path.relpath(path, root), m.group(0)))
+    assert found >= 6 and not missing, (found, missing)
+
+
+def test_spark_reaper_releases_a_dead_member_with_its_credentials(sasl_zk):
+    from zkconsumer.spark._reaper import release_member
+    g = "g-reaped-%s" % os.getpid()
+    cid = g + "_m"
+    alice = sasl_zk["zk"]
+    reg, own = paths.consumer_registration_path(g, cid), paths.partition_owner_path(g, "t", 0)
+    alice.create(reg, b"{}", makepath=True)
+    alice.create(own, (cid + "-0").encode(), makepath=True)
+    with pytest.raises(NoAuthError):  # without the member's credentials it may not
+        release_member(sasl_zk["connect"], g, cid)
+    run = subprocess.run([sys.executable, "-m", "zkconsumer.spark._reaper", sasl_zk["connect"], g, cid, "sasl",
+                          sasl_zk["alice"], "DIGEST-MD5", "true"], stdin=subprocess.DEVNULL, capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert not alice.exists(reg) and not alice.exists(own)
