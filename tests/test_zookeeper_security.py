@@ -151,6 +151,7 @@ def test_digest_members_consume_commit_and_others_cannot_change_the_group(servic
         zkmod.close(mallory)
         zkmod.close(wrong_pw)
     assert zk_offsets(zk, g, t, 4) == ends  # nothing changed them
+    assert not [ln for m in members for ln in m.log if ALICE_PW in ln]  # the members' logs never show it
 
     # Kafka 1.1.1's legacy tool reads the group without credentials
     p = run_tool("kafka.admin.ConsumerGroupCommand", "--zookeeper", services.zookeeper_connect, "--describe",
@@ -216,6 +217,7 @@ def test_sasl_members_consume_commit_and_others_cannot_change_the_group(services
         wait_until(lambda: zk_offsets(anon, g, t, 4) == ends, 40, message="offsets committed through SASL")
         seen = {(r["partition"], r["offset"]) for m in members for r in m.records}
         assert seen == {(p, o) for p, o, _ in produced}
+        assert not [ln for m in members for ln in m.log if ALICE_PW in ln]
         assert_locked(anon, g, t, [("sasl", "alice")])
         assert_locked(bob, g, t, [("sasl", "alice")])
         # the mirror's broker registry is the mirror identity's too
