@@ -168,12 +168,15 @@ def prepare(zk: Any, auth: ZkAuth) -> None:
     it) before anything below it is created with the secure ACL."""
     if not auth.set_acl:
         return
-    from kazoo.exceptions import NodeExistsError
+    from kazoo.exceptions import NoAuthError, NodeExistsError
     if not zk.exists(CONSUMERS_ROOT):
         try:
             zk.create(CONSUMERS_ROOT, b"", acl=open_acl())
         except NodeExistsError:
             pass
+        except NoAuthError:
+            raise ZkAuthError("ZooKeeper (%s) may not create %s: the ACL of its parent (the chroot) does not let "
+                              "this identity create nodes" % (auth.describe(), CONSUMERS_ROOT)) from None
 
 
 def _grants_write(acls: List[Any], auth: ZkAuth) -> bool:
