@@ -10,8 +10,8 @@ import click
 
 from zkconsumer import zk as zkmod
 from zkconsumer.cli.common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_USAGE, ZkCommandGroup, bootstrap_option,
-                                   emit_json, exit_code_for, json_option, kafka_security, resolve_bootstrap,
-                                   resolve_zookeeper,
+                                   connect_zookeeper, emit_json, exit_code_for, json_option, kafka_security,
+                                   resolve_bootstrap, resolve_zookeeper,
                                    setup_logging, zookeeper_option)
 from zkconsumer.cli.common import _validate_groups
 from zkconsumer.groups import list_groups
@@ -70,7 +70,7 @@ def _run_groups(zookeeper, bootstrap, groups, all_groups, matching, parallel, pe
                 show_progress=False):
     """Connect once and run ``per_group(gofs) -> (result, exit code)`` for every selected group (a GroupOffsets of its
     own each, closed after); returns ``{group: (result, exit code)}`` in selection order."""
-    zk = zkmod.connect(resolve_zookeeper(zookeeper))
+    zk = connect_zookeeper(resolve_zookeeper(zookeeper))
     try:
         bs = resolve_bootstrap(bootstrap, zk=zk) if need_kafka else None
         names = select_groups(lambda: list_groups(zk), groups, all_groups, matching)
@@ -157,7 +157,7 @@ def plan(groups, all_groups, matching, parallel, to, zookeeper, bootstrap, as_js
     if groups and not all_groups and matching is None:  # names only: nothing to connect to
         plans = [plan_mod.make_plan(g, to, zookeeper, bootstrap) for g in groups]
     else:
-        zk = zkmod.connect(resolve_zookeeper(zookeeper))
+        zk = connect_zookeeper(resolve_zookeeper(zookeeper))
         try:
             names = select_groups(lambda: list_groups(zk), groups, all_groups, matching)
         finally:
@@ -240,7 +240,7 @@ def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, 
     backed up before the first write, and the dry run shows every change."""
     data = read_offsets_file(path)  # raises before anything is touched
     result = {"file": path, "store": store, "execute": execute, "groups": {}}
-    zk = zkmod.connect(resolve_zookeeper(zookeeper))
+    zk = connect_zookeeper(resolve_zookeeper(zookeeper))
     try:
         bs = resolve_bootstrap(bootstrap, zk=zk) if store == "kafka" else None
         for group in data:

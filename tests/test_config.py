@@ -72,6 +72,9 @@ REFERENCE_DEFAULTS = {
     "rebalance_settle_ms": 20,
     "rebalance_slow_retry_ms": 10000,
     "zookeeper_suspended_grace_ms": 1000,
+    "zookeeper_auth_scheme": "none",
+    "zookeeper_sasl_mechanism": "DIGEST-MD5",
+    "zookeeper_set_acl": False,
 }
 
 
@@ -87,7 +90,7 @@ def test_every_default():
 
 
 def test_every_reference_key_is_known():
-    reference_keys = {"group.id", "consumer.id", "zookeeper.connect"} | {
+    reference_keys = {"group.id", "consumer.id", "zookeeper.connect", "zookeeper.auth.credentials.file"} | {
         a.replace("_", ".") for a in REFERENCE_DEFAULTS}
     assert set(KNOWN_KEYS) == reference_keys
     assert set(EXTENSION_KEYS) == {"rebalance.settle.ms", "rebalance.slow.retry.ms",
@@ -96,7 +99,9 @@ def test_every_reference_key_is_known():
                                    "dual.commit.kafka.outage.ms", "offsets.storage.switch.check", "fetch.engine",
                                    "security.protocol", "sasl.mechanism", "sasl.jaas.config", "sasl.credentials.file",
                                    "ssl.cafile", "ssl.certfile", "ssl.keyfile", "ssl.password.file",
-                                   "ssl.endpoint.identification.algorithm"}
+                                   "ssl.endpoint.identification.algorithm",
+                                   "zookeeper.auth.scheme", "zookeeper.auth.credentials.file",
+                                   "zookeeper.sasl.mechanism", "zookeeper.set.acl"}
 
 
 def test_immutable():

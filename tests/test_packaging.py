@@ -57,7 +57,7 @@ def test_requirements_match_what_the_code_imports():
     opts = _setup_cfg()["options"]
     requires = [line.split("[")[0].split(">")[0].split("<")[0].strip() for line in opts["install_requires"].split("\n")
                 if line.strip() and not line.strip().startswith("#")]
-    assert sorted(requires) == ["click", "kafka-python", "kazoo", "regex"]
+    assert sorted(requires) == ["click", "kafka-python", "kazoo", "pure-sasl", "regex"]  # pure-sasl: kazoo's SASL
     assert "<3.1" in opts["install_requires"], "kafka-python's private network manager is used: bound the minor line"
     assert opts["python_requires"].strip() == ">=3.11"
     assert sys.version_info >= (3, 11)

@@ -23,8 +23,10 @@ Where we are stricter than Java (deliberately, so typos fail fast):
 zkconsumer extension keys (not in Kafka; marked ``extension`` in :func:`describe_keys`):
 ``rebalance.settle.ms``, ``rebalance.slow.retry.ms``, ``zookeeper.suspended.grace.ms``, ``split.brain.check``,
 ``split.brain.check.timeout.ms``, ``cutover.fence``, ``rebalance.leave.grace.ms``,
-``dual.commit.kafka.outage.ms``, ``offsets.storage.switch.check``, and the Kafka client security keys
-(``security.protocol``, ``sasl.*``, ``ssl.*``: validated together by :mod:`zkconsumer.kafka_security`).
+``dual.commit.kafka.outage.ms``, ``offsets.storage.switch.check``, the Kafka client security keys
+(``security.protocol``, ``sasl.*``, ``ssl.*``: validated together by :mod:`zkconsumer.kafka_security`), and the
+ZooKeeper security keys ``zookeeper.auth.scheme``, ``zookeeper.auth.credentials.file``, ``zookeeper.sasl.mechanism``,
+``zookeeper.set.acl``.
 
 Unknown keys are logged (one warning per key, logger ``zkconsumer.config``) and kept in
 ``cfg.raw``, like ``VerifiableProperties.verify()``.  All validation happens in the constructor;
@@ -68,7 +70,7 @@ _SAME_AS = {
 @dataclasses.dataclass(frozen=True)
 class _Key:
     name: str
-    kind: str  # int | bool | enum | name | zk | derived-bool | security
+    kind: str  # int | bool | enum | name | zk | derived-bool | security | path
     default: object  # None = required/derived/unset
     doc: str
     lo: Optional[int] = None  # inclusive minimum for ints
@@ -130,6 +132,10 @@ _KEYS: Tuple[_Key, ...] = (
     _Key("ssl.password.file", "security", None, "Extension: a file holding the password of an encrypted ssl.keyfile (first line).", extension=True),
     _Key("ssl.endpoint.identification.algorithm", "security", "https", "Extension: https = check that the broker's certificate names the host connected to; empty = do not.", extension=True),
     _Key("zookeeper.suspended.grace.ms", "int", 1000, "Extension: how long fetching continues after a ZooKeeper disconnect before delivery pauses; must be < zookeeper.session.timeout.ms (when unset and the session timeout is <= 1000, defaults to half of it).", lo=0, extension=True),
+    _Key("zookeeper.auth.scheme", "enum", "none", "Extension: how the member authenticates to ZooKeeper: none, digest (the digest scheme: addauth digest user:password) or sasl (SASL with zookeeper.sasl.mechanism, no JAAS file needed); digest and sasl read the user and password from zookeeper.auth.credentials.file.", choices=("none", "digest", "sasl"), extension=True),
+    _Key("zookeeper.auth.credentials.file", "path", None, "Extension: file with the ZooKeeper user and password (username=/password= properties, or a JSON object with those keys); required when zookeeper.auth.scheme is digest or sasl; refused when others may read it (chmod 600).", extension=True),
+    _Key("zookeeper.sasl.mechanism", "enum", "DIGEST-MD5", "Extension: the SASL mechanism for zookeeper.auth.scheme=sasl (DIGEST-MD5, as ZooKeeper's DigestLoginModule).", choices=("DIGEST-MD5",), extension=True),
+    _Key("zookeeper.set.acl", "bool", False, "Extension: every znode the member creates gets the ACL Kafka brokers use with zookeeper.set.acl=true: full control for the creating identity, read for everyone (/consumers itself stays open); needs zookeeper.auth.scheme digest or sasl.", extension=True),
 )
 _BY_NAME: Dict[str, _Key] = {k.name: k for k in _KEYS}
 KNOWN_KEYS: Tuple[str, ...] = tuple(k.name for k in _KEYS)
@@ -178,6 +184,21 @@ def parse_zookeeper_connect(text: str) -> Tuple[Tuple[Tuple[str, int], ...], Opt
     from .layout.connect import parse_zk_connect
     parsed = parse_zk_connect(text)
     return tuple(parsed.host_ports), parsed.chroot
+
+
+def _check_zookeeper_auth(values: Dict[str, Any], merged: Mapping[str, str]) -> None:
+    scheme, creds = values["zookeeper_auth_scheme"], values["zookeeper_auth_credentials_file"]
+    if scheme != "none" and not creds:
+        raise ConfigError("zookeeper.auth.credentials.file", None,
+                          "a file path when zookeeper.auth.scheme is %s" % scheme,
+                          "the user and password are read from that file, never from the properties")
+    if scheme == "none" and creds:
+        raise ConfigError("zookeeper.auth.scheme", merged.get("zookeeper.auth.scheme", "none"),
+                          "digest or sasl when zookeeper.auth.credentials.file is set")
+    if values["zookeeper_set_acl"] and scheme == "none":
+        raise ConfigError("zookeeper.set.acl", merged.get("zookeeper.set.acl", "true"),
+                          "false unless zookeeper.auth.scheme is digest or sasl",
+                          "the creator's ACL needs an authenticated identity")
 
 
 def _canonical(value: object) -> str:
@@ -254,6 +275,10 @@ class ConsumerConfig:
     ssl_keyfile: Optional[str]
     ssl_password_file: Optional[str]
     ssl_endpoint_identification_algorithm: str
+    zookeeper_auth_scheme: str = "none"
+    zookeeper_auth_credentials_file: Optional[str] = None
+    zookeeper_sasl_mechanism: str = "DIGEST-MD5"
+    zookeeper_set_acl: bool = False
     zookeeper_hosts: Tuple[Tuple[str, int], ...] = ()
     zookeeper_chroot: Optional[str] = None
     raw: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False, repr=False)
@@ -302,6 +327,10 @@ class ConsumerConfig:
                 values[key.attr] = _parse_name(key, text)
             elif key.kind == "security":  # validated together below
                 values[key.attr] = text.strip()
+            elif key.kind == "path":
+                if not text.strip():
+                    raise ConfigError(key.name, text, "a file path")
+                values[key.attr] = text.strip()
             elif key.kind == "enum":
                 s = text.strip()
                 if key.name == "offsets.storage":
@@ -329,6 +358,7 @@ class ConsumerConfig:
         if grace >= session:
             raise ConfigError("zookeeper.suspended.grace.ms", merged.get("zookeeper.suspended.grace.ms", str(grace)),
                               "less than zookeeper.session.timeout.ms (%d)" % session)
+        _check_zookeeper_auth(values, merged)
         if values["rebalance_leave_grace_ms"] > 0 and not values["consumer_id"]:
             raise ConfigError("rebalance.leave.grace.ms", merged.get("rebalance.leave.grace.ms"),
                               "0 unless consumer.id is set",
@@ -386,6 +416,8 @@ def describe_keys() -> List[Tuple[str, str, str]]:
             default = "(required)"
         elif key.name == "consumer.id":
             default = "(generated)"
+        elif key.default is None and key.kind == "path":
+            default = "(unset)"
         elif key.name in _SAME_AS:
             default = "= " + _SAME_AS[key.name]
         elif key.name == "dual.commit.enabled":

@@ -6,12 +6,14 @@ The chroot suffix (``host:port,host:port/chroot``) is handled by kazoo; the stri
 import logging
 
 from .errors import ClusterUnavailableError
+from .zk_auth import NO_AUTH, ZkAuthError, prepare
 
 log = logging.getLogger(__name__)
 
 
-def make_client(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=None, read_only=False):
-    """An unstarted KazooClient for a validated connect string."""
+def make_client(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=None, read_only=False, auth=None):
+    """An unstarted KazooClient for a validated connect string; ``auth`` (a :class:`~zkconsumer.zk_auth.ZkAuth`)
+    adds the credentials and, with ``set_acl``, the secure default ACL of every znode it creates."""
     from kazoo.client import KazooClient
     from kazoo.retry import KazooRetry
     from .layout.connect import parse_zk_connect
@@ -19,23 +21,32 @@ def make_client(zookeeper_connect, session_timeout_ms=6000, connection_timeout_m
     return KazooClient(hosts=parsed.kazoo_hosts, timeout=session_timeout_ms / 1000.0,
                        connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
                        command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
-                       read_only=read_only)
+                       read_only=read_only, **(auth or NO_AUTH).kazoo_kwargs())
 
 
-def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=None):
-    """A started KazooClient, or ClusterUnavailableError naming the connect string."""
+def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=None, auth=None):
+    """A started KazooClient, or ClusterUnavailableError naming the connect string, or ZkAuthError (naming the
+    connect string and the scheme, never the password) when ZooKeeper refused the credentials."""
+    from kazoo.exceptions import AuthFailedError
     from kazoo.handlers.threading import KazooTimeoutError
-    client = make_client(zookeeper_connect, session_timeout_ms)
+    auth = auth or NO_AUTH
+    client = make_client(zookeeper_connect, session_timeout_ms, auth=auth)
     timeout = (connection_timeout_ms or session_timeout_ms) / 1000.0
     try:
         client.start(timeout=timeout)
+        if auth.enabled:
+            client.exists("/")  # kazoo reports CONNECTED before SASL is done: the first request fails if it failed
     except KazooTimeoutError as e:
-        client.stop()
-        client.close()
+        close(client)
         raise ClusterUnavailableError("cannot connect to ZooKeeper at %s within %.1f s"
                                       % (zookeeper_connect, timeout)) from e
+    except AuthFailedError:
+        close(client)
+        raise ZkAuthError("ZooKeeper at %s refused the credentials (%s, from %s)"
+                          % (zookeeper_connect, auth.describe(), auth.source or "the credentials file")) from None
     if client.chroot:
         client.ensure_path("/")
+    prepare(client, auth)
     return client
 
 

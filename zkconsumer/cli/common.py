@@ -24,6 +24,9 @@ EXIT_CODES_HELP = ("Exit codes: 0 ok; 1 a check failed or something was left und
 
 
 def exit_code_for(error: BaseException) -> int:
+    from ..zk_auth import ZkAuthError
+    if isinstance(error, ZkAuthError):
+        return EXIT_USAGE  # wrong credentials are bad input
     if isinstance(error, ClusterUnavailableError):
         return EXIT_UNAVAILABLE
     if isinstance(error, (ValueError, click.UsageError)):
@@ -155,8 +158,6 @@ def resolve_bootstrap(value, directory=None, zk=None):
     return _resolve(value, KAFKA_ENV, "bootstrap_servers", "Kafka broker", "--bootstrap-server HOST:PORT", directory)
 
 
-zookeeper_option = click.option("--zookeeper", "zookeeper", metavar="HOST:PORT[,...][/CHROOT]", default=None,
-                                help="ZooKeeper connect string [default: $ZK_CONNECT or the local cluster].")
 _bootstrap_option = click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT", default=None,
                                  help="Kafka bootstrap servers [default: $KAFKA_BOOTSTRAP, else the brokers "
                                       "registered in ZooKeeper, else the local cluster].")
@@ -196,6 +197,68 @@ def kafka_security():
 def bootstrap_option(f):
     """--bootstrap-server and --kafka-config (the security settings of the same connections)."""
     return _bootstrap_option(kafka_config_option(f))
+
+
+ZK_AUTH_ENV, ZK_CREDENTIALS_ENV = "ZK_AUTH_SCHEME", "ZK_CREDENTIALS_FILE"
+_AUTH_META = "zkconsumer.zk_auth"
+
+
+def _remember_auth(ctx, param, value):
+    ctx.meta.setdefault(_AUTH_META, {})[param.name] = value
+    return value
+
+
+def zookeeper_auth_options(f):
+    """``--zookeeper-auth``, ``--zookeeper-credentials FILE``, ``--zookeeper-set-acl``: the ``zookeeper.auth.*`` keys
+    for the tools (a credentials file, never a password option). Read back by :func:`connect_zookeeper`."""
+    opts = [
+        click.option("--zookeeper-auth", "zk_auth_scheme", type=click.Choice(["none", "digest", "sasl"]),
+                     default=None, envvar=ZK_AUTH_ENV, expose_value=False, callback=_remember_auth,
+                     help="Authenticate to ZooKeeper (zookeeper.auth.scheme) [default: $%s, else digest when "
+                          "--zookeeper-credentials is given, else none]." % ZK_AUTH_ENV),
+        click.option("--zookeeper-credentials", "zk_credentials", metavar="FILE", default=None,
+                     envvar=ZK_CREDENTIALS_ENV, expose_value=False, callback=_remember_auth,
+                     help="File with username= and password= (or JSON) for ZooKeeper; must not be world-readable "
+                          "[default: $%s]." % ZK_CREDENTIALS_ENV),
+        click.option("--zookeeper-set-acl", "zk_set_acl", is_flag=True, default=False, expose_value=False,
+                     callback=_remember_auth,
+                     help="Znodes this command creates get creator-all + world-read ACLs (zookeeper.set.acl)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def given_auth_options():
+    """The ZooKeeper authentication options given to the current command (name -> value, unset ones left out)."""
+    ctx = click.get_current_context(silent=True)
+    meta = ctx.meta.get(_AUTH_META, {}) if ctx is not None else {}
+    return {k: v for k, v in meta.items() if v}
+
+
+def zookeeper_auth_from_context():
+    """The :class:`~zkconsumer.zk_auth.ZkAuth` of the current command's ``--zookeeper-auth`` options."""
+    from ..zk_auth import build
+    given = given_auth_options()
+    scheme = given.get("zk_auth_scheme") or ("digest" if given.get("zk_credentials") else "none")
+    return build(scheme, given.get("zk_credentials"), set_acl=bool(given.get("zk_set_acl")))
+
+
+def connect_zookeeper(zookeeper_connect):
+    """A started kazoo client for a tool, authenticated as the ``--zookeeper-auth`` options say."""
+    from .. import zk as zkmod
+    return zkmod.connect(zookeeper_connect, auth=zookeeper_auth_from_context())
+
+
+_zookeeper_connect_option = click.option("--zookeeper", "zookeeper", metavar="HOST:PORT[,...][/CHROOT]", default=None,
+                                         help="ZooKeeper connect string [default: $ZK_CONNECT or the local cluster].")
+
+
+def zookeeper_option(f):
+    """``--zookeeper`` and the ZooKeeper authentication options (:func:`zookeeper_auth_options`)."""
+    return _zookeeper_connect_option(zookeeper_auth_options(f))
+
+
 def _remember_json(ctx, param, value):
     if value:
         ctx.meta["zkconsumer.json"] = True  # ctx.meta is shared by the whole context tree: errors go out as JSON

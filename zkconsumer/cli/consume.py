@@ -12,7 +12,7 @@ from ..config import ConsumerConfig
 from ..consumer import Blacklist, RebalanceListener, Whitelist, ZookeeperConsumerConnector
 from ..errors import ConfigError, ConsumerTimeoutError
 from ..properties import load_properties, parse_property_override
-from .common import resolve_zookeeper
+from .common import given_auth_options, resolve_zookeeper, zookeeper_auth_options
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,15 @@ def build_config(zookeeper, group, config_file, properties):
         overrides["zookeeper.connect"] = zookeeper
     elif "zookeeper.connect" not in props and "zookeeper.connect" not in overrides:
         overrides["zookeeper.connect"] = resolve_zookeeper(None)
+    auth = given_auth_options()  # --zookeeper-auth / --zookeeper-credentials / --zookeeper-set-acl win when given
+    if auth.get("zk_credentials"):
+        overrides["zookeeper.auth.credentials.file"] = auth["zk_credentials"]
+        if "zookeeper.auth.scheme" not in props and "zookeeper.auth.scheme" not in overrides:
+            overrides["zookeeper.auth.scheme"] = "digest"
+    if auth.get("zk_auth_scheme"):
+        overrides["zookeeper.auth.scheme"] = auth["zk_auth_scheme"]
+    if auth.get("zk_set_acl"):
+        overrides["zookeeper.set.acl"] = "true"
     return ConsumerConfig.from_properties(props, overrides)
 
 
@@ -82,6 +91,7 @@ class _LoggingListener(RebalanceListener):
 @click.option("--zookeeper", metavar="HOST:PORT[,...][/CHROOT]", default=None,
               help="ZooKeeper connect string [default: zookeeper.connect from --config, $ZK_CONNECT, or the local "
                    "cluster].")
+@zookeeper_auth_options
 @click.option("--group", default=None, help="Consumer group id (group.id).")
 @click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="Topic to consume (repeatable).")
 @click.option("--whitelist", default=None, metavar="REGEX", help="Consume every topic matching REGEX.")

@@ -8,9 +8,9 @@ import click
 from .. import groups as lib
 from .. import zk as zkmod
 from ..group_describe import STORAGES, describe
-from .common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, bootstrap_option, check_group_choice, emit_json,
-                     group_options, kafka_security, json_option, print_table, resolve_bootstrap, resolve_zookeeper, selected_groups,
-                     zookeeper_option)
+from .common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, bootstrap_option, check_group_choice, connect_zookeeper,
+                     emit_json, group_options, json_option, kafka_security, print_table, resolve_bootstrap,
+                     resolve_zookeeper, selected_groups, zookeeper_option)
 
 
 def _dash(v):
@@ -18,7 +18,7 @@ def _dash(v):
 
 
 def _zk(zookeeper):
-    return zkmod.connect(resolve_zookeeper(zookeeper))
+    return connect_zookeeper(resolve_zookeeper(zookeeper))
 
 
 @click.group(epilog=EXIT_CODES_HELP)

@@ -8,8 +8,8 @@ import click
 from .. import zk as zkmod
 from ..kafka_metadata import admin_client
 from ..registry_mirror import RegistryMirror
-from .common import (bootstrap_option, emit_json, json_option, kafka_security, resolve_bootstrap, resolve_zookeeper,
-                     zookeeper_option)
+from .common import (bootstrap_option, connect_zookeeper, emit_json, json_option, kafka_security, resolve_bootstrap,
+                     resolve_zookeeper, zookeeper_option)
 
 
 @click.group()
@@ -36,7 +36,7 @@ def sync(zookeeper, bootstrap, interval, once, as_json):
     security = kafka_security()
     if not once and logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
-    zk = zkmod.connect(zookeeper)
+    zk = connect_zookeeper(zookeeper)
     admin = admin_client(bootstrap, client_id="zkconsumer-registry", security=security)
     try:
         mirror = RegistryMirror(zk, admin, security_protocol=security.protocol)

@@ -2,7 +2,7 @@
 import click
 
 from .. import zk as zkmod
-from .common import emit_json, json_option, resolve_zookeeper, zookeeper_option
+from .common import connect_zookeeper, emit_json, json_option, resolve_zookeeper, zookeeper_option
 
 
 def _walk(zk, path, depth, max_depth, out):
@@ -22,7 +22,7 @@ def _walk(zk, path, depth, max_depth, out):
 @json_option
 def tree(path, zookeeper, depth, as_json):
     """Print the ZooKeeper subtree at PATH with node data (ephemeral nodes marked with *)."""
-    zk = zkmod.connect(resolve_zookeeper(zookeeper))
+    zk = connect_zookeeper(resolve_zookeeper(zookeeper))
     try:
         if not zk.exists(path):
             raise click.BadParameter("no znode at %s" % path, param_hint="PATH")

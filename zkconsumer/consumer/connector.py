@@ -21,6 +21,7 @@ from ..layout import codecs, paths
 from ..layout.names import validate_topic
 from ..offsets import make_offset_store
 from .. import zk as zkmod
+from .. import zk_auth
 from .fetcher import FetcherManager
 from .rebalancer import Rebalancer
 from .stream import SHUTDOWN, Generation, KafkaStream
@@ -74,8 +75,17 @@ class ZookeeperConsumerConnector:
         self._stopped = threading.Event()
         self._shutdown_lock = threading.Lock()
         self._closed = False
+        self.zk_auth = zk_auth.from_config(config)
         self.zk = zkmod.connect(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
-                                config.zookeeper_connection_timeout_ms)
+                                config.zookeeper_connection_timeout_ms, auth=self.zk_auth)
+        if self.zk_auth.enabled:
+            try:  # a wrong digest password is another identity: say so now, not at the first write
+                for path in (paths.group_path(self.group), paths.group_ids_path(self.group),
+                             paths.group_owners_path(self.group), paths.group_offsets_path(self.group)):
+                    zk_auth.check_write_access(self.zk, self.zk_auth, path, config.zookeeper_connect)
+            except BaseException:
+                zkmod.close(self.zk)
+                raise
         from .lease import SessionLease
         self.lease = SessionLease(self.zk, config.zookeeper_session_timeout_ms)
         try:

@@ -69,12 +69,14 @@ class LocalCluster(ProcessRecords):
     # -- up ----------------------------------------------------------------------------------------------------
     def up(self, start_timeout: float = 90.0, log: Log = lambda msg: None, broker: str = "auto", brokers: int = 1,
            broker_config: Optional[Dict[str, Any]] = None, kafka_jars: str = "kafka",
-           security: Optional[BrokerSecurity] = None) -> Dict[str, Any]:
+           security: Optional[BrokerSecurity] = None,
+           zookeeper_sasl_users: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
         """Start ZooKeeper and the broker(s) (and the mirror where the broker does not register in ZooKeeper).
 
         ``kafka_jars`` names the jar set (:mod:`.maven`) of the KRaft node: ``kafka`` (3.9) or ``kafka4`` (4.1).
         ``security`` (``broker="kafka"`` only) adds SSL/SASL listeners to every broker and creates its SCRAM users
-        before the brokers start; ``info()["listeners"]`` then maps each listener name to its bootstrap list."""
+        before the brokers start; ``info()["listeners"]`` then maps each listener name to its bootstrap list.
+        ``zookeeper_sasl_users`` (name -> password) starts ZooKeeper with SASL DIGEST-MD5 authentication on."""
         os.makedirs(self.dir, exist_ok=True)
         state = self.read_state()
         if state and self.is_running(state):
@@ -93,7 +95,8 @@ class LocalCluster(ProcessRecords):
             raise LocalClusterError("secure listeners need --broker kafka (got %s)" % kind)
         state = {"dir": self.dir, "broker_kind": kind, "processes": {}, "order": []}
         try:
-            zk = servers.plan_zookeeper(self.dir)  # resolves java and the ZooKeeper jars before starting anything
+            # resolves java and the ZooKeeper jars before starting anything
+            zk = servers.plan_zookeeper(self.dir, zookeeper_sasl_users)
             self._start_new(state, "zookeeper", zk, start_timeout, log, "starting ZooKeeper on %s" % zk["connect"])
             if security is not None and security.scram_users:
                 self._create_scram_users(zk["connect"], security, log)

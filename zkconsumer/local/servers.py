@@ -89,7 +89,27 @@ def _properties(props: Dict[str, Any]) -> str:
 
 
 # -- ZooKeeper --------------------------------------------------------------------------------------------------
-def plan_zookeeper(directory: str) -> Record:
+def _jaas_string(value: str) -> str:
+    if '"' in value or "\\" in value or "\n" in value:
+        raise LocalClusterError("a ZooKeeper SASL user name or password cannot contain '\"', '\\' or a newline")
+    return '"%s"' % value
+
+
+def _write_server_jaas(directory: str, sasl_users: Dict[str, str]) -> str:
+    """The ``Server`` section ZooKeeper's SASL DIGEST-MD5 provider reads (``user_<name>="<password>"``), mode 600."""
+    lines = ["Server {", "    org.apache.zookeeper.server.auth.DigestLoginModule required"]
+    lines += ["    user_%s=%s" % (u, _jaas_string(p)) for u, p in sorted(sasl_users.items())]
+    path = os.path.join(directory, "zookeeper-jaas.conf")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(lines) + ";\n};\n")
+    return path
+
+
+def plan_zookeeper(directory: str, sasl_users: Optional[Dict[str, str]] = None) -> Record:
+    """A standalone ZooKeeper server. ``sasl_users`` (name -> password) turns on SASL DIGEST-MD5 authentication
+    (``SASLAuthenticationProvider`` and a ``Server`` JAAS section); the digest scheme needs nothing on the server.
+    Clients that do not authenticate are still served (ACLs decide what they may do), as in a shared ZooKeeper."""
     java, classpath = discovery.find_java(), discovery.find_zookeeper_classpath()  # before writing anything
     port = processes.free_port()
     data_dir = os.path.join(directory, "zookeeper-data")
@@ -102,8 +122,11 @@ def plan_zookeeper(directory: str) -> Record:
         "minSessionTimeout=1000", "maxSessionTimeout=60000",
         "maxClientCnxns=0",
         "4lw.commands.whitelist=srvr,ruok,stat,mntr,cons",
-        ""]))
-    argv = [java, "-Xmx512m", "-Dzookeeper.admin.enableServer=false", "-cp", classpath, discovery.ZK_MAIN_CLASS, cfg]
+        ] + (["authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"] if sasl_users else [])
+        + [""]))
+    jvm = ["-Djava.security.auth.login.config=%s" % _write_server_jaas(directory, sasl_users)] if sasl_users else []
+    argv = [java, "-Xmx512m", "-Dzookeeper.admin.enableServer=false"] + jvm + ["-cp", classpath,
+                                                                                discovery.ZK_MAIN_CLASS, cfg]
     return {"kind": "zookeeper", "argv": argv, "port": port, "connect": "%s:%d" % (HOST, port),
             "log": os.path.join(directory, "zookeeper.log"), "data_dir": data_dir, "ready": "zookeeper"}
 

@@ -9,13 +9,14 @@ value is one of the member's thread ids (``<id>-<n>``), so the group rebalances 
 import sys
 
 
-def release_member(zookeeper_connect, group, consumer_id):
-    """Delete the registration and owner nodes of ``consumer_id`` (a dead member). Returns what was deleted."""
+def release_member(zookeeper_connect, group, consumer_id, auth=None):
+    """Delete the registration and owner nodes of ``consumer_id`` (a dead member). Returns what was deleted.
+    ``auth``: the member's :class:`~zkconsumer.zk_auth.ZkAuth` (with ACLs on, only its identity may delete them)."""
     from kazoo.exceptions import NoNodeError
     from .. import zk as zkmod
     from ..layout import paths
     deleted = []
-    zk = zkmod.connect(zookeeper_connect)
+    zk = zkmod.connect(zookeeper_connect, auth=auth)
     try:
         reg = paths.consumer_registration_path(group, consumer_id)
         try:
@@ -53,14 +54,19 @@ def release_member(zookeeper_connect, group, consumer_id):
 
 
 def main(argv):
+    """``ZK GROUP CONSUMER_ID [SCHEME CREDENTIALS_FILE MECHANISM SET_ACL]`` (a file path, never a password)."""
     zk_connect, group, consumer_id = argv[1:4]
+    auth = None
+    if len(argv) >= 8:
+        from ..zk_auth import build
+        auth = build(argv[4], argv[5] or None, argv[6], argv[7] == "true")
     try:
         while sys.stdin.buffer.read(65536):
             pass
     except Exception:
         pass
     try:
-        release_member(zk_connect, group, consumer_id)
+        release_member(zk_connect, group, consumer_id, auth)
     except Exception:
         return 1
     return 0

@@ -61,7 +61,7 @@ def plan_batch(options) -> BatchPlan:
     from .cluster import resolve_start, resolve_topics, topic_partitions
     from .kafka_io import LogEndProbe
     opts = _opts(options)
-    zk = zkmod.connect(opts.zookeeper_connect)
+    zk = zkmod.connect(opts.zookeeper_connect, auth=opts.zk_auth())
     probe = None
     try:
         bootstrap = opts.bootstrap_servers or bootstrap_from_zk(zk, opts.zookeeper_connect,
@@ -122,7 +122,7 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True) -> Dic
     if not offsets:
         return report
     name = lambda tp: "%s-%d" % tp  # noqa: E731
-    zk = zkmod.connect(opts.zookeeper_connect)
+    zk = zkmod.connect(opts.zookeeper_connect, auth=opts.zk_auth())
     try:
         cfg = opts.consumer_config
         bootstrap = None

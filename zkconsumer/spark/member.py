@@ -72,7 +72,8 @@ class GroupMember(ZookeeperConsumerConnector):
                 raise ValueError("join() needs topics or a topic filter")
             self.registration = codecs.ConsumerRegistration.static({t: 1 for t in topics})
         if self._want_reaper:
-            self._reaper = start_reaper(self.config.zookeeper_connect, self.group, self.consumer_id)
+            self._reaper = start_reaper(self.config.zookeeper_connect, self.group, self.consumer_id,
+                                         self.config)
         self._start(wait_timeout)  # engine: split-brain check, rebalancer, waits for the first rebalance
         return self
 
@@ -173,11 +174,16 @@ class GroupMember(ZookeeperConsumerConnector):
                 self._reaper = None
 
 
-def start_reaper(zookeeper_connect, group, consumer_id):
-    """Start the reaper process for this member (see :mod:`._reaper`); its stdin is a pipe only we hold."""
+def start_reaper(zookeeper_connect, group, consumer_id, config=None):
+    """Start the reaper process for this member (see :mod:`._reaper`); its stdin is a pipe only we hold. With
+    ZooKeeper authentication in ``config`` it gets the scheme and the credentials file's path (not the password)."""
+    auth_args = []
+    if config is not None and config.zookeeper_auth_scheme != "none":
+        auth_args = [config.zookeeper_auth_scheme, config.zookeeper_auth_credentials_file or "",
+                     config.zookeeper_sasl_mechanism, "true" if config.zookeeper_set_acl else "false"]
     try:
         return subprocess.Popen([sys.executable, "-m", "zkconsumer.spark._reaper", zookeeper_connect, group,
-                                 consumer_id], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                 consumer_id] + auth_args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
                                 env=dict(os.environ))
     except OSError as e:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Mapping, Optional, Tuple
 
 from ..config import KNOWN_KEYS, ConsumerConfig
 from ..errors import ConfigError, InvalidNameError
 from ..kafka_security import SECURITY_KEYS, KafkaSecurity
 from ..layout.names import validate_partition, validate_topic
+
+if TYPE_CHECKING:
+    from ..zk_auth import ZkAuth
 
 # our option name (as documented) -> lower-case key Spark hands us
 SOURCE_OPTIONS = ("subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "maxOffsetsPerTrigger",
@@ -56,6 +59,12 @@ class SourceOptions:
     def kafka_security(self) -> KafkaSecurity:
         """The Kafka client security of every connection of the source (driver and executors)."""
         return KafkaSecurity.from_properties({k: v for k, v in self.consumer_props if k in SECURITY_KEYS})
+
+    def zk_auth(self) -> "ZkAuth":
+        """The ZooKeeper credentials and ACL of the ``zookeeper.auth.*`` / ``zookeeper.set.acl`` options (the
+        password is read from the credentials file here, on the machine that connects; never an option)."""
+        from ..zk_auth import from_config
+        return from_config(self.consumer_config)
 
     def default_reset(self, streaming: bool) -> str:
         """Where partitions without a committed offset start: ``startingOffsets`` if given, else the group's

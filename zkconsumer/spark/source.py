@@ -135,7 +135,7 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._bootstrap is None:
             from .. import zk as zkmod
             from ..zk import bootstrap_from_zk
-            zk = zkmod.connect(self.opts.zookeeper_connect)
+            zk = zkmod.connect(self.opts.zookeeper_connect, auth=self.opts.zk_auth())
             try:
                 self._bootstrap = bootstrap_from_zk(zk, self.opts.zookeeper_connect,
                                                     self.opts.kafka_security.protocol)
