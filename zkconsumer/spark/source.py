@@ -26,7 +26,8 @@ import logging
 from typing import Dict, Optional
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, ReadMinRows,
+                                              SupportsTriggerAvailableNow)
 
 from .options import SourceOptions, parse_options
 from .offsets import from_spark, rate_limit, to_spark
@@ -53,7 +54,8 @@ def _read(opts: SourceOptions, part: RangePartition):
     from .kafka_io import read_range
     return read_range(part.bootstrap, part.topic, part.partition, part.start, part.end,
                       poll_timeout_ms=opts.poll_timeout_ms, fail_on_data_loss=opts.fail_on_data_loss,
-                      batch_rows=opts.arrow_batch_size, include_headers=opts.include_headers)
+                      batch_rows=opts.arrow_batch_size, include_headers=opts.include_headers,
+                      kafka_params=opts.kafka_params)
 
 
 def _tasks(opts: SourceOptions, bootstrap: str, start, end):
@@ -108,6 +110,7 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._first_plan = True
         self._seen_claims = 0
         self._target: Optional[Dict] = None  # AvailableNow: log ends recorded at prepareForTriggerAvailableNow
+        self._last_trigger_ms = 0.0          # minOffsetsPerTrigger: when the last batch was let through
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -144,19 +147,23 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _get_probe(self):
         if self._probe is None:
             from .kafka_io import LogEndProbe
-            self._probe = LogEndProbe(self._get_bootstrap(), from_fetch=self.opts.log_end_from_fetch)
+            self._probe = LogEndProbe(self._get_bootstrap(), from_fetch=self.opts.log_end_from_fetch,
+                                      kafka_params=self.opts.kafka_params)
         return self._probe
 
     def _ownership(self):
         snap = self._ensure_member().wait_ownership(timeout=0.0 if not self._first_plan else 60.0)
         return snap
 
-    def _adopt(self, tps, overrides=None):
+    def _adopt(self, tps, overrides=None, ts_overrides=None, initial=False):
         from .cluster import resolve_start
         if not tps:
             return {}
         stored = self._member.offset_store.fetch(list(tps))
-        out = resolve_start(stored, tps, self.opts.default_reset(streaming=True), self._get_probe(), overrides)
+        # startingOffsetsByTimestampStrategy=error applies when the query starts (as in Spark); a partition
+        # adopted later whose records are all older than startingTimestamp starts at its log end
+        out = resolve_start(stored, tps, self.opts.default_reset(streaming=True), self._get_probe(), overrides,
+                            ts_overrides, self.opts.no_match_latest or not initial)
         for tp in sorted(out):
             log.info("adopting %s-%d at %d (%s)", tp[0], tp[1], out[tp],
                      "group offset" if stored.get(tp) == out[tp] else "no group offset: startingOffsets")
@@ -166,21 +173,56 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return out
 
     # -- DataSourceStreamReader --------------------------------------------------------------------------------
+    def _refuse_batch_options(self):
+        """As Spark's Kafka source: the ending options are for batch reads (raised from the first planning call:
+        an exception in ``streamReader`` surfaces only as "Python worker failed to connect back")."""
+        if self.opts.ending_given:
+            from ..errors import ConfigError
+            raise ConfigError(self.opts.ending_given[0], "...", "not valid in streaming queries (batch reads only, "
+                              "as in Spark's Kafka source)")
+
     def initialOffset(self):
+        self._refuse_batch_options()
         snap = self._ownership()
         if snap is None:
             log.warning("no completed rebalance yet: starting with no partitions")
             return {}
         owned, _claimed, claims = snap
         overrides = self.opts.starting if isinstance(self.opts.starting, dict) else None
-        start = self._adopt(sorted(owned), overrides)
+        if self.opts.starting_by_timestamp is not None:
+            from .cluster import require_all_partitions
+            require_all_partitions("startingOffsetsByTimestamp", self.opts.starting_by_timestamp, owned)
+        start = self._adopt(sorted(owned), overrides, self.opts.starting_by_timestamp, initial=True)
         self._first_plan = False
         self._seen_claims = claims
         return to_spark(start)
 
     def getDefaultReadLimit(self):
         n = self.opts.max_offsets_per_trigger
-        return ReadMaxRows(n) if n else ReadAllAvailable()
+        if n:
+            return ReadMaxRows(n)
+        m = self.opts.min_offsets_per_trigger
+        return ReadMinRows(m) if m else ReadAllAvailable()
+
+    def _delay_batch(self, start_d, latest, limit) -> bool:
+        """``minOffsetsPerTrigger`` / ``maxTriggerDelay`` (Spark's ``KafkaMicroBatchStream.delayBatch``): skip this
+        trigger while fewer than ``minOffsetsPerTrigger`` new offsets are available, unless ``maxTriggerDelay``
+        passed since the last batch (the first trigger of a query run never waits). Not under
+        ``Trigger.AvailableNow`` or when Spark asks for everything (``ReadAllAvailable``)."""
+        import time
+        if not self.opts.min_offsets_per_trigger or self._target is not None or isinstance(limit, ReadAllAvailable):
+            return False
+        now = time.time() * 1000
+        if now - self._last_trigger_ms >= self.opts.max_trigger_delay_ms:
+            self._last_trigger_ms = now
+            return False
+        new = sum(max(0, latest[tp] - start_d[tp]) for tp in latest)
+        if new < self.opts.min_offsets_per_trigger:
+            log.debug("delaying the batch: %d new offsets < minOffsetsPerTrigger %d", new,
+                      self.opts.min_offsets_per_trigger)
+            return True
+        self._last_trigger_ms = now
+        return False
 
     def prepareForTriggerAvailableNow(self):
         snap = self._ownership()
@@ -189,6 +231,7 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         log.info("Trigger.AvailableNow: reading up to %s", to_spark(self._target))
 
     def latestOffset(self, start, limit):
+        self._refuse_batch_options()
         start_d = from_spark(start)
         snap = self._ownership()
         if snap is None:  # a rebalance is under way: no new batch until it is done
@@ -228,7 +271,9 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     tgt = self._target[tp] = e
                 e = min(e, tgt)
             latest[tp] = max(e, start_d[tp])
-        if isinstance(limit, ReadMaxRows):
+        if self._delay_batch(start_d, latest, limit):
+            latest = {tp: start_d[tp] for tp in latest}
+        elif isinstance(limit, ReadMaxRows):
             latest = rate_limit({tp: start_d[tp] for tp in latest}, latest, int(limit.max_rows))
         latest.update(reset)
         end = dict(latest)
