@@ -2,9 +2,10 @@
 
 Names follow Spark's Kafka source where they mean the same thing (``subscribe``, ``subscribePattern``,
 ``startingOffsets``, ``endingOffsets``, ``maxOffsetsPerTrigger``, ``failOnDataLoss``, ``kafka.bootstrap.servers``,
-``kafkaConsumer.pollTimeoutMs``, ``includeHeaders``, ``minPartitions``, ``maxRecordsPerPartition``); every legacy consumer property (``zookeeper.connect``, ``group.id``,
-``offsets.storage``, ``dual.commit.enabled``, ...: :data:`zkconsumer.config.KNOWN_KEYS`) is accepted as an option
-too.  Spark lower-cases option names, so matching is case-insensitive.  A bad value raises
+``kafkaConsumer.pollTimeoutMs``, ``includeHeaders``, ``minPartitions``, ``maxRecordsPerPartition``, the timestamp
+options, ``minOffsetsPerTrigger``/``maxTriggerDelay``, ``kafka.*``: :func:`kafka_client_config`); every legacy
+consumer property (``zookeeper.connect``, ``group.id``, ``offsets.storage``, ``dual.commit.enabled``, ...:
+:data:`zkconsumer.config.KNOWN_KEYS`) is accepted as an option too.  Spark lower-cases option names, so matching is case-insensitive.  A bad value raises
 :class:`~zkconsumer.errors.ConfigError` naming the option, the value and what is allowed.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ SOURCE_OPTIONS = ("subscribe", "subscribePattern", "startingOffsets", "endingOff
                   "failOnDataLoss", "kafka.bootstrap.servers", "kafkaConsumer.pollTimeoutMs", "arrowBatchSize",
                   "logEnd", "includeHeaders", "minPartitions", "maxRecordsPerPartition", "startingTimestamp",
                   "startingOffsetsByTimestamp", "endingTimestamp", "endingOffsetsByTimestamp",
-                  "startingOffsetsByTimestampStrategy", "minOffsetsPerTrigger", "maxTriggerDelay")
+                  "startingOffsetsByTimestampStrategy", "minOffsetsPerTrigger", "maxTriggerDelay", "ownerReaper")
 _LOWER = {k.lower(): k for k in SOURCE_OPTIONS}
 _CONSUMER_KEYS = {k.lower(): k for k in KNOWN_KEYS}
 
@@ -60,6 +61,7 @@ class SourceOptions:
     # kafka.* passthrough as kafka-python kwargs (may hold secrets: never in repr or logs)
     kafka_params: Tuple[Tuple[str, object], ...] = dataclasses.field(default=(), repr=False)
     ending_given: Tuple[str, ...] = ()               # ending* options given (refused by a streaming query)
+    owner_reaper: bool = True                        # ownerReaper: start the member's reaper process
 
     @property
     def consumer_config(self) -> ConsumerConfig:
@@ -287,6 +289,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         max_trigger_delay_ms=_duration_ms("maxTriggerDelay", src.get("maxTriggerDelay", "15m")),
         kafka_params=tuple(sorted(kafka_client_config(kafka).items())),
         ending_given=tuple(k for k in ("endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp") if k in src),
+        owner_reaper=_bool("ownerReaper", src.get("ownerReaper", "true")),
     )
 
 

@@ -111,6 +111,9 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._seen_claims = 0
         self._target: Optional[Dict] = None  # AvailableNow: log ends recorded at prepareForTriggerAvailableNow
         self._last_trigger_ms = 0.0          # minOffsetsPerTrigger: when the last batch was let through
+        self._latest_seen: Dict = {}         # log ends of the last plan (reportLatestOffset)
+        self._topic_created: Dict = {}       # topic -> czxid of /brokers/topics/<t> when first read
+        self._stale_commit: Dict = {}        # tp -> offset it was reset to after data loss (see commit)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -121,7 +124,8 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _ensure_member(self):
         if self._member is None:
             from .member import GroupMember
-            m = GroupMember(self.opts.consumer_config, bootstrap_servers=self.opts.bootstrap_servers)
+            m = GroupMember(self.opts.consumer_config, bootstrap_servers=self.opts.bootstrap_servers,
+                            reaper=self.opts.owner_reaper)
             try:
                 if self._bootstrap is None:
                     self._bootstrap = m._kafka_bootstrap()
@@ -164,6 +168,11 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # adopted later whose records are all older than startingTimestamp starts at its log end
         out = resolve_start(stored, tps, self.opts.default_reset(streaming=True), self._get_probe(), overrides,
                             ts_overrides, self.opts.no_match_latest or not initial)
+        ends = self._get_probe().log_ends(tps)
+        past = {tp: ends[tp] for tp in tps if out[tp] > ends[tp]}
+        if past:  # e.g. the group's offset of a topic deleted and recreated since
+            out.update(self._data_loss(past, out, "the group's offset"))
+        self._note_topics(tps)
         for tp in sorted(out):
             log.info("adopting %s-%d at %d (%s)", tp[0], tp[1], out[tp],
                      "group offset" if stored.get(tp) == out[tp] else "no group offset: startingOffsets")
@@ -253,17 +262,14 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         new = sorted(tp for tp in owned if tp not in start_d)
         ends = self._get_probe().log_ends(cont) if cont else {}
         behind = self._confirm_behind(ends, start_d)
+        self._latest_seen = dict(ends)
         latest, reset = {}, {}
+        if behind:
+            reset = self._data_loss({tp: ends[tp] for tp in behind}, start_d, "the offset this query reached")
+        self._note_topics(cont)
         for tp in cont:
             e = ends[tp]
             if tp in behind:
-                from .kafka_io import DataLossError
-                msg = ("%s-%d: the log end %d is behind the offset %d this query reached (topic deleted and "
-                       "recreated, or the log truncated): data may have been lost" % (tp[0], tp[1], e, start_d[tp]))
-                if self.opts.fail_on_data_loss:
-                    raise DataLossError(msg + ". Set failOnDataLoss=false to continue from the new log end.")
-                log.warning("%s; continuing from %d (failOnDataLoss=false)", msg, e)
-                reset[tp] = e
                 continue
             if self._target is not None:
                 tgt = self._target.get(tp)
@@ -282,6 +288,52 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._seen_claims = claims
         return to_spark(end)
 
+    def _topic_czxid(self, topic):
+        from ..layout import paths
+        st = self._ensure_member().zk.exists(paths.topic_path(topic))
+        return st.czxid if st is not None else None
+
+    def _note_topics(self, tps):
+        """Remember the creation (czxid of ``/brokers/topics/<t>``) of the topics read, to tell a recreated topic
+        from a truncated log later."""
+        for t in sorted({t for t, _ in tps} - set(self._topic_created)):
+            self._topic_created[t] = self._topic_czxid(t)
+
+    def _data_loss(self, ends, reached, what):
+        """Partitions whose log end is behind ``reached`` (``{tp: log end}``): fail (``failOnDataLoss=true``) or
+        return where to continue: a topic recreated since we noted it (its ZooKeeper node is a new one) from its
+        start, so nothing written to the new topic is skipped; a truncated log (or a topic not seen before) from the
+        new log end (as Spark's Kafka source)."""
+        from .kafka_io import DataLossError
+        desc = ", ".join("%s-%d (log end %d, %s %d)" % (tp[0], tp[1], e, what, reached[tp])
+                         for tp, e in sorted(ends.items()))
+        msg = ("the log end is behind %s for %s: the topic was deleted and recreated, or the log truncated; data "
+               "may have been lost" % (what, desc))
+        if self.opts.fail_on_data_loss:
+            raise DataLossError(msg + ". Set failOnDataLoss=false to continue (a recreated topic from its start, "
+                                "a truncated log from its new end).")
+        recreated = set()
+        for t in sorted({t for t, _ in ends}):
+            now = self._topic_czxid(t)
+            if self._topic_created.get(t) is not None and now is not None and now != self._topic_created[t]:
+                recreated.add(t)
+                self._topic_created[t] = now
+        out = dict(ends)
+        starts = self._get_probe().earliest([tp for tp in ends if tp[0] in recreated])
+        out.update(starts)
+        for tp in sorted(ends):
+            log.warning("%s; %s-%d continues from %d (%s, failOnDataLoss=false)", msg, tp[0], tp[1], out[tp],
+                        "the recreated topic's start" if tp in starts else "the new log end")
+        # Spark commits the batch planned before this one (ending at the old offsets) next: not to the store
+        self._stale_commit.update(out)
+        try:  # the stored offsets belong to data that is gone: else they would look "ahead of the checkpoint"
+            res = self._ensure_member().reset_offsets(out)
+            if res.failed:
+                log.warning("could not reset the group's offsets of %s", ", ".join("%s-%d" % tp for tp in res.failed))
+        except Exception as e:
+            log.warning("could not reset the group's offsets to %s: %s", to_spark(out), e)
+        return out
+
     def _confirm_behind(self, ends, start_d, attempts=3, pause=0.5):
         """Partitions whose log end is behind the offset the query reached, confirmed by asking again (a high
         watermark lags briefly after a leader change; Spark's Kafka source retries for the same reason). Updates
@@ -296,6 +348,16 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             behind = {tp for tp in behind if ends[tp] < start_d[tp]}
         return behind
 
+    def reportLatestOffset(self):
+        """The log ends seen by the last plan (Spark shows them as the source's ``latestOffset`` in the query's
+        progress), plus the member's identity for :class:`~zkconsumer.spark.listener.ReleaseOnTermination`."""
+        if self._member is None:
+            return None
+        from .listener import member_entry
+        out = to_spark(self._latest_seen)
+        out.update(member_entry(self.opts.zookeeper_connect, self.opts.group, self._member.consumer_id))
+        return out
+
     def partitions(self, start, end):
         s, e = from_spark(start), from_spark(end)
         bootstrap = self._get_bootstrap()
@@ -306,6 +368,12 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end):
         offsets = from_spark(end)
+        for tp in sorted(set(self._stale_commit) & set(offsets)):
+            # after a data-loss reset: ends before the batch that starts at the reset offset are of the old log
+            if offsets[tp] == self._stale_commit[tp]:
+                del self._stale_commit[tp]
+            else:
+                del offsets[tp]
         if not offsets:
             return
         try:
