@@ -322,7 +322,7 @@ def test_streaming_job_on_cluster_reads_unconsumed_range_and_releases_owners(spa
     output = str(tmp_path / "out")
     ckpt_dir = tmp_path / "check points" / "job 1"             # a file: URI with spaces, not a plain path
     checkpoint = "file://" + str(ckpt_dir)
-    # a long ZooKeeper session: owner nodes that vanish within it were deleted (by the reaper), not expired
+    # a long ZooKeeper session: owner nodes that vanish within it were deleted (query listener or reaper), not expired
     job = Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, [
         "--checkpoint", checkpoint, "--trigger-seconds", "1", "--property", "zookeeper.session.timeout.ms=60000"]))
     try:

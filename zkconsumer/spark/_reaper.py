@@ -5,6 +5,10 @@ holds. Spark ends the streaming source's Python process with SIGKILL (``stop()``
 pipe: the reaper then deletes the member's registration ``/consumers/[g]/ids/[id]`` and every owner node whose
 value is one of the member's thread ids (``<id>-<n>``), so the group rebalances at once instead of after
 ``zookeeper.session.timeout.ms``. After a clean shutdown it finds nothing to delete.
+
+The query listener (:mod:`.listener`) releases the member when a query stops, in the application's own process; the
+reaper is kept for what the listener cannot see: a killed driver (no Python code of the application runs), a query
+that stopped before its member was reported, applications that did not install the listener.
 """
 import sys
 

@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import logging
-from typing import Dict, List, Tuple
+from typing import Dict, Iterable, List, Tuple, Union
 
 from kazoo.exceptions import NoNodeError
 
-from ..errors import ZnodeFormatError
+from ..errors import ConfigError, ZkConsumerError, ZnodeFormatError
 from ..layout import codecs, paths
 from ..topic_filter import is_internal_topic
 
 log = logging.getLogger(__name__)
+
+TP = Tuple[str, int]
 
 
 def resolve_topics(zk, opts) -> List[str]:
@@ -40,16 +42,56 @@ def topic_partitions(zk, topics) -> List[Tuple[str, int]]:
     return sorted(out)
 
 
-def resolve_start(store_offsets: Dict, tps, default_reset: str, probe, overrides=None) -> Dict:
-    """Start offsets for partitions being adopted: explicit ``startingOffsets`` JSON entry (-2/-1/offset), else the
-    group's committed offset, else ``default_reset`` (earliest / latest)."""
+class NoOffsetForTimestampError(ZkConsumerError, ValueError):
+    """A starting timestamp matched no offset (every record of the partition is older) and
+    ``startingOffsetsByTimestampStrategy`` is ``error``."""
+
+
+def require_all_partitions(option: str, listed: Iterable[TP], tps: Iterable[TP]) -> None:
+    """Spark's rule for ``starting/endingOffsetsByTimestamp``: every partition read must be listed."""
+    missing = sorted(set(tps) - set(listed))
+    if missing:
+        raise ConfigError(option, None, "a timestamp for every partition read (as in Spark's Kafka source)",
+                          "missing: %s" % ", ".join("%s-%d" % tp for tp in missing))
+
+
+def offsets_at(probe, timestamps: Dict[TP, int], starting: bool, no_match_latest: bool) -> Dict[TP, int]:
+    """Offsets for ``{tp: timestamp ms}`` through ListOffsets by timestamp (Spark's ``offsetsForTimes``). Where
+    no record is that new: an end goes to the log end; a start fails (``startingOffsetsByTimestampStrategy``
+    ``error``, Spark's message) or goes to the log end (``latest``)."""
+    found = probe.offsets_for_times(timestamps)
+    out = {tp: o for tp, o in found.items() if o is not None}
+    none = sorted(tp for tp in timestamps if out.get(tp) is None)
+    if none and starting and not no_match_latest:
+        tp = none[0]
+        raise NoOffsetForTimestampError(
+            "No offset matched from request of topic-partition %s-%d and timestamp %d (every record is older). "
+            "Set startingOffsetsByTimestampStrategy=latest to start such partitions at the log end."
+            % (tp[0], tp[1], timestamps[tp]))
+    if none:
+        out.update(probe.log_ends(none))
+    return out
+
+
+def resolve_start(store_offsets: Dict, tps, default_reset: Union[str, int], probe, overrides=None,
+                  ts_overrides=None, no_match_latest: bool = False) -> Dict:
+    """Start offsets for partitions being adopted: an explicit ``startingOffsets`` JSON entry (-2/-1/offset) or
+    ``startingOffsetsByTimestamp`` entry, else the group's committed offset, else ``default_reset`` (earliest /
+    latest / a ``startingTimestamp`` in ms)."""
     overrides = overrides or {}
-    out, need_early, need_late = {}, [], []
+    ts_overrides = ts_overrides or {}
+    out, need_early, need_late, need_ts = {}, [], [], {}
     for tp in tps:
+        if tp in ts_overrides:
+            need_ts[tp] = ts_overrides[tp]
+            continue
         o = overrides.get(tp)
         if o is None:
             o = store_offsets.get(tp)
             if o is None:
+                if isinstance(default_reset, int):
+                    need_ts[tp] = default_reset
+                    continue
                 o = -2 if default_reset == "earliest" else -1
         if o == -2:
             need_early.append(tp)
@@ -61,4 +103,6 @@ def resolve_start(store_offsets: Dict, tps, default_reset: str, probe, overrides
         out.update(probe.earliest(need_early))
     if need_late:
         out.update(probe.log_ends(need_late))
+    if need_ts:
+        out.update(offsets_at(probe, need_ts, True, no_match_latest))
     return out

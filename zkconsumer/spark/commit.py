@@ -58,7 +58,7 @@ def plan_batch(options) -> BatchPlan:
     from .. import zk as zkmod
     from ..offsets import make_offset_store
     from ..zk import bootstrap_from_zk
-    from .cluster import resolve_start, resolve_topics, topic_partitions
+    from .cluster import offsets_at, require_all_partitions, resolve_start, resolve_topics, topic_partitions
     from .kafka_io import LogEndProbe
     opts = _opts(options)
     zk = zkmod.connect(opts.zookeeper_connect, auth=opts.zk_auth())
@@ -74,17 +74,30 @@ def plan_batch(options) -> BatchPlan:
             stored = store.fetch(tps)
         finally:
             store.close()
-        probe = LogEndProbe(bootstrap, from_fetch=opts.log_end_from_fetch, security=opts.kafka_security)
+        probe = LogEndProbe(bootstrap, from_fetch=opts.log_end_from_fetch, security=opts.kafka_security,
+                            kafka_params=opts.kafka_params)
         overrides = opts.starting if isinstance(opts.starting, dict) else None
-        start = resolve_start(stored, tps, opts.default_reset(streaming=False), probe, overrides)
+        if opts.starting_by_timestamp is not None:
+            require_all_partitions("startingOffsetsByTimestamp", opts.starting_by_timestamp, tps)
+        if opts.ending_by_timestamp is not None:
+            require_all_partitions("endingOffsetsByTimestamp", opts.ending_by_timestamp, tps)
+        start = resolve_start(stored, tps, opts.default_reset(streaming=False), probe, overrides,
+                              opts.starting_by_timestamp, opts.no_match_latest)
         ends = probe.log_ends(tps)
+        if opts.ending_timestamp is not None or opts.ending_by_timestamp is not None:
+            # endingTimestamp / endingOffsetsByTimestamp: no record that new -> the log end (as Spark)
+            at: Dict[TP, int] = opts.ending_by_timestamp or {tp: int(opts.ending_timestamp or 0) for tp in tps}
+            by_time = offsets_at(probe, {tp: at[tp] for tp in tps}, False, True)
+            ends = {tp: min(ends[tp], by_time[tp]) for tp in tps}
         if isinstance(opts.ending, dict):
             for tp in tps:
                 e = opts.ending.get(tp)
                 if e is not None and e >= 0:
                     ends[tp] = min(ends[tp], e) if e > ends[tp] else e
-        gone = sorted(tp for tp in tps if start[tp] > ends[tp] and not (isinstance(opts.ending, dict)
-                                                                         and tp in opts.ending))
+        explicit_end = set(opts.ending) if isinstance(opts.ending, dict) else set()
+        if opts.ending_timestamp is not None or opts.ending_by_timestamp is not None:
+            explicit_end = set(tps)  # an end chosen by time may be before a committed offset: nothing to read
+        gone = sorted(tp for tp in tps if start[tp] > ends[tp] and tp not in explicit_end)
         if gone:
             from .kafka_io import DataLossError
             msg = ("the start offset is past the log end for %s (topic deleted and recreated, or the log "

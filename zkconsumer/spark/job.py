@@ -65,8 +65,10 @@ def counts_per_key_per_minute(df):
 def run(spark, opts: dict, output: str, checkpoint: str, available_now: bool = True, trigger_seconds: float = 10.0,
         timeout: Optional[float] = None):
     """Start the pipeline on ``spark``; with ``available_now`` wait for it to finish and return the query."""
-    from . import ZkConsumerDataSource, commit_batch, last_committed_end, read_checkpoint_offsets
+    from . import (ZkConsumerDataSource, commit_batch, install_release_listener, last_committed_end,
+                   read_checkpoint_offsets)
     spark.dataSource.register(ZkConsumerDataSource)
+    install_release_listener(spark)  # the member leaves the group when the query stops
 
     def write_then_commit(batch_df, batch_id):
         counts = counts_per_key_per_minute(batch_df)

@@ -26,15 +26,21 @@ class DataLossError(ZkConsumerError):
     """Offsets the batch must read are no longer in the log (retention, topic recreated) and failOnDataLoss=true."""
 
 
-def _consumer(bootstrap, security=None, **kw):
+def _consumer(bootstrap, security=None, kafka_params=(), **kw):
+    """A KafkaConsumer without a group: the source's settings ``kw``, the Kafka security settings (*security*, a
+    :class:`~zkconsumer.kafka_security.KafkaSecurity`), then the user's ``kafka.*`` passthrough
+    (:func:`~zkconsumer.spark.options.kafka_client_config`), then what the source's semantics need (no group, no
+    auto commit)."""
     from kafka import KafkaConsumer
     from kafka.errors import KafkaError
     from ..kafka_connect_errors import connect_error
     from ..kafka_security import PLAINTEXT
-    conf = dict(bootstrap_servers=bootstrap.split(","), group_id=None, enable_auto_commit=False,
-                client_id="zkconsumer-spark")
-    conf.update((security or PLAINTEXT).client_kwargs())
+    security = security or PLAINTEXT
+    conf = dict(bootstrap_servers=bootstrap.split(","), client_id="zkconsumer-spark")
     conf.update(kw)
+    conf.update(security.client_kwargs())
+    conf.update(dict(kafka_params))
+    conf.update(group_id=None, enable_auto_commit=False)
     try:
         return KafkaConsumer(**conf)
     except (KafkaError, OSError) as e:
@@ -44,20 +50,22 @@ def _consumer(bootstrap, security=None, **kw):
 class LogEndProbe:
     """Driver-side helper holding one KafkaConsumer (created lazily; never pickled)."""
 
-    def __init__(self, bootstrap, from_fetch=False, security=None):
+    def __init__(self, bootstrap, from_fetch=False, security=None, kafka_params=()):
         self.bootstrap = bootstrap
         self.from_fetch = from_fetch
         self.security = security
+        self.kafka_params = tuple(kafka_params)
         self._c = None
         self._known: Dict[TP, int] = {}
 
     def __getstate__(self):
-        return {"bootstrap": self.bootstrap, "from_fetch": self.from_fetch, "security": self.security, "_c": None,
-                "_known": {}}
+        return {"bootstrap": self.bootstrap, "from_fetch": self.from_fetch, "security": self.security,
+                "kafka_params": self.kafka_params, "_c": None, "_known": {}}
 
     def _client(self):
         if self._c is None:
-            self._c = _consumer(self.bootstrap, self.security, auto_offset_reset="latest", fetch_max_wait_ms=10,
+            self._c = _consumer(self.bootstrap, self.security, self.kafka_params, auto_offset_reset="latest",
+                                fetch_max_wait_ms=10,
                                 max_partition_fetch_bytes=1024, fetch_max_bytes=1 << 20, max_poll_records=1,
                                 check_crcs=False)
         return self._c
@@ -77,6 +85,15 @@ class LogEndProbe:
             return {}
         res = self._client().beginning_offsets([TopicPartition(t, p) for t, p in tps])
         return {(k.topic, k.partition): v for k, v in res.items()}
+
+    def offsets_for_times(self, timestamps: Dict[TP, int]) -> Dict[TP, Optional[int]]:
+        """ListOffsets by timestamp: per partition the earliest offset whose timestamp is >= the given one (ms),
+        or None when there is none (every record is older: Spark's "no offset matched")."""
+        from kafka import TopicPartition
+        if not timestamps:
+            return {}
+        res = self._client().offsets_for_times({TopicPartition(t, p): ts for (t, p), ts in timestamps.items()})
+        return {(k.topic, k.partition): (v.offset if v is not None else None) for k, v in res.items()}
 
     def log_ends(self, tps: Iterable[TP], timeout_s: float = 15.0) -> Dict[TP, int]:
         from kafka import TopicPartition
@@ -150,7 +167,7 @@ def _batch(topic, partition, keys, values, offsets, stamps, types, headers=None)
 
 def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int, poll_timeout_ms: int = 120000,
                fail_on_data_loss: bool = True, batch_rows: int = 20000, include_headers: bool = False,
-               security=None) -> Iterator:
+               security=None, kafka_params: Iterable = ()) -> Iterator:
     """Yield ``pyarrow.RecordBatch`` es holding the records of ``[start, end)`` of one partition (with a
     ``headers`` column when ``include_headers``; connecting with *security*, a KafkaSecurity)."""
     import pyarrow.compute  # noqa: F401  (pa.compute)
@@ -159,7 +176,8 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
     if end <= start:
         return
     tp = TopicPartition(topic, partition)
-    c = _consumer(bootstrap, security, auto_offset_reset="none", max_poll_records=batch_rows, fetch_max_wait_ms=100,
+    c = _consumer(bootstrap, security, kafka_params, auto_offset_reset="none", max_poll_records=batch_rows,
+                  fetch_max_wait_ms=100,
                   max_partition_fetch_bytes=16 << 20, fetch_max_bytes=64 << 20, check_crcs=True)
     from ..consumer.fast_records import install
     install(c)  # the consumer's own record decoder (C where built), as the member's fetchers use

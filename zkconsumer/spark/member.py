@@ -6,9 +6,13 @@ releases them like any member, but ``start_delivery`` only records which partiti
 micro-batches for exactly those partitions and Spark's executors read them.  Commits go through the connector's
 fenced path (only partitions still owned under our ZooKeeper session) and never move an offset backwards.
 
-Spark kills the source's Python process without calling ``stop()``, so every member also starts a tiny *reaper*
-process (:mod:`._reaper`) that waits for the member's process to die and then deletes the member's registration
-and owner nodes at once (they are ephemeral anyway and would vanish after ``zookeeper.session.timeout.ms``).
+Spark kills the source's Python process without calling ``stop()``. When the query stops, the
+:class:`~zkconsumer.spark.listener.ReleaseOnTermination` listener (if the application installed it) deletes the
+member's registration and owner nodes. Every member also starts a tiny *reaper* process (:mod:`._reaper`, unless
+``ownerReaper=false``) that waits for the member's process to die and then deletes them at once. The reaper is
+still needed where no listener can act: the driver killed (``kill -9``, a lost node: no listener code runs), a query
+stopped before its first progress report named the member, an application that did not install the listener.
+Without either the nodes are ephemeral anyway and vanish after ``zookeeper.session.timeout.ms``.
 """
 from __future__ import annotations
 
@@ -161,6 +165,17 @@ class GroupMember(ZookeeperConsumerConnector):
         if result.failed:
             rb.on_commit_result(result)
         return result
+
+    def reset_offsets(self, offsets):
+        """Fenced commit of ``{(t, p): offset}`` for partitions still owned, **backwards too**: only for a log that
+        went behind the stored offset (topic recreated, log truncated) with ``failOnDataLoss=false``, where the
+        stored offset belongs to data that no longer exists."""
+        rb = self.rebalancer
+        if rb is None:
+            return CommitResult()
+        with rb.lock:
+            own = {tp: off for tp, off in offsets.items() if tp in rb.owned}
+            return self.offset_store.commit(own, fence=rb.fence()) if own else CommitResult()
 
     def shutdown(self):
         try:

@@ -2,16 +2,17 @@
 
 Names follow Spark's Kafka source where they mean the same thing (``subscribe``, ``subscribePattern``,
 ``startingOffsets``, ``endingOffsets``, ``maxOffsetsPerTrigger``, ``failOnDataLoss``, ``kafka.bootstrap.servers``,
-``kafkaConsumer.pollTimeoutMs``, ``includeHeaders``, ``minPartitions``, ``maxRecordsPerPartition``); every legacy consumer property (``zookeeper.connect``, ``group.id``,
-``offsets.storage``, ``dual.commit.enabled``, ...: :data:`zkconsumer.config.KNOWN_KEYS`) is accepted as an option
-too.  Spark lower-cases option names, so matching is case-insensitive.  A bad value raises
+``kafkaConsumer.pollTimeoutMs``, ``includeHeaders``, ``minPartitions``, ``maxRecordsPerPartition``, the timestamp
+options, ``minOffsetsPerTrigger``/``maxTriggerDelay``, ``kafka.*``: :func:`kafka_client_config`); every legacy
+consumer property (``zookeeper.connect``, ``group.id``, ``offsets.storage``, ``dual.commit.enabled``, ...:
+:data:`zkconsumer.config.KNOWN_KEYS`) is accepted as an option too.  Spark lower-cases option names, so matching is case-insensitive.  A bad value raises
 :class:`~zkconsumer.errors.ConfigError` naming the option, the value and what is allowed.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import TYPE_CHECKING, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Mapping, Optional, Tuple, Union
 
 from ..config import KNOWN_KEYS, ConsumerConfig
 from ..errors import ConfigError, InvalidNameError
@@ -24,7 +25,9 @@ if TYPE_CHECKING:
 # our option name (as documented) -> lower-case key Spark hands us
 SOURCE_OPTIONS = ("subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "maxOffsetsPerTrigger",
                   "failOnDataLoss", "kafka.bootstrap.servers", "kafkaConsumer.pollTimeoutMs", "arrowBatchSize",
-                  "logEnd", "includeHeaders", "minPartitions", "maxRecordsPerPartition")
+                  "logEnd", "includeHeaders", "minPartitions", "maxRecordsPerPartition", "startingTimestamp",
+                  "startingOffsetsByTimestamp", "endingTimestamp", "endingOffsetsByTimestamp",
+                  "startingOffsetsByTimestampStrategy", "minOffsetsPerTrigger", "maxTriggerDelay", "ownerReaper")
 _LOWER = {k.lower(): k for k in SOURCE_OPTIONS}
 _CONSUMER_KEYS = {k.lower(): k for k in KNOWN_KEYS}
 
@@ -50,6 +53,19 @@ class SourceOptions:
     include_headers: bool = False            # includeHeaders: a headers array<struct<key,value>> column
     min_partitions: Optional[int] = None     # minPartitions: at least this many Spark tasks per batch
     max_records_per_partition: Optional[int] = None  # maxRecordsPerPartition: at most this many offsets per task
+    # Spark's precedence: startingTimestamp, else startingOffsetsByTimestamp, else startingOffsets (same for ending):
+    # the one that wins is kept, the others are None
+    starting_timestamp: Optional[int] = None         # startingTimestamp (ms): where nothing is committed
+    starting_by_timestamp: Optional[Dict[Tuple[str, int], int]] = None  # startingOffsetsByTimestamp (overrides)
+    ending_timestamp: Optional[int] = None           # endingTimestamp (ms), batch only
+    ending_by_timestamp: Optional[Dict[Tuple[str, int], int]] = None    # endingOffsetsByTimestamp, batch only
+    no_match_latest: bool = False                    # startingOffsetsByTimestampStrategy=latest (default error)
+    min_offsets_per_trigger: Optional[int] = None    # minOffsetsPerTrigger
+    max_trigger_delay_ms: int = 15 * 60 * 1000       # maxTriggerDelay (default 15m)
+    # kafka.* passthrough as kafka-python kwargs (may hold secrets: never in repr or logs)
+    kafka_params: Tuple[Tuple[str, object], ...] = dataclasses.field(default=(), repr=False)
+    ending_given: Tuple[str, ...] = ()               # ending* options given (refused by a streaming query)
+    owner_reaper: bool = True                        # ownerReaper: start the member's reaper process
 
     @property
     def consumer_config(self) -> ConsumerConfig:
@@ -66,10 +82,12 @@ class SourceOptions:
         from ..zk_auth import from_config
         return from_config(self.consumer_config)
 
-    def default_reset(self, streaming: bool) -> str:
-        """Where partitions without a committed offset start: ``startingOffsets`` if given, else the group's
-        ``auto.offset.reset`` if given (smallest -> earliest, largest -> latest), else Spark's default
-        (latest for streaming, earliest for batch)."""
+    def default_reset(self, streaming: bool) -> Union[str, int]:
+        """Where partitions without a committed offset start: ``startingTimestamp`` (the int, milliseconds) or
+        ``startingOffsets`` if given, else the group's ``auto.offset.reset`` if given (smallest -> earliest,
+        largest -> latest), else Spark's default (latest for streaming, earliest for batch)."""
+        if self.starting_timestamp is not None:
+            return self.starting_timestamp
         if self.starting in ("earliest", "latest"):
             return self.starting
         props = dict(self.consumer_props)
@@ -138,18 +156,80 @@ def _kafka_security_option(lower_key: str) -> Optional[str]:
     return None
 
 
+def _timestamp(name, value):
+    try:
+        ts = int(str(value).strip())
+    except ValueError:
+        ts = -1
+    if ts < 0:  # Spark: "Expected a single long value"
+        raise ConfigError(name, value, "a single long value: a timestamp in milliseconds since the epoch")
+    return ts
+
+
+def _timestamps_json(name, value):
+    """Spark's ``{"topic": {"0": 1700000000000, ...}}`` -> {(t, p): timestamp ms}."""
+    allowed = "JSON like {\"topic\":{\"0\":1700000000000,\"1\":1700000000000}} (timestamps in ms)"
+    try:
+        obj = json.loads(value)
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict) or not obj:
+        raise ConfigError(name, value, allowed)
+    out = {}
+    for t, parts in obj.items():
+        if not isinstance(parts, dict):
+            raise ConfigError(name, value, allowed, "topic %r must map to {partition: timestamp}" % t)
+        for p, ts in parts.items():
+            try:
+                pi = int(p)
+            except (TypeError, ValueError):
+                raise ConfigError(name, value, allowed, "partition %r of %r is not an integer" % (p, t)) from None
+            if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+                raise ConfigError(name, value, allowed, "bad timestamp %r for %s-%s" % (ts, t, p))
+            out[(t, pi)] = ts
+    return out
+
+
+def _duration_ms(name, value):
+    """Spark's time strings (``Utils.timeStringAsMs``): ``500ms``, ``30s``, ``15m``, ``1h``, ``1d``; a bare
+    number is milliseconds."""
+    import re
+    m = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|min|h|d)?\s*", str(value).lower())
+    if not m:
+        raise ConfigError(name, value, "a duration like 500ms, 30s, 15m, 1h or 1d (a bare number is milliseconds)")
+    unit = {None: 1, "ms": 1, "s": 1000, "m": 60000, "min": 60000, "h": 3600000, "d": 86400000}[m.group(2)]
+    return int(m.group(1)) * unit
+
+
+def _check_timestamp_ranges(start, end):
+    """Spark's ``checkOffsetLimitValidity`` for by-timestamp starts and ends: same partitions, start <= end."""
+    if start is None or end is None:
+        return
+    if set(start) != set(end):
+        raise ConfigError("startingOffsetsByTimestamp/endingOffsetsByTimestamp", None,
+                          "the same topic-partitions in both",
+                          "only in one: %s" % ", ".join("%s-%d" % tp for tp in sorted(set(start) ^ set(end))))
+    for tp in sorted(start):
+        if start[tp] > end[tp]:
+            raise ConfigError("startingOffsetsByTimestamp", start[tp], "a timestamp <= the ending timestamp "
+                              "%d of %s-%d in endingOffsetsByTimestamp" % (end[tp], tp[0], tp[1]))
+
+
 def parse_options(options: Mapping[str, str]) -> SourceOptions:
     """Validate Spark's (case-insensitive) option map."""
     src: Dict[str, str] = {}
     props: Dict[str, str] = {}
+    kafka: Dict[str, str] = {}
     for k, v in options.items():
         lk = str(k).lower()
         if lk in _LOWER:
             src[_LOWER[lk]] = v
-        elif lk in _CONSUMER_KEYS:
-            props[_CONSUMER_KEYS[lk]] = v
         elif _kafka_security_option(lk) is not None:
             props[_kafka_security_option(lk) or ""] = v
+        elif lk.startswith("kafka."):
+            kafka[lk[len("kafka."):]] = v
+        elif lk in _CONSUMER_KEYS:
+            props[_CONSUMER_KEYS[lk]] = v
         elif lk == "assign":
             raise ConfigError("assign", v, "not supported: a legacy group assigns partitions itself; use "
                               "subscribe or subscribePattern")
@@ -187,23 +267,47 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
                           "false (the source commits after Spark committed a batch, never on a timer)")
     cfg = ConsumerConfig.from_properties(props)
     assert cfg.group_id is not None and cfg.zookeeper_connect is not None  # both required by from_properties
-    starting = src.get("startingOffsets")
-    if starting is not None:
-        s = starting.strip().lower()
-        starting = s if s in ("earliest", "latest") else _offsets_json("startingOffsets", starting, True)
-    ending = src.get("endingOffsets", "latest")
-    if ending.strip().lower() == "latest":
-        ending = "latest"
-    else:
-        ending = _offsets_json("endingOffsets", ending, False)
+    strategy = src.get("startingOffsetsByTimestampStrategy", "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise ConfigError("startingOffsetsByTimestampStrategy", src["startingOffsetsByTimestampStrategy"],
+                          "error (fail when no offset matches a starting timestamp) or latest (start such a "
+                          "partition at its log end)")
+    # Spark's precedence (KafkaSourceProvider.getKafkaOffsetRangeLimit): the global timestamp, else the timestamps
+    # per partition, else startingOffsets / endingOffsets
+    starting: object = None
+    start_ts = start_by_ts = None
+    if src.get("startingTimestamp") is not None:
+        start_ts = _timestamp("startingTimestamp", src["startingTimestamp"])
+    elif src.get("startingOffsetsByTimestamp") is not None:
+        start_by_ts = _timestamps_json("startingOffsetsByTimestamp", src["startingOffsetsByTimestamp"])
+    elif src.get("startingOffsets") is not None:
+        s = src["startingOffsets"].strip().lower()
+        starting = s if s in ("earliest", "latest") else _offsets_json("startingOffsets", src["startingOffsets"], True)
+    ending: object = "latest"
+    end_ts = end_by_ts = None
+    if src.get("endingTimestamp") is not None:
+        end_ts = _timestamp("endingTimestamp", src["endingTimestamp"])
+    elif src.get("endingOffsetsByTimestamp") is not None:
+        end_by_ts = _timestamps_json("endingOffsetsByTimestamp", src["endingOffsetsByTimestamp"])
+    elif src.get("endingOffsets") is not None and src["endingOffsets"].strip().lower() != "latest":
+        ending = _offsets_json("endingOffsets", src["endingOffsets"], False)
+    _check_timestamp_ranges(start_by_ts, end_by_ts)
+    if start_ts is not None and end_ts is not None and start_ts > end_ts:
+        raise ConfigError("startingTimestamp", start_ts, "a timestamp <= endingTimestamp (%d)" % end_ts)
     mopt = src.get("maxOffsetsPerTrigger")
+    minopt = src.get("minOffsetsPerTrigger")
+    max_per_trigger = _pos_int("maxOffsetsPerTrigger", mopt) if mopt is not None else None
+    min_per_trigger = _pos_int("minOffsetsPerTrigger", minopt) if minopt is not None else None
+    if max_per_trigger is not None and min_per_trigger is not None and min_per_trigger > max_per_trigger:
+        raise ConfigError("minOffsetsPerTrigger", minopt, "at most maxOffsetsPerTrigger (%d)" % max_per_trigger,
+                          "the value of minOffsetsPerTrigger is higher than maxOffsetsPerTrigger")
     minp, maxr = src.get("minPartitions"), src.get("maxRecordsPerPartition")
     return SourceOptions(
         topics=topics, pattern=pattern, consumer_props=tuple(sorted(props.items())), group=cfg.group_id,
         zookeeper_connect=cfg.zookeeper_connect,
         bootstrap_servers=(src.get("kafka.bootstrap.servers") or "").strip() or None,
         starting=starting, ending=ending,
-        max_offsets_per_trigger=_pos_int("maxOffsetsPerTrigger", mopt) if mopt is not None else None,
+        max_offsets_per_trigger=max_per_trigger,
         fail_on_data_loss=_bool("failOnDataLoss", src.get("failOnDataLoss", "true")),
         poll_timeout_ms=_pos_int("kafkaConsumer.pollTimeoutMs", src.get("kafkaConsumer.pollTimeoutMs", "120000")),
         arrow_batch_size=_pos_int("arrowBatchSize", src.get("arrowBatchSize", "20000")),
@@ -211,6 +315,13 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         include_headers=_bool("includeHeaders", src.get("includeHeaders", "false")),
         min_partitions=_pos_int("minPartitions", minp) if minp is not None else None,
         max_records_per_partition=_pos_int("maxRecordsPerPartition", maxr) if maxr is not None else None,
+        starting_timestamp=start_ts, starting_by_timestamp=start_by_ts, ending_timestamp=end_ts,
+        ending_by_timestamp=end_by_ts, no_match_latest=strategy == "latest",
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay_ms=_duration_ms("maxTriggerDelay", src.get("maxTriggerDelay", "15m")),
+        kafka_params=tuple(sorted(kafka_client_config(kafka).items())),
+        ending_given=tuple(k for k in ("endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp") if k in src),
+        owner_reaper=_bool("ownerReaper", src.get("ownerReaper", "true")),
     )
 
 
@@ -220,3 +331,114 @@ def _log_end(value):
         raise ConfigError("logEnd", value, "listOffsets (ListOffsets(latest), exact on Apache Kafka) or fetch (the "
                           "high watermark of a fetch response, for brokers whose ListOffsets is wrong, e.g. tansu)")
     return v == "fetch"
+
+
+# kafka.* options Spark's Kafka source refuses, and why (KafkaSourceProvider.validateGeneralOptions); group.id only
+# draws a warning there, but here it would break the legacy group's semantics
+_REFUSED_KAFKA = {
+    "group.id": "executors read without a consumer group and the driver joins the legacy group named by the "
+                "group.id option (not kafka.group.id); a Kafka group here would interfere with other queries",
+    "auto.offset.reset": "set the source option startingOffsets to earliest or latest instead: the source decides "
+                         "which offsets are read (where the group has no committed offset), not the Kafka consumer",
+    "key.deserializer": "keys are always read as bytes; deserialize them with DataFrame operations",
+    "value.deserializer": "values are always read as bytes; deserialize them with DataFrame operations",
+    "enable.auto.commit": "the source commits to the legacy group itself, after Spark committed a batch",
+    "interceptor.classes": "interceptors can modify the records, so they are not safe",
+}
+# Java client names whose kafka-python keyword differs (the rest map by '.' -> '_')
+_JAVA_TO_PY = {"ssl.key.password": "ssl_password", "ssl.endpoint.identification.algorithm": "ssl_check_hostname",
+               "ssl.truststore.location": "ssl_cafile", "ssl.keystore.location": "ssl_certfile",
+               "sasl.kerberos.service.name": "sasl_kerberos_service_name"}
+# kafka-python settings that are objects, or that the source sets itself
+_NOT_SETTABLE = {"bootstrap_servers", "kafka_client", "selector", "metric_reporters", "socket_options", "ssl_context",
+                 "sasl_oauth_token_provider", "default_offset_commit_callback", "partition_assignment_strategy",
+                 "consumer_timeout_ms", "group_instance_id", "exclude_internal_topics", "allow_auto_create_topics"}
+_CHOICES = {"security_protocol": ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+            "sasl_mechanism": ("PLAIN", "GSSAPI", "OAUTHBEARER", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+            "isolation_level": ("read_uncommitted", "read_committed")}
+
+
+def _jaas_credentials(value):
+    """``username`` and ``password`` of a PlainLoginModule / ScramLoginModule ``sasl.jaas.config``."""
+    import re
+    if not re.search(r"(PlainLoginModule|ScramLoginModule)\s+required", value):
+        raise ConfigError("kafka.sasl.jaas.config", "<hidden>", "a PlainLoginModule or ScramLoginModule 'required' "
+                          "entry with username=\"...\" password=\"...\" (other login modules: kafka-python has "
+                          "kafka.sasl.kerberos.* for GSSAPI)")
+    found = dict(re.findall(r'(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"', value))
+    if set(found) != {"username", "password"}:
+        raise ConfigError("kafka.sasl.jaas.config", "<hidden>", 'username="..." and password="..." entries')
+    return {"sasl_plain_username": found["username"], "sasl_plain_password": found["password"]}
+
+
+def kafka_client_config(kafka_options: Mapping[str, str]) -> Dict[str, object]:
+    """The ``kafka.*`` options (names without the ``kafka.`` prefix, any case) as keyword arguments of the
+    kafka-python clients the source makes (the driver's log-end probe and the executors' readers).
+
+    Java client names map to kafka-python's (``security.protocol`` -> ``security_protocol``, ``ssl.key.password``
+    -> ``ssl_password``, ``ssl.endpoint.identification.algorithm`` -> ``ssl_check_hostname``, a PEM
+    ``ssl.truststore.location`` -> ``ssl_cafile``, a PEM ``ssl.keystore.location`` -> ``ssl_certfile``,
+    ``sasl.jaas.config`` with PlainLoginModule/ScramLoginModule -> ``sasl_plain_username``/``_password``);
+    kafka-python's own names (``kafka.ssl_cafile``) are accepted too. Refused as in Spark's Kafka source:
+    ``group.id``, ``auto.offset.reset``, ``key.deserializer``, ``value.deserializer``, ``enable.auto.commit``,
+    ``interceptor.classes``; refused too: names kafka-python does not know. Values are converted to the type of
+    kafka-python's default. Error messages never show a value that may be a secret."""
+    from kafka import KafkaConsumer
+    defaults = KafkaConsumer.DEFAULT_CONFIG
+    opts = {str(k).lower(): str(v) for k, v in kafka_options.items()}
+    out: Dict[str, object] = {}
+    for key, value in sorted(opts.items()):
+        name = "kafka." + key
+        secret = "password" in key or "jaas" in key or key.endswith(".key") or "secret" in key
+        shown = "<hidden>" if secret else value
+        if key in _REFUSED_KAFKA:
+            raise ConfigError(name, value, "not supported", _REFUSED_KAFKA[key])
+        if key == "bootstrap.servers":
+            continue  # a source option of its own
+        if key == "sasl.jaas.config":
+            out.update(_jaas_credentials(value))
+            continue
+        if key in ("ssl.truststore.type", "ssl.keystore.type"):
+            if value.strip().upper() != "PEM":
+                raise ConfigError(name, value, "PEM (kafka-python reads PEM files: convert JKS/PKCS12 stores, or "
+                                  "use kafka.ssl.cafile / kafka.ssl.certfile / kafka.ssl.keyfile)")
+            continue
+        if key in ("ssl.truststore.location", "ssl.keystore.location") and \
+                opts.get(key.rsplit(".", 1)[0] + ".type", "").strip().upper() != "PEM":
+            raise ConfigError(name, value, "a PEM file together with kafka.%s.type=PEM (kafka-python reads PEM "
+                              "files only; or use kafka.ssl.cafile / kafka.ssl.certfile)" % key.rsplit(".", 1)[0])
+        py = _JAVA_TO_PY.get(key, key.replace(".", "_"))
+        if py in ("group_id", "auto_offset_reset", "key_deserializer", "value_deserializer", "enable_auto_commit"):
+            raise ConfigError(name, shown, "not supported", _REFUSED_KAFKA[py.replace("_", ".")])
+        if py not in defaults or py in _NOT_SETTABLE:
+            raise ConfigError(name, shown, "a setting of kafka-python's KafkaConsumer given as a Kafka client name "
+                              "(e.g. kafka.security.protocol, kafka.ssl.cafile, kafka.sasl.mechanism, "
+                              "kafka.request.timeout.ms)", "kafka-python has no %r" % py)
+        if py == "ssl_check_hostname":
+            out[py] = value.strip().lower() == "https"
+            continue
+        default = defaults[py]
+        try:
+            if isinstance(default, bool):
+                b = value.strip().lower()
+                if b not in ("true", "false"):
+                    raise ValueError(value)
+                conv: object = b == "true"
+            elif isinstance(default, int):
+                conv = int(value.strip())
+            elif isinstance(default, float):
+                conv = float(value.strip())
+            elif py == "api_version":
+                conv = tuple(int(x) for x in value.strip().split("."))
+            else:
+                conv = value.strip() if not secret else value
+        except ValueError:
+            raise ConfigError(name, shown, "a value of the type of kafka-python's %s (%s)"
+                              % (py, type(default).__name__)) from None
+        choices = _CHOICES.get(py)
+        if choices is not None:
+            conv = str(conv).upper() if py != "isolation_level" else str(conv).lower()
+            if conv not in choices:
+                raise ConfigError(name, value, ", ".join(choices))
+        out[py] = conv
+    return out

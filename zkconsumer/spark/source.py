@@ -26,7 +26,8 @@ import logging
 from typing import Dict, Optional
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, ReadMinRows,
+                                              SupportsTriggerAvailableNow)
 
 from .options import SourceOptions, parse_options
 from .offsets import from_spark, rate_limit, to_spark
@@ -54,7 +55,7 @@ def _read(opts: SourceOptions, part: RangePartition):
     return read_range(part.bootstrap, part.topic, part.partition, part.start, part.end,
                       poll_timeout_ms=opts.poll_timeout_ms, fail_on_data_loss=opts.fail_on_data_loss,
                       batch_rows=opts.arrow_batch_size, include_headers=opts.include_headers,
-                      security=opts.kafka_security)
+                      security=opts.kafka_security, kafka_params=opts.kafka_params)
 
 
 def _tasks(opts: SourceOptions, bootstrap: str, start, end):
@@ -109,6 +110,10 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._first_plan = True
         self._seen_claims = 0
         self._target: Optional[Dict] = None  # AvailableNow: log ends recorded at prepareForTriggerAvailableNow
+        self._last_trigger_ms = 0.0          # minOffsetsPerTrigger: when the last batch was let through
+        self._latest_seen: Dict = {}         # log ends of the last plan (reportLatestOffset)
+        self._topic_created: Dict = {}       # topic -> czxid of /brokers/topics/<t> when first read
+        self._stale_commit: Dict = {}        # tp -> offset it was reset to after data loss (see commit)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -119,7 +124,8 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _ensure_member(self):
         if self._member is None:
             from .member import GroupMember
-            m = GroupMember(self.opts.consumer_config, bootstrap_servers=self.opts.bootstrap_servers)
+            m = GroupMember(self.opts.consumer_config, bootstrap_servers=self.opts.bootstrap_servers,
+                            reaper=self.opts.owner_reaper)
             try:
                 if self._bootstrap is None:
                     self._bootstrap = m._kafka_bootstrap()
@@ -147,19 +153,27 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._probe is None:
             from .kafka_io import LogEndProbe
             self._probe = LogEndProbe(self._get_bootstrap(), from_fetch=self.opts.log_end_from_fetch,
-                                      security=self.opts.kafka_security)
+                                      security=self.opts.kafka_security, kafka_params=self.opts.kafka_params)
         return self._probe
 
     def _ownership(self):
         snap = self._ensure_member().wait_ownership(timeout=0.0 if not self._first_plan else 60.0)
         return snap
 
-    def _adopt(self, tps, overrides=None):
+    def _adopt(self, tps, overrides=None, ts_overrides=None, initial=False):
         from .cluster import resolve_start
         if not tps:
             return {}
         stored = self._member.offset_store.fetch(list(tps))
-        out = resolve_start(stored, tps, self.opts.default_reset(streaming=True), self._get_probe(), overrides)
+        # startingOffsetsByTimestampStrategy=error applies when the query starts (as in Spark); a partition
+        # adopted later whose records are all older than startingTimestamp starts at its log end
+        out = resolve_start(stored, tps, self.opts.default_reset(streaming=True), self._get_probe(), overrides,
+                            ts_overrides, self.opts.no_match_latest or not initial)
+        ends = self._get_probe().log_ends(tps)
+        past = {tp: ends[tp] for tp in tps if out[tp] > ends[tp]}
+        if past:  # e.g. the group's offset of a topic deleted and recreated since
+            out.update(self._data_loss(past, out, "the group's offset"))
+        self._note_topics(tps)
         for tp in sorted(out):
             log.info("adopting %s-%d at %d (%s)", tp[0], tp[1], out[tp],
                      "group offset" if stored.get(tp) == out[tp] else "no group offset: startingOffsets")
@@ -169,21 +183,56 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return out
 
     # -- DataSourceStreamReader --------------------------------------------------------------------------------
+    def _refuse_batch_options(self):
+        """As Spark's Kafka source: the ending options are for batch reads (raised from the first planning call:
+        an exception in ``streamReader`` surfaces only as "Python worker failed to connect back")."""
+        if self.opts.ending_given:
+            from ..errors import ConfigError
+            raise ConfigError(self.opts.ending_given[0], "...", "not valid in streaming queries (batch reads only, "
+                              "as in Spark's Kafka source)")
+
     def initialOffset(self):
+        self._refuse_batch_options()
         snap = self._ownership()
         if snap is None:
             log.warning("no completed rebalance yet: starting with no partitions")
             return {}
         owned, _claimed, claims = snap
         overrides = self.opts.starting if isinstance(self.opts.starting, dict) else None
-        start = self._adopt(sorted(owned), overrides)
+        if self.opts.starting_by_timestamp is not None:
+            from .cluster import require_all_partitions
+            require_all_partitions("startingOffsetsByTimestamp", self.opts.starting_by_timestamp, owned)
+        start = self._adopt(sorted(owned), overrides, self.opts.starting_by_timestamp, initial=True)
         self._first_plan = False
         self._seen_claims = claims
         return to_spark(start)
 
     def getDefaultReadLimit(self):
         n = self.opts.max_offsets_per_trigger
-        return ReadMaxRows(n) if n else ReadAllAvailable()
+        if n:
+            return ReadMaxRows(n)
+        m = self.opts.min_offsets_per_trigger
+        return ReadMinRows(m) if m else ReadAllAvailable()
+
+    def _delay_batch(self, start_d, latest, limit) -> bool:
+        """``minOffsetsPerTrigger`` / ``maxTriggerDelay`` (Spark's ``KafkaMicroBatchStream.delayBatch``): skip this
+        trigger while fewer than ``minOffsetsPerTrigger`` new offsets are available, unless ``maxTriggerDelay``
+        passed since the last batch (the first trigger of a query run never waits). Not under
+        ``Trigger.AvailableNow`` or when Spark asks for everything (``ReadAllAvailable``)."""
+        import time
+        if not self.opts.min_offsets_per_trigger or self._target is not None or isinstance(limit, ReadAllAvailable):
+            return False
+        now = time.time() * 1000
+        if now - self._last_trigger_ms >= self.opts.max_trigger_delay_ms:
+            self._last_trigger_ms = now
+            return False
+        new = sum(max(0, latest[tp] - start_d[tp]) for tp in latest)
+        if new < self.opts.min_offsets_per_trigger:
+            log.debug("delaying the batch: %d new offsets < minOffsetsPerTrigger %d", new,
+                      self.opts.min_offsets_per_trigger)
+            return True
+        self._last_trigger_ms = now
+        return False
 
     def prepareForTriggerAvailableNow(self):
         snap = self._ownership()
@@ -192,6 +241,7 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         log.info("Trigger.AvailableNow: reading up to %s", to_spark(self._target))
 
     def latestOffset(self, start, limit):
+        self._refuse_batch_options()
         start_d = from_spark(start)
         snap = self._ownership()
         if snap is None:  # a rebalance is under way: no new batch until it is done
@@ -213,17 +263,14 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         new = sorted(tp for tp in owned if tp not in start_d)
         ends = self._get_probe().log_ends(cont) if cont else {}
         behind = self._confirm_behind(ends, start_d)
+        self._latest_seen = dict(ends)
         latest, reset = {}, {}
+        if behind:
+            reset = self._data_loss({tp: ends[tp] for tp in behind}, start_d, "the offset this query reached")
+        self._note_topics(cont)
         for tp in cont:
             e = ends[tp]
             if tp in behind:
-                from .kafka_io import DataLossError
-                msg = ("%s-%d: the log end %d is behind the offset %d this query reached (topic deleted and "
-                       "recreated, or the log truncated): data may have been lost" % (tp[0], tp[1], e, start_d[tp]))
-                if self.opts.fail_on_data_loss:
-                    raise DataLossError(msg + ". Set failOnDataLoss=false to continue from the new log end.")
-                log.warning("%s; continuing from %d (failOnDataLoss=false)", msg, e)
-                reset[tp] = e
                 continue
             if self._target is not None:
                 tgt = self._target.get(tp)
@@ -231,7 +278,9 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     tgt = self._target[tp] = e
                 e = min(e, tgt)
             latest[tp] = max(e, start_d[tp])
-        if isinstance(limit, ReadMaxRows):
+        if self._delay_batch(start_d, latest, limit):
+            latest = {tp: start_d[tp] for tp in latest}
+        elif isinstance(limit, ReadMaxRows):
             latest = rate_limit({tp: start_d[tp] for tp in latest}, latest, int(limit.max_rows))
         latest.update(reset)
         end = dict(latest)
@@ -239,6 +288,52 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._first_plan = False
         self._seen_claims = claims
         return to_spark(end)
+
+    def _topic_czxid(self, topic):
+        from ..layout import paths
+        st = self._ensure_member().zk.exists(paths.topic_path(topic))
+        return st.czxid if st is not None else None
+
+    def _note_topics(self, tps):
+        """Remember the creation (czxid of ``/brokers/topics/<t>``) of the topics read, to tell a recreated topic
+        from a truncated log later."""
+        for t in sorted({t for t, _ in tps} - set(self._topic_created)):
+            self._topic_created[t] = self._topic_czxid(t)
+
+    def _data_loss(self, ends, reached, what):
+        """Partitions whose log end is behind ``reached`` (``{tp: log end}``): fail (``failOnDataLoss=true``) or
+        return where to continue: a topic recreated since we noted it (its ZooKeeper node is a new one) from its
+        start, so nothing written to the new topic is skipped; a truncated log (or a topic not seen before) from the
+        new log end (as Spark's Kafka source)."""
+        from .kafka_io import DataLossError
+        desc = ", ".join("%s-%d (log end %d, %s %d)" % (tp[0], tp[1], e, what, reached[tp])
+                         for tp, e in sorted(ends.items()))
+        msg = ("the log end is behind %s for %s: the topic was deleted and recreated, or the log truncated; data "
+               "may have been lost" % (what, desc))
+        if self.opts.fail_on_data_loss:
+            raise DataLossError(msg + ". Set failOnDataLoss=false to continue (a recreated topic from its start, "
+                                "a truncated log from its new end).")
+        recreated = set()
+        for t in sorted({t for t, _ in ends}):
+            now = self._topic_czxid(t)
+            if self._topic_created.get(t) is not None and now is not None and now != self._topic_created[t]:
+                recreated.add(t)
+                self._topic_created[t] = now
+        out = dict(ends)
+        starts = self._get_probe().earliest([tp for tp in ends if tp[0] in recreated])
+        out.update(starts)
+        for tp in sorted(ends):
+            log.warning("%s; %s-%d continues from %d (%s, failOnDataLoss=false)", msg, tp[0], tp[1], out[tp],
+                        "the recreated topic's start" if tp in starts else "the new log end")
+        # Spark commits the batch planned before this one (ending at the old offsets) next: not to the store
+        self._stale_commit.update(out)
+        try:  # the stored offsets belong to data that is gone: else they would look "ahead of the checkpoint"
+            res = self._ensure_member().reset_offsets(out)
+            if res.failed:
+                log.warning("could not reset the group's offsets of %s", ", ".join("%s-%d" % tp for tp in res.failed))
+        except Exception as e:
+            log.warning("could not reset the group's offsets to %s: %s", to_spark(out), e)
+        return out
 
     def _confirm_behind(self, ends, start_d, attempts=3, pause=0.5):
         """Partitions whose log end is behind the offset the query reached, confirmed by asking again (a high
@@ -254,6 +349,16 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             behind = {tp for tp in behind if ends[tp] < start_d[tp]}
         return behind
 
+    def reportLatestOffset(self):
+        """The log ends seen by the last plan (Spark shows them as the source's ``latestOffset`` in the query's
+        progress), plus the member's identity for :class:`~zkconsumer.spark.listener.ReleaseOnTermination`."""
+        if self._member is None:
+            return None
+        from .listener import member_entry
+        out = to_spark(self._latest_seen)
+        out.update(member_entry(self.opts.zookeeper_connect, self.opts.group, self._member.consumer_id))
+        return out
+
     def partitions(self, start, end):
         s, e = from_spark(start), from_spark(end)
         bootstrap = self._get_bootstrap()
@@ -264,6 +369,12 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end):
         offsets = from_spark(end)
+        for tp in sorted(set(self._stale_commit) & set(offsets)):
+            # after a data-loss reset: ends before the batch that starts at the reset offset are of the old log
+            if offsets[tp] == self._stale_commit[tp]:
+                del self._stale_commit[tp]
+            else:
+                del offsets[tp]
         if not offsets:
             return
         try:

@@ -1,0 +1,87 @@
+"""Release the source's group member when its query stops, from a ``StreamingQueryListener`` on the driver.
+
+The member lives in the streaming source's Python process (started by the JVM); Spark ends that process with
+SIGKILL when the query stops, without calling ``stop()``, so the member cannot leave the group by itself. The
+listener runs in the application's own Python process: the source names its member in the offsets it reports for
+the query's progress (``reportLatestOffset``: under the key :data:`MEMBER_KEY`, which is not a legal topic name, next
+to the latest offsets), the listener remembers it per query run, and ``onQueryTerminated`` deletes the member's
+registration and owner nodes (:func:`~zkconsumer.spark.release_member`), so the group rebalances at once.
+
+A member that has not reported progress yet (a query stopped before its first trigger completed), a driver that is
+killed (no listener runs) and an application that did not install the listener still rely on the member's reaper
+process (:mod:`._reaper`); with the listener installed, the reaper is a second line for those cases.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from typing import Any, Dict, List, Tuple
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+log = logging.getLogger("zkconsumer.spark")
+
+MEMBER_KEY = "zkconsumer member"  # a space: never a Kafka topic name, so it cannot clash with offsets
+
+
+def member_entry(zookeeper_connect: str, group: str, consumer_id: str) -> Dict[str, Dict[str, str]]:
+    """What the source adds to its reported latest offset so the listener can find its member."""
+    return {MEMBER_KEY: {"zookeeper": zookeeper_connect, "group": group, "id": consumer_id}}
+
+
+class ReleaseOnTermination(StreamingQueryListener):
+    """Deletes the group members of a query's ``zkconsumer`` sources when that query terminates."""
+
+    def __init__(self) -> None:
+        self._members: Dict[str, set] = {}   # runId -> {(zookeeper, group, consumer_id)}
+        self._lock = threading.Lock()
+        self.released: List[Tuple[str, str, List[str]]] = []  # (group, consumer id, deleted paths), newest last
+
+    def onQueryStarted(self, event: Any) -> None:
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:
+        p = event.progress
+        found = set()
+        for src in p.sources:
+            try:
+                latest = json.loads(src.latestOffset) if src.latestOffset else None
+            except (TypeError, ValueError):
+                continue
+            m = latest.get(MEMBER_KEY) if isinstance(latest, dict) else None
+            if isinstance(m, dict) and {"zookeeper", "group", "id"} <= set(m):
+                found.add((m["zookeeper"], m["group"], m["id"]))
+        if found:
+            with self._lock:
+                self._members.setdefault(str(p.runId), set()).update(found)
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        from ._reaper import release_member
+        with self._lock:
+            members = self._members.pop(str(event.runId), set())
+        for zk_connect, group, consumer_id in sorted(members):
+            try:
+                deleted = release_member(zk_connect, group, consumer_id)
+            except Exception as e:  # the reaper and the ZooKeeper session remain
+                log.warning("could not release group member %s of %s: %s", consumer_id, group, e)
+                continue
+            self.released.append((group, consumer_id, deleted))
+            log.info("query %s terminated: released group member %s of %s (%d node(s))", event.id, consumer_id,
+                     group, len(deleted))
+
+
+_INSTALLED: Dict[int, ReleaseOnTermination] = {}
+
+
+def install_release_listener(spark: Any) -> ReleaseOnTermination:
+    """Add the :class:`ReleaseOnTermination` listener to ``spark.streams`` (once per session; returns it)."""
+    key = id(spark)
+    if key not in _INSTALLED:
+        listener = ReleaseOnTermination()
+        spark.streams.addListener(listener)
+        _INSTALLED[key] = listener
+    return _INSTALLED[key]
