@@ -1,4 +1,6 @@
-"""``python -m bench [--quick] [--only consume,rebalance,churn,scale,commit,fleet,spark]``: zkconsumer's measured targets.
+"""``python -m bench [--quick] [--only consume,rebalance,churn,scale,commit,fleet,spark,spark-cluster]``.
+
+zkconsumer's measured targets.
 
 Every figure is a ratio to a baseline measured in the same run, on the same data, on loopback. Prints a Markdown
 table and writes bench/results.json (a list of {metric, value, unit, baseline, ratio, goal, ...}).
@@ -18,14 +20,15 @@ SUITES = {"consume": consume, "rebalance": rebalance, "churn": churn, "scale": s
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller runs; finishes within 10 minutes on 2 cores")
-    ap.add_argument("--only", default="consume,rebalance,churn,scale,commit,fleet,spark",
+    ap.add_argument("--only", default="consume,rebalance,churn,scale,commit,fleet,spark,spark-cluster",
                     help="comma-separated suites [default: all]")
     ap.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "results.json"))
     args = ap.parse_args(argv)
     wanted = [s.strip() for s in args.only.split(",") if s.strip()]
-    unknown = [s for s in wanted if s not in SUITES and s != "spark"]
+    unknown = [s for s in wanted if s not in SUITES and s not in ("spark", "spark-cluster")]
     if unknown:
-        ap.error("unknown suite(s) %s; choose from %s" % (", ".join(unknown), ", ".join(list(SUITES) + ["spark"])))
+        ap.error("unknown suite(s) %s; choose from %s" % (", ".join(unknown),
+                                                           ", ".join(list(SUITES) + ["spark", "spark-cluster"])))
     import logging
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("kafka").setLevel(logging.CRITICAL)  # clients still retrying after the cluster stops
@@ -39,9 +42,10 @@ def main(argv=None):
             for name in wanted:
                 log("running %s" % name)
                 try:
-                    if name == "spark":
+                    if name in ("spark", "spark-cluster"):
                         from . import spark
-                        results.extend(spark.run(cluster, quick=args.quick, log=log))
+                        run = spark.run if name == "spark" else spark.run_cluster
+                        results.extend(run(cluster, quick=args.quick, log=log))
                     else:
                         results.extend(SUITES[name].run(cluster, quick=args.quick, log=log))
                 except Exception as e:  # one suite failing must not hide the others' figures

@@ -1,5 +1,11 @@
-"""Spark source messages/s on local[2] (after session start and a warm-up query) vs raw kafka-python reading the
-same [start, end) ranges in the same run (zkconsumer.spark.throughput.measure)."""
+"""Spark source messages/s vs raw kafka-python reading the same [start, end) ranges in the same run
+(zkconsumer.spark.throughput.measure), after session start and a warm-up query:
+
+* ``spark``: on local[2], raw kafka-python in the driver (one consumer);
+* ``spark-cluster``: on a Spark standalone cluster started here from the installed pyspark (a master and two
+  workers, 1 core and 512 MiB each: executors in their own JVMs and Python workers), raw kafka-python in the same
+  executors (one Spark task per partition).
+"""
 import os
 import sys
 
@@ -28,3 +34,36 @@ def run(cluster, quick=False, log=print):
                    res["ratio"], ">= 0.5x kafka-python", res["ratio"] >= 0.5,
                    "baseline: one kafka-python KafkaConsumer (assign + seek + poll, large fetches) reading the same "
                    "ranges; first query after session start took %.1f s" % res["first_run_s"])]
+
+
+def run_cluster(cluster, quick=False, log=print):
+    import tempfile
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from zkconsumer.spark.job import make_session
+    from zkconsumer.spark.standalone import StandaloneCluster
+    from zkconsumer.spark.throughput import measure
+    total, partitions = (300_000 if quick else 1_000_000), 4
+    topic = cluster.create_topic(unique("bench-spark-cluster"), partitions)
+    log("spark-cluster: producing %d messages of 100 B to %d partitions" % (total, partitions))
+    cluster.produce_fast(topic, partitions, total)
+    with tempfile.TemporaryDirectory(prefix="zkconsumer-bench-spark-") as tmp:
+        sc = StandaloneCluster(tmp)
+        try:
+            info = sc.up(workers=2, cores=1, memory="512m", log=log)
+            spark = make_session("zkconsumer-bench-cluster", master=info["master_url"])
+            try:
+                res = measure(spark, {"zookeeper.connect": cluster.zookeeper_connect,
+                                      "group.id": unique("bench-spark-cluster"), "subscribe": topic,
+                                      "kafka.bootstrap.servers": cluster.bootstrap_servers,
+                                      "startingOffsets": "earliest"}, repeat=2 if quick else 3, raw="executors")
+            finally:
+                spark.stop()
+        finally:
+            sc.down()
+    log("spark-cluster: %s" % res)
+    return [Result("spark source messages/s (standalone cluster: 2 workers x 1 core, %dk x 100 B, %d partitions)"
+                   % (total // 1000, partitions), res["source_rows_per_s"], "msg/s", res["raw_rows_per_s"],
+                   res["ratio"], ">= 1.0x kafka-python in the executors", res["ratio"] >= 1.0,
+                   "baseline: kafka-python KafkaConsumers in the same executors, one Spark task per partition, "
+                   "reading the same ranges; first query after session start took %.1f s" % res["first_run_s"])]
