@@ -20,6 +20,7 @@ offset is known, as the default engine resolves it.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from typing import Any, Dict, Iterable, List, Optional
 
@@ -67,7 +68,8 @@ def client_settings(config: Any, servers: str) -> Dict[str, Any]:
 
 class RdKafkaFetchClient:
     """A confluent_kafka.Consumer behind the KafkaConsumer calls a FetcherThread makes (see the module docstring).
-    Used from one thread only, like the KafkaConsumer it stands in for."""
+    Used from the fetcher thread only, like the KafkaConsumer it stands in for; :meth:`highwater` alone may be
+    called from any thread (it reads a copy)."""
 
     def __init__(self, config: Any, servers: Any):
         why = available()
@@ -85,6 +87,8 @@ class RdKafkaFetchClient:
         self._assigned: List[Any] = []          # kafka TopicPartitions, in assign order
         self._pending: Optional[Dict[Any, int]] = None  # tp -> start offset (or _BEGINNING/_END) not yet applied
         self._position: Dict[Any, int] = {}     # tp -> next offset to hand out
+        self._hw: Dict[Any, int] = {}           # tp -> high watermark (see _refresh_highwaters)
+        self._hw_at = 0.0
 
     # -- assignment --------------------------------------------------------------------------------------------
     def assign(self, tps: Iterable[Any]) -> None:
@@ -183,15 +187,31 @@ class RdKafkaFetchClient:
         for tp, recs in out.items():
             if tp in self._position and recs:
                 self._position[tp] = recs[-1][3] + 1
+        self._refresh_highwaters()
         return out
 
-    def highwater(self, tp: Any) -> Optional[int]:
+    def _refresh_highwaters(self) -> None:
+        """librdkafka's cached high watermarks (from its fetch responses, no request), copied at most twice a second
+        on the fetcher thread: other threads (metrics) read the copy and never call into the client, which
+        blocked a metrics read for good while the fetcher thread sat in ``consume``."""
+        now = time.monotonic()
+        if now - self._hw_at < 0.5:
+            return
+        self._hw_at = now
         from confluent_kafka import TopicPartition as RdTP
-        try:
-            _, high = self._c.get_watermark_offsets(RdTP(tp.topic, tp.partition), cached=True)
-        except Exception:
-            return None
-        return high if high is not None and high >= 0 else None
+        hw = {}
+        for tp in self._assigned:
+            try:
+                _, high = self._c.get_watermark_offsets(RdTP(tp.topic, tp.partition), cached=True)
+            except Exception:
+                continue
+            if high is not None and high >= 0:
+                hw[tp] = high
+        self._hw = hw
+
+    def highwater(self, tp: Any) -> Optional[int]:
+        """The partition's high watermark as last seen by the fetcher thread (any thread may ask)."""
+        return self._hw.get(tp)
 
     def _watermarks(self, tps: Iterable[Any], index: int) -> Dict[Any, int]:
         from confluent_kafka import TopicPartition as RdTP
