@@ -119,10 +119,12 @@ def test_kafka_passthrough_options(services):
                                     'ScramLoginModule required username="etl" password="s3cret";',
                                     "kafka.ssl.endpoint.identification.algorithm": "",
                                     "kafka.request.timeout.ms": "30000", "kafka.ssl_cafile": "/ca.pem"}))
-    assert dict(o.kafka_params) == {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
-                                    "sasl_plain_username": "etl", "sasl_plain_password": "s3cret",
-                                    "ssl_check_hostname": False, "request_timeout_ms": 30000,
-                                    "ssl_cafile": "/ca.pem"}
+    # the security keys are the source's security settings (every connection, the offset store too: see
+    # test_kafka_security.py), the rest passes through to the source's kafka-python clients after them
+    sec = o.kafka_security
+    assert (sec.protocol, sec.mechanism, sec.username, sec.password, sec.check_hostname) == \
+        ("SASL_SSL", "SCRAM-SHA-512", "etl", "s3cret", False)
+    assert dict(o.kafka_params) == {"request_timeout_ms": 30000, "ssl_cafile": "/ca.pem"}
     assert "s3cret" not in repr(o)
     # refused as by Spark's Kafka source (and kafka.group.id: it would break the legacy group's semantics)
     for key, m in [("kafka.group.id", "consumer group"), ("kafka.auto.offset.reset", "startingOffsets"),
@@ -149,7 +151,7 @@ def test_kafka_passthrough_reaches_the_clients(spark, services, unique):
     from zkconsumer.spark.options import parse_options
     bad = parse_options(dict(opts, **{"kafka.security.protocol": "SSL", "kafka.request.timeout.ms": "3000",
                                       "kafka.api.version": "2.8"}))
-    probe = LogEndProbe(services.bootstrap_servers, kafka_params=bad.kafka_params)
+    probe = LogEndProbe(services.bootstrap_servers, security=bad.kafka_security, kafka_params=bad.kafka_params)
     with pytest.raises(Exception):
         probe.log_ends([(topic, 0)])                           # TLS against a plaintext listener
     probe.close()
