@@ -40,7 +40,6 @@ def run_cluster(cluster, quick=False, log=print):
     import tempfile
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from zkconsumer.spark.job import make_session
     from zkconsumer.spark.standalone import StandaloneCluster
     from zkconsumer.spark.throughput import measure
     total, partitions = (300_000 if quick else 1_000_000), 4
@@ -51,7 +50,10 @@ def run_cluster(cluster, quick=False, log=print):
         sc = StandaloneCluster(tmp)
         try:
             info = sc.up(workers=2, cores=1, memory="512m", log=log)
-            spark = make_session("zkconsumer-bench-cluster", master=info["master_url"])
+            from pyspark.sql import SparkSession
+            spark = (SparkSession.builder.master(info["master_url"]).appName("zkconsumer-bench-cluster")
+                     .config("spark.executor.memory", "512m").config("spark.executor.cores", "1")
+                     .config("spark.ui.showConsoleProgress", "false").getOrCreate())  # fits the 512m workers
             try:
                 res = measure(spark, {"zookeeper.connect": cluster.zookeeper_connect,
                                       "group.id": unique("bench-spark-cluster"), "subscribe": topic,
