@@ -12,20 +12,26 @@ import sys
 from .common import Result, unique
 
 
-def run(cluster, quick=False, log=print):
+def _prepare(cluster, name, quick, log):
+    """(total, partitions, source options) for a fresh topic filled with 100-byte messages."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    total, partitions = (300_000 if quick else 1_000_000), 4
+    topic = cluster.create_topic(unique("bench-" + name), partitions)
+    log("%s: producing %d messages of 100 B to %d partitions" % (name, total, partitions))
+    cluster.produce_fast(topic, partitions, total)
+    return total, partitions, {"zookeeper.connect": cluster.zookeeper_connect, "group.id": unique("bench-" + name),
+                               "subscribe": topic, "kafka.bootstrap.servers": cluster.bootstrap_servers,
+                               "startingOffsets": "earliest"}
+
+
+def run(cluster, quick=False, log=print):
     from zkconsumer.spark.job import make_session
     from zkconsumer.spark.throughput import measure
-    total, partitions = (300_000 if quick else 1_000_000), 4
-    topic = cluster.create_topic(unique("bench-spark"), partitions)
-    log("spark: producing %d messages of 100 B to %d partitions" % (total, partitions))
-    cluster.produce_fast(topic, partitions, total)
+    total, partitions, options = _prepare(cluster, "spark", quick, log)
     spark = make_session("zkconsumer-bench")
     try:
-        res = measure(spark, {"zookeeper.connect": cluster.zookeeper_connect, "group.id": unique("bench-spark"),
-                              "subscribe": topic, "kafka.bootstrap.servers": cluster.bootstrap_servers,
-                              "startingOffsets": "earliest"}, repeat=1 if quick else 3)
+        res = measure(spark, options, repeat=1 if quick else 3)
     finally:
         spark.stop()
     log("spark: %s" % res)
@@ -38,14 +44,9 @@ def run(cluster, quick=False, log=print):
 
 def run_cluster(cluster, quick=False, log=print):
     import tempfile
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from zkconsumer.spark.standalone import StandaloneCluster
     from zkconsumer.spark.throughput import measure
-    total, partitions = (300_000 if quick else 1_000_000), 4
-    topic = cluster.create_topic(unique("bench-spark-cluster"), partitions)
-    log("spark-cluster: producing %d messages of 100 B to %d partitions" % (total, partitions))
-    cluster.produce_fast(topic, partitions, total)
+    total, partitions, options = _prepare(cluster, "spark-cluster", quick, log)
     with tempfile.TemporaryDirectory(prefix="zkconsumer-bench-spark-") as tmp:
         sc = StandaloneCluster(tmp)
         try:
@@ -55,10 +56,7 @@ def run_cluster(cluster, quick=False, log=print):
                      .config("spark.executor.memory", "512m").config("spark.executor.cores", "1")
                      .config("spark.ui.showConsoleProgress", "false").getOrCreate())  # fits the 512m workers
             try:
-                res = measure(spark, {"zookeeper.connect": cluster.zookeeper_connect,
-                                      "group.id": unique("bench-spark-cluster"), "subscribe": topic,
-                                      "kafka.bootstrap.servers": cluster.bootstrap_servers,
-                                      "startingOffsets": "earliest"}, repeat=2 if quick else 3, raw="executors")
+                res = measure(spark, options, repeat=2 if quick else 3, raw="executors")
             finally:
                 spark.stop()
         finally:
