@@ -164,23 +164,23 @@ class ZookeeperConsumerConnector:
 
     def _preflight_checks(self):
         """The checks before the first registration, side by side (each waits on its own broker round trips; in a
-        row they made a joining member's start ~2x slower): the split-brain guard in a helper thread, the storage
-        switch check here. The split-brain guard's refusal wins when both refuse."""
+        row they made a joining member's start ~2x slower): the storage switch check in a helper thread, the
+        split-brain guard here. A refusal of the guard is raised at once (the read-only storage check is left to
+        finish on its own: with an unreachable broker it could take its whole timeout); otherwise the storage
+        check's refusal, if any."""
         box: dict = {}
 
-        def guard():
+        def storage_check():
             try:
-                self._refuse_split_brain()
+                self._refuse_stale_zookeeper_offsets()
             except BaseException as e:  # handed to the starting thread
                 box["error"] = e
-        t = threading.Thread(target=guard, daemon=True, name="%s-split-brain-check" % self.consumer_id)
+        t = threading.Thread(target=storage_check, daemon=True, name="%s-storage-check" % self.consumer_id)
         t.start()
-        try:
-            self._refuse_stale_zookeeper_offsets()
-        finally:
-            t.join()
-            if "error" in box:
-                raise box["error"]
+        self._refuse_split_brain()
+        t.join()
+        if "error" in box:
+            raise box["error"]
 
     def _refuse_split_brain(self, clock=time.monotonic, sleep=time.sleep):
         """Before registering (at start, and again before every re-registration after a session expiry): is the
