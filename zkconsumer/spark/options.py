@@ -224,8 +224,8 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         lk = str(k).lower()
         if lk in _LOWER:
             src[_LOWER[lk]] = v
-        elif _kafka_security_option(lk) is not None:
-            props[_kafka_security_option(lk) or ""] = v
+        elif (security_key := _kafka_security_option(lk)) is not None:
+            props[security_key] = v
         elif lk.startswith("kafka."):
             kafka[lk[len("kafka."):]] = v
         elif lk in _CONSUMER_KEYS:
