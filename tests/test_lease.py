@@ -328,3 +328,20 @@ def test_the_spark_driver_member_hands_out_no_ownership_from_a_stale_lease(servi
         relay.release()
         member.shutdown()
         relay.close()
+
+
+def test_one_heartbeat_per_interval_not_one_per_round_trip(relayed):
+    """A renewal wakes the streams waiting on the lease, and the heartbeat thread with them: it must go back to
+    sleep until its next beat (0.45 T), not beat again (it once heartbeat as fast as ZooKeeper answered: an idle
+    member kept a core busy and hid a frozen server from kazoo's pings)."""
+    zk, _ = relayed
+    lease = SessionLease(zk, 6000)
+    try:
+        lease.start()
+        time.sleep(1.5)  # 0.45 T is 2.7 s: the beat at start, and no other
+        assert lease.renewals <= 3, "%d renewals in 1.5 s" % lease.renewals
+        before = lease.renewals
+        time.sleep(0.45 * _timeout(zk) + 0.5)
+        assert 1 <= lease.renewals - before <= 2
+    finally:
+        lease.stop()

@@ -53,6 +53,7 @@ class SessionLease:
         self._thread: Optional[threading.Thread] = None
         self._session: Optional[int] = None
         self._outstanding = False           # a heartbeat sent and not answered yet
+        self._wanted = False                # a stream waits for a renewal: beat now
 
     # -- the session timeout the server granted ----------------------------------------------------------------
     def timeout_s(self) -> float:
@@ -94,6 +95,7 @@ class SessionLease:
             while not (self.clock() < self.deadline):
                 if abort() or self._stopped.is_set():
                     return False
+                self._wanted = True
                 self._cond.notify_all()   # wake the heartbeat: renew now
                 self._cond.wait(poll)
         return True
@@ -138,13 +140,20 @@ class SessionLease:
     def _run(self) -> None:
         while not self._stopped.is_set():
             self._beat()
-            interval = max(0.05, self.timeout_s() * self.interval_fraction)
+            next_beat = self.clock() + max(0.05, self.timeout_s() * self.interval_fraction)
             with self._cond:
-                # sleep until the next beat, or earlier when a stream found the lease stale and asks for one
-                if self.clock() < self.deadline:
-                    self._cond.wait(interval)
-                else:
-                    self._cond.wait(min(interval, 0.05))
+                # sleep until the next beat, or earlier when a stream waits for a renewal of a stale lease. A
+                # renewal's notify (for the streams) wakes this loop too: it goes back to sleep, it does not beat
+                # again (one heartbeat per interval, not one per round trip)
+                self._wanted = False
+                while not self._stopped.is_set():
+                    now = self.clock()
+                    if now >= next_beat:
+                        break
+                    stale = not (now < self.deadline)
+                    if stale and self._wanted and not self._outstanding:
+                        break
+                    self._cond.wait(min(next_beat - now, 0.05) if stale else next_beat - now)
 
 
 class NoLease:
