@@ -37,7 +37,7 @@ def make_plan(group, to, zookeeper=None, bootstrap=None) -> dict:
         start = {"offsets.storage": "zookeeper"}
         phases = [
             ("dual", {"offsets.storage": "kafka", "dual.commit.enabled": "true"}, "kafka",
-             "every member commits to Kafka first, then ZooKeeper, and resumes from max(ZooKeeper, Kafka)"),
+             "every member commits to both Kafka and ZooKeeper, and resumes from max(ZooKeeper, Kafka)"),
             ("kafka", {"offsets.storage": "kafka", "dual.commit.enabled": "false"}, None,
              "members commit to Kafka only; ZooKeeper offsets are frozen (kept for a rollback)"),
         ]

@@ -14,8 +14,8 @@ Phases (what the members run now) and the store the *next* phase reads:
 In every phase an offset outside the partition's log (beyond its end, or below its start: deleted by retention) in
 either store fails too.
 
-**Tolerance rule.** Dual commit writes Kafka first and ZooKeeper second, so at any instant the two stores may
-differ by commits in flight.  A partition whose target store is behind the other one is therefore not failed at
+**Tolerance rule.** Dual commit writes both stores (Scala: Kafka first; zkconsumer: both at once while Kafka is
+healthy), so at any instant the two stores may differ by commits in flight, either way.  A partition whose target store is behind the other one is therefore not failed at
 once: both stores are re-read for up to ``settle`` seconds (default 10 s, more than a few
 ``auto.commit.interval.ms``) and the partition passes as soon as the target store has reached the value the other
 store had at the first read.  A difference that does not close is a real disagreement (a member still commits

@@ -1,4 +1,5 @@
-"""DualOffsetStore: Kafka first, then ZooKeeper for what Kafka acknowledged; read = max (Kafka's ZookeeperConsumerConnector.scala)."""
+"""DualOffsetStore: Kafka first, then ZooKeeper for what Kafka acknowledged, both at once while Kafka is healthy;
+read = max (Kafka's ZookeeperConsumerConnector.scala)."""
 import socket
 
 import pytest
@@ -130,3 +131,22 @@ def test_never_zookeeper_alone_with_minus_one(zk, unique):
         assert not zk.exists(partition_offset_path(g, "t", 0)) and not store.zookeeper_only
     finally:
         store.close()
+
+
+def test_both_stores_at_once_while_kafka_is_healthy(dual, zk, services, unique):
+    """After Kafka acknowledged a whole commit, the two writes overlap; a partition Kafka then refuses is failed
+    (ZooKeeper may hold it: reads take the maximum) and the next commit is sequential again."""
+    t, missing = services.create_topic(unique("dt"), 2), unique("missing")
+    g = dual.group
+    assert dual.commit({(t, 0): 1, (t, 1): 2}).ok and dual.stats == {"overlapped": 0, "sequential": 1}
+    r = dual.commit({(t, 0): 3, (t, 1): 4})
+    assert r.ok and r.committed == {(t, 0): 3, (t, 1): 4} and dual.stats["overlapped"] == 1
+    assert dual.fetch_both([(t, 0), (t, 1)]) == {(t, 0): (3, 3), (t, 1): (4, 4)}
+    r = dual.commit({(t, 0): 5, (missing, 0): 6})
+    assert r.committed == {(t, 0): 5} and set(r.failed) == {(missing, 0)} and dual.stats["overlapped"] == 2
+    assert zk.get(partition_offset_path(g, missing, 0))[0] == b"6"  # ZooKeeper took it: ahead, never behind
+    r = dual.commit({(t, 0): 7, (missing, 0): 8})  # Kafka failed last time: Kafka first, ZooKeeper what it acked
+    assert dual.stats == {"overlapped": 2, "sequential": 2} and set(r.failed) == {(missing, 0)}
+    assert zk.get(partition_offset_path(g, missing, 0))[0] == b"6" and zk.get(partition_offset_path(g, t, 0))[0] == b"7"
+    assert dual.commit({(t, 0): 9}).ok and dual.commit({(t, 0): 10}).ok and dual.stats["overlapped"] == 3
+    assert dual.fetch([(t, 0)]) == {(t, 0): 10}

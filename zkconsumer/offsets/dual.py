@@ -1,14 +1,26 @@
-"""Dual commit: Kafka's offset manager first, then ZooKeeper; read = max of both.
+"""Dual commit: Kafka's offset manager and ZooKeeper; read = max of both.
 
 Kafka's ZookeeperConsumerConnector.scala ("Order and behaviour of dual commit"), ZookeeperConsumerConnector.scala (dual fetch = maximum, a
 missing value never wins), the Kafka documentation's "Migrating offsets from ZooKeeper to Kafka" (why the migration steps work).  Used when ``offsets.storage=kafka`` and
 ``dual.commit.enabled=true``.
+
+Order. The Scala consumer writes Kafka, then ZooKeeper. Here that order holds until Kafka has acknowledged a
+whole commit. From then on (Kafka healthy) the two writes overlap: the OffsetCommit is sent from a helper thread
+while the ZooKeeper multi-op goes out, so a dual commit costs about the slower store's time, not the sum. That is
+safe because every value written is a consumed position and reads take the maximum: a partition Kafka refuses
+while ZooKeeper took it is reported failed (it is ``committed`` only when both stores hold it) and is sent to both
+again at the next commit, ZooKeeper being ahead for that moment, which is a state the sequential order reaches
+too when Kafka fails just after a commit. After any Kafka failure the order is sequential again (Kafka first,
+ZooKeeper only for what Kafka acknowledged) until Kafka acknowledges a whole commit, so during an outage
+ZooKeeper is not written ahead (``dual.commit.kafka.outage.ms`` decides when it is).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, Optional, Tuple
 
 from zkconsumer.errors import OffsetStoreError, OwnershipLostError
@@ -21,7 +33,7 @@ log = logging.getLogger(__name__)
 
 
 class DualOffsetStore(OffsetStore):
-    """Commit to Kafka, then to ZooKeeper only what Kafka acknowledged; fetch the per-partition maximum.
+    """Commit to both stores (Kafka first while Kafka is failing); fetch the per-partition maximum.
 
     :param zk_store: a :class:`~zkconsumer.offsets.ZooKeeperOffsetStore` of the same group.
     :param kafka_store: a :class:`~zkconsumer.offsets.kafka.KafkaOffsetStore` of the same group.
@@ -40,6 +52,10 @@ class DualOffsetStore(OffsetStore):
         self._clock = clock
         self._kafka_failing_since: Optional[float] = None
         self.zookeeper_only = False  # True while commits go to ZooKeeper alone (visible to the member and tools)
+        self._kafka_healthy = False  # the last Kafka commit was acknowledged in full: overlap the two writes
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._pool_lock = threading.Lock()
+        self.stats = {"overlapped": 0, "sequential": 0}
 
     def _kafka_failed(self, why) -> bool:
         """Record a Kafka-side failure; True when the outage has lasted past ``dual.commit.kafka.outage.ms``."""
@@ -63,12 +79,14 @@ class DualOffsetStore(OffsetStore):
         self._kafka_failing_since = None
 
     def commit(self, offsets, fence: Optional[OwnershipFence] = None) -> CommitResult:
-        """ZookeeperConsumerConnector.scala: one Kafka OffsetCommit for all partitions, then ZooKeeper (only-changed, fenced) for the
-        partitions Kafka acknowledged.  A partition is ``committed`` only when both stores hold it.
+        """ZookeeperConsumerConnector.scala: one Kafka OffsetCommit for all partitions, and ZooKeeper (only-changed,
+        fenced).  A partition is ``committed`` only when both stores hold it.
 
         The fence is checked *before* Kafka (the Scala consumer had no fence) so a consumer that lost a partition
-        writes neither store; the ZooKeeper write is fenced again in its multi-op.  When Kafka cannot be reached,
-        every partition fails with that cause and ZooKeeper is not written.
+        writes neither store; the ZooKeeper write is fenced again in its multi-op.  While Kafka is healthy the two
+        writes overlap (see the module's docstring); otherwise Kafka goes first and ZooKeeper gets what Kafka
+        acknowledged.  When Kafka cannot be reached, every partition fails with that cause and ZooKeeper is not
+        written (until ``dual.commit.kafka.outage.ms`` has passed).
         """
         offsets = normalize_offsets(offsets)
         result = CommitResult()
@@ -78,24 +96,57 @@ class DualOffsetStore(OffsetStore):
                 offsets.pop(tp)
         if not offsets:
             return result
+        if self._kafka_healthy and not self.zookeeper_only:
+            return self._overlapped(offsets, fence, result)
+        self.stats["sequential"] += 1
         try:
             kafka_result = self.kafka_store.commit(offsets)
         except OffsetStoreError as e:
+            self._kafka_healthy = False
             if self._kafka_failed(e):
                 return self._zookeeper_alone(offsets, fence, result, e)
             for tp in offsets:
                 result.fail(tp, OffsetStoreError("not committed (Kafka first, ZooKeeper skipped): %s" % e))
             return result
-        if kafka_result.committed or not kafka_result.failed:
-            self._kafka_ok()
-        elif not any(isinstance(e, OwnershipLostError) for e in kafka_result.failed.values()) and \
-                self._kafka_failed(next(iter(kafka_result.failed.values()))):
+        if self._kafka_outcome(kafka_result):
             return self._zookeeper_alone(offsets, fence, result, next(iter(kafka_result.failed.values())))
         for tp, exc in kafka_result.failed.items():
             result.fail(tp, exc)
         acked = {tp: off for tp, off in kafka_result.committed.items()}
         if acked:
             result.merge(self.zk_store.commit(acked, fence=fence))
+        return result
+
+    def _kafka_outcome(self, kafka_result: CommitResult) -> bool:
+        """Book a Kafka commit's outcome; True when it failed for the whole outage window (ZooKeeper alone)."""
+        self._kafka_healthy = not kafka_result.failed
+        if kafka_result.committed or not kafka_result.failed:
+            self._kafka_ok()
+            return False
+        return not any(isinstance(e, OwnershipLostError) for e in kafka_result.failed.values()) and \
+            self._kafka_failed(next(iter(kafka_result.failed.values())))
+
+    def _overlapped(self, offsets, fence, result) -> CommitResult:
+        """Kafka's OffsetCommit from the helper thread while ZooKeeper's multi-op goes out here."""
+        self.stats["overlapped"] += 1
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dual-commit-%s" % self.group)
+            pending = self._pool.submit(self.kafka_store.commit, dict(offsets))
+        zk_result = self.zk_store.commit(offsets, fence=fence)
+        try:
+            kafka_result = pending.result()
+        except OffsetStoreError as e:
+            self._kafka_healthy = False
+            self._kafka_failed(e)
+            for tp in offsets:
+                result.fail(tp, OffsetStoreError("not committed to Kafka (ZooKeeper %s): %s" % (
+                    "written" if tp in zk_result.committed else "failed too", e)))
+            return result
+        self._kafka_outcome(kafka_result)
+        result.merge(zk_result)
+        for tp, exc in kafka_result.failed.items():
+            result.fail(tp, exc)
         return result
 
     def _zookeeper_alone(self, offsets, fence, result, why) -> CommitResult:
@@ -121,6 +172,10 @@ class DualOffsetStore(OffsetStore):
         return {tp: (zk.get(tp), kafka.get(tp)) for tp in parts}
 
     def close(self) -> None:
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         try:
             self.kafka_store.close()
         finally:
