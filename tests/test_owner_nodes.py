@@ -75,3 +75,26 @@ def test_a_long_claim_conflict_keeps_one_watch_per_owner_node(services, zk, uniq
         wait_until(lambda: len(conn.owned_partitions()) == 1, 20, message="claimed once the squatter left")
     finally:
         zkmod.close(squatter)
+
+
+def test_a_claim_woken_by_the_release_resumes_without_reading_the_group(services, zk, unique, conns):
+    """The deletion of the owner node a claim waits for, with nothing else changed, resumes the attempt at its
+    claim: no second read of the group (the default 2 s backoff is far from over when the node goes)."""
+    g, t = unique("resume"), services.create_topic(unique("resume"), 2)
+    squatter = zkmod.connect(services.zookeeper_connect)
+    try:
+        path = paths.partition_owner_path(g, t, 1)
+        squatter.create(path, b"somebody-else-0", ephemeral=True, makepath=True)
+        conn = connector(services, g, **{"rebalance.backoff.ms": "2000"})
+        conns.append(conn)
+        threading.Thread(target=lambda: conn.create_message_streams({t: 1}), daemon=True).start()
+        wait_until(lambda: conn.rebalancer is not None and conn.rebalancer.stats["claim_waits"] >= 1, 30,
+                   interval=0.01, message="a claim wait")
+        reads, attempts = conn.rebalancer.stats["zk_reads"], conn.rebalancer.stats["attempts"]
+        squatter.delete(path)
+        wait_until(lambda: len(conn.owned_partitions()) == 2, 20, interval=0.01,
+                   message="both partitions claimed once the squatter left")
+        st = conn.rebalancer.stats
+        assert st["claim_resumes"] == 1 and st["attempts"] == attempts + 1 and st["zk_reads"] == reads, st
+    finally:
+        zkmod.close(squatter)

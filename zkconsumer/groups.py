@@ -119,6 +119,11 @@ def topic_partitions(zk, topic) -> List[int]:
         data, _ = zk.get(path)
     except NoNodeError:
         return []
+    return decode_partition_ids(data, path)
+
+
+def decode_partition_ids(data: bytes, path: str) -> List[int]:
+    """Partition ids in the bytes of a ``/brokers/topics/T`` node (read from *path*)."""
     return sorted(codecs.decode_topic_assignment(data, path).partition_ids())
 
 

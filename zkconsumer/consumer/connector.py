@@ -16,6 +16,8 @@ import queue
 import threading
 import time
 
+from kazoo.exceptions import NoNodeError
+
 from ..errors import ConfigError, GroupConflictError, ZkConsumerError, ZnodeFormatError
 from ..layout import codecs, paths
 from ..layout.names import validate_topic
@@ -309,27 +311,26 @@ class ZookeeperConsumerConnector:
     def _kafka_ahead(self):
         """``(partitions where Kafka is ahead of ZooKeeper, ZooKeeper offsets, Kafka offsets)``; nothing when Kafka
         cannot be asked (logged)."""
-        from .. import groups as zkgroups
+        from ..offsets import ZooKeeperOffsetStore
         from ..offsets.kafka import KafkaOffsetStore
         try:
-            zoffs = zkgroups.zk_offsets(self.zk, self.group)
-            topics = set(t for t, _ in zoffs)
+            # the topics that count: those with offsets in ZooKeeper, and those this member subscribes to
+            try:
+                topics = set(self.zk.get_children(paths.group_offsets_path(self.group)))
+            except NoNodeError:
+                topics = set()
             if self.registration is not None and not self.registration.is_wildcard:
                 topics |= set(self.registration.subscription)
-            parts = set(zoffs)
-            for t in topics:
-                try:
-                    parts |= {(t, p) for p in zkgroups.topic_partitions(self.zk, t)}
-                except ZnodeFormatError:
-                    continue  # an unreadable partition map: no partition of it to own (the group read logs it)
-            parts = sorted(parts)
+            parts = sorted(_partitions_with_offsets_or_in_map(self.zk, self.group, topics))
             if not parts:
                 return [], {}, {}
+            # Kafka first: a group without offsets in Kafka (the usual case) costs no read of ZooKeeper's offsets
             store = KafkaOffsetStore(self._kafka_bootstrap(), self.group, config=self.config)
             try:
                 koffs = store.fetch(parts)
             finally:
                 store.close()
+            zoffs = ZooKeeperOffsetStore(self.zk, self.group, strict=False).fetch(sorted(koffs)) if koffs else {}
         except ZkConsumerError as e:
             log.warning("could not compare group %s's Kafka offsets with ZooKeeper's before starting on ZooKeeper "
                         "storage: %s", self.group, e)
@@ -481,7 +482,12 @@ class ZookeeperConsumerConnector:
 
     # -- shutdown ----------------------------------------------------------------------------------------------
     def shutdown(self, leave_grace=True):
-        """Stop fetching, commit (auto-commit), release owner nodes, delete the registration, end the streams.
+        """Delete the registration, stop fetching, commit (auto-commit), release owner nodes, end the streams.
+
+        When every other member is a zkconsumer member the registration goes first, so they start their rebalance
+        while this member stops and commits: they wait for its owner nodes (watched), which it deletes only after
+        its last delivery and commit. With a JVM member in the group (it would back off on our owner nodes) the
+        registration and the owner nodes go together in one multi-op at the end.
 
         Bounded: the whole shutdown takes at most ``shutdown_bound_s()`` (ZooKeeper may be unreachable; owner nodes
         and the registration then vanish with the session, and what could not be committed is said in the log).
@@ -499,11 +505,17 @@ class ZookeeperConsumerConnector:
         def left():
             return max(0.1, deadline - time.monotonic())
         leaving = []
+        reg_path = paths.consumer_registration_path(self.group, self.consumer_id)
         try:
             if rb is not None:
                 rb.stop()
                 rb.join(left())
                 self.zk.remove_listener(rb.session_listener)
+                if self.registration is not None and self.zk.connected and not (
+                        self.config.rebalance_leave_grace_ms > 0 and leave_grace):
+                    from .registration import deregister_first
+                    self._bounded("deleting the registration", lambda: deregister_first(
+                        self.zk, self.group, self.consumer_id), left())
                 # the rebalancer may still hold the lock in a ZooKeeper call that waits for an unreachable server
                 locked = rb.lock.acquire(timeout=left())
                 try:
@@ -532,7 +544,6 @@ class ZookeeperConsumerConnector:
                         rb.lock.release()
             if self.registration is not None:
                 from .ownership import release_and_deregister
-                reg_path = paths.consumer_registration_path(self.group, self.consumer_id)
                 if self.zk.connected:
                     if self.config.rebalance_leave_grace_ms > 0 and leave_grace:
                         from .leave_grace import announce_leave
@@ -605,6 +616,26 @@ class ZookeeperConsumerConnector:
 
     def __exit__(self, *exc):
         self.shutdown()
+
+
+def _partitions_with_offsets_or_in_map(zk, group, topics):
+    """``{(t, p)}`` of *topics*: the partitions of each one's map (``/brokers/topics/T``) and those with an offset
+    node in ZooKeeper, read with all the calls in flight at once (an unreadable map counts as empty: the group
+    read reports it)."""
+    from ..groups import decode_partition_ids
+    calls = [(t, zk.get_async(paths.topic_path(t)), zk.get_children_async(paths.topic_offsets_path(group, t)))
+             for t in sorted(topics)]
+    out = set()
+    for t, topic_map, offset_nodes in calls:
+        try:
+            out |= {(t, p) for p in decode_partition_ids(topic_map.get()[0], paths.topic_path(t))}
+        except (NoNodeError, ZnodeFormatError):
+            pass
+        try:
+            out |= {(t, int(p)) for p in offset_nodes.get() if p.isdigit()}
+        except NoNodeError:
+            pass
+    return out
 
 
 def _member_info(config):

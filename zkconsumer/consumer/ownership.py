@@ -109,16 +109,17 @@ def owned_by_session(zk, group, partitions):
     out = {}
     if session is None:
         return out
-    for t, p in partitions:
-        stat = zk.exists(paths.partition_owner_path(group, t, p))
+    # all the reads in flight at once (one round trip, not one per partition)
+    pending = [((t, p), zk.exists_async(paths.partition_owner_path(group, t, p))) for t, p in partitions]
+    for tp, res in pending:
+        stat = res.get()
         if stat is not None and stat.ephemeralOwner == session:
-            out[(t, p)] = stat.version
+            out[tp] = stat.version
     return out
 
 
 def release_and_deregister(zk, group, partitions, registration_path):
-    """Leave the group in one step: delete our owner nodes and our registration in one multi-op, so peers rebalance
-    once and find every partition free (no claim conflict with a leaver that is still releasing)."""
+    """Leave the group: delete our owner nodes and our registration (if still there and ours) in one multi-op."""
     partitions = sorted(partitions)
     stat = zk.exists(registration_path)
     if stat is None or not zk.client_id or stat.ephemeralOwner != zk.client_id[0]:

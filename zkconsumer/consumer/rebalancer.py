@@ -14,6 +14,9 @@ States and transitions (``Rebalancer.state``)::
                FETCHING   offsets of the new partitions read (after the claim, so the previous owner's
                           commit-before-release is visible); the assign hook; fetchers started ---------> IDLE
     BACKOFF    --owner node deleted, new event, or rebalance.backoff.ms + jitter---------------------> SETTLING
+               (woken only by the deletion of an owner node it waits for, with no other event since, the next
+               attempt resumes at CLAIMING with the same assignment: nothing else changed, so the group is not
+               read again)
                --rebalance.max.retries failed attempts in a row------------------------------------> DEGRADED
                (a claim conflict — a predecessor has not released yet — is a wait, not a failed attempt)
     DEGRADED   retries every rebalance.slow.retry.ms and at once on any event; never idle while registered
@@ -78,7 +81,7 @@ class Rebalancer(threading.Thread):
         self.failures = 0
         self.stats = {"attempts": 0, "rebalances": 0, "failed_attempts": 0, "claim_waits": 0, "noop_attempts": 0,
                       "last_duration_ms": None, "last_zk_reads": None, "zk_reads": 0, "state_changes": 0,
-                      "rebalance_seconds": 0.0}
+                      "rebalance_seconds": 0.0, "claim_resumes": 0}
         self.first_done = threading.Event()
         self._stopping = False
         self._suspended_timer = None
@@ -89,6 +92,8 @@ class Rebalancer(threading.Thread):
         self._fence = None
         self._fence_key = None
         self._conflicted = False
+        self._claim_plan = None             # {(t, p): thread id} a claim waits for (the rest of its attempt done)
+        self._claim_woken = False           # an owner node it waits for was deleted, and nothing else happened
         self.start_error = None
 
     # -- event intake (any thread; never blocks) ---------------------------------------------------------------
@@ -166,6 +171,11 @@ class Rebalancer(threading.Thread):
                 continue
             if kind == "stop":
                 break
+            if kind == "owner_deleted":
+                self._claim_woken = self._claim_plan is not None
+            else:  # anything else may change the assignment: the next attempt reads the group again
+                self._claim_plan = None
+                self._claim_woken = False
             if kind == "session":
                 dirty, attempt_at = self._on_session(arg, dirty, attempt_at)
                 continue
@@ -238,6 +248,8 @@ class Rebalancer(threading.Thread):
         self.stats["rebalance_seconds"] += time.monotonic() - t0
         log.info("end rebalancing consumer %s try #%d (%s)", self.consumer_id, self.failures,
                  "ok" if ok else "failed")
+        if not ok and not self._conflicted:
+            self._claim_plan = None
         if not ok and self._conflicted:
             self.stats["claim_waits"] += 1  # a predecessor still holds a partition: wait for its release
         elif not ok:
@@ -259,6 +271,12 @@ class Rebalancer(threading.Thread):
                 c.lease.new_session()  # the lease follows the new session
             self._need_register = False
             self._registered_once = True
+        if self._claim_plan is not None and self._claim_woken:
+            coming = self._claim_plan
+            self._claim_plan, self._claim_woken = None, False
+            self.stats["claim_resumes"] += 1
+            return self._claim_and_fetch(coming)
+        self._claim_plan, self._claim_woken = None, False
         self._set_state(ASSIGNING)
         if self._reader is None or self._reader.zk is not self.zk:
             self._reader = GroupReader(self.zk, self.group, on_change=self.watch)
@@ -306,15 +324,20 @@ class Rebalancer(threading.Thread):
                 del self.owned[tp]
                 self.start_offsets.pop(tp, None)
                 c.positions.pop(tp, None)
-        # CLAIMING
+        return self._claim_and_fetch({tp: th for tp, th in new.items() if self.owned.get(tp) != th})
+
+    def _claim_and_fetch(self, coming):
+        """CLAIMING and FETCHING of an attempt: owner nodes for *coming*, then offsets and fetchers for everything owned.
+        On a conflict the plan is kept: woken by the release it waits for, the next attempt resumes here."""
+        c = self.c
         self._set_state(CLAIMING)
-        coming = {tp: th for tp, th in new.items() if self.owned.get(tp) != th}
         session = self.zk.client_id[0]
         if self.owned and self.session_id != session:
             raise RebalanceError("ZooKeeper session changed during the rebalance")
         conflicts = ownership.claim(self.zk, self.group, coming)
         if conflicts:
             self._conflicted = True
+            self._claim_plan = coming
             for t, p in conflicts:  # wake up as soon as a conflicting owner lets go
                 path = paths.partition_owner_path(self.group, t, p)
                 st = self.zk.exists(path, watch=self._on_owner_event)  # one watcher per path, however often

@@ -64,6 +64,24 @@ def deregister(zk, group, consumer_id):
         pass
 
 
+def deregister_first(zk, group, consumer_id) -> bool:
+    """At the start of a shutdown: delete our registration now when every other live member is a zkconsumer member
+    (it publishes member info), so they rebalance while we stop and commit, waiting for our owner nodes with a
+    watch. With a JVM member in the group nothing is deleted yet (False): it would find our owner nodes still
+    there and back off ``rebalance.backoff.ms``, so registration and owner nodes go together at the end."""
+    ids = zk.get_children_async(paths.group_ids_path(group))
+    infos = zk.get_children_async(paths.group_member_info_dir(group))
+    try:
+        others = set(ids.get()) - {consumer_id}
+        published = set(infos.get())
+    except NoNodeError:
+        return False
+    if others - published:
+        return False
+    deregister(zk, group, consumer_id)
+    return True
+
+
 def publish_member_info(zk, group, consumer_id, info) -> None:
     """Create (or update) our member info node beside the registration: ephemeral, so it goes with the session.
     Best effort: a member that cannot write it still consumes (tools then show it as unknown)."""
