@@ -1,5 +1,5 @@
 """Chaos: 200 random start / SIGTERM / SIGKILL events on a group of ``zkconsumer consume`` processes while a
-producer runs (real ZooKeeper + broker; seeded RNG; ~2-3 min).
+producer runs (real ZooKeeper + broker; seeded RNG; ~2 min).
 
 Invariants (timestamps = when the test read each stdout record / --events line, see chaos_support):
 
@@ -27,7 +27,7 @@ from consumer_helpers import BackgroundProducer, duplicates, group_members, wait
 
 SEED = 20240611
 EVENTS = 200
-PACE_S = 0.6            # mean seconds between events (+ jitter) -> ~2 min of churn
+PACE_S = 0.45           # mean seconds between events (+ jitter) -> ~1.5 min of churn
 MAX_ALIVE = 8
 MIN_ALIVE = 2
 PARTITIONS = 12

@@ -6,7 +6,7 @@ import json
 import struct
 import time
 
-from consumer_helpers import produce_tracked, wait_until
+from consumer_helpers import produce_tracked
 from test_migrate_support import run_cli
 from chaos_support import own_cluster_fixture
 from zkconsumer.offsets import ZooKeeperOffsetStore
@@ -76,14 +76,18 @@ def test_expiry_is_visible_verified_and_refreshed(own, unique):
                    expect=0)
         code, dry, _ = _zkmigrate(own, "refresh", "--group", kept, expect=0)
         assert dry["refreshed"] == 0 and len(dry["offsets"]) == 2
-        deadline = time.time() + 95
-        while time.time() < deadline:  # kept is refreshed every 20 s, dropped never
-            time.sleep(20)
-            code, out, _ = _zkmigrate(own, "refresh", "--group", kept, "--execute", expect=0)
-            assert out["refreshed"] == 2
-        wait_until(lambda: all(r["kafka_offset"] is None for r in
-                               _zkmigrate(own, "status", "--group", dropped, expect=0)[1]["partitions"]),
-                   30, interval=2, message="the unrefreshed group's Kafka offsets to expire")
+        # kept is refreshed every 15 s, dropped never; both were committed at t_copy, so once dropped's offsets
+        # have expired (retention 60 s, checked every second) kept's would have too without the refreshes
+        deadline, refreshed_at = t_copy + 120, time.time()
+        while any(r["kafka_offset"] is not None
+                  for r in _zkmigrate(own, "status", "--group", dropped, expect=0)[1]["partitions"]):
+            assert time.time() < deadline, "the unrefreshed group's Kafka offsets did not expire within 120 s"
+            if time.time() - refreshed_at >= 15:
+                code, out, _ = _zkmigrate(own, "refresh", "--group", kept, "--execute", expect=0)
+                assert out["refreshed"] == 2
+                refreshed_at = time.time()
+            time.sleep(2)
+        assert time.time() - t_copy >= 55  # expiry came from the retention, not from something else
         code, st, _ = _zkmigrate(own, "status", "--group", kept, expect=0)
         assert {(r["partition"], r["kafka_offset"]) for r in st["partitions"]} == {(0, 3), (1, 4)}
     finally:
