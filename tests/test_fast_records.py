@@ -246,3 +246,52 @@ def test_real_broker_records_match_a_plain_kafka_consumer(services, unique):
     assert sorted(got, key=key) == sorted(want, key=key)
     assert any(r.headers for r in got) and any(r.key is None for r in got)
     assert installed and all(cls is FAST for cls in installed)  # the fast decoder was really in use
+
+
+def _read_columnar(data, fetch_offset, step, check_crcs, with_headers):
+    sink = fast_records.ColumnSink(with_headers=with_headers)
+    part = fast_records.columnar_partition_records_class(FAST, sink)(fetch_offset, TP, MemoryRecords(data),
+                                                                     check_crcs=check_crcs)
+    markers = []
+    while part:
+        got = part.take(step)
+        markers.extend(got)
+        if not got and step is None:
+            break
+    return sink.take(), markers, (part.next_fetch_offset, part.leader_epoch, part.bytes_read, part.records_read)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches=st.lists(batch_spec, min_size=0, max_size=5), start=st.integers(min_value=0, max_value=50),
+       skip=st.integers(min_value=0, max_value=40), step=st.one_of(st.none(), st.integers(min_value=1, max_value=7)),
+       check_crcs=st.booleans(), with_headers=st.booleans())
+def test_columnar_reading_gives_the_columns_of_kafka_pythons_records(batches, start, skip, step, check_crcs,
+                                                                      with_headers):
+    """install_columnar (the Spark source's path): the sink holds exactly the fields of the records kafka-python
+    returns, in order, and the position and bookkeeping end the same; one marker per batch that gave records."""
+    data = b""
+    offset = start
+    for records, compression, epoch, lat, gap, control in batches:
+        data += build_batch(records, offset, compression, epoch, lat, control=control, offset_gap=gap)
+        offset += len(records) * gap + 1
+    stock, _ = read_all(STOCK, data, fetch_offset=start + skip, check_crcs=check_crcs)
+    part = STOCK(start + skip, TP, MemoryRecords(data), check_crcs=check_crcs)
+    part.take()
+    (offsets, stamps, types, keys, values, headers), markers, state = _read_columnar(
+        data, start + skip, step, check_crcs, with_headers)
+    assert offsets == [r.offset for r in stock] and stamps == [r.timestamp for r in stock]
+    assert types == [r.timestamp_type for r in stock] and keys == [r.key for r in stock]
+    assert values == [r.value for r in stock]
+    assert headers == ([r.headers for r in stock] if with_headers else None)
+    assert state == (part.next_fetch_offset, part.leader_epoch, part.bytes_read, part.records_read)
+    assert [m.offset for m in markers] == sorted({m.offset for m in markers}) and len(markers) <= len(batches)
+    assert (not markers) == (not stock) and (not stock or markers[-1].offset == stock[-1].offset)
+
+
+def test_columnar_c_and_python_agree():
+    recs = [ConsumerRecord("t", 0, -1, o, 10 * o, o % 2, None if o % 3 else b"k", b"v%d" % o, [("h", b"x")], None,
+                           1, 2, 3) for o in range(50)]
+    c_lists, py_lists = [[] for _ in range(6)], [[] for _ in range(6)]
+    assert fast_records.columns(recs, 7, *c_lists) == fast_records.columns_py(recs, 7, *py_lists) == (43, 49)
+    assert c_lists == py_lists and c_lists[0] == list(range(7, 50))
+    assert fast_records.columns(recs, 99, [], [], [], [], [], None) == (0, None)

@@ -327,11 +327,65 @@ static PyObject *payload_bytes(PyObject *Py_UNUSED(self), PyObject *records)
     return PyLong_FromLongLong(total);
 }
 
+static PyObject *columns(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    /* columns(records, min_offset, offsets, timestamps, types, keys, values, headers) -> (appended, last_offset):
+     * append the offset, timestamp, timestamp type, key, value (and headers, unless that list is None) of every
+     * ConsumerRecord tuple of ``records`` whose offset is >= min_offset to the given lists (the Spark source's
+     * columns, without a Python loop over the records). last_offset is that of the last record appended, or None. */
+    PyObject *records, *lists[6];
+    long long min_offset;
+    if (!PyArg_ParseTuple(args, "OLO!O!O!O!O!O", &records, &min_offset, &PyList_Type, &lists[0], &PyList_Type,
+                          &lists[1], &PyList_Type, &lists[2], &PyList_Type, &lists[3], &PyList_Type, &lists[4],
+                          &lists[5]))
+        return NULL;
+    if (lists[5] != Py_None && !PyList_Check(lists[5])) {
+        PyErr_SetString(PyExc_TypeError, "headers must be a list or None");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(records, "records must be a sequence");
+    if (!seq)
+        return NULL;
+    static const int fields[6] = {3, 4, 5, 6, 7, 8};  /* offset, timestamp, timestamp_type, key, value, headers */
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), appended = 0;
+    PyObject **items = PySequence_Fast_ITEMS(seq), *last = Py_None;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *rec = items[i];
+        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 9) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_TypeError, "a record is not a ConsumerRecord tuple");
+            return NULL;
+        }
+        long long off = PyLong_AsLongLong(PyTuple_GET_ITEM(rec, 3));
+        if (off == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        if (off < min_offset)
+            continue;
+        for (int f = 0; f < 6; f++) {
+            if (lists[f] == Py_None)
+                continue;
+            if (PyList_Append(lists[f], PyTuple_GET_ITEM(rec, fields[f])) < 0) {
+                Py_DECREF(seq);
+                return NULL;
+            }
+        }
+        last = PyTuple_GET_ITEM(rec, 3);
+        appended++;
+    }
+    PyObject *result = Py_BuildValue("(nO)", appended, last);
+    Py_DECREF(seq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(buf, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic, "
      "partition, leader_epoch, record_cls) -> (records, sizes, error)"},
     {"payload_bytes", payload_bytes, METH_O, "payload_bytes(records) -> keys' + values' bytes"},
+    {"columns", columns, METH_VARARGS,
+     "columns(records, min_offset, offsets, timestamps, types, keys, values, headers) -> (appended, last_offset)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "zkconsumer._records",

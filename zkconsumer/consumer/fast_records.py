@@ -236,6 +236,45 @@ def payload_bytes(records):
     return nbytes
 
 
+def columns_py(records, min_offset, offsets, timestamps, types, keys, values, headers):
+    """The Python twin of the C ``columns``: append the fields of the records at or after *min_offset* to the
+    lists (*headers* may be None); returns (appended, last offset or None)."""
+    n, last = 0, None
+    for rec in records:
+        off = rec[3]
+        if off < min_offset:
+            continue
+        offsets.append(off)
+        timestamps.append(rec[4])
+        types.append(rec[5])
+        keys.append(rec[6])
+        values.append(rec[7])
+        if headers is not None:
+            headers.append(rec[8])
+        n, last = n + 1, off
+    return n, last
+
+
+columns = _c_records.columns if _c_records is not None else columns_py
+
+
+class ColumnSink:
+    """The records a columnar consumer (:func:`install_columnar`) decoded, as columns: ``offsets``,
+    ``timestamps``, ``types``, ``keys``, ``values`` and ``headers`` (None unless asked for)."""
+
+    def __init__(self, with_headers: bool = False):
+        self.with_headers = with_headers
+        self.take()
+
+    def take(self):
+        """(offsets, timestamps, types, keys, values, headers) gathered so far; the sink starts empty again."""
+        out = (getattr(self, "offsets", []), getattr(self, "timestamps", []), getattr(self, "types", []),
+               getattr(self, "keys", []), getattr(self, "values", []), getattr(self, "headers", None))
+        self.offsets, self.timestamps, self.types, self.keys, self.values = [], [], [], [], []
+        self.headers = [] if self.with_headers else None
+        return out
+
+
 def scan_v2_batches(buf):
     """Complete batches in a fetched buffer as [(start, end)], or None unless every one is a well-sized magic-2
     batch (the caller then uses the stock decoder, which also reports malformed data its own way). A trailing
@@ -404,6 +443,80 @@ def _self_test(stock, cls):
         return out, part.next_fetch_offset, part.leader_epoch, part.bytes_read, part.records_read, bool(part)
 
     return read(stock) == read(cls)
+
+
+def install_columnar(consumer, sink):
+    """Make ``consumer`` decode v2 batches straight into *sink* (a :class:`ColumnSink`): its ``poll`` then returns,
+    per partition, one marker ConsumerRecord per batch (the offset of the batch's last record, no key or value),
+    and the records themselves are in the sink, in order. For a reader that wants columns (the Spark source):
+    no record is built in Python. Positions and errors are kafka-python's, as with :func:`install`. Returns False
+    (consumer untouched) where the fast decoder is unavailable."""
+    cls = fast_partition_records_class()
+    fetcher = getattr(consumer, "_fetcher", None)
+    if cls is None or fetcher is None or getattr(type(fetcher), "PartitionRecords", None) is not cls.__bases__[0]:
+        return False
+    fetcher.PartitionRecords = columnar_partition_records_class(cls, sink)
+    return True
+
+
+def columnar_partition_records_class(fast_class, sink):
+    """A subclass of *fast_class* (FastPartitionRecords) that decodes into *sink* (see :func:`install_columnar`)."""
+    return type("ColumnarPartitionRecords", (fast_class,), {"sink": sink, "_fast_unpack": _columnar_unpack})
+
+
+def _columnar_unpack(self, tp, buf, batches, key_deserializer, value_deserializer):
+    """FastPartitionRecords._fast_unpack for :func:`install_columnar`: records go to ``self.sink``; one marker
+    record is yielded per batch that gave any."""
+    from kafka.consumer.fetcher import ConsumerRecord
+    if key_deserializer is not None or value_deserializer is not None:
+        raise ValueError("a columnar consumer has no deserializers")
+    sink = self.sink
+    topic, partition = tp.topic, tp.partition
+    check_crcs = self.check_crcs
+    header = _BATCH_HEADER.unpack_from
+    view = memoryview(buf)
+    next_offset = None
+    crc32c = _crc32c_function()
+    for start, end in batches:
+        (base_offset, _length, leader_epoch, _magic, crc, attributes, last_offset_delta, first_timestamp,
+         max_timestamp, _pid, _pepoch, _pseq, count) = header(buf, start)
+        if check_crcs and crc32c(view[start + _CRC_FROM:end]) != crc:
+            raise CorruptRecordError("Record batch for partition %s at offset %s failed crc check"
+                                     % (self.topic_partition, base_offset))
+        self.leader_epoch = leader_epoch
+        next_offset = base_offset + last_offset_delta + 1
+        if attributes & _CONTROL_FLAG:
+            self.next_fetch_offset = next_offset
+            continue
+        if attributes & _CODEC_MASK:
+            data, pos = _decompressed(buf[start:end])
+            data_end = len(data)
+        else:
+            data, pos, data_end = buf, start + _BATCH_HEADER_SIZE, end
+        recs, sizes, error = decode_records(
+            data, pos, data_end, count, base_offset, first_timestamp, max_timestamp,
+            attributes & _LOG_APPEND_TIME_FLAG, topic, partition, leader_epoch, ConsumerRecord)
+        n, last = columns(recs, self.fetch_offset, sink.offsets, sink.timestamps, sink.types, sink.keys, sink.values,
+                          sink.headers)
+        self.records_read += len(recs)
+        self.bytes_read += sum(sizes)
+        if recs:
+            self.next_fetch_offset = recs[-1][3] + 1
+        if n:
+            yield ConsumerRecord(topic, partition, leader_epoch, last, -1, -1, None, None, [], None, -1, -1, -1)
+        if error is not None:
+            raise error
+    if next_offset is not None:
+        self.next_fetch_offset = next_offset
+    self.drain()
+
+
+def _crc32c_function():
+    try:
+        from crc32c import crc32c
+    except ImportError:  # kafka-python's own (pure Python, slow) implementation
+        from kafka.record.util import calc_crc32c as crc32c
+    return crc32c
 
 
 def install(consumer):

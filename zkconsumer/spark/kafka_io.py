@@ -179,8 +179,12 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
     c = _consumer(bootstrap, security, kafka_params, auto_offset_reset="none", max_poll_records=batch_rows,
                   fetch_max_wait_ms=100,
                   max_partition_fetch_bytes=16 << 20, fetch_max_bytes=64 << 20, check_crcs=True)
-    from ..consumer.fast_records import install
-    install(c)  # the consumer's own record decoder (C where built), as the member's fetchers use
+    from ..consumer.fast_records import ColumnSink, install, install_columnar
+    sink = ColumnSink(with_headers=include_headers)
+    # records decoded straight into columns (C where built): no record object per row on this path
+    columnar = install_columnar(c, sink)
+    if not columnar:
+        install(c)  # else the consumer's own record decoder, as the member's fetchers use
     try:
         c.assign([tp])
         c.seek(tp, start)
@@ -213,7 +217,21 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
                 c.seek(tp, first)
                 pos = first
                 continue
-            if recs:
+            if columnar:
+                got_offsets, got_stamps, got_types, got_keys, got_values, got_headers = sink.take()
+                cut = len(got_offsets)
+                if cut and got_offsets[-1] >= end:
+                    cut = bisect.bisect_left(got_offsets, end)
+                if cut:
+                    offsets.extend(got_offsets[:cut])
+                    stamps.extend(got_stamps[:cut])
+                    types.extend(got_types[:cut])
+                    keys.extend(got_keys[:cut])
+                    values.extend(got_values[:cut])
+                    if headers is not None:
+                        headers.extend(got_headers[:cut])
+                    pos = offsets[-1] + 1
+            elif recs:
                 if recs[-1].offset >= end:
                     cut = bisect.bisect_left([r.offset for r in recs], end)
                     recs = recs[:cut]
