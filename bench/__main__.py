@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 
-from . import churn, commit, common, consume, fleet, rebalance, scale
+from . import churn, commit, common, consume, fleet, rebalance, report, scale
 
 SUITES = {"consume": consume, "rebalance": rebalance, "churn": churn, "scale": scale, "commit": commit,
           "fleet": fleet}
@@ -23,6 +23,8 @@ def main(argv=None):
     ap.add_argument("--only", default="consume,rebalance,churn,scale,commit,fleet,spark,spark-cluster",
                     help="comma-separated suites [default: all]")
     ap.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "results.json"))
+    ap.add_argument("--readme", action="store_true",
+                    help="also rewrite the table in README.md (between its bench:begin/bench:end markers)")
     args = ap.parse_args(argv)
     wanted = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in wanted if s not in SUITES and s not in ("spark", "spark-cluster")]
@@ -34,31 +36,42 @@ def main(argv=None):
     logging.getLogger("kafka").setLevel(logging.CRITICAL)  # clients still retrying after the cluster stops
     def log(msg):
         print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
-    results = []
+    results, time_goes = [], []
     t0 = time.time()
+    broker = "?"
     with tempfile.TemporaryDirectory(prefix="zkconsumer-bench-") as tmp:
         cluster = common.Cluster(tmp)
+        broker = cluster.broker
         try:
             for name in wanted:
                 log("running %s" % name)
                 try:
                     if name in ("spark", "spark-cluster"):
-                        from . import spark
-                        run = spark.run if name == "spark" else spark.run_cluster
-                        results.extend(run(cluster, quick=args.quick, log=log))
+                        from . import spark as module
+                        run = module.run if name == "spark" else module.run_cluster
                     else:
-                        results.extend(SUITES[name].run(cluster, quick=args.quick, log=log))
+                        module = SUITES[name]
+                        run = module.run
+                    results.extend(run(cluster, quick=args.quick, log=log))
+                    text = getattr(module, "TIME_GOES", None)  # a str, or {suite: str} (spark, spark-cluster)
+                    text = text.get(name) if isinstance(text, dict) else text
+                    if text:
+                        time_goes.append((name, text))
                 except Exception as e:  # one suite failing must not hide the others' figures
                     log("%s FAILED: %r" % (name, e))
                     results.append(common.Result(name + " (failed)", float("nan"), "-", None, None, "-", False,
                                                  "error: %r" % (e,)))
         finally:
             cluster.close()
-    info = common.machine()
+    info = dict(common.machine(), broker=broker)
     command = "python -m bench" + (" --quick" if args.quick else "") + (
         " --only " + args.only if args.only != ap.get_default("only") else "")
-    print(common.markdown(results, info, command))
-    common.write_json(args.output, results, info)
+    print(report.markdown(results, info, command))
+    report.write_json(args.output, results, info)
+    if args.readme:
+        readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+        report.update_readme(readme, report.readme_section(results, info, command, time_goes))
+        log("rewrote the table in %s" % readme)
     log("done in %.0f s; wrote %s" % (time.time() - t0, args.output))
     return 0 if all(r.met is not False for r in results) else 1
 

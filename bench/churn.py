@@ -191,3 +191,7 @@ def run(cluster, quick=False, log=print):
         out.append(Result(metric, round(value, 2), "s", round(b, 2), round(value / b, 2), "report the time", None,
                           "%s, defaults (6 s session): %s" % (name, ", ".join("%.2f" % x for x in peer))))
     return out
+
+
+TIME_GOES = ("all three wait for the killed member's ZooKeeper session to expire (6 s, their default): its owner "
+             "nodes live until then; the rebalance after it takes a fraction of a second.")

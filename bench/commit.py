@@ -1,5 +1,5 @@
 """commit 1,000 partition offsets: zkconsumer's ZooKeeper store (batched multi-ops, only changed values) and the
-dual store (Kafka offset manager, then ZooKeeper) against sequential kazoo ``set`` calls of the same nodes; and
+dual store (Kafka's offset manager and ZooKeeper, both at once once Kafka is healthy) against sequential kazoo ``set`` calls of the same nodes; and
 10,000 offsets through the ZooKeeper store against kazoo ``set_async`` calls all in flight at once."""
 import time
 
@@ -40,7 +40,8 @@ def run(cluster, quick=False, log=print):
             dual_store.commit({tp: 3000 + r for tp in tps}).raise_for_errors()
             dual.append((time.perf_counter() - t0) * 1000)
         check = store.fetch(tps[:3])
-        assert all(v == 3000 + rounds - 1 for v in check.values()), check  # the dual store wrote ZooKeeper last
+        assert all(v == 3000 + rounds - 1 for v in check.values()), check  # the dual store's last round is in ZooKeeper
+        overlapped = dual_store.stats["overlapped"]
         dual_store.close()
     finally:
         zkmod.close(zk)
@@ -50,8 +51,10 @@ def run(cluster, quick=False, log=print):
     return [
         Result("commit 1,000 partition offsets, ZooKeeper store", round(o, 1), "ms", round(b, 1), round(o / b, 3),
                "<= 100 ms", o <= 100, "baseline: sequential kazoo set of the same 1,000 nodes"),
-        Result("commit 1,000 partition offsets, dual (Kafka then ZooKeeper)", round(d, 1), "ms", round(o, 1),
-               round(d / o, 2), "<= 2x ZooKeeper-only", d <= 2 * o, "baseline: the ZooKeeper store above"),
+        Result("commit 1,000 partition offsets, dual (Kafka and ZooKeeper)", round(d, 1), "ms", round(o, 1),
+               round(d / o, 2), "<= 1.3x ZooKeeper-only", d <= 1.3 * o,
+               "baseline: the ZooKeeper store above; %d of %d dual commits overlapped (Kafka healthy)" % (
+                   overlapped, rounds + 1)),
         Result("commit 10,000 partition offsets, ZooKeeper store", round(big, 1), "ms", round(big_base, 1),
                round(big / big_base, 3), "<= 150 ms", big <= 150,
                "baseline: kazoo set_async of the same 10,000 nodes, all in flight at once, then collected"),
@@ -86,3 +89,10 @@ def _ten_thousand(cluster, rounds, log):
     log("commit 10k: zookeeper store %.1f ms, pipelined set_async %.1f ms (medians of %d)" % (
         median(ours), median(base), rounds))
     return median(ours), median(base)
+
+
+TIME_GOES = ("the ZooKeeper store writes only changed values in a few pipelined multi-ops; the dual store sends "
+             "Kafka's OffsetCommit (v5) and the ZooKeeper multi-ops at once. Both halves are Python protocol "
+             "encoding and decoding (kazoo, kafka-python: ~7 and ~7 ms of CPU for 1,000 partitions, which do not "
+             "overlap under the interpreter lock) plus the servers' writes, which share one disk here (ZooKeeper "
+             "syncs its log on every multi-op).")

@@ -1,12 +1,11 @@
 """Shared bench plumbing: the cluster to run against, results, and the Markdown/JSON report."""
-import json
 import os
 import platform
 import statistics
 import subprocess
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Optional
 
 
@@ -38,11 +37,16 @@ class Cluster:
         zk, kafka = os.environ.get("ZK_CONNECT"), os.environ.get("KAFKA_BOOTSTRAP")
         if zk and kafka:
             self.zookeeper_connect, self.bootstrap_servers = zk, kafka
+            self.broker = "the cluster at ZK_CONNECT/KAFKA_BOOTSTRAP (%s)" % kafka
         else:
             from zkconsumer.local import LocalCluster
             self.local = LocalCluster(directory)
             info = self.local.up()
             self.zookeeper_connect, self.bootstrap_servers = info["zookeeper_connect"], info["bootstrap_servers"]
+            self.broker = {"kafka": "Apache Kafka %s (ZooKeeper mode), 1 broker" % info.get("kafka_version"),
+                           "kraft": "Apache Kafka %s (KRaft), 1 node" % info.get("kafka_version"),
+                           "tansu": "tansu (stand-in broker)"}.get(info.get("broker"), str(info.get("broker")))
+            self.broker += ", ZooKeeper on loopback"
 
     def create_topic(self, name, partitions):
         from zkconsumer.local import tools
@@ -85,38 +89,6 @@ def machine():
         pass
     info["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     return info
-
-
-def fmt(x):
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        if abs(x) >= 1000:
-            return "{:,.0f}".format(x)
-        return "{:.3g}".format(x)
-    return str(x)
-
-
-def markdown(results, info, command):
-    lines = ["Command: `%s` — %s, %s CPUs, %s GB, Python %s, commit %s, %s" % (
-        command, info.get("cpu", "?"), info.get("cpus"), info.get("memory_gb", "?"), info["python"],
-        info.get("commit", "?"), info["date"]), "",
-        "| metric | value | unit | baseline | ratio | goal | met |", "|---|---|---|---|---|---|---|"]
-    for r in results:
-        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
-            r.metric, fmt(r.value), r.unit, fmt(r.baseline), fmt(r.ratio), r.goal,
-            {True: "yes", False: "**no**", None: "-"}[r.met]))
-    notes = [r for r in results if r.note]
-    if notes:
-        lines.append("")
-        for r in notes:
-            lines.append("- %s: %s" % (r.metric, r.note))
-    return "\n".join(lines)
-
-
-def write_json(path, results, info):
-    with open(path, "w") as f:
-        json.dump([dict(asdict(r), machine=info) for r in results], f, indent=2)
 
 
 def converged(members, topic, partitions, need_fetching=True):

@@ -51,3 +51,8 @@ def run(cluster, quick=False, log=print):
     return [Result("zkmigrate verify of %d groups x %d partitions (dual phase), --parallel 8" % (groups, PARTITIONS),
                    round(ours, 1), "s", round(base, 1), round(base / ours, 2), "report the time", True,
                    "baseline = the same verify with --parallel 1")]
+
+
+TIME_GOES = ("verify reads each group's registrations, owners and offsets in ZooKeeper and its Kafka offsets, log "
+             "ends and broker-side state (FindCoordinator, OffsetFetch, ListOffsets, DescribeGroups): round trips "
+             "that --parallel overlaps.")

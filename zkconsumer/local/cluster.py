@@ -103,12 +103,13 @@ class LocalCluster(ProcessRecords):
             if kind == "kafka":
                 classpath = maven.classpath("kafka", log)
                 heap = "512m" if brokers == 1 else "384m"
+                state["kafka_version"] = maven.jar_version(maven.libs_dir("kafka"), "kafka")
                 for i in range(brokers):
                     rec = servers.plan_kafka(self.dir, classpath, i, zk["connect"], brokers, heap, broker_config,
                                              security)
                     self._start_new(state, "broker-%d" % i, rec, start_timeout, log,
                                     "starting Apache Kafka %s (ZooKeeper mode) broker %d on %s"
-                                    % (maven.jar_version(maven.libs_dir("kafka"), "kafka"), i, rec["bootstrap"]))
+                                    % (state["kafka_version"], i, rec["bootstrap"]))
             elif kind == "kraft":
                 libs = maven.libs_dir(kafka_jars, log)
                 rec = servers.plan_kraft(self.dir, os.path.join(libs, "*"), extra=broker_config,
