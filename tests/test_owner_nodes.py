@@ -53,20 +53,27 @@ def test_release_never_deletes_another_sessions_node(services, zk, unique):
         zkmod.close(other)
 
 
+def _member_waiting_for_a_squatter(services, conns, g, t, partition, backoff_ms, waits):
+    """(member, squatter's kazoo client, owner path): a foreign session holds the owner node of *partition*; the
+    member has waited for it *waits* times."""
+    squatter = zkmod.connect(services.zookeeper_connect)
+    path = paths.partition_owner_path(g, t, partition)
+    squatter.create(path, b"somebody-else-0", ephemeral=True, makepath=True)
+    conn = connector(services, g, **{"rebalance.backoff.ms": str(backoff_ms)})
+    conns.append(conn)
+    threading.Thread(target=lambda: conn.create_message_streams({t: 1}), daemon=True).start()
+    wait_until(lambda: conn.rebalancer is not None and conn.rebalancer.stats["claim_waits"] >= waits, 30,
+               interval=0.01, message="%d claim wait(s)" % waits)
+    return conn, squatter, path
+
+
 def test_a_long_claim_conflict_keeps_one_watch_per_owner_node(services, zk, unique, conns):
     """A partition held by a foreign live owner node: the member retries its claim again and again (a wait, not a
     failure), and every retry must not add another watcher for that node."""
     import time
     g, t = unique("watch"), services.create_topic(unique("watch"), 1)
-    squatter = zkmod.connect(services.zookeeper_connect)
+    conn, squatter, path = _member_waiting_for_a_squatter(services, conns, g, t, 0, 50, 10)
     try:
-        path = paths.partition_owner_path(g, t, 0)
-        squatter.create(path, b"somebody-else-0", ephemeral=True, makepath=True)
-        conn = connector(services, g, **{"rebalance.backoff.ms": "50"})
-        conns.append(conn)
-        threading.Thread(target=lambda: conn.create_message_streams({t: 1}), daemon=True).start()
-        wait_until(lambda: conn.rebalancer is not None and conn.rebalancer.stats["claim_waits"] >= 10, 30,
-                   message="ten claim waits")
         time.sleep(0.5)
         watchers = conn.zk._data_watchers.get(path, set())  # kazoo's registry of data watchers per path
         assert len(watchers) == 1, "%d watchers on %s after %d claim waits" % (
@@ -81,15 +88,8 @@ def test_a_claim_woken_by_the_release_resumes_without_reading_the_group(services
     """The deletion of the owner node a claim waits for, with nothing else changed, resumes the attempt at its
     claim: no second read of the group (the default 2 s backoff is far from over when the node goes)."""
     g, t = unique("resume"), services.create_topic(unique("resume"), 2)
-    squatter = zkmod.connect(services.zookeeper_connect)
+    conn, squatter, path = _member_waiting_for_a_squatter(services, conns, g, t, 1, 2000, 1)
     try:
-        path = paths.partition_owner_path(g, t, 1)
-        squatter.create(path, b"somebody-else-0", ephemeral=True, makepath=True)
-        conn = connector(services, g, **{"rebalance.backoff.ms": "2000"})
-        conns.append(conn)
-        threading.Thread(target=lambda: conn.create_message_streams({t: 1}), daemon=True).start()
-        wait_until(lambda: conn.rebalancer is not None and conn.rebalancer.stats["claim_waits"] >= 1, 30,
-                   interval=0.01, message="a claim wait")
         reads, attempts = conn.rebalancer.stats["zk_reads"], conn.rebalancer.stats["attempts"]
         squatter.delete(path)
         wait_until(lambda: len(conn.owned_partitions()) == 2, 20, interval=0.01,

@@ -322,9 +322,30 @@ def _make_class():
             return self._fast_unpack(tp, buf, batches, key_deserializer, value_deserializer)
 
         def _fast_unpack(self, tp, buf, batches, key_deserializer, value_deserializer):
+            deserialize = key_deserializer is not None or value_deserializer is not None
+            for recs, sizes, error in self._decoded_batches(tp, buf, batches):
+                if deserialize:
+                    for rec, size in zip(recs, sizes):
+                        rec = self._deserialized(rec, key_deserializer, value_deserializer)
+                        self.records_read += 1
+                        self.bytes_read += size
+                        self.next_fetch_offset = rec[3] + 1
+                        yield rec
+                else:
+                    for rec, size in zip(recs, sizes):
+                        self.records_read += 1
+                        self.bytes_read += size
+                        self.next_fetch_offset = rec[3] + 1
+                        yield rec
+                if error is not None:
+                    raise error
+            self.drain()
+
+        def _decoded_batches(self, tp, buf, batches):
+            """(records, sizes, error) of each batch that is not a control batch, in order: the CRC checked, the
+            leader epoch and (after control batches, and after the last batch) the next fetch offset kept."""
             topic, partition = tp.topic, tp.partition
             check_crcs = self.check_crcs
-            deserialize = key_deserializer is not None or value_deserializer is not None
             header = _BATCH_HEADER.unpack_from
             view = memoryview(buf)
             next_offset = None
@@ -344,28 +365,12 @@ def _make_class():
                     data_end = len(data)
                 else:
                     data, pos, data_end = buf, start + _BATCH_HEADER_SIZE, end
-                recs, sizes, error = decode_records(
-                    data, pos, data_end, count, base_offset, first_timestamp, max_timestamp,
-                    attributes & _LOG_APPEND_TIME_FLAG, topic, partition, leader_epoch, ConsumerRecord)
-                if deserialize:
-                    for rec, size in zip(recs, sizes):
-                        rec = self._deserialized(rec, key_deserializer, value_deserializer)
-                        self.records_read += 1
-                        self.bytes_read += size
-                        self.next_fetch_offset = rec[3] + 1
-                        yield rec
-                else:
-                    for rec, size in zip(recs, sizes):
-                        self.records_read += 1
-                        self.bytes_read += size
-                        self.next_fetch_offset = rec[3] + 1
-                        yield rec
-                if error is not None:
-                    raise error
+                yield decode_records(data, pos, data_end, count, base_offset, first_timestamp, max_timestamp,
+                                     attributes & _LOG_APPEND_TIME_FLAG, topic, partition, leader_epoch,
+                                     ConsumerRecord)
             if next_offset is not None:
                 # v2 keeps a batch's last offset even when compaction removed its last records: continue after it
                 self.next_fetch_offset = next_offset
-            self.drain()
 
         def _deserialized(self, rec, key_deserializer, value_deserializer):
             topic, headers = rec[0], rec[8]
@@ -471,31 +476,7 @@ def _columnar_unpack(self, tp, buf, batches, key_deserializer, value_deserialize
     if key_deserializer is not None or value_deserializer is not None:
         raise ValueError("a columnar consumer has no deserializers")
     sink = self.sink
-    topic, partition = tp.topic, tp.partition
-    check_crcs = self.check_crcs
-    header = _BATCH_HEADER.unpack_from
-    view = memoryview(buf)
-    next_offset = None
-    crc32c = _crc32c_function()
-    for start, end in batches:
-        (base_offset, _length, leader_epoch, _magic, crc, attributes, last_offset_delta, first_timestamp,
-         max_timestamp, _pid, _pepoch, _pseq, count) = header(buf, start)
-        if check_crcs and crc32c(view[start + _CRC_FROM:end]) != crc:
-            raise CorruptRecordError("Record batch for partition %s at offset %s failed crc check"
-                                     % (self.topic_partition, base_offset))
-        self.leader_epoch = leader_epoch
-        next_offset = base_offset + last_offset_delta + 1
-        if attributes & _CONTROL_FLAG:
-            self.next_fetch_offset = next_offset
-            continue
-        if attributes & _CODEC_MASK:
-            data, pos = _decompressed(buf[start:end])
-            data_end = len(data)
-        else:
-            data, pos, data_end = buf, start + _BATCH_HEADER_SIZE, end
-        recs, sizes, error = decode_records(
-            data, pos, data_end, count, base_offset, first_timestamp, max_timestamp,
-            attributes & _LOG_APPEND_TIME_FLAG, topic, partition, leader_epoch, ConsumerRecord)
+    for recs, sizes, error in self._decoded_batches(tp, buf, batches):
         n, last = columns(recs, self.fetch_offset, sink.offsets, sink.timestamps, sink.types, sink.keys, sink.values,
                           sink.headers)
         self.records_read += len(recs)
@@ -503,20 +484,11 @@ def _columnar_unpack(self, tp, buf, batches, key_deserializer, value_deserialize
         if recs:
             self.next_fetch_offset = recs[-1][3] + 1
         if n:
-            yield ConsumerRecord(topic, partition, leader_epoch, last, -1, -1, None, None, [], None, -1, -1, -1)
+            yield ConsumerRecord(tp.topic, tp.partition, self.leader_epoch, last, -1, -1, None, None, [], None, -1, -1,
+                                 -1)
         if error is not None:
             raise error
-    if next_offset is not None:
-        self.next_fetch_offset = next_offset
     self.drain()
-
-
-def _crc32c_function():
-    try:
-        from crc32c import crc32c
-    except ImportError:  # kafka-python's own (pure Python, slow) implementation
-        from kafka.record.util import calc_crc32c as crc32c
-    return crc32c
 
 
 def install(consumer):

@@ -179,7 +179,7 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
     c = _consumer(bootstrap, security, kafka_params, auto_offset_reset="none", max_poll_records=batch_rows,
                   fetch_max_wait_ms=100,
                   max_partition_fetch_bytes=16 << 20, fetch_max_bytes=64 << 20, check_crcs=True)
-    from ..consumer.fast_records import ColumnSink, install, install_columnar
+    from ..consumer.fast_records import ColumnSink, columns, install, install_columnar
     sink = ColumnSink(with_headers=include_headers)
     # records decoded straight into columns (C where built): no record object per row on this path
     columnar = install_columnar(c, sink)
@@ -218,38 +218,27 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
                 pos = first
                 continue
             if columnar:
-                got_offsets, got_stamps, got_types, got_keys, got_values, got_headers = sink.take()
-                cut = len(got_offsets)
-                if cut and got_offsets[-1] >= end:
-                    cut = bisect.bisect_left(got_offsets, end)
-                if cut:
-                    offsets.extend(got_offsets[:cut])
-                    stamps.extend(got_stamps[:cut])
-                    types.extend(got_types[:cut])
-                    keys.extend(got_keys[:cut])
-                    values.extend(got_values[:cut])
-                    if headers is not None:
-                        headers.extend(got_headers[:cut])
-                    pos = offsets[-1] + 1
-            elif recs:
-                if recs[-1].offset >= end:
-                    cut = bisect.bisect_left([r.offset for r in recs], end)
-                    recs = recs[:cut]
-                if recs:
-                    cols = list(zip(*recs))
-                    offsets.extend(cols[3])
-                    stamps.extend(cols[4])
-                    types.extend(cols[5])
-                    keys.extend(cols[6])
-                    values.extend(cols[7])
-                    if headers is not None:
-                        headers.extend(cols[8])
-                    pos = offsets[-1] + 1
+                got = sink.take()
+            else:  # the consumer's records, as columns
+                got = ([], [], [], [], [], [] if include_headers else None)
+                columns(recs, pos, *got)
+            cut = len(got[0])
+            if cut and got[0][-1] >= end:
+                cut = bisect.bisect_left(got[0], end)
+            if cut:
+                for column, new in zip((offsets, stamps, types, keys, values, headers), got):
+                    if column is not None:
+                        column.extend(new[:cut])
+                pos = offsets[-1] + 1
             pos = max(pos, c.position(tp))  # jumps over compaction / transaction-marker gaps
-            if len(offsets) >= batch_rows:
-                yield _batch(topic, partition, keys, values, offsets, stamps, types, headers)
-                keys, values, offsets, stamps, types = [], [], [], [], []
-                headers = [] if include_headers else None
+            while len(offsets) >= batch_rows:  # arrowBatchSize rows per batch (a poll may bring several batches)
+                yield _batch(topic, partition, keys[:batch_rows], values[:batch_rows], offsets[:batch_rows],
+                             stamps[:batch_rows], types[:batch_rows],
+                             None if headers is None else headers[:batch_rows])
+                del keys[:batch_rows], values[:batch_rows], offsets[:batch_rows], stamps[:batch_rows]
+                del types[:batch_rows]
+                if headers is not None:
+                    del headers[:batch_rows]
         if offsets:
             yield _batch(topic, partition, keys, values, offsets, stamps, types, headers)
     finally:
