@@ -37,13 +37,21 @@ class _Scraper(threading.Thread):
 
     def __init__(self, conn, every=0.1):
         super().__init__(daemon=True)
-        from zkconsumer.metrics import start_metrics_server
+        from prometheus_client import CollectorRegistry, start_http_server
+        from zkconsumer.metrics import MetricsCollector
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        start_metrics_server(conn, port, addr="127.0.0.1")
+        registry = CollectorRegistry(auto_describe=False)  # what start_metrics_server serves, kept to be stopped
+        registry.register(MetricsCollector(conn))
+        self.server, _ = start_http_server(port, addr="127.0.0.1", registry=registry)
         self.url, self.every, self.stop, self.scrapes = "http://127.0.0.1:%d/metrics" % port, every, \
             threading.Event(), 0
+
+    def close(self):
+        self.stop.set()
+        self.server.shutdown()
+        self.server.server_close()
 
     def run(self):
         import urllib.request
@@ -82,7 +90,7 @@ def _zkconsumer_rate(cluster, topic, total, scrape=False, engine="kafka-python")
         return n / (t_last - t0), (n - 1) / (t_last - t_first)
     finally:
         if scraper is not None:
-            scraper.stop.set()
+            scraper.close()
         conn.shutdown()
 
 
