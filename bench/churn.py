@@ -178,7 +178,7 @@ def run(cluster, quick=False, log=print):
     out = [Result("churn: kill -9 of 1 of %d members (%d partitions), its partitions consumed again, zkconsumer"
                   % (MEMBERS, PARTITIONS), round(value, 2), "s", None, None, "report the time", None,
                   "zkconsumer CLI members, defaults (6 s session); %s" % ", ".join("%.2f" % x for x in ours))]
-    for name, spawn in (("pykafka", _pykafka), ("Scala consumer", _scala)):
+    for name, spawn in (("pykafka", _pykafka), ("scala: Kafka 1.1.1's ZookeeperConsumerConnector", _scala)):
         metric = "churn: kill -9 of 1 of %d members, its partitions consumed again, vs %s" % (MEMBERS, name)
         try:
             peer = latencies(cluster, spawn, kills, log, name)

@@ -245,13 +245,13 @@ def run(cluster, quick=False, log=print):
                           ">= 1.0x pykafka", None, pk_why))
     if scala:
         b, v = median(scala), median(ours_first)
-        out.append(Result("consume messages/s vs the Scala consumer of Kafka 1.1.1 (same data)", round(v),
+        out.append(Result("consume messages/s vs scala: Kafka 1.1.1's ZookeeperConsumerConnector (same data)", round(v),
                           "msg/s", round(b), round(v / b, 2), ">= 1.0x Scala consumer", v / b >= 1.0,
                           "both clocks run from the first to the %dth message (zkconsumer ready to last: %.0f msg/s); "
                           "baseline: ZookeeperConsumerConnector (1 stream, defaults, Java 17; JVM start-up excluded; "
                           "group join to first message %.0f ms median)" % (total, value, median(scala_first))))
     else:
-        out.append(Result("consume messages/s vs the Scala consumer (not measured)", float("nan"), "msg/s", None,
+        out.append(Result("consume messages/s vs scala: Kafka 1.1.1's ZookeeperConsumerConnector (not measured)", float("nan"), "msg/s", None,
                           None, ">= 1.0x Scala consumer", None, scala_why or "-"))
     if ceiling and rd:
         b, r = median(ceiling), median(rd)

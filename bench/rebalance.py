@@ -253,7 +253,7 @@ def scala_latencies(cluster, events, log):
 def _peer_row(name, goal_name, value, peer, log):
     """One row 'zkconsumer vs peer': peer() -> (joins, leaves) or an exception (the row says why)."""
     metric = "rebalance latency ms vs %s (%d members x %d partitions, one joins, one leaves; median)" % (
-        name, SCALA_MEMBERS if "Scala" in name else MEMBERS, PARTITIONS)
+        name, SCALA_MEMBERS if "scala" in name else MEMBERS, PARTITIONS)
     try:
         j, lv = peer()
     except Exception as e:  # noqa: BLE001 — a peer that cannot run or never converges is reported, not fatal
@@ -279,7 +279,7 @@ def run(cluster, quick=False, log=print):
     peer_events = 3 if quick else 5
     peers = [_peer_row("pykafka BalancedConsumer", "pykafka", value,
                        lambda: pykafka_latencies(cluster, peer_events, log), log),
-             _peer_row("the Scala consumer of Kafka 1.1.1", "Scala consumer", value,
+             _peer_row("scala: Kafka 1.1.1's ZookeeperConsumerConnector", "Scala consumer", value,
                        lambda: scala_latencies(cluster, peer_events, log), log)]
     return [Result("rebalance latency ms (8 consumers x 64 partitions, one joins, one leave; median)", round(value),
                    "ms", round(base) if base else None, ratio, "reference only (kafka-python broker-coordinated group)",
