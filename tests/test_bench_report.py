@@ -39,3 +39,23 @@ def test_markdown_names_the_broker_and_lists_notes():
     text = report.markdown(ROWS, INFO, "python -m bench")
     assert text.splitlines()[0].startswith("Command: `python -m bench` on Apache Kafka 3.9.2")
     assert "- consume messages/s vs pykafka: n" in text and "- consume vs pykafka (not measured): why" in text
+
+
+def test_the_committed_figures_are_one_run_with_every_peer():
+    """bench/results.json and README's table are one `python -m bench --readme` run: one commit and date, the
+    peers and suites the performance issue names, and the README lists every row of the JSON."""
+    import json
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "bench", "results.json")) as f:
+        rows = json.load(f)
+    assert len({(r["machine"]["commit"], r["machine"]["date"]) for r in rows}) == 1
+    names = " ".join(r["metric"] for r in rows)
+    for word in ("pykafka", "scala", "confluent", "scale", "dual", "rebalance", "spark", "churn", "commit"):
+        assert word in names, word
+    with open(os.path.join(root, "README.md")) as f:
+        readme = f.read()
+    section = readme[readme.index(report.BEGIN):readme.index(report.END)]
+    assert "commit %s" % rows[0]["machine"]["commit"] in section
+    for r in rows:
+        assert "| %s |" % r["metric"] in section, r["metric"]
