@@ -65,7 +65,9 @@ def test_unreachable_broker_is_unknown_and_refused(services, zk, unique):
         assert not zk.exists(paths.group_ids_path(g)) or not zk.get_children(paths.group_ids_path(g))
     finally:
         conn.shutdown()
-    conn = _conn(services, g, _closed_port(), **{"split.brain.check": "warn"})
+    # short Kafka timeouts: the storage check and the fetcher give up on the closed port in seconds, not 10-30 s
+    conn = _conn(services, g, _closed_port(), **{"split.brain.check": "warn", "socket.timeout.ms": "2000",
+                                                 "offsets.channel.socket.timeout.ms": "1000"})
     try:
         conn.create_message_streams({t: 1})  # joins (and would fetch once the broker answers)
         assert zk.get_children(paths.group_ids_path(g)) == [conn.consumer_id]
