@@ -127,6 +127,25 @@ def decode_partition_ids(data: bytes, path: str) -> List[int]:
     return sorted(codecs.decode_topic_assignment(data, path).partition_ids())
 
 
+def partitions_with_offsets_or_in_map(zk, group: str, topics) -> set:
+    """``{(t, p)}`` of *topics*: the partitions of each one's map (``/brokers/topics/T``) and those with an offset
+    node of *group* in ZooKeeper, read with all the calls in flight at once (an unreadable map counts as empty:
+    the group read reports it)."""
+    calls = [(t, zk.get_async(paths.topic_path(t)), zk.get_children_async(paths.topic_offsets_path(group, t)))
+             for t in sorted(topics)]
+    out = set()
+    for t, topic_map, offset_nodes in calls:
+        try:
+            out |= {(t, p) for p in decode_partition_ids(topic_map.get()[0], paths.topic_path(t))}
+        except (NoNodeError, ZnodeFormatError):
+            pass
+        try:
+            out |= {(t, int(p)) for p in offset_nodes.get() if p.isdigit()}
+        except NoNodeError:
+            pass
+    return out
+
+
 def subscribed_topics(zk, members) -> Dict[str, List[str]]:
     """``{topic: [thread ids]}`` the live members subscribe to (wildcards evaluated against /brokers/topics)."""
     regs = {cid: (r.subscription, r.pattern) for cid, r in members.items() if r is not None}

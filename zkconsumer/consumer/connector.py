@@ -18,7 +18,7 @@ import time
 
 from kazoo.exceptions import NoNodeError
 
-from ..errors import ConfigError, GroupConflictError, ZkConsumerError, ZnodeFormatError
+from ..errors import ConfigError, GroupConflictError, ZkConsumerError
 from ..layout import codecs, paths
 from ..layout.names import validate_topic
 from ..offsets import make_offset_store
@@ -311,6 +311,7 @@ class ZookeeperConsumerConnector:
     def _kafka_ahead(self):
         """``(partitions where Kafka is ahead of ZooKeeper, ZooKeeper offsets, Kafka offsets)``; nothing when Kafka
         cannot be asked (logged)."""
+        from .. import groups as zkgroups
         from ..offsets import ZooKeeperOffsetStore
         from ..offsets.kafka import KafkaOffsetStore
         try:
@@ -321,7 +322,7 @@ class ZookeeperConsumerConnector:
                 topics = set()
             if self.registration is not None and not self.registration.is_wildcard:
                 topics |= set(self.registration.subscription)
-            parts = sorted(_partitions_with_offsets_or_in_map(self.zk, self.group, topics))
+            parts = sorted(zkgroups.partitions_with_offsets_or_in_map(self.zk, self.group, topics))
             if not parts:
                 return [], {}, {}
             # Kafka first: a group without offsets in Kafka (the usual case) costs no read of ZooKeeper's offsets
@@ -616,26 +617,6 @@ class ZookeeperConsumerConnector:
 
     def __exit__(self, *exc):
         self.shutdown()
-
-
-def _partitions_with_offsets_or_in_map(zk, group, topics):
-    """``{(t, p)}`` of *topics*: the partitions of each one's map (``/brokers/topics/T``) and those with an offset
-    node in ZooKeeper, read with all the calls in flight at once (an unreadable map counts as empty: the group
-    read reports it)."""
-    from ..groups import decode_partition_ids
-    calls = [(t, zk.get_async(paths.topic_path(t)), zk.get_children_async(paths.topic_offsets_path(group, t)))
-             for t in sorted(topics)]
-    out = set()
-    for t, topic_map, offset_nodes in calls:
-        try:
-            out |= {(t, p) for p in decode_partition_ids(topic_map.get()[0], paths.topic_path(t))}
-        except (NoNodeError, ZnodeFormatError):
-            pass
-        try:
-            out |= {(t, int(p)) for p in offset_nodes.get() if p.isdigit()}
-        except NoNodeError:
-            pass
-    return out
 
 
 def _member_info(config):

@@ -264,14 +264,16 @@ class ColumnSink:
 
     def __init__(self, with_headers: bool = False):
         self.with_headers = with_headers
-        self.take()
+        self._empty()
+
+    def _empty(self):
+        self.offsets, self.timestamps, self.types, self.keys, self.values = [], [], [], [], []
+        self.headers = [] if self.with_headers else None
 
     def take(self):
         """(offsets, timestamps, types, keys, values, headers) gathered so far; the sink starts empty again."""
-        out = (getattr(self, "offsets", []), getattr(self, "timestamps", []), getattr(self, "types", []),
-               getattr(self, "keys", []), getattr(self, "values", []), getattr(self, "headers", None))
-        self.offsets, self.timestamps, self.types, self.keys, self.values = [], [], [], [], []
-        self.headers = [] if self.with_headers else None
+        out = (self.offsets, self.timestamps, self.types, self.keys, self.values, self.headers)
+        self._empty()
         return out
 
 

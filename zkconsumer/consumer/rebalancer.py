@@ -248,8 +248,6 @@ class Rebalancer(threading.Thread):
         self.stats["rebalance_seconds"] += time.monotonic() - t0
         log.info("end rebalancing consumer %s try #%d (%s)", self.consumer_id, self.failures,
                  "ok" if ok else "failed")
-        if not ok and not self._conflicted:
-            self._claim_plan = None
         if not ok and self._conflicted:
             self.stats["claim_waits"] += 1  # a predecessor still holds a partition: wait for its release
         elif not ok:
@@ -260,7 +258,11 @@ class Rebalancer(threading.Thread):
 
     def _attempt(self):
         c = self.c
+        # a claim that waits is resumed only by this attempt, and only when woken by the release it waits for
+        resume = self._claim_plan if self._claim_woken else None
+        self._claim_plan, self._claim_woken = None, False
         if self._need_register:
+            resume = None  # registering (again): the group is read in full
             if self._registered_once:  # a re-registration (session expiry): a broker-side group may have formed
                 c._refuse_split_brain()
             register(self.zk, self.group, self.consumer_id, c.registration,
@@ -271,12 +273,9 @@ class Rebalancer(threading.Thread):
                 c.lease.new_session()  # the lease follows the new session
             self._need_register = False
             self._registered_once = True
-        if self._claim_plan is not None and self._claim_woken:
-            coming = self._claim_plan
-            self._claim_plan, self._claim_woken = None, False
+        if resume is not None:
             self.stats["claim_resumes"] += 1
-            return self._claim_and_fetch(coming)
-        self._claim_plan, self._claim_woken = None, False
+            return self._claim_and_fetch(resume)
         self._set_state(ASSIGNING)
         if self._reader is None or self._reader.zk is not self.zk:
             self._reader = GroupReader(self.zk, self.group, on_change=self.watch)

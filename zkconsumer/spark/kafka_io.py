@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import logging
 import time
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, Optional, Tuple
 
 from ..errors import ZkConsumerError
 
@@ -149,8 +149,10 @@ def arrow_schema(include_headers: bool = False):
     return _ARROW_SCHEMAS[include_headers]
 
 
-def _batch(topic, partition, keys, values, offsets, stamps, types, headers=None):
+def _batch(topic, partition, cols):
+    """An Arrow batch of *cols*: (offsets, timestamps in ms, timestamp types, keys, values, headers or None)."""
     import pyarrow as pa
+    offsets, stamps, types, keys, values, headers = cols
     n = len(offsets)
     ts = pa.array(stamps, pa.int64())
     ts = pa.compute.multiply(ts, 1000).cast(pa.timestamp("us", tz="UTC"))
@@ -189,13 +191,8 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
         c.assign([tp])
         c.seek(tp, start)
         deadline = time.monotonic() + poll_timeout_ms / 1000.0
-        keys: List[Optional[bytes]]
-        values: List[Optional[bytes]]
-        offsets: List[int]
-        stamps: List[int]
-        types: List[int]
-        keys, values, offsets, stamps, types = [], [], [], [], []
-        headers: Optional[list] = [] if include_headers else None
+        # the rows read so far, as columns: (offsets, timestamps, types, keys, values, headers or None)
+        cols = ColumnSink(with_headers=include_headers).take()
         pos = start
         while pos < end:
             if time.monotonic() > deadline:
@@ -217,29 +214,24 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
                 c.seek(tp, first)
                 pos = first
                 continue
-            if columnar:
-                got = sink.take()
-            else:  # the consumer's records, as columns
-                got = ([], [], [], [], [], [] if include_headers else None)
+            got = sink.take()
+            if not columnar:  # the consumer's records, into the same columns
                 columns(recs, pos, *got)
             cut = len(got[0])
             if cut and got[0][-1] >= end:
                 cut = bisect.bisect_left(got[0], end)
             if cut:
-                for column, new in zip((offsets, stamps, types, keys, values, headers), got):
+                for column, new in zip(cols, got):
                     if column is not None:
                         column.extend(new[:cut])
-                pos = offsets[-1] + 1
+                pos = cols[0][-1] + 1
             pos = max(pos, c.position(tp))  # jumps over compaction / transaction-marker gaps
-            while len(offsets) >= batch_rows:  # arrowBatchSize rows per batch (a poll may bring several batches)
-                yield _batch(topic, partition, keys[:batch_rows], values[:batch_rows], offsets[:batch_rows],
-                             stamps[:batch_rows], types[:batch_rows],
-                             None if headers is None else headers[:batch_rows])
-                del keys[:batch_rows], values[:batch_rows], offsets[:batch_rows], stamps[:batch_rows]
-                del types[:batch_rows]
-                if headers is not None:
-                    del headers[:batch_rows]
-        if offsets:
-            yield _batch(topic, partition, keys, values, offsets, stamps, types, headers)
+            while len(cols[0]) >= batch_rows:  # arrowBatchSize rows per batch (a poll may bring several batches)
+                yield _batch(topic, partition, tuple(None if col is None else col[:batch_rows] for col in cols))
+                for col in cols:
+                    if col is not None:
+                        del col[:batch_rows]
+        if cols[0]:
+            yield _batch(topic, partition, cols)
     finally:
         c.close(autocommit=False)
