@@ -1,11 +1,16 @@
 """zkconsumer.protocol.offset_commit: the one-pass OffsetCommit encoding is byte-identical to kafka-python's for
-every version it handles (2-5) and falls back to kafka-python's for the others (pure; the live broker path is in
-test_offsets_kafka.py and test_offsets_dual.py)."""
+every version it handles (2-5) and falls back to kafka-python's for the others; the answer to such a request is
+read with struct exactly as kafka-python reads it (pure; the live broker path is in test_offsets_kafka.py and
+test_offsets_dual.py)."""
+import struct
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.protocol.consumer import OffsetCommitRequest as Stock
+from kafka.protocol.consumer import OffsetCommitResponse
 
-from zkconsumer.protocol.offset_commit import OffsetCommitRequest, make_request
+from zkconsumer.protocol.offset_commit import OffsetCommitRequest, OffsetCommitResult, _Reader, make_request
 
 _Topic = Stock.OffsetCommitRequestTopic
 _Partition = _Topic.OffsetCommitRequestPartition
@@ -41,3 +46,53 @@ def test_a_simple_consumer_commit_capped_at_v5():
     assert isinstance(r, OffsetCommitRequest) and r.generation_id_or_member_epoch == -1 and r.member_id == ""
     assert r.offsets_by_topic == {"t": [(0, 5), (1, 7)], "u": [(2, 9)]}
     assert r._max_version == 5 and r.expect_response()  # the version the client may pick goes up to 5
+
+
+_Answer = OffsetCommitResponse.OffsetCommitResponseTopic
+_AnswerPartition = _Answer.OffsetCommitResponsePartition
+
+
+class _Buffer:
+    """What kafka-python's parser hands a response class: a buffer read in order."""
+
+    def __init__(self, data):
+        self.data, self.pos = bytes(data), 0
+
+    def read(self, n=-1):
+        end = len(self.data) if n < 0 else self.pos + n
+        out, self.pos = self.data[self.pos:end], end
+        return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(answer=st.dictionaries(names, st.dictionaries(st.integers(0, 2 ** 31 - 1), st.sampled_from([0, 3, 16, 25, 87]),
+                                                     max_size=20), max_size=5),
+       throttle=st.integers(0, 2 ** 31 - 1), version=st.integers(2, 5))
+def test_the_answer_is_read_like_kafka_python_reads_it(answer, throttle, version):
+    stock = OffsetCommitResponse(throttle_time_ms=throttle, topics=[
+        _Answer(name=t, partitions=[_AnswerPartition(partition_index=p, error_code=c) for p, c in ps.items()])
+        for t, ps in answer.items()])
+    body = bytes(stock.encode(version=version))
+    reader = _Reader(version)
+    assert reader.parse_header(_Buffer(struct.pack(">i", 42))).correlation_id == 42
+    got = reader.decode(_Buffer(body))
+    assert isinstance(got, OffsetCommitResult) and got.correlation_id == 42
+    assert got.error_codes == {(t, p): c for t, ps in answer.items() for p, c in ps.items()}
+    assert got.throttle_time_ms == (throttle if version >= 3 else 0)
+    for cut in (body[:-1], body + b"\0"):  # truncated or trailing bytes: an error kafka-python's parser reports
+        with pytest.raises((ValueError, struct.error)):
+            _Reader(version).decode(_Buffer(cut))
+
+
+def test_only_this_requests_answer_is_read_by_the_fast_reader():
+    r = make_request("g", {("t", 0): 1})
+    r.with_header(correlation_id=5, client_id="c")
+    for version, fast in ((5, True), (2, True), (1, False), (8, False)):
+        r.API_VERSION = version
+        assert r.header.request_api_version == version and r.header.correlation_id == 5
+        assert isinstance(r.header.get_response_class(), _Reader) is fast
+    stock = Stock(group_id="g", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+                  retention_time_ms=-1, topics=[], max_version=8)
+    stock.with_header(correlation_id=6, client_id="c")
+    stock.API_VERSION = 5
+    assert stock.header.get_response_class() is OffsetCommitResponse[5]  # other OffsetCommits: kafka-python's

@@ -91,6 +91,29 @@ def test_unreachable_broker_bounded(unique):
     store.close()
 
 
+def test_begin_commit_sends_before_its_answer_is_asked_for(services, unique, topic):
+    """begin_commit hands the OffsetCommit to the client's IO thread at once: another client sees the offsets
+    before finish() is called; finish() returns what commit() would, retries and errors included."""
+    g = unique("g")
+    with KafkaOffsetStore(services.bootstrap_servers, g, _config(g)) as store, \
+            KafkaOffsetStore(services.bootstrap_servers, g, _config(g)) as reader:
+        store.commit({(topic, 0): 1})  # the coordinator is known from here on
+        finish = store.begin_commit({(topic, 0): 7, (topic, 1): 8, (unique("missing"), 0): 9})
+        wait_until(lambda: reader.fetch([(topic, 0), (topic, 1)]) == {(topic, 0): 7, (topic, 1): 8}, timeout=10)
+        r = finish()
+        assert r.committed == {(topic, 0): 7, (topic, 1): 8} and len(r.failed) == 1
+        assert "UnknownTopicOrPartition" in str(next(iter(r.failed.values())))
+        assert store.begin_commit({})().committed == {}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    down = KafkaOffsetStore("127.0.0.1:%d" % port, g, _config(g, **{"offsets.channel.socket.timeout.ms": "1000"}))
+    finish = down.begin_commit({(topic, 0): 1})  # cannot be sent now: commit() itself, when asked
+    with pytest.raises(OffsetStoreError, match="127.0.0.1:%d" % port):
+        finish()
+    down.close()
+
+
 def _fetch_works(store, tp):
     try:
         store.fetch([tp])

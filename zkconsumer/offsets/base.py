@@ -12,9 +12,10 @@ import logging
 from typing import Dict, Iterable, Mapping, Optional, Set, Tuple, Type, Union
 
 from ..errors import OffsetStoreError, OwnershipLostError
+from ..layout._json import MAX_INT64
 
-__all__ = ["TopicPartitionKey", "OffsetStore", "CommitResult", "OwnershipFence", "normalize_offsets",
-           "normalize_partitions"]
+__all__ = ["TopicPartitionKey", "OffsetStore", "CommitResult", "OwnershipFence", "NormalizedOffsets",
+           "normalize_offsets", "normalize_partitions"]
 
 log = logging.getLogger(__name__)
 
@@ -32,14 +33,29 @@ def normalize_partitions(partitions: Iterable) -> list:
     return out
 
 
+class NormalizedOffsets(dict):
+    """A ``{(topic, partition): offset}`` that :func:`normalize_offsets` has checked: checking it again (a store
+    handing its offsets to another, as the dual store does) is only a copy."""
+
+    __slots__ = ()
+
+
 def normalize_offsets(offsets: Mapping) -> Dict[TopicPartitionKey, int]:
-    """``{(topic, int(partition)): int(offset)}``; a negative or non-integer offset is a ``ValueError``."""
-    out = {}
+    """``{(topic, int(partition)): int(offset)}`` (a new :class:`NormalizedOffsets`); an offset that is not an
+    integer from 0 to 2^63-1 (a Java ``Long``) is a ``ValueError``."""
+    if type(offsets) is NormalizedOffsets:
+        return NormalizedOffsets(offsets)
+    out = NormalizedOffsets()
     for tp, off in offsets.items():
-        if isinstance(off, bool) or not isinstance(off, int) or off < 0:
-            raise ValueError("offset for %s-%s must be a non-negative integer (the next offset to consume), not %r"
-                             % (tp[0], tp[1], off))
-        out[(tp[0], int(tp[1]))] = off
+        if type(off) is not int or off < 0 or off > MAX_INT64:
+            if isinstance(off, bool) or not isinstance(off, int) or off < 0 or off > MAX_INT64:
+                raise ValueError("offset for %s-%s must be an integer from 0 to 2^63-1 (the next offset to "
+                                 "consume), not %r" % (tp[0], tp[1], off))
+            off = int(off)
+        if type(tp) is tuple and len(tp) == 2 and type(tp[1]) is int:
+            out[tp] = off
+        else:
+            out[(tp[0], int(tp[1]))] = off
     return out
 
 

@@ -5,8 +5,9 @@ missing value never wins), the Kafka documentation's "Migrating offsets from Zoo
 ``dual.commit.enabled=true``.
 
 Order. The Scala consumer writes Kafka, then ZooKeeper. Here that order holds until Kafka has acknowledged a
-whole commit. From then on (Kafka healthy) the two writes overlap: the OffsetCommit is sent from a helper thread
-while the ZooKeeper multi-op goes out, so a dual commit costs about the slower store's time, not the sum. That is
+whole commit. From then on (Kafka healthy) the two writes overlap: the OffsetCommit is sent first (handed to the
+Kafka client's IO thread) and the ZooKeeper multi-op goes out while the broker works, so a dual commit costs about
+the slower store's time, not the sum. That is
 safe because every value written is a consumed position and reads take the maximum: a partition Kafka refuses
 while ZooKeeper took it is reported failed (it is ``committed`` only when both stores hold it) and is sent to both
 again at the next commit, ZooKeeper being ahead for that moment, which is a state the sequential order reaches
@@ -18,9 +19,7 @@ ZooKeeper is not written ahead (``dual.commit.kafka.outage.ms`` decides when it 
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, Optional, Tuple
 
 from zkconsumer.errors import OffsetStoreError, OwnershipLostError
@@ -53,8 +52,6 @@ class DualOffsetStore(OffsetStore):
         self._kafka_failing_since: Optional[float] = None
         self.zookeeper_only = False  # True while commits go to ZooKeeper alone (visible to the member and tools)
         self._kafka_healthy = False  # the last Kafka commit was acknowledged in full: overlap the two writes
-        self._pool: Optional[ThreadPoolExecutor] = None
-        self._pool_lock = threading.Lock()
         self.stats = {"overlapped": 0, "sequential": 0}
 
     def _kafka_failed(self, why) -> bool:
@@ -127,15 +124,12 @@ class DualOffsetStore(OffsetStore):
             self._kafka_failed(next(iter(kafka_result.failed.values())))
 
     def _overlapped(self, offsets, fence, result) -> CommitResult:
-        """Kafka's OffsetCommit from the helper thread while ZooKeeper's multi-op goes out here."""
+        """Kafka's OffsetCommit sent first, ZooKeeper's multi-op written while the broker works."""
         self.stats["overlapped"] += 1
-        with self._pool_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dual-commit-%s" % self.group)
-            pending = self._pool.submit(self.kafka_store.commit, dict(offsets))
+        finish = self.kafka_store.begin_commit(offsets)
         zk_result = self.zk_store.commit(offsets, fence=fence)
         try:
-            kafka_result = pending.result()
+            kafka_result = finish()
         except OffsetStoreError as e:
             self._kafka_healthy = False
             self._kafka_failed(e)
@@ -172,10 +166,6 @@ class DualOffsetStore(OffsetStore):
         return {tp: (zk.get(tp), kafka.get(tp)) for tp in parts}
 
     def close(self) -> None:
-        with self._pool_lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
         try:
             self.kafka_store.close()
         finally:

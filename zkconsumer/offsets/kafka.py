@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 import kafka.errors as Errors
 from kafka.admin import KafkaAdminClient
@@ -37,6 +37,12 @@ from zkconsumer.protocol.offset_commit import make_request as make_commit_reques
 __all__ = ["KafkaOffsetStore"]
 
 log = logging.getLogger(__name__)
+
+class _AllCommitted(dict):
+    """``{tp: (NoError, None)}``: an OffsetCommit answer in which every partition's error is NONE."""
+
+    __slots__ = ()
+
 
 _REFIND = (Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError)
 _WAIT = (Errors.CoordinatorLoadInProgressError,)
@@ -152,13 +158,14 @@ class KafkaOffsetStore(OffsetStore):
                 pass
         self._node = None
 
-    def _attempts(self, fn, pending: Dict, what: str, refence=None):
+    def _attempts(self, fn, pending: Dict, what: str, refence=None, first=None):
         """Run ``fn(node, pending) -> {tp: error_class}`` with the ZookeeperConsumerConnector.scala retry budget (1 + max retries, backoff
         between attempts), re-finding the coordinator after NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE and waiting
         out COORDINATOR_LOAD_IN_PROGRESS.  Returns ``(done {tp: value}, failed {tp: exception}, exhausted)``,
         *exhausted* being the partitions that still had a retriable error when the budget ran out.
         Transport failures stop retrying once ``offsets.channel.socket.timeout.ms`` has passed; if the broker
-        never answered, raises :class:`OffsetStoreError`."""
+        never answered, raises :class:`OffsetStoreError`. *first*, when given, is ``(node, wait)``: the first
+        attempt already sent to *node*, ``wait()`` returning its outcome (:meth:`begin_commit`)."""
         done, failed, last = {}, {}, {}
         answered, last_exc = False, None
         start = time.monotonic()
@@ -172,9 +179,14 @@ class KafkaOffsetStore(OffsetStore):
                     if not pending:
                         break
             try:
-                node = self._coordinator()
-                answered = True
-                errs = self._client()._manager.run(fn, node, pending)
+                if attempt == 0 and first is not None:
+                    node, wait = first
+                    answered = True
+                    errs = wait()
+                else:
+                    node = self._coordinator()
+                    answered = True
+                    errs = self._client()._manager.run(fn, node, pending)
             except OffsetStoreError:
                 raise  # bootstrap failed: unreachable
             except Errors.KafkaError as e:
@@ -186,6 +198,10 @@ class KafkaOffsetStore(OffsetStore):
                 if not answered and (time.monotonic() - start) * 1000 >= self.socket_timeout_ms:
                     break
                 continue
+            if type(errs) is _AllCommitted and errs.keys() == pending.keys():
+                done.update(dict.fromkeys(pending))  # every partition answered NONE (the usual commit)
+                pending = {}
+                break
             retry = {}
             for tp in pending:
                 err, value = errs.get(tp, (OffsetStoreError, None))
@@ -246,8 +262,53 @@ class KafkaOffsetStore(OffsetStore):
                 def refence(pending):  # every retry is fenced again, every owner node read again: ownership
                     return fence.precheck(self.zk, list(pending), fresh=True)  # may have moved while we waited
             done, failed, _ = self._attempts(self._async_commit, offsets, "commit", refence)
-        for tp in done:
-            result.committed[tp] = offsets[tp]
+        return self._commit_result(offsets, done, failed, result)
+
+    def begin_commit(self, offsets) -> Callable[[], CommitResult]:
+        """Send the OffsetCommit of *offsets* now and return a function that waits for its answer (and does what
+        :meth:`commit` does after the first attempt: retries, errors) and returns the :class:`CommitResult`.
+
+        The dual store sends Kafka's request first and writes ZooKeeper while the broker works; the request
+        leaves from the calling thread's hand-off to the client's IO thread, not from another thread of ours,
+        which would wait up to the interpreter's switch interval (5 ms) for the lock the caller holds while it
+        builds ZooKeeper's multi-op. No fence (the dual store checks it before). The returned function raises
+        like :meth:`commit`. When the coordinator cannot be found now, or kafka-python runs no IO thread, it is
+        :meth:`commit` itself, run when called.
+        """
+        offsets = normalize_offsets(offsets)
+        if not offsets:
+            return lambda: CommitResult()
+        try:
+            manager = self._client()._manager
+            io_thread = getattr(getattr(manager, "_net", None), "_io_thread", None)
+            if io_thread is None or not io_thread.is_alive():
+                raise LookupError("kafka-python runs no IO thread here")
+            node = self._coordinator()
+            future = manager.call_soon(self._async_commit, node, dict(offsets))
+        except Exception:  # the ordinary path, in the caller's time
+            return lambda: self.commit(offsets)
+        answered = threading.Event()
+        future.add_both(lambda _: answered.set())
+
+        def wait():
+            answered.wait()
+            if future.exception is not None:
+                raise future.exception
+            return future.value
+
+        def finish() -> CommitResult:
+            with self._lock:
+                done, failed, _ = self._attempts(self._async_commit, offsets, "commit", first=(node, wait))
+            return self._commit_result(offsets, done, failed, CommitResult())
+        return finish
+
+    @staticmethod
+    def _commit_result(offsets, done, failed, result: CommitResult) -> CommitResult:
+        if len(done) == len(offsets):
+            result.committed.update(offsets)
+        else:
+            for tp in done:
+                result.committed[tp] = offsets[tp]
         for tp, exc in failed.items():
             result.fail(tp, exc)
         return result
@@ -256,6 +317,11 @@ class KafkaOffsetStore(OffsetStore):
         # v5 at most (zkconsumer.protocol.offset_commit): what a simple-consumer commit needs, its partitions
         # encoded in one pass; v8's flexible encoding cost 1.6x the time for fields we never set
         response = await self._admin._manager.send(make_commit_request(self.group, offsets), node_id=node)
+        codes = getattr(response, "error_codes", None)  # OffsetCommitResult (v2-v5, read with struct)
+        if codes is not None:
+            if not any(codes.values()):
+                return _AllCommitted.fromkeys(codes, (Errors.NoError, None))
+            return {tp: (Errors.for_code(code), None) for tp, code in codes.items()}
         return {(topic.name, part.partition_index): (Errors.for_code(part.error_code), None)
                 for topic in response.topics for part in topic.partitions}
 

@@ -23,6 +23,7 @@ from kazoo.protocol.serialization import CheckVersion, SetData
 
 from ..errors import OffsetStoreError, OwnershipLostError, ZnodeFormatError
 from ..layout import decode_offset, encode_offset, partition_offset_path, topic_offsets_path, validate_group
+from ..protocol import zk_multi
 from .base import CommitResult, OffsetStore, OwnershipFence, normalize_offsets, normalize_partitions
 
 __all__ = ["ZooKeeperOffsetStore"]
@@ -67,6 +68,8 @@ class ZooKeeperOffsetStore(OffsetStore):
         self._topics_ensured: Set[str] = set()
         self.stats = {"transactions": 0, "writes": 0}
         self._paths: Dict = {}  # (t, p) -> its offset node's path (validated once: 35% of a 10k-partition commit)
+        self._set_prefixes: Dict = {}  # (t, p) -> its setData operation's bytes up to the data (zk_multi)
+        self._check_ops: Dict = {}  # owner node path -> its check(path, 0) operation's bytes
 
     def _path(self, tp) -> str:
         path = self._paths.get(tp)
@@ -179,35 +182,19 @@ class ZooKeeperOffsetStore(OffsetStore):
                         todo.pop(tp)
         switched = set()  # partitions already re-tried once as create<->set
         pending = dict(todo)
+        fast = zk_multi.supported(self.zk)
         while pending:
-            chunks = self._chunks(pending, exists, fence)
             inflight = []
-            for chunk in chunks:
-                txn = self.zk.transaction()
-                raw = _raw_operations(txn)  # kazoo's request list: skips its per-op path normalization
-                root = self.zk.chroot or ""
-                ops = []  # (tp, kind)
-                for tp in chunk:
-                    path = self._path(tp)
-                    if fence is not None:
-                        if raw is not None:
-                            raw.append(CheckVersion(root + fence.owner_paths[tp], 0))
-                        else:
-                            txn.check(fence.owner_paths[tp], 0)
-                        ops.append((tp, "check"))
-                    data = encode_offset(pending[tp])
-                    if exists[tp]:
-                        if raw is not None:
-                            raw.append(SetData(root + path, data, -1))
-                        else:
-                            txn.set_data(path, data)
-                    else:
-                        txn.create(path, data)
-                    ops.append((tp, "write"))
-                inflight.append((chunk, ops, txn.commit_async()))
+            slow = [tp for tp in pending if not exists[tp]] if fast else list(pending)
+            if fast:  # nodes that exist: setData multi-ops serialized in one pass (zk_multi)
+                for chunk, request in self._set_data_multis([tp for tp in pending if exists[tp]], pending, fence):
+                    inflight.append((chunk, zk_multi.submit(self.zk, request)))
+                    self.stats["transactions"] += 1
+            for chunk in self._chunks(slow, fence):  # nodes to create: kazoo's transactions
+                inflight.append((chunk, self._transaction(chunk, pending, exists, fence).commit_async()))
                 self.stats["transactions"] += 1
             retry = {}
-            for chunk, ops, res in inflight:
+            for chunk, res in inflight:
                 try:
                     results = res.get()
                 except Exception as e:  # connection loss: the outcome is unknown
@@ -216,6 +203,14 @@ class ZooKeeperOffsetStore(OffsetStore):
                         result.fail(tp, OffsetStoreError("ZooKeeper multi-op failed for offset node %s: %r"
                                                          % (self._path(tp), e)))
                     continue
+                if zk_multi.all_ok(results):
+                    done = {tp: pending[tp] for tp in chunk}
+                    self._checkpoint.update(done)
+                    result.committed.update(done)
+                    self.stats["writes"] += len(done)
+                    continue
+                kinds = ("check", "write") if fence is not None else ("write",)
+                ops = [(tp, kind) for tp in chunk for kind in kinds]
                 bad = {}
                 for (tp, kind), r in zip(ops, results):
                     if isinstance(r, (RolledBackError, RuntimeInconsistency)) or not isinstance(r, Exception):
@@ -257,6 +252,57 @@ class ZooKeeperOffsetStore(OffsetStore):
                         result.fail(tp, OffsetStoreError("cannot write offset node %s: %r" % (path, err)))
             pending = retry
 
+    def _set_data_multis(self, tps, pending: Dict, fence: Optional[OwnershipFence]):
+        """``(chunk, SetDataMulti)`` pairs writing *tps* (each setData after a ``check`` of its owner node when
+        fenced), cut below the size and operation limits; built from byte strings cached per path."""
+        root = self.zk.chroot or ""
+        prefixes, checks = self._set_prefixes, self._check_ops
+        nops = 1 if fence is None else 2
+        chunk: List[Tuple[str, int]] = []
+        parts: List[bytes] = []
+        size = 0
+        for tp in tps:
+            prefix = prefixes.get(tp)
+            if prefix is None:
+                prefix = prefixes[tp] = zk_multi.set_data_prefix(root + self._path(tp))
+            op = zk_multi.set_data(prefix, b"%d" % pending[tp])  # offsets are checked ints (normalize_offsets)
+            if fence is not None:
+                owner = fence.owner_paths[tp]
+                check = checks.get(owner)
+                if check is None:
+                    check = checks[owner] = zk_multi.check_op(root + owner, 0)
+                op = check + op
+            if chunk and (size + len(op) > _MAX_TXN_BYTES or (len(chunk) + 1) * nops > _MAX_TXN_OPS):
+                yield chunk, zk_multi.SetDataMulti(parts, len(chunk) * nops, fence is not None)
+                chunk, parts, size = [], [], 0
+            chunk.append(tp)
+            parts.append(op)
+            size += len(op)
+        if chunk:
+            yield chunk, zk_multi.SetDataMulti(parts, len(chunk) * nops, fence is not None)
+
+    def _transaction(self, chunk, pending: Dict, exists: Dict, fence: Optional[OwnershipFence]):
+        """kazoo's transaction for a chunk that creates nodes (or when this kazoo has no ``_call``)."""
+        txn = self.zk.transaction()
+        raw = _raw_operations(txn)  # kazoo's request list: skips its per-op path normalization
+        root = self.zk.chroot or ""
+        for tp in chunk:
+            path = self._path(tp)
+            if fence is not None:
+                if raw is not None:
+                    raw.append(CheckVersion(root + fence.owner_paths[tp], 0))
+                else:
+                    txn.check(fence.owner_paths[tp], 0)
+            data = encode_offset(pending[tp])
+            if exists[tp]:
+                if raw is not None:
+                    raw.append(SetData(root + path, data, -1))
+                else:
+                    txn.set_data(path, data)
+            else:
+                txn.create(path, data)
+        return txn
+
     def _list_children(self, topics) -> Dict[str, set]:
         """``{topic: {partition names with an offset node}}`` with one pipelined ``get_children`` per topic."""
         calls = [(t, self.zk.get_children_async(topic_offsets_path(self.group, t))) for t in sorted(topics)]
@@ -269,11 +315,11 @@ class ZooKeeperOffsetStore(OffsetStore):
                 present[t] = set()
         return present
 
-    def _chunks(self, pending: Dict, exists: Dict, fence) -> list:
+    def _chunks(self, tps, fence) -> list:
         chunks: List[List[Tuple[str, int]]]
         cur: List[Tuple[str, int]]
         chunks, cur, size = [], [], 0
-        for tp in sorted(pending):
+        for tp in sorted(tps):
             cost = len(self._path(tp)) + 20 + _OP_OVERHEAD
             nops = 1
             if fence is not None:

@@ -8,6 +8,12 @@ epoch: v6; no flexible encoding: v8), so this class lets kafka-python encode the
 array (group, generation, member, retention) and appends the array itself with ``struct``: byte-identical output
 (``tests/test_offset_commit_request.py``), ~0.3 ms. Any other version is encoded by kafka-python from the same
 offsets. The class keeps kafka-python's name, which is how kafka-python finds the message's schema.
+
+The answer to such a request (v2-v5: ``throttle_time_ms`` from v3, then per topic its name and per partition
+``partition_index int32, error_code int16``) is read with ``struct`` too, into :class:`OffsetCommitResult`'s
+``error_codes``: kafka-python's generic decoder built an object per partition (~1 ms of the IO thread for 1,000
+partitions). The request's header hands kafka-python this reader for its own answer only; every other
+OffsetCommit in the process is decoded by kafka-python as before.
 """
 from __future__ import annotations
 
@@ -16,13 +22,14 @@ from typing import Dict, List, Tuple
 
 from kafka.protocol import consumer as _consumer
 
-__all__ = ["OffsetCommitRequest", "make_request"]
+__all__ = ["OffsetCommitRequest", "OffsetCommitResult", "make_request"]
 
 _TOPIC = _consumer.OffsetCommitRequest.OffsetCommitRequestTopic
 _PARTITION = _TOPIC.OffsetCommitRequestPartition
 _COUNT = struct.Struct(">i")
 _NAME_LEN = struct.Struct(">h")
 _ENTRY = struct.Struct(">iqh")  # partition, offset, metadata "" (string length 0)
+_ANSWER = struct.Struct(">ih")  # partition, error code
 
 
 class OffsetCommitRequest(_consumer.OffsetCommitRequest):
@@ -36,12 +43,102 @@ class OffsetCommitRequest(_consumer.OffsetCommitRequest):
             return super().encode(version=version, header=header, framed=framed)
         head = super().encode(version=version, header=header, framed=False)  # ends with the empty array's count
         parts = [head[:-4], _COUNT.pack(len(self.offsets_by_topic))]
+        pack = _ENTRY.pack
         for topic, entries in self.offsets_by_topic.items():
             name = topic.encode("utf-8")
             parts.append(_NAME_LEN.pack(len(name)) + name + _COUNT.pack(len(entries)))
-            parts.extend(_ENTRY.pack(p, off, 0) for p, off in entries)
+            parts.extend([pack(p, off, 0) for p, off in entries])
         body = b"".join(parts)
         return _COUNT.pack(len(body)) + body if framed else body
+
+    def with_header(self, correlation_id=0, client_id="kafka-python"):
+        super().with_header(correlation_id=correlation_id, client_id=client_id)
+        self._header = _Header(self._header)
+
+
+class _Header:
+    """kafka-python's request header, except that it names :class:`_Reader` as the reader of a v2-v5 answer."""
+
+    __slots__ = ("_header",)
+
+    def __init__(self, header):
+        object.__setattr__(self, "_header", header)
+
+    def __getattr__(self, name):
+        return getattr(self._header, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._header, name, value)
+
+    def get_response_class(self):
+        version = self._header.request_api_version
+        if version is not None and 2 <= version <= 5:
+            return _Reader(version)
+        return self._header.get_response_class()
+
+    def __repr__(self):
+        return repr(self._header)
+
+
+class OffsetCommitResult:
+    """An OffsetCommit v2-v5 answer: ``error_codes`` ``{(topic, partition): error code}`` (0: committed)."""
+
+    __slots__ = ("correlation_id", "throttle_time_ms", "error_codes")
+
+    def __init__(self, correlation_id: int, throttle_time_ms: int, error_codes: Dict[Tuple[str, int], int]):
+        self.correlation_id = correlation_id
+        self.throttle_time_ms = throttle_time_ms
+        self.error_codes = error_codes
+
+    def __repr__(self):
+        failed = sum(1 for code in self.error_codes.values() if code)
+        return "OffsetCommitResult(%d partitions, %d failed, throttle_time_ms=%d)" % (
+            len(self.error_codes), failed, self.throttle_time_ms)
+
+
+class _Reader:
+    """What kafka-python's parser asks of a response class: ``parse_header`` then ``decode`` of one answer."""
+
+    __slots__ = ("version", "correlation_id")
+
+    def __init__(self, version: int):
+        self.version = version
+        self.correlation_id = -1
+
+    def parse_header(self, read_buffer):
+        (self.correlation_id,) = _COUNT.unpack(read_buffer.read(4))  # response header v0: the correlation id
+        return self
+
+    def decode(self, read_buffer) -> OffsetCommitResult:
+        data = bytes(read_buffer.read())
+        try:
+            return _decode(data, self.version, self.correlation_id)
+        except (IndexError, UnicodeDecodeError) as e:
+            raise ValueError("malformed OffsetCommit v%d answer: %s" % (self.version, e)) from e
+
+
+def _decode(data: bytes, version: int, correlation_id: int) -> OffsetCommitResult:
+    pos, throttle = 0, 0
+    if version >= 3:
+        (throttle,) = _COUNT.unpack_from(data, pos)
+        pos += 4
+    (topics,) = _COUNT.unpack_from(data, pos)
+    pos += 4
+    codes: Dict[Tuple[str, int], int] = {}
+    for _ in range(topics):
+        (n,) = _NAME_LEN.unpack_from(data, pos)
+        name = data[pos + 2:pos + 2 + n].decode("utf-8")
+        pos += 2 + n
+        (count,) = _COUNT.unpack_from(data, pos)
+        pos += 4
+        end = pos + count * _ANSWER.size
+        if end > len(data):
+            raise struct.error("answer truncated: %d partitions of %s announced" % (count, name))
+        codes.update(((name, p), code) for p, code in _ANSWER.iter_unpack(data[pos:end]))
+        pos = end
+    if pos != len(data):
+        raise struct.error("%d bytes after the last topic" % (len(data) - pos))
+    return OffsetCommitResult(correlation_id, throttle, codes)
 
 
 def _topics(offsets_by_topic: Dict[str, List[Tuple[int, int]]]) -> list:
@@ -54,8 +151,14 @@ def make_request(group: str, offsets: Dict[Tuple[str, int], int]) -> OffsetCommi
     """A simple-consumer commit (generation -1, no member) of ``{(topic, partition): offset}``, empty metadata,
     version 5 at most."""
     by_topic: Dict[str, List[Tuple[int, int]]] = {}
-    for (t, p), off in sorted(offsets.items()):
-        by_topic.setdefault(t, []).append((p, off))
+    for (t, p), off in offsets.items():
+        entries = by_topic.get(t)
+        if entries is None:
+            entries = by_topic[t] = []
+        entries.append((p, off))
+    for entries in by_topic.values():
+        entries.sort()  # ints: cheap, and usually sorted already
+    by_topic = dict(sorted(by_topic.items()))
     request = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="",
                                   group_instance_id=None, retention_time_ms=-1, topics=[], max_version=5)
     request.offsets_by_topic = by_topic
