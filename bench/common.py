@@ -65,9 +65,32 @@ class Cluster:
         p.flush(timeout=300)
         p.close()
 
+    def server_pids(self):
+        """``{"zookeeper": pid, "kafka": pid}`` of the embedded cluster's servers (first broker); {} when the
+        cluster is external."""
+        if self.local is None:
+            return {}
+        out = {}
+        for name, proc in self.local.info().get("processes", {}).items():
+            kind = "zookeeper" if name == "zookeeper" else "kafka" if proc.get("kind") in ("kafka", "kraft", "tansu") \
+                else None
+            if kind and kind not in out and proc.get("pid"):
+                out[kind] = int(proc["pid"])
+        return out
+
     def close(self):
         if self.local is not None:
             self.local.down()
+
+
+def process_cpu_s(pid):
+    """User + system CPU seconds a process has used (Linux /proc), or None when it cannot be read."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def machine():
