@@ -13,12 +13,14 @@ log = logging.getLogger(__name__)
 
 def make_client(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=None, read_only=False, auth=None):
     """An unstarted KazooClient for a validated connect string; ``auth`` (a :class:`~zkconsumer.zk_auth.ZkAuth`)
-    adds the credentials and, with ``set_acl``, the secure default ACL of every znode it creates."""
+    adds the credentials and, with ``set_acl``, the secure default ACL of every znode it creates. Its handler is
+    :class:`~zkconsumer.zk_handler.PollHandler` (kazoo's threading handler, one ``poll`` per wait)."""
     from kazoo.client import KazooClient
     from kazoo.retry import KazooRetry
     from .layout.connect import parse_zk_connect
+    from .zk_handler import PollHandler
     parsed = parse_zk_connect(zookeeper_connect)
-    return KazooClient(hosts=parsed.kazoo_hosts, timeout=session_timeout_ms / 1000.0,
+    return KazooClient(hosts=parsed.kazoo_hosts, timeout=session_timeout_ms / 1000.0, handler=PollHandler(),
                        connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
                        command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
                        read_only=read_only, **(auth or NO_AUTH).kazoo_kwargs())
