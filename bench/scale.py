@@ -106,5 +106,6 @@ def _run(cluster, n, partitions, log):
 
 TIME_GOES = ("every member reads the group from a cache kept true by watches (registrations and partition maps "
              "re-read only when they change: O(N) reads per rebalance for the group), runs the assignor and writes "
-             "its owner nodes; on 2 cores the 300 members' attempts run one after another, so the convergence "
-             "time is mostly their Python time, not ZooKeeper's (see bench/model.py for larger groups).")
+             "its owner nodes; on 2 cores the 300 members' attempts share one interpreter, so the convergence time "
+             "is mostly their Python time (each ZooKeeper session's waits cost one poll(2), not a new epoll "
+             "selector as in kazoo's own handler), not ZooKeeper's (see bench/model.py for larger groups).")
