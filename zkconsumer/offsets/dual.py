@@ -7,8 +7,7 @@ missing value never wins), the Kafka documentation's "Migrating offsets from Zoo
 Order. The Scala consumer writes Kafka, then ZooKeeper. Here that order holds until Kafka has acknowledged a
 whole commit. From then on (Kafka healthy) the two writes overlap: the OffsetCommit is sent first (handed to the
 Kafka client's IO thread) and the ZooKeeper multi-op goes out while the broker works, so a dual commit costs about
-the slower store's time, not the sum. That is
-safe because every value written is a consumed position and reads take the maximum: a partition Kafka refuses
+the slower store's time, not the sum. That is safe because every value written is a consumed position and reads take the maximum: a partition Kafka refuses
 while ZooKeeper took it is reported failed (it is ``committed`` only when both stores hold it) and is sent to both
 again at the next commit, ZooKeeper being ahead for that moment, which is a state the sequential order reaches
 too when Kafka fails just after a commit. After any Kafka failure the order is sequential again (Kafka first,

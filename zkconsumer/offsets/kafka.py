@@ -38,6 +38,7 @@ __all__ = ["KafkaOffsetStore"]
 
 log = logging.getLogger(__name__)
 
+
 class _AllCommitted(dict):
     """``{tp: (NoError, None)}``: an OffsetCommit answer in which every partition's error is NONE."""
 
@@ -291,7 +292,10 @@ class KafkaOffsetStore(OffsetStore):
         future.add_both(lambda _: answered.set())
 
         def wait():
-            answered.wait()
+            # kafka-python fails the request after request_timeout_ms; the margin covers an IO thread that died
+            if not answered.wait(self.socket_timeout_ms / 1000.0 + 5.0):
+                raise Errors.KafkaTimeoutError("no answer to the OffsetCommit of group %s within %d ms"
+                                               % (self.group, self.socket_timeout_ms + 5000))
             if future.exception is not None:
                 raise future.exception
             return future.value
