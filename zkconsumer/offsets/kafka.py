@@ -285,7 +285,7 @@ class KafkaOffsetStore(OffsetStore):
             if io_thread is None or not io_thread.is_alive():
                 raise LookupError("kafka-python runs no IO thread here")
             node = self._coordinator()
-            future = manager.call_soon(self._async_commit, node, dict(offsets))
+            future = manager.call_soon(self._async_commit, node, offsets)  # our own copy: nobody changes it
         except Exception:  # the ordinary path, in the caller's time
             return lambda: self.commit(offsets)
         answered = threading.Event()

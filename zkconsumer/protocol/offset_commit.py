@@ -110,11 +110,9 @@ class _Reader:
         return self
 
     def decode(self, read_buffer) -> OffsetCommitResult:
-        data = bytes(read_buffer.read())
-        try:
-            return _decode(data, self.version, self.correlation_id)
-        except (IndexError, UnicodeDecodeError) as e:
-            raise ValueError("malformed OffsetCommit v%d answer: %s" % (self.version, e)) from e
+        # a malformed answer raises struct.error or UnicodeDecodeError (a ValueError): the errors kafka-python's
+        # parser turns into KafkaProtocolError
+        return _decode(bytes(read_buffer.read()), self.version, self.correlation_id)
 
 
 def _decode(data: bytes, version: int, correlation_id: int) -> OffsetCommitResult:
