@@ -1,9 +1,11 @@
 """Only the optional C extension lives here; everything else is declared in setup.cfg.
 
-``zkconsumer._records`` is the record batch v2 decoder in C (zkconsumer/_records.c). It is optional: without a C
-compiler the build goes on and zkconsumer uses the pure-Python decoder (zkconsumer/consumer/fast_records.py).
+``zkconsumer._records`` is the record batch v2 decoder in C (zkconsumer/_records.c), and
+``zkconsumer._rdkafka_records`` turns confluent-kafka's Messages into ConsumerRecords for the librdkafka fetch engine
+(zkconsumer/_rdkafka_records.c). Both are optional: without a C compiler the build goes on and zkconsumer uses their
+pure-Python equivalents (zkconsumer/consumer/fast_records.py, zkconsumer/consumer/librdkafka.py).
 """
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("zkconsumer._records", ["zkconsumer/_records.c"], optional=True,
-                             extra_compile_args=["-O2"])])
+setup(ext_modules=[Extension("zkconsumer." + name, ["zkconsumer/%s.c" % name], optional=True, extra_compile_args=["-O2"])
+                   for name in ("_records", "_rdkafka_records")])
