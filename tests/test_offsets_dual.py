@@ -150,3 +150,24 @@ def test_both_stores_at_once_while_kafka_is_healthy(dual, zk, services, unique):
     assert zk.get(partition_offset_path(g, missing, 0))[0] == b"6" and zk.get(partition_offset_path(g, t, 0))[0] == b"7"
     assert dual.commit({(t, 0): 9}).ok and dual.commit({(t, 0): 10}).ok and dual.stats["overlapped"] == 3
     assert dual.fetch([(t, 0)]) == {(t, 0): 10}
+
+
+def test_overlapped_commit_sends_zookeeper_first_then_kafka(dual, zk, services, unique, monkeypatch):
+    """While Kafka is healthy, ZooKeeper's multi-op (the longer path: the client builds it, the server syncs its
+    log) is handed to kazoo first and Kafka's OffsetCommit is sent before ZooKeeper answers."""
+    t = services.create_topic(unique("dt"), 2)
+    assert dual.commit({(t, 0): 1, (t, 1): 1}).ok  # Kafka acknowledged a whole commit: overlapped from now on
+    order = []
+    zk_store, kafka_store = dual.zk_store, dual.kafka_store
+    begin = kafka_store.begin_commit
+
+    def traced(offsets):
+        order.append(("kafka", dict(zk_store.stats)))
+        return begin(offsets)
+    monkeypatch.setattr(kafka_store, "begin_commit", traced)
+    before = dict(zk_store.stats)
+    r = dual.commit({(t, 0): 2, (t, 1): 3})
+    assert r.ok and dual.stats["overlapped"] == 1
+    [(name, stats)] = order
+    assert stats["transactions"] == before["transactions"] + 1 and stats["writes"] == before["writes"]
+    assert dual.fetch_both([(t, 0), (t, 1)]) == {(t, 0): (2, 2), (t, 1): (3, 3)}

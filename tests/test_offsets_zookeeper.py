@@ -189,3 +189,21 @@ def test_chrooted_client_writes_sets_and_fenced_checks_under_its_chroot(zk, serv
     finally:
         client.stop()
         client.close()
+
+
+def test_sent_is_called_once_after_the_requests_leave_and_also_when_nothing_is_written(zk, unique):
+    """``commit(sent=...)``: the dual store starts Kafka's OffsetCommit there, once ZooKeeper's multi-ops are on
+    their way and before their answers; with nothing to write it is still called, once."""
+    g, t = unique("g"), unique("t")
+    store = ZooKeeperOffsetStore(zk, g)
+    calls = []
+    r = store.commit({(t, p): 1 for p in range(3)}, sent=lambda: calls.append(dict(store.stats)))
+    assert r.ok and len(calls) == 1
+    assert calls[0]["transactions"] >= 1 and calls[0]["writes"] == 0  # submitted, not yet answered
+    r = store.commit({(t, p): 2 for p in range(3)}, sent=lambda: calls.append(dict(store.stats)))
+    assert r.ok and len(calls) == 2 and calls[1]["writes"] == 3  # (the first commit's 3 writes; not this one's)
+    r = store.commit({(t, p): 2 for p in range(3)}, sent=lambda: calls.append("unchanged"))
+    assert r.unchanged == {(t, p) for p in range(3)} and calls[2:] == ["unchanged"]
+    zk.delete(partition_offset_path(g, t, 0))  # a deleted node: the set fails, a create is sent again
+    r = store.commit({(t, 0): 3}, sent=lambda: calls.append("retried"))
+    assert r.ok and calls[3:] == ["retried"] and zk.get(partition_offset_path(g, t, 0))[0] == b"3"

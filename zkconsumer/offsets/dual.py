@@ -5,9 +5,10 @@ missing value never wins), the Kafka documentation's "Migrating offsets from Zoo
 ``dual.commit.enabled=true``.
 
 Order. The Scala consumer writes Kafka, then ZooKeeper. Here that order holds until Kafka has acknowledged a
-whole commit. From then on (Kafka healthy) the two writes overlap: the OffsetCommit is sent first (handed to the
-Kafka client's IO thread) and the ZooKeeper multi-op goes out while the broker works, so a dual commit costs about
-the slower store's time, not the sum. That is safe because every value written is a consumed position and reads take the maximum: a partition Kafka refuses
+whole commit. From then on (Kafka healthy) the two writes overlap: the ZooKeeper multi-op is built and handed to
+kazoo first (its path is the longer one: the client builds it, the server syncs its log), then the OffsetCommit is
+handed to the Kafka client's IO thread, and both answers are awaited, so a dual commit costs about the slower
+store's time, not the sum. That is safe because every value written is a consumed position and reads take the maximum: a partition Kafka refuses
 while ZooKeeper took it is reported failed (it is ``committed`` only when both stores hold it) and is sent to both
 again at the next commit, ZooKeeper being ahead for that moment, which is a state the sequential order reaches
 too when Kafka fails just after a commit. After any Kafka failure the order is sequential again (Kafka first,
@@ -17,9 +18,10 @@ ZooKeeper is not written ahead (``dual.commit.kafka.outage.ms`` decides when it 
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, List, NoReturn, Optional, Tuple
 
 from zkconsumer.errors import OffsetStoreError, OwnershipLostError
 from zkconsumer.offsets.base import CommitResult, OffsetStore, OwnershipFence, normalize_offsets, \
@@ -123,10 +125,17 @@ class DualOffsetStore(OffsetStore):
             self._kafka_failed(next(iter(kafka_result.failed.values())))
 
     def _overlapped(self, offsets, fence, result) -> CommitResult:
-        """Kafka's OffsetCommit sent first, ZooKeeper's multi-op written while the broker works."""
+        """ZooKeeper's multi-op handed to its client first, Kafka's OffsetCommit sent while ZooKeeper works."""
         self.stats["overlapped"] += 1
-        finish = self.kafka_store.begin_commit(offsets)
-        zk_result = self.zk_store.commit(offsets, fence=fence)
+        started: List[Callable[[], CommitResult]] = []
+
+        def start_kafka() -> None:  # called by the ZooKeeper store once its requests are on their way
+            try:
+                started.append(self.kafka_store.begin_commit(offsets))
+            except Exception as e:  # raised from finish() below, after ZooKeeper's answers are in
+                started.append(functools.partial(_reraise, e))
+        zk_result = self.zk_store.commit(offsets, fence=fence, sent=start_kafka)
+        finish = started[0]
         try:
             kafka_result = finish()
         except OffsetStoreError as e:
@@ -169,3 +178,7 @@ class DualOffsetStore(OffsetStore):
             self.kafka_store.close()
         finally:
             self.zk_store.close()
+
+
+def _reraise(e: BaseException) -> NoReturn:
+    raise e

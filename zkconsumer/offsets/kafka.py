@@ -269,10 +269,9 @@ class KafkaOffsetStore(OffsetStore):
         """Send the OffsetCommit of *offsets* now and return a function that waits for its answer (and does what
         :meth:`commit` does after the first attempt: retries, errors) and returns the :class:`CommitResult`.
 
-        The dual store sends Kafka's request first and writes ZooKeeper while the broker works; the request
-        leaves from the calling thread's hand-off to the client's IO thread, not from another thread of ours,
-        which would wait up to the interpreter's switch interval (5 ms) for the lock the caller holds while it
-        builds ZooKeeper's multi-op. No fence (the dual store checks it before). The returned function raises
+        The dual store calls it as soon as ZooKeeper's multi-op is handed to kazoo, and waits for both answers;
+        the request leaves from the calling thread's hand-off to the client's IO thread, not from another thread
+        of ours, which would wait up to the interpreter's switch interval (5 ms) for the interpreter lock. No fence (the dual store checks it before). The returned function raises
         like :meth:`commit`. When the coordinator cannot be found now, or kafka-python runs no IO thread, it is
         :meth:`commit` itself, run when called.
         """

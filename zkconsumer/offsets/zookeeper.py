@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from kazoo.exceptions import (BadVersionError, KazooException, NodeExistsError, NoNodeError, RolledBackError,
                               RuntimeInconsistency)
@@ -44,6 +44,19 @@ def _raw_operations(txn) -> Optional[list]:
     time) is not needed. None when this kazoo keeps its transactions differently (then its methods are used)."""
     ops = getattr(txn, "operations", None)
     return ops if isinstance(ops, list) and not ops and not getattr(txn, "committed", False) else None
+
+
+class _Once:
+    """Calls a function (or nothing) the first time it is called, and never again."""
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Optional[Callable[[], None]]):
+        self.fn = fn
+
+    def __call__(self) -> None:
+        fn, self.fn = self.fn, None
+        if fn is not None:
+            fn()
 
 
 class ZooKeeperOffsetStore(OffsetStore):
@@ -126,12 +139,22 @@ class ZooKeeperOffsetStore(OffsetStore):
 
     # ---- commit -----------------------------------------------------------------------------------------------
 
-    def commit(self, offsets, fence: Optional[OwnershipFence] = None, force: bool = False) -> CommitResult:
+    def commit(self, offsets, fence: Optional[OwnershipFence] = None, force: bool = False,
+               sent: Optional[Callable[[], None]] = None) -> CommitResult:
         """Write changed offsets in a few multi-ops (ZookeeperConsumerConnector.scala), optionally fenced (see :class:`OwnershipFence`).
 
         ``force=True`` writes even values the cache says are already stored (tools).  ZooKeeper errors are
-        reported per partition in the result, never raised.
+        reported per partition in the result, never raised.  ``sent`` is called once, as soon as the first
+        requests are handed to the client (before their answers), or before returning when nothing was sent: the
+        dual store starts Kafka's OffsetCommit there, so that ZooKeeper's longer path starts first.
         """
+        once = _Once(sent)
+        try:
+            return self._commit(offsets, fence, force, once)
+        finally:
+            once()
+
+    def _commit(self, offsets, fence: Optional[OwnershipFence], force: bool, sent: _Once) -> CommitResult:
         offsets = normalize_offsets(offsets)
         result = CommitResult()
         with self._lock:
@@ -152,10 +175,11 @@ class ZooKeeperOffsetStore(OffsetStore):
                     result.fail(tp, exc)
                     todo.pop(tp, None)
             if todo:
-                self._write(todo, fence, result)
+                self._write(todo, fence, result, sent)
         return result
 
-    def _write(self, todo: Dict, fence: Optional[OwnershipFence], result: CommitResult) -> None:
+    def _write(self, todo: Dict, fence: Optional[OwnershipFence], result: CommitResult,
+               sent: Optional[_Once] = None) -> None:
         # Decide set vs create: the cache knows for nodes we read or wrote; otherwise one get_children per topic.
         exists = {tp: self._checkpoint[tp] is not _ABSENT for tp in todo if tp in self._checkpoint}
         unknown = [tp for tp in todo if tp not in exists]
@@ -193,6 +217,8 @@ class ZooKeeperOffsetStore(OffsetStore):
             for chunk in self._chunks(slow, fence):  # nodes to create: kazoo's transactions
                 inflight.append((chunk, self._transaction(chunk, pending, exists, fence).commit_async()))
                 self.stats["transactions"] += 1
+            if sent is not None:
+                sent()  # the first requests are on their way (a no-op after the first time)
             retry = {}
             for chunk, res in inflight:
                 try:
