@@ -3,11 +3,12 @@
 Members run the real registration, watches, rebalancer and owner claims; they do not fetch (a fetcher per member
 would measure 100 Kafka clients on 2 cores, not coordination). Converged = every member IDLE and the owner claims
 equal the range assignment of all members. Reported: time to converge, failed rebalance attempts (claim waits — a
-member waiting for its predecessor's release — are counted apart), ZooKeeper reads per member per rebalance.
+member waiting for its predecessor's release — are counted apart), ZooKeeper reads per member per rebalance, and the
+CPU the members' process and the ZooKeeper server spent while the group converged (bench/model.py reads it).
 """
 import time
 
-from .common import Result, converged, unique
+from .common import Result, converged, process_cpu_s, unique
 
 def _member(cluster, group):
     from zkconsumer.config import ConsumerConfig
@@ -65,6 +66,8 @@ def _run(cluster, n, partitions, log):
         log("scale: %d members converged after start-up in %.1f s" % (n, time.perf_counter() - t0))
         before = {id(m): dict(m.rebalancer.stats) for m in members}
         m = _member(cluster, group)
+        zk_pid = cluster.server_pids().get("zookeeper")
+        cpu0, zk_cpu0 = time.process_time(), process_cpu_s(zk_pid) if zk_pid else None
         t0 = time.perf_counter()
         import threading
         threading.Thread(target=m.create_message_streams, args=({topic: 1},), daemon=True).start()
@@ -75,6 +78,9 @@ def _run(cluster, n, partitions, log):
                 raise TimeoutError("did not converge after the join")
             time.sleep(0.005)
         took = time.perf_counter() - t0
+        cpu = time.process_time() - cpu0
+        zk_cpu1 = process_cpu_s(zk_pid) if zk_cpu0 is not None else None
+        zk_cpu = zk_cpu1 - zk_cpu0 if zk_cpu1 is not None and zk_cpu0 is not None else None
         time.sleep(0.5)  # let trailing watch events finish (they must be no-ops)
         failed = waits = reads = attempts = 0
         for x in members:
@@ -85,13 +91,17 @@ def _run(cluster, n, partitions, log):
             reads += s["zk_reads"] - b["zk_reads"]
             attempts += s["attempts"] - b["attempts"]
         degraded = sum(1 for x in members if x.rebalancer.state == "DEGRADED")
-        log("scale: join converged in %.2f s; %d attempts, %d failed, %d claim waits, %d ZK reads" % (
-            took, attempts, failed, waits, reads))
+        log("scale: join converged in %.2f s; %d attempts, %d failed, %d claim waits, %d ZK reads; CPU: members' "
+            "process %.2f s, ZooKeeper %s s" % (took, attempts, failed, waits, reads, cpu,
+                                                 "%.2f" % zk_cpu if zk_cpu is not None else "?"))
         return Result("scale: %d consumers x %s partitions, one joins: time to converge" % (n, format(partitions, ",")),
                       round(took, 2), "s", None, None, "<= 5 s, 0 failed rebalances",
                       took <= 5 and failed == 0 and degraded == 0,
                       "%d members' attempts, %d failed, %d claim waits, %d degraded; ZooKeeper reads per member per "
-                      "attempt %.0f (%d in all)" % (attempts, failed, waits, degraded, reads / max(attempts, 1), reads))
+                      "attempt %.0f (%d in all); CPU while converging: the members' process %.2f s (%.1f ms per "
+                      "attempt), ZooKeeper %s s" % (attempts, failed, waits, degraded, reads / max(attempts, 1), reads,
+                                                    cpu, cpu / max(attempts, 1) * 1000,
+                                                    "%.2f" % zk_cpu if zk_cpu is not None else "?"))
     finally:
         import concurrent.futures
 
