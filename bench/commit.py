@@ -130,8 +130,10 @@ def _ten_thousand(cluster, rounds, log):
 
 
 TIME_GOES = ("the ZooKeeper store writes only changed values in setData multi-ops serialized in one pass from bytes "
-             "cached per path (~3 ms of client CPU for 1,000); the dual store hands Kafka's OffsetCommit (v5, encoded "
-             "and its answer read with struct) to the client's IO thread first and writes ZooKeeper while the broker "
-             "works (~5 ms of client CPU in all). The rest is the servers': ZooKeeper's JVM spends ~8 ms and Kafka's "
-             "~8 ms of CPU per 1,000-partition commit (read from /proc, in the row's note), and here all three "
-             "processes share 2 cores: that work alone sets the dual commit's floor above the 1.3x goal.")
+             "cached per path (~3 ms of client CPU for 1,000; the multi-op leaves ~1.4 ms after the call, the rest is "
+             "the server's round trip). The dual store hands ZooKeeper's multi-op to kazoo first, its longer path, "
+             "then Kafka's OffsetCommit (v5, encoded in ~0.3 ms, its answer read with struct) to the client's IO "
+             "thread, and waits for both. Alone, each store takes ~6 ms here; together both round trips stretch by "
+             "~2-3 ms, since the client's three threads and both servers' JVMs share 2 cores (their CPU per commit "
+             "is in the row's note, read from /proc). With the servers on their own hosts a dual commit costs about "
+             "the slower store's round trip.")

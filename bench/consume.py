@@ -339,4 +339,5 @@ TIME_GOES = ("the fetcher thread decodes batches in C (no record is tracked by t
              "before fetching again, and sits idle most of the run); the librdkafka engine sets it to "
              "fetch.wait.max.ms (100 ms). With that setting raw confluent-kafka, which only counts its Messages, "
              "reads ~1M msg/s here; the engine builds a ConsumerRecord from each Message (8 method calls, ~0.8 µs "
-             "in C) and hands it through a stream on another thread, and ends near the default engine.")
+             "in C) and hands it through a stream on another thread: about 0.35x of that raw figure, and under the "
+             "default engine, which decodes Fetch responses straight into records.")

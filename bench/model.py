@@ -25,7 +25,9 @@ Timeline of a join (all members learn of it from one child watch on ``/consumers
 
 ``fixed attempt cost`` (kazoo and state-machine work per attempt, excluding the assignor) is calibrated on the
 smallest measured point of the scale bench (100 members x 1,000 partitions, all in one process: "one-process"
-mode) and then checked against the next (300 x 3,000): the check is printed with the predictions. The measured
+mode) and then checked against the next (300 x 3,000): the check is printed with the predictions, beside a second
+prediction that takes the CPU per attempt the scale bench measured at that point instead of the fitted constant (in
+one interpreter the per-attempt cost grows with the sessions sharing it; a fleet does not pay that). The measured
 points are the scale suite's rows in ``bench/results.json`` when present, else the figures recorded below.
 """
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -121,34 +124,60 @@ def predict(members: int, partitions: int, ensemble: Ensemble, fixed_cpu_s: floa
                       writes, notifications, changed, round(a_s * 1000, 3), round(cpu, 3), round(zk, 3))
 
 
+_CPU_NOTE = re.compile(r"\(([0-9.]+) ms per attempt\)")
+
+
 def measured_points(path: Optional[str] = None) -> Dict[int, float]:
     """{members: seconds} of the scale bench: bench/results.json's scale rows when present, else the recorded."""
+    return {n: s for n, (s, _) in _scale_rows(path).items()} or dict(RECORDED_POINTS)
+
+
+def measured_cpu(path: Optional[str] = None) -> Dict[int, float]:
+    """{members: CPU seconds per member attempt while the group converged} from the scale rows' notes (the
+    members' process, all sessions in one interpreter); {} when results.json has none."""
+    return {n: c for n, (_, c) in _scale_rows(path).items() if c is not None}
+
+
+def _scale_rows(path: Optional[str]) -> Dict[int, Tuple[float, Optional[float]]]:
     path = path or os.path.join(os.path.dirname(__file__), "results.json")
-    points: Dict[int, float] = {}
+    rows: Dict[int, Tuple[float, Optional[float]]] = {}
     try:
         with open(path) as f:
             for row in json.load(f):
                 m = row.get("metric", "")
                 if m.startswith("scale: ") and row.get("value") == row.get("value"):  # not NaN
-                    points[int(m.split()[1])] = float(row["value"])
+                    cpu = _CPU_NOTE.search(row.get("note") or "")
+                    rows[int(m.split()[1])] = (float(row["value"]), float(cpu.group(1)) / 1000 if cpu else None)
     except (OSError, ValueError, KeyError, IndexError):
         pass
-    return points or dict(RECORDED_POINTS)
+    return rows
 
 
-def calibrate(points: Dict[int, float]) -> Tuple[float, Dict[int, Tuple[float, float]]]:
-    """(fixed CPU seconds per member attempt fitted on the smallest point, {members: (measured, predicted)} for
-    every point) in one-process mode on the bench's ensemble."""
+def calibrate(points: Dict[int, float], cpu: Optional[Dict[int, float]] = None
+              ) -> Tuple[float, Dict[int, Tuple[float, float, Optional[float]]]]:
+    """(fixed CPU seconds per member attempt fitted on the smallest point, {members: (measured, predicted,
+    predicted with that point's measured CPU per attempt or None)} for every point) in one-process mode on the
+    bench's ensemble.
+
+    The second prediction replaces the fitted fixed cost by the one the scale bench measured at that point (its
+    CPU per attempt less the assignor's): in one interpreter the per-attempt cost grows with the number of
+    sessions sharing it (8.5 ms at 100 members, 20 ms at 300 in the run of docs/contributors.md), which the
+    first prediction holds constant; a fleet, one member per interpreter, does not pay that growth."""
+    cpu = cpu or {}
     ns = sorted(points)
     n0 = ns[0]
     cost0 = assignor_cost(n0, PARTITIONS_PER_MEMBER * n0)
     base = predict(n0, PARTITIONS_PER_MEMBER * n0, BENCH_ENSEMBLE, 0.0, "one-process", cost0)
     fixed = max(0.0, (points[n0] - base.converge_s) / (n0 + 1))
-    check = {}
+    check: Dict[int, Tuple[float, float, Optional[float]]] = {}
     for n in ns:
         cost = cost0 if n == n0 else assignor_cost(n, PARTITIONS_PER_MEMBER * n)
         p = predict(n, PARTITIONS_PER_MEMBER * n, BENCH_ENSEMBLE, fixed, "one-process", cost)
-        check[n] = (points[n], p.converge_s)
+        with_cpu = None
+        if n in cpu:
+            own = max(0.0, cpu[n] - cost[0])
+            with_cpu = predict(n, PARTITIONS_PER_MEMBER * n, BENCH_ENSEMBLE, own, "one-process", cost).converge_s
+        check[n] = (points[n], p.converge_s, with_cpu)
     return fixed, check
 
 
@@ -162,20 +191,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args(argv)
     ensemble = Ensemble(args.zk_reads, args.zk_writes, args.rtt_ms / 1000.0)
-    fixed, check = calibrate(measured_points(args.results))
+    fixed, check = calibrate(measured_points(args.results), measured_cpu(args.results))
     preds = []
     for n in (int(x) for x in args.members.split(",") if x.strip()):
         cost = assignor_cost(n, PARTITIONS_PER_MEMBER * n)
         preds.append(predict(n, PARTITIONS_PER_MEMBER * n, ensemble, fixed, "fleet", cost))
     if args.json:
         print(json.dumps({"fixed_cpu_s_per_attempt": fixed, "ensemble": asdict(ensemble),
-                          "check": {str(n): {"measured_s": m, "predicted_s": p} for n, (m, p) in check.items()},
+                          "check": {str(n): {"measured_s": m, "predicted_s": p, "predicted_with_measured_cpu_s": c}
+                                    for n, (m, p, c) in check.items()},
                           "predictions": [asdict(p) for p in preds]}, indent=2))
         return 0
     print("calibration (one process, bench ZooKeeper): fixed CPU per member attempt %.2f ms" % (fixed * 1000))
-    for n, (m, p) in check.items():
-        print("  %5d members x %6d partitions: measured %.2f s, model %.2f s (%+.0f%%)"
-              % (n, PARTITIONS_PER_MEMBER * n, m, p, (p - m) / m * 100 if m else 0.0))
+    for n, (m, p, c) in check.items():
+        print("  %5d members x %6d partitions: measured %.2f s, model %.2f s (%+.0f%%)%s"
+              % (n, PARTITIONS_PER_MEMBER * n, m, p, (p - m) / m * 100 if m else 0.0,
+                 "; with the CPU per attempt measured there: %.2f s (%+.0f%%)" % (c, (c - m) / m * 100 if m else 0.0)
+                 if c is not None else ""))
     print("predictions (fleet: one member per host; ensemble %.0f reads/s, %.0f multi-ops/s, rtt %.1f ms):"
           % (ensemble.read_rate, ensemble.write_rate, ensemble.rtt_s * 1000))
     print("  %7s %9s %10s %9s %9s %10s %9s %11s" % ("members", "partitions", "converge_s", "zk_reads", "zk_writes",

@@ -1,8 +1,15 @@
 """The bench's outputs: the Markdown table (stdout), ``bench/results.json`` and, with ``--readme``, the table in
 README.md between its ``bench:begin``/``bench:end`` markers, with the machine and broker named and a line per suite
-on where the time goes (each suite's ``TIME_GOES``)."""
+on where the time goes (each suite's ``TIME_GOES``).
+
+``python -m bench.report --time-goes`` rewrites only those "where the time goes" lines of README.md from the suites'
+current ``TIME_GOES`` texts, for the suites the section already lists: the figures stay those of the run that wrote
+them (a text that explains them may be corrected without running the bench again)."""
+import argparse
 import json
+import os
 import re
+import sys
 from dataclasses import asdict
 
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
@@ -73,3 +80,50 @@ def update_readme(path, section):
 def write_json(path, results, info):
     with open(path, "w") as f:
         json.dump([dict(asdict(r), machine=info) for r in results], f, indent=2)
+
+
+def refresh_time_goes(path, texts):
+    """Replace the "* **suite**: ..." lines of README's section by ``texts[suite]`` for the suites listed there
+    (others are left as they are); returns the suites rewritten."""
+    with open(path) as f:
+        text = f.read()
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError("%s has no %s ... %s section" % (path, BEGIN, END))
+    done = []
+
+    def line(m):
+        suite = m.group(1)
+        if suite not in texts:
+            return m.group(0)
+        done.append(suite)
+        return "* **%s**: %s" % (suite, texts[suite])
+    section = re.sub(r"^\* \*\*([a-z-]+)\*\*: .*$", line, text[start:end], flags=re.M)
+    with open(path, "w") as f:
+        f.write(text[:start] + section + text[end:])
+    return done
+
+
+def suite_texts():
+    """{suite: TIME_GOES text} of every suite module."""
+    from . import churn, commit, consume, fleet, rebalance, scale, spark
+    texts = {name: mod.TIME_GOES for name, mod in (("consume", consume), ("rebalance", rebalance), ("churn", churn),
+                                                  ("scale", scale), ("commit", commit), ("fleet", fleet))}
+    texts.update(spark.TIME_GOES)
+    return texts
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m bench.report", description="README's bench section, without a run")
+    ap.add_argument("--time-goes", action="store_true", required=True,
+                    help="rewrite the section's 'where the time goes' lines from the suites' TIME_GOES")
+    ap.add_argument("--readme", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                     "README.md"))
+    args = ap.parse_args(argv)
+    done = refresh_time_goes(args.readme, suite_texts())
+    print("rewrote the 'where the time goes' lines of %s: %s" % (args.readme, ", ".join(done) or "none"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -42,7 +42,23 @@ def test_calibration_reproduces_its_point_and_checks_the_others(tmp_path):
     assert fixed > 0
     assert check[20][1] == pytest.approx(0.3, abs=0.01)  # fitted here
     assert check[40][0] == 0.9 and check[40][1] > check[20][1]  # predicted, shown beside the measurement
+    assert check[40][2] is None  # no CPU measured
     assert model.measured_points(str(tmp_path / "missing.json")) == model.RECORDED_POINTS
+
+
+def test_the_cpu_measured_per_attempt_gives_a_second_prediction(tmp_path):
+    results = tmp_path / "results.json"
+    results.write_text('[{"metric": "scale: 20 consumers x 200 partitions, one joins", "value": 0.3, "note": '
+                       '"21 attempts; CPU while converging: the members\' process 0.2 s (9.5 ms per attempt)"},'
+                       ' {"metric": "scale: 40 consumers x 400 partitions, one joins", "value": 0.9, "note": '
+                       '"41 attempts; CPU while converging: the members\' process 0.8 s (20.0 ms per attempt)"}]')
+    cpu = model.measured_cpu(str(results))
+    assert cpu == {20: pytest.approx(0.0095), 40: pytest.approx(0.020)}
+    fixed, check = model.calibrate(model.measured_points(str(results)), cpu)
+    # the second prediction uses the point's own CPU per attempt: more CPU, a longer prediction than the first
+    assert check[40][2] is not None and check[40][2] > check[40][1]
+    # 41 attempts at 20 ms of CPU each, one after another in one interpreter, plus ZooKeeper's time and the waits
+    assert 41 * 0.020 <= check[40][2] <= 41 * 0.020 + 0.1
 
 
 def test_cli_json(capsys):

@@ -27,6 +27,23 @@ def test_readme_section_replaced_between_markers(tmp_path):
     assert readme.read_text() == text
 
 
+def test_time_goes_lines_are_rewritten_without_touching_the_figures(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n* **consume**: outside, kept\n")
+    with pytest.raises(ValueError):
+        report.refresh_time_goes(str(readme), {"consume": "new"})
+    section = report.readme_section(ROWS, INFO, "python -m bench --quick", [("consume", "old"), ("scale", "old")])
+    readme.write_text("# x\n* **consume**: outside, kept\n" + section + "\nafter\n")
+    before = readme.read_text()
+    assert report.refresh_time_goes(str(readme), {"consume": "new text", "commit": "not listed"}) == ["consume"]
+    after = readme.read_text()
+    assert "* **consume**: new text" in after and "* **scale**: old" in after and "not listed" not in after
+    assert "* **consume**: outside, kept" in after  # outside the section: untouched
+    assert after.replace("* **consume**: new text", "* **consume**: old") == before
+    assert set(report.suite_texts()) >= {"consume", "rebalance", "churn", "scale", "commit", "fleet", "spark",
+                                         "spark-cluster"}
+
+
 def test_readme_without_markers_is_refused(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("# no markers\n")
