@@ -70,3 +70,19 @@ def test_concurrent_reads_and_changes_converge(services, zk, unique):
         stop.set()
         th.join(10)
     assert reader.read().consumers_for_topic == read_group(zk, g).consumers_for_topic
+
+
+def test_the_member_list_path_is_made_once_and_again_if_a_tool_removed_it(zk, unique, monkeypatch):
+    """ensure_path of /consumers/G/ids costs a round trip: the reader makes it on its first read only, and when the
+    (empty) path was deleted since, it makes it again instead of failing."""
+    g = unique("reader")
+    reader = GroupReader(zk, g)
+    calls = []
+    real = zk.ensure_path
+    monkeypatch.setattr(zk, "ensure_path", lambda path, *a, **k: calls.append(path) or real(path, *a, **k))
+    assert reader.read().members == {} and calls == [paths.group_ids_path(g)]
+    assert reader.read().members == {} and len(calls) == 1  # not again
+    zk.delete(paths.group_ids_path(g))  # e.g. an operator's cleanup of an empty group
+    assert reader.read().members == {} and len(calls) == 2 and zk.exists(paths.group_ids_path(g))
+    _register(zk, g, "m00", [])
+    assert list(reader.read().members) == ["m00"] and len(calls) == 2

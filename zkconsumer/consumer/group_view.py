@@ -61,6 +61,7 @@ class GroupReader:
         self._lock = threading.Lock()
         self._regs: Dict[str, tuple] = {}          # cid -> (registration or None, mzxid)
         self._maps: Dict[str, List[int]] = {}      # topic -> partition ids
+        self._ids_ensured = False
 
     def _dropper(self, table, key):
         def watcher(event):
@@ -73,10 +74,16 @@ class GroupReader:
     def read(self, exclude_internal_topics=True, watch=None, max_passes=5) -> "GroupSnapshot":
         zk, group = self.zk, self.group
         ids_path = paths.group_ids_path(group)
-        zk.ensure_path(ids_path)
+        if not self._ids_ensured:  # once: it only goes away when empty (a tool's cleanup), then is made again below
+            zk.ensure_path(ids_path)
+            self._ids_ensured = True
         reads = 0
         for _ in range(max_passes):
-            children, stat = zk.get_children(ids_path, watch=watch, include_data=True)
+            try:
+                children, stat = zk.get_children(ids_path, watch=watch, include_data=True)
+            except NoNodeError:
+                zk.ensure_path(ids_path)
+                children, stat = zk.get_children(ids_path, watch=watch, include_data=True)
             reads += 1
             with self._lock:
                 for cid in list(self._regs):
@@ -87,6 +94,7 @@ class GroupReader:
                       for cid in missing}
             topics_async = zk.get_children_async(paths.broker_topics_path(), watch=watch)
             brokers_async = zk.get_children_async(paths.broker_ids_path(), watch=watch)
+            leaving_async = zk.get_children_async(paths.group_leaving_dir(group), watch=watch)  # (same round trip)
             for cid, res in asyncs.items():
                 reads += 1
                 try:
@@ -110,7 +118,7 @@ class GroupReader:
             all_topics = _children_or_empty(topics_async)
             broker_ids = sorted(int(b) for b in _children_or_empty(brokers_async) if b.isdigit())
             reads += 2
-            ghosts, ghost_expiry = read_ghosts(zk, group, set(children), watch=watch)
+            ghosts, ghost_expiry = read_ghosts(zk, group, set(children), watch=watch, names_async=leaving_async)
             reads += 2 + len(ghosts)
             unusable: Dict[str, UnusableRegistration] = {}
             everyone = dict(members)

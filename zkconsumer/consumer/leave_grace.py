@@ -81,14 +81,16 @@ def withdraw_leave(zk, group: str, consumer_id: str) -> None:
         log.warning("could not delete the leave marker of %s: %r", consumer_id, e)
 
 
-def read_ghosts(zk, group: str, live_ids, watch=None, now_ms: Optional[float] = None
+def read_ghosts(zk, group: str, live_ids, watch=None, now_ms: Optional[float] = None, names_async=None
                 ) -> Tuple[Dict[str, codecs.ConsumerRegistration], Optional[float]]:
     """``({consumer id: registration} of the members in their leave grace, earliest expiry in epoch ms)``.
 
-    Empty unless every live member has a member info node (all zkconsumer members). Expired markers are deleted."""
+    Empty unless every live member has a member info node (all zkconsumer members). Expired markers are deleted.
+    ``names_async``: the leave markers' ``get_children_async`` (with *watch*) already sent by the caller with its
+    other reads, to save a round trip."""
     base = paths.group_leaving_dir(group)
     try:
-        names = zk.get_children(base, watch=watch)
+        names = names_async.get() if names_async is not None else zk.get_children(base, watch=watch)
     except NoNodeError:
         return {}, None
     if not names:
