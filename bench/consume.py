@@ -21,7 +21,7 @@ the queue refills sits idle most of the run (raw confluent-kafka here: ~150-215k
 
 The cost of metrics: zkconsumer again with its Prometheus endpoint (``zkconsumer.metrics.start_metrics_server``)
 scraped over HTTP every 100 ms during the run, against the run without it, back to back, twice per run (goal: under
-3 % slower, as the median of the pairs' ratios).
+3 % slower, as the median of the pairs' ratios, each from the first to the last message).
 """
 import json
 import os
@@ -224,13 +224,13 @@ def run(cluster, quick=False, log=print):
             got = {}
             for scrape in ((False, True) if (i * PAIRS + pair) % 2 == 0 else (True, False)):
                 if scrape:
-                    got[True] = _zkconsumer_rate(cluster, topic, total, scrape=True)[0]
-                    scraped.append(got[True])
+                    ready_rate, got[True] = _zkconsumer_rate(cluster, topic, total, scrape=True)
+                    scraped.append(ready_rate)
                 else:
-                    ready_rate, first_rate = _zkconsumer_rate(cluster, topic, total)
-                    got[False] = ready_rate
+                    ready_rate, got[False] = _zkconsumer_rate(cluster, topic, total)
                     ours.append(ready_rate)
-                    ours_first.append(first_rate)
+                    ours_first.append(got[False])
+            # first to last message: the scrapes run all along, the fetchers' start (~0.1 s of a 0.7 s run) is noise
             pair_ratios.append(got[True] / got[False])
         try:
             rd.append(_zkconsumer_rate(cluster, topic, total, engine="librdkafka")[0])
@@ -270,8 +270,9 @@ def run(cluster, quick=False, log=print):
                       "msg/s", round(value), round(pr, 3), ">= 0.97x (metrics cost < 3 %)", pr >= 0.97,
                       "baseline: the same consumer without the endpoint (its counters are always kept); "
                       "prometheus_client HTTP server in the member's process, scraped over loopback from another "
-                      "process; ratio: the median of %d runs' ratios, each with and without, back to back (%s), "
-                      "not the ratio of the two medians (%.3f): single runs vary by +-15%% here, the cost is ~1%%"
+                      "process; ratio: the median of %d pairs of runs' rates from the first to the last message, with and "
+                      "without, back to back (%s), not the ratio of the two medians above (%.3f): single runs vary "
+                      "by +-15%% here; one scrape costs ~1.3 ms of CPU, ~1%% at 10 scrapes/s"
                       % (len(pair_ratios), ", ".join("%.3f" % r for r in pair_ratios), m / value)))
     if pk:
         b = median(pk)
