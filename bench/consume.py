@@ -335,11 +335,8 @@ def _backoff_text(backoff):
 
 
 def _converter():
-    try:
-        from zkconsumer.consumer import librdkafka
-        return "C" if librdkafka.CONVERTER == "c" else "Python"
-    except ImportError:
-        return "?"
+    from zkconsumer.consumer import librdkafka  # (imports confluent-kafka only when a client is made)
+    return "C" if librdkafka.CONVERTER == "c" else "Python"
 
 
 TIME_GOES = ("the fetcher thread decodes batches in C (no record is tracked by the garbage collector) and queues "

@@ -67,7 +67,7 @@ def _run(cluster, n, partitions, log):
         before = {id(m): dict(m.rebalancer.stats) for m in members}
         m = _member(cluster, group)
         zk_pid = cluster.server_pids().get("zookeeper")
-        cpu0, zk_cpu0 = time.process_time(), process_cpu_s(zk_pid) if zk_pid else None
+        cpu0, zk_cpu0 = time.process_time(), _zk_cpu(zk_pid)
         t0 = time.perf_counter()
         import threading
         threading.Thread(target=m.create_message_streams, args=({topic: 1},), daemon=True).start()
@@ -78,9 +78,8 @@ def _run(cluster, n, partitions, log):
                 raise TimeoutError("did not converge after the join")
             time.sleep(0.005)
         took = time.perf_counter() - t0
-        cpu = time.process_time() - cpu0
-        zk_cpu1 = process_cpu_s(zk_pid) if zk_cpu0 is not None else None
-        zk_cpu = zk_cpu1 - zk_cpu0 if zk_cpu1 is not None and zk_cpu0 is not None else None
+        cpu, zk_cpu1 = time.process_time() - cpu0, _zk_cpu(zk_pid)
+        zk_cpu = "%.2f" % (zk_cpu1 - zk_cpu0) if zk_cpu0 is not None and zk_cpu1 is not None else "?"
         time.sleep(0.5)  # let trailing watch events finish (they must be no-ops)
         failed = waits = reads = attempts = 0
         for x in members:
@@ -92,16 +91,14 @@ def _run(cluster, n, partitions, log):
             attempts += s["attempts"] - b["attempts"]
         degraded = sum(1 for x in members if x.rebalancer.state == "DEGRADED")
         log("scale: join converged in %.2f s; %d attempts, %d failed, %d claim waits, %d ZK reads; CPU: members' "
-            "process %.2f s, ZooKeeper %s s" % (took, attempts, failed, waits, reads, cpu,
-                                                 "%.2f" % zk_cpu if zk_cpu is not None else "?"))
+            "process %.2f s, ZooKeeper %s s" % (took, attempts, failed, waits, reads, cpu, zk_cpu))
         return Result("scale: %d consumers x %s partitions, one joins: time to converge" % (n, format(partitions, ",")),
                       round(took, 2), "s", None, None, "<= 5 s, 0 failed rebalances",
                       took <= 5 and failed == 0 and degraded == 0,
                       "%d members' attempts, %d failed, %d claim waits, %d degraded; ZooKeeper reads per member per "
                       "attempt %.0f (%d in all); CPU while converging: the members' process %.2f s (%.1f ms per "
                       "attempt), ZooKeeper %s s" % (attempts, failed, waits, degraded, reads / max(attempts, 1), reads,
-                                                    cpu, cpu / max(attempts, 1) * 1000,
-                                                    "%.2f" % zk_cpu if zk_cpu is not None else "?"))
+                                                    cpu, cpu / max(attempts, 1) * 1000, zk_cpu))
     finally:
         import concurrent.futures
 
@@ -112,6 +109,11 @@ def _run(cluster, n, partitions, log):
                 pass
         with concurrent.futures.ThreadPoolExecutor(20) as pool:
             list(pool.map(stop, members))
+
+
+def _zk_cpu(pid):
+    """CPU seconds of the ZooKeeper server so far, or None (an external cluster, or /proc unreadable)."""
+    return process_cpu_s(pid) if pid else None
 
 
 TIME_GOES = ("every member reads the group from a cache kept true by watches (registrations and partition maps "

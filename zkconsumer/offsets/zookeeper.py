@@ -178,8 +178,7 @@ class ZooKeeperOffsetStore(OffsetStore):
                 self._write(todo, fence, result, sent)
         return result
 
-    def _write(self, todo: Dict, fence: Optional[OwnershipFence], result: CommitResult,
-               sent: Optional[_Once] = None) -> None:
+    def _write(self, todo: Dict, fence: Optional[OwnershipFence], result: CommitResult, sent: _Once) -> None:
         # Decide set vs create: the cache knows for nodes we read or wrote; otherwise one get_children per topic.
         exists = {tp: self._checkpoint[tp] is not _ABSENT for tp in todo if tp in self._checkpoint}
         unknown = [tp for tp in todo if tp not in exists]
@@ -217,8 +216,7 @@ class ZooKeeperOffsetStore(OffsetStore):
             for chunk in self._chunks(slow, fence):  # nodes to create: kazoo's transactions
                 inflight.append((chunk, self._transaction(chunk, pending, exists, fence).commit_async()))
                 self.stats["transactions"] += 1
-            if sent is not None:
-                sent()  # the first requests are on their way (a no-op after the first time)
+            sent()  # the first requests are on their way (a no-op after the first time)
             retry = {}
             for chunk, res in inflight:
                 try:
