@@ -96,3 +96,39 @@ def test_only_this_requests_answer_is_read_by_the_fast_reader():
     stock.with_header(correlation_id=6, client_id="c")
     stock.API_VERSION = 5
     assert stock.header.get_response_class() is OffsetCommitResponse[5]  # other OffsetCommits: kafka-python's
+
+
+def _answer(topics, version=5):
+    """The bytes of an OffsetCommit answer: ``topics`` ``[(name, [(partition, error code)])]``, in that order."""
+    stock = OffsetCommitResponse(throttle_time_ms=0, topics=[
+        _Answer(name=t, partitions=[_AnswerPartition(partition_index=p, error_code=c) for p, c in ps])
+        for t, ps in topics])
+    return _Reader(version).decode(_Buffer(bytes(stock.encode(version=version))))
+
+
+@settings(max_examples=150, deadline=None)
+@given(offsets=st.dictionaries(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 50)),
+                               st.integers(0, 2 ** 40), min_size=1, max_size=30),
+       data=st.data())
+def test_acknowledges_exactly_the_requests_partitions_all_committed(offsets, data):
+    """The broker lists partitions in its own order: any order acknowledges the request when every code is 0 and
+    the partitions are exactly the request's; a missing, extra or failed partition, or a missing topic, does not."""
+    request = make_request("g", offsets)
+    topics = [(t, data.draw(st.permutations([(p, 0) for p, _ in entries])))
+              for t, entries in request.offsets_by_topic.items()]
+    topics = data.draw(st.permutations(topics))
+    assert _answer(topics).acknowledges(request.offsets_by_topic)
+    name, parts = topics[0]
+    wrong = data.draw(st.sampled_from(["fail", "drop", "extra", "topic"] if len(parts) > 1 else ["fail", "extra",
+                                                                                                 "topic"]))
+    if wrong == "fail":
+        i = data.draw(st.integers(0, len(parts) - 1))
+        parts = parts[:i] + [(parts[i][0], data.draw(st.sampled_from([3, 16, 25, 87])))] + parts[i + 1:]
+    elif wrong == "drop":
+        parts = parts[1:]
+    elif wrong == "extra":
+        parts = parts + [(max(p for p, _ in parts) + 1, 0)]
+    bad = ([] if wrong == "topic" else [(name, parts)]) + topics[1:]
+    got = _answer(bad)
+    assert not got.acknowledges(request.offsets_by_topic)
+    assert got.error_codes == {(t, p): c for t, ps in bad for p, c in ps}  # the slow path still reports each code

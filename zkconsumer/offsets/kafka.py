@@ -32,18 +32,20 @@ from kafka.protocol.metadata import CoordinatorType, FindCoordinatorRequest
 from zkconsumer.errors import OffsetManagerUnavailableError, OffsetStoreError
 from zkconsumer.layout import validate_group
 from zkconsumer.offsets.base import CommitResult, OffsetStore, normalize_offsets, normalize_partitions
-from zkconsumer.protocol.offset_commit import make_request as make_commit_request
+from zkconsumer.protocol.offset_commit import OffsetCommitResult, make_request as make_commit_request
 
 __all__ = ["KafkaOffsetStore"]
 
 log = logging.getLogger(__name__)
 
 
-class _AllCommitted(dict):
-    """``{tp: (NoError, None)}``: an OffsetCommit answer in which every partition's error is NONE."""
+class _AllCommitted:
+    """An OffsetCommit answer naming exactly the partitions sent, every one with error NONE."""
 
     __slots__ = ()
 
+
+ALL_COMMITTED = _AllCommitted()
 
 _REFIND = (Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError)
 _WAIT = (Errors.CoordinatorLoadInProgressError,)
@@ -160,14 +162,17 @@ class KafkaOffsetStore(OffsetStore):
         self._node = None
 
     def _attempts(self, fn, pending: Dict, what: str, refence=None, first=None):
-        """Run ``fn(node, pending) -> {tp: error_class}`` with the ZookeeperConsumerConnector.scala retry budget (1 + max retries, backoff
+        """Run ``fn(node, pending) -> {tp: (error_class, value)}`` (or ``ALL_COMMITTED``) with the ZookeeperConsumerConnector.scala retry budget (1 + max retries, backoff
         between attempts), re-finding the coordinator after NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE and waiting
-        out COORDINATOR_LOAD_IN_PROGRESS.  Returns ``(done {tp: value}, failed {tp: exception}, exhausted)``,
+        out COORDINATOR_LOAD_IN_PROGRESS.  Returns ``(done {tp: value}, failed {tp: exception}, exhausted)`` (a commit's values
+        are not meant to be read: None, or the offsets sent),
         *exhausted* being the partitions that still had a retriable error when the budget ran out.
         Transport failures stop retrying once ``offsets.channel.socket.timeout.ms`` has passed; if the broker
         never answered, raises :class:`OffsetStoreError`. *first*, when given, is ``(node, wait)``: the first
         attempt already sent to *node*, ``wait()`` returning its outcome (:meth:`begin_commit`)."""
-        done, failed, last = {}, {}, {}
+        done: Dict = {}
+        failed: Dict = {}
+        last: Dict = {}
         answered, last_exc = False, None
         start = time.monotonic()
         for attempt in range(1 + self.max_retries):
@@ -199,8 +204,11 @@ class KafkaOffsetStore(OffsetStore):
                 if not answered and (time.monotonic() - start) * 1000 >= self.socket_timeout_ms:
                     break
                 continue
-            if type(errs) is _AllCommitted and errs.keys() == pending.keys():
-                done.update(dict.fromkeys(pending))  # every partition answered NONE (the usual commit)
+            if errs is ALL_COMMITTED:  # every partition sent answered NONE (the usual commit)
+                if done:
+                    done.update(pending)
+                else:
+                    done = pending  # a commit's values in done are never read (_commit_result takes offsets')
                 pending = {}
                 break
             retry = {}
@@ -319,12 +327,12 @@ class KafkaOffsetStore(OffsetStore):
     async def _async_commit(self, node, offsets):
         # v5 at most (zkconsumer.protocol.offset_commit): what a simple-consumer commit needs, its partitions
         # encoded in one pass; v8's flexible encoding cost 1.6x the time for fields we never set
-        response = await self._admin._manager.send(make_commit_request(self.group, offsets), node_id=node)
-        codes = getattr(response, "error_codes", None)  # OffsetCommitResult (v2-v5, read with struct)
-        if codes is not None:
-            if not any(codes.values()):
-                return _AllCommitted.fromkeys(codes, (Errors.NoError, None))
-            return {tp: (Errors.for_code(code), None) for tp, code in codes.items()}
+        request = make_commit_request(self.group, offsets)
+        response = await self._admin._manager.send(request, node_id=node)
+        if isinstance(response, OffsetCommitResult):  # v2-v5, read with struct
+            if response.acknowledges(request.offsets_by_topic):
+                return ALL_COMMITTED
+            return {tp: (Errors.for_code(code), None) for tp, code in response.error_codes.items()}
         return {(topic.name, part.partition_index): (Errors.for_code(part.error_code), None)
                 for topic in response.topics for part in topic.partitions}
 
