@@ -6,8 +6,8 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from zkconsumer.assignors import (assignment_for, get_assignor, java_string_hashcode, range_assign,
-                                  roundrobin_assign, roundrobin_partition_order, thread_owner)
+from zkconsumer.assignors import (assignment_for, get_assignor, java_string_hashcode, own_assignment, range_assign,
+                                  range_assign_for, roundrobin_assign, roundrobin_partition_order, thread_owner)
 from zkconsumer.errors import ConfigError, RebalanceError
 from zkconsumer.topic_count import consumers_per_topic, sort_thread_ids, thread_ids_per_topic
 
@@ -276,6 +276,28 @@ def test_range_properties(group, seed):
         # ranges are contiguous and follow the string order of threads
         owners = [a[(t, p)] for p in sorted(pft[t])]
         assert owners == sorted(owners, key=lambda x: x.encode("utf-16-be"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(groups(), st.data())
+def test_a_members_own_ranges_are_its_part_of_the_global_assignment(group, data):
+    """range_assign_for (what a member computes) is assignment_for(range_assign(...)) for every member, for ids that
+    are prefixes of each other ("a" and "a-1": thread "a-1-0" is a-1's) and for a consumer not in the group."""
+    cft, pft = group
+    members = sorted({thread_owner(tid) for ts in cft.values() for tid in ts})
+    extra = data.draw(st.sampled_from(members or ["g_host-0"]))
+    cft = {t: list(ts) + [extra + "-1-%d" % i for i in range(data.draw(st.integers(0, 2)))] for t, ts in cft.items()}
+    whole = range_assign(cft, pft)
+    for cid in members + [extra + "-1", "nobody"]:
+        assert range_assign_for(cid, cft, pft) == assignment_for(cid, whole)
+        assert own_assignment(range_assign, cid, cft, pft) == assignment_for(cid, whole)
+        assert own_assignment(roundrobin_assign, cid, cft, pft) == assignment_for(cid, roundrobin_assign(cft, pft))
+
+
+def test_bad_partition_ids_are_still_refused():
+    for bad in ([0, -1], [0, True], [0, "1"], [0.0], [0, 0]):
+        with pytest.raises(RebalanceError):
+            range_assign_for("c", {"t": ["c-0"]}, {"t": bad})
 
 
 @settings(max_examples=150, deadline=None)

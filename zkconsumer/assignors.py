@@ -84,8 +84,9 @@ def _prepare(consumers_for_topic: Mapping[str, Iterable[str]], partitions_for_to
     partitions = {}
     for topic in threads:
         plist = list(partitions_for_topic.get(topic, ()))
-        for p in plist:
-            _check_partition(topic, p)
+        if plist and (set(map(type, plist)) != {int} or min(plist) < 0):  # (C loops: the usual case is cheap)
+            for p in plist:
+                _check_partition(topic, p)
         if len(set(plist)) != len(plist):
             raise RebalanceError("duplicate partition ids for topic %r: %r" % (topic, sorted(plist)))
         partitions[topic] = sorted(plist)
@@ -106,6 +107,26 @@ def range_assign(consumers_for_topic: Mapping[str, Iterable[str]],
         cur_consumers, cur_partitions = threads[topic], partitions[topic]
         n_per, n_extra = divmod(len(cur_partitions), len(cur_consumers))
         for position, thread_id in enumerate(cur_consumers):
+            start = n_per * position + min(position, n_extra)
+            count = n_per + (0 if position + 1 > n_extra else 1)
+            for i in range(start, start + count):
+                result[(topic, cur_partitions[i])] = thread_id
+    return result
+
+
+def range_assign_for(consumer_id: str, consumers_for_topic: Mapping[str, Iterable[str]],
+                     partitions_for_topic: Mapping[str, Iterable[int]]) -> Assignment:
+    """``assignment_for(consumer_id, range_assign(...))`` without building the other consumers' part: a member
+    needs only its own ranges, so its cost per topic is the sort of the thread ids, not one step per partition."""
+    threads, partitions = _prepare(consumers_for_topic, partitions_for_topic)
+    result = {}
+    prefix = consumer_id + "-"
+    for topic in sorted(threads, key=java_string_sort_key):
+        cur_consumers, cur_partitions = threads[topic], partitions[topic]
+        n_per, n_extra = divmod(len(cur_partitions), len(cur_consumers))
+        for position, thread_id in enumerate(cur_consumers):
+            if not thread_id.startswith(prefix) or thread_owner(thread_id) != consumer_id:
+                continue
             start = n_per * position + min(position, n_extra)
             count = n_per + (0 if position + 1 > n_extra else 1)
             for i in range(start, start + count):
@@ -192,6 +213,15 @@ def thread_owner(thread_id: str) -> Optional[str]:
     if not sep or not n or not n.isascii() or not n.isdigit():
         return None
     return consumer_id
+
+
+def own_assignment(assignor: Assignor, consumer_id: str, consumers_for_topic: Mapping[str, Iterable[str]],
+                   partitions_for_topic: Mapping[str, Iterable[int]]) -> Assignment:
+    """The partitions *assignor* gives ``consumer_id``'s threads: :func:`range_assign_for` for the range assignor,
+    else the consumer's part of the global assignment (round robin needs all of it)."""
+    if assignor is range_assign:
+        return range_assign_for(consumer_id, consumers_for_topic, partitions_for_topic)
+    return assignment_for(consumer_id, assignor(consumers_for_topic, partitions_for_topic))
 
 
 def assignment_for(consumer_id: str, global_assignment: Mapping[TopicPartition, str]) -> Assignment:

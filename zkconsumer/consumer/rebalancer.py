@@ -41,7 +41,7 @@ import time
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import KazooState
 
-from ..assignors import get_assignor
+from ..assignors import get_assignor, own_assignment
 from ..errors import (GroupConflictError, OwnershipLostError, RebalanceError, RegistrationConflictError,
                       SplitBrainUnknownError)
 from ..layout import paths
@@ -288,10 +288,7 @@ class Rebalancer(threading.Thread):
         self._schedule_ghost_expiry(snap.ghost_expiry_ms)
         if not snap.broker_ids:
             log.warning("no brokers found when trying to rebalance.")
-        glob = self.assignor(snap.consumers_for_topic, snap.partitions)
-        prefix = self.consumer_id + "-"
-        new = {tp: th for tp, th in glob.items()
-               if th.startswith(prefix) and th[len(prefix):].isdigit()}
+        new = own_assignment(self.assignor, self.consumer_id, snap.consumers_for_topic, snap.partitions)
         if new == self.owned and self.fetching:
             lost = self._lost_owner_nodes() if self._verify_owners else set()
             self._verify_owners = False
