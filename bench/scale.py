@@ -109,6 +109,8 @@ def _run(cluster, n, partitions, log):
                 pass
         with concurrent.futures.ThreadPoolExecutor(20) as pool:
             list(pool.map(stop, members))
+        import threading
+        log("scale: %d members stopped; %d threads left in this process" % (len(members), threading.active_count()))
 
 
 def _zk_cpu(pid):
