@@ -160,7 +160,7 @@ TIME_GOES = ("the ZooKeeper store writes only changed values in setData multi-op
              "hands ZooKeeper's multi-op to kazoo first, its longer path, then Kafka's OffsetCommit (v5, encoded in "
              "~0.2 ms; an all-committed answer is recognised from its raw bytes) to the client's IO thread, and waits "
              "for both. A dual commit needs ~10-13 ms of CPU (this process ~3, ZooKeeper ~4-5, Kafka ~4-5: the "
-             "row's note), ZooKeeper-only ~6-7 ms: on 2 shared cores that is a floor of ~1.2x ZooKeeper-only's time; "
+             "row's note), ZooKeeper-only ~6-7 ms: on 2 shared cores a floor of 0.8-1.2x ZooKeeper-only's time; "
              "from a quiet cluster it takes 1.3-1.5x (both JVMs' threads wake on the same 2 "
              "cores), back to back ~1.2x. With the servers on their own hosts a dual commit costs about the slower "
              "store's round trip.")

@@ -47,7 +47,7 @@ while True:
 """
 
 
-PAIRS = 2  # plain/scraped pairs per run: the metrics row's ratio is the median of the pairs' ratios
+PAIRS = 4  # plain/scraped pairs per run: the metrics row's ratio is the median of the pairs' ratios
 
 class _Scraper:
     """Scrapes a member's Prometheus endpoint every `every` s over HTTP from another process, as a Prometheus

@@ -64,6 +64,9 @@ def _run(cluster, n, partitions, log):
                 raise TimeoutError("%d members did not converge" % n)
             time.sleep(0.01)
         log("scale: %d members converged after start-up in %.1f s" % (n, time.perf_counter() - t0))
+        settled, quiet_cpu = _settle(members)
+        log("scale: quiet (no rebalance attempt for %.0f s) after %.1f s more; the process then used %.0f%% of a "
+            "core" % (QUIET_S, settled, quiet_cpu * 100))
         before = {id(m): dict(m.rebalancer.stats) for m in members}
         m = _member(cluster, group)
         zk_pid = cluster.server_pids().get("zookeeper")
@@ -111,6 +114,29 @@ def _run(cluster, n, partitions, log):
             list(pool.map(stop, members))
         import threading
         log("scale: %d members stopped; %d threads left in this process" % (len(members), threading.active_count()))
+
+
+QUIET_S = 2.0
+
+
+def _settle(members, limit_s=60.0):
+    """Wait until no member has started a rebalance attempt for QUIET_S (the start's tail: late watch events,
+    sessions the mass start let expire coming back), then collect the start-up's garbage, so the measured join does
+    not pay for the start. Returns (seconds waited, CPU share of this process over the last quiet second)."""
+    import gc
+    t0 = time.perf_counter()
+    last = [m.rebalancer.stats["attempts"] for m in members]
+    quiet_since = time.perf_counter()
+    while time.perf_counter() - quiet_since < QUIET_S and time.perf_counter() - t0 < limit_s:
+        time.sleep(0.1)
+        now = [m.rebalancer.stats["attempts"] for m in members]
+        if now != last:
+            last, quiet_since = now, time.perf_counter()
+    waited = time.perf_counter() - t0
+    gc.collect()
+    c0, w0 = time.process_time(), time.perf_counter()
+    time.sleep(1.0)
+    return waited, (time.process_time() - c0) / (time.perf_counter() - w0)
 
 
 def _zk_cpu(pid):
