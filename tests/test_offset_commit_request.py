@@ -119,8 +119,8 @@ def test_acknowledges_exactly_the_requests_partitions_all_committed(offsets, dat
     topics = data.draw(st.permutations(topics))
     assert _answer(topics).acknowledges(request.offsets_by_topic)
     name, parts = topics[0]
-    wrong = data.draw(st.sampled_from(["fail", "drop", "extra", "topic"] if len(parts) > 1 else ["fail", "extra",
-                                                                                                 "topic"]))
+    wrong = data.draw(st.sampled_from(["fail", "drop", "extra", "topic", "twice"] if len(parts) > 1 else
+                                      ["fail", "extra", "topic", "twice"]))
     if wrong == "fail":
         i = data.draw(st.integers(0, len(parts) - 1))
         parts = parts[:i] + [(parts[i][0], data.draw(st.sampled_from([3, 16, 25, 87])))] + parts[i + 1:]
@@ -129,6 +129,8 @@ def test_acknowledges_exactly_the_requests_partitions_all_committed(offsets, dat
     elif wrong == "extra":
         parts = parts + [(max(p for p, _ in parts) + 1, 0)]
     bad = ([] if wrong == "topic" else [(name, parts)]) + topics[1:]
+    if wrong == "twice":  # the first topic answered twice instead of the last one (or in addition to it)
+        bad = [(name, parts)] + topics[:-1] if len(topics) > 1 else [(name, parts), (name, parts)]
     got = _answer(bad)
     assert not got.acknowledges(request.offsets_by_topic)
     assert got.error_codes == {(t, p): c for t, ps in bad for p, c in ps}  # the slow path still reports each code

@@ -162,11 +162,11 @@ class KafkaOffsetStore(OffsetStore):
         self._node = None
 
     def _attempts(self, fn, pending: Dict, what: str, refence=None, first=None):
-        """Run ``fn(node, pending) -> {tp: (error_class, value)}`` (or ``ALL_COMMITTED``) with the ZookeeperConsumerConnector.scala retry budget (1 + max retries, backoff
-        between attempts), re-finding the coordinator after NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE and waiting
-        out COORDINATOR_LOAD_IN_PROGRESS.  Returns ``(done {tp: value}, failed {tp: exception}, exhausted)`` (a commit's values
-        are not meant to be read: None, or the offsets sent),
-        *exhausted* being the partitions that still had a retriable error when the budget ran out.
+        """Run ``fn(node, pending) -> {tp: (error_class, value)}`` (or ``ALL_COMMITTED``) with the
+        ZookeeperConsumerConnector.scala retry budget (1 + max retries, backoff between attempts), re-finding the
+        coordinator after NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE and waiting out COORDINATOR_LOAD_IN_PROGRESS.
+        Returns ``(done {tp: value}, failed {tp: exception}, exhausted)`` (a commit's values are not meant to be
+        read: None, or the offsets sent), *exhausted* being the partitions that still had a retriable error when the budget ran out.
         Transport failures stop retrying once ``offsets.channel.socket.timeout.ms`` has passed; if the broker
         never answered, raises :class:`OffsetStoreError`. *first*, when given, is ``(node, wait)``: the first
         attempt already sent to *node*, ``wait()`` returning its outcome (:meth:`begin_commit`)."""

@@ -111,10 +111,12 @@ class OffsetCommitResult:
         order), each with error 0."""
         if len(self._topics) != len(offsets_by_topic):
             return False
+        seen = set()
         for name, partitions, errors in self._topics:
             entries = offsets_by_topic.get(name)
-            if errors is not None or entries is None or len(entries) != len(partitions):
+            if errors is not None or entries is None or name in seen or len(entries) != len(partitions):
                 return False
+            seen.add(name)
             if sorted(partitions) != [p for p, _ in entries]:
                 return False
         return True
