@@ -17,18 +17,19 @@ Pure Python, no services. It is driven by the real parts where they decide the c
 Timeline of a join (all members learn of it from one child watch on ``/consumers/G/ids``)::
 
     T = rtt (registration) + settle (rebalance.settle.ms)
-        + member CPU (assignor + fixed attempt cost)         -- in parallel on a fleet; one after the other when
-                                                                all members share one interpreter (the bench)
+        + member CPU (assignor + fixed attempt cost)         -- in parallel on a fleet; N attempts sharing C cores
+                                                                when the members share a machine (the bench)
         + reads / read_rate + rtt                           -- the attempt's reads, queued at the ensemble
         + writes / write_rate + 2 rtt                       -- releases then claims (multi-ops), queued
         + rtt if any claim must wait for a release          -- the owner-node watch fires, the claim is retried
 
 ``fixed attempt cost`` (kazoo and state-machine work per attempt, excluding the assignor) is calibrated on the
-smallest measured point of the scale bench (100 members x 1,000 partitions, all in one process: "one-process"
-mode) and then checked against the next (300 x 3,000): the check is printed with the predictions, beside a second
-prediction that takes the CPU per attempt the scale bench measured at that point instead of the fitted constant (in
-one interpreter the per-attempt cost grows with the sessions sharing it; a fleet does not pay that). The measured
-points are the scale suite's rows in ``bench/results.json`` when present, else the figures recorded below.
+smallest measured point of the scale bench (100 members x 1,000 partitions spread over a few processes on the bench
+machine's cores: "shared" mode, C = min(processes, cores), read from the row) and then checked against the next
+(300 x 3,000): the check is printed with the predictions, beside a second prediction that takes the CPU per attempt
+the scale bench measured at that point instead of the fitted constant (the per-attempt cost grows with the sessions
+sharing an interpreter; a fleet does not pay that). The measured points are the scale suite's rows in
+``bench/results.json`` when present, else the figures recorded below.
 """
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ from typing import Dict, List, Optional, Tuple
 SETTLE_S = 0.020            # rebalance.settle.ms default
 READS_PER_ATTEMPT = 8       # per member per attempt with the group read cache (scale bench: zk_reads / attempts)
 PARTITIONS_PER_MEMBER = 10  # the scale bench's shape: N members x 10 N partitions
-# measured on this 2-core machine, all members in one process (docs/contributors.md, scale rows, commit 7c1c1b8)
-RECORDED_POINTS = {100: 0.74, 300: 4.92}
+# measured on this 2-core machine, members in 4 processes (docs/contributors.md, scale rows, session 9)
+RECORDED_POINTS = {100: 0.23, 300: 0.85}
+RECORDED_CORES = 2          # min(member processes, cores) of those points
 
 
 @dataclass(frozen=True)
@@ -107,17 +109,20 @@ def assignor_cost(members: int, partitions: int, min_time: float = 0.2) -> Tuple
 
 
 def predict(members: int, partitions: int, ensemble: Ensemble, fixed_cpu_s: float, mode: str = "fleet",
-            assignor: Optional[Tuple[float, int]] = None) -> Prediction:
-    """Convergence time and ZooKeeper load of one join (see the module docstring)."""
-    if mode not in ("fleet", "one-process"):
-        raise ValueError("mode must be 'fleet' or 'one-process', not %r" % mode)
+            assignor: Optional[Tuple[float, int]] = None, cores: int = 1) -> Prediction:
+    """Convergence time and ZooKeeper load of one join (see the module docstring): ``fleet``, one member per
+    host, or ``shared``, every member's attempt on *cores* cores of one machine."""
+    if mode not in ("fleet", "shared"):
+        raise ValueError("mode must be 'fleet' or 'shared', not %r" % mode)
+    if cores < 1:
+        raise ValueError("cores must be at least 1, not %r" % cores)
     a_s, changed = assignor if assignor is not None else assignor_cost(members, partitions)
     n = members + 1
     reads = READS_PER_ATTEMPT * n + members          # + the joiner's cold read of every registration
     writes = 1 + 2 * changed                         # registration; a release and a claim per changed member
     notifications = members + changed                # the /ids child watch; claim waits' owner-node watches
     per_member = a_s + fixed_cpu_s
-    cpu = per_member * n if mode == "one-process" else per_member
+    cpu = per_member * n / cores if mode == "shared" else per_member
     zk = reads / ensemble.read_rate + writes / ensemble.write_rate + 4 * ensemble.rtt_s
     wait = ensemble.rtt_s if changed else 0.0
     return Prediction(members, partitions, mode, round(ensemble.rtt_s + SETTLE_S + cpu + zk + wait, 3), reads,
@@ -125,58 +130,74 @@ def predict(members: int, partitions: int, ensemble: Ensemble, fixed_cpu_s: floa
 
 
 _CPU_NOTE = re.compile(r"\(([0-9.]+) ms per attempt\)")
+_PROCESSES_NOTE = re.compile(r"members in ([0-9]+) processes")
 
 
 def measured_points(path: Optional[str] = None) -> Dict[int, float]:
     """{members: seconds} of the scale bench: bench/results.json's scale rows when present, else the recorded."""
-    return {n: s for n, (s, _) in _scale_rows(path).items()} or dict(RECORDED_POINTS)
+    return {n: s for n, (s, _, _) in _scale_rows(path).items()} or dict(RECORDED_POINTS)
 
 
 def measured_cpu(path: Optional[str] = None) -> Dict[int, float]:
     """{members: CPU seconds per member attempt while the group converged} from the scale rows' notes (the
-    members' process, all sessions in one interpreter); {} when results.json has none."""
-    return {n: c for n, (_, c) in _scale_rows(path).items() if c is not None}
+    members' processes); {} when results.json has none."""
+    return {n: c for n, (_, c, _) in _scale_rows(path).items() if c is not None}
 
 
-def _scale_rows(path: Optional[str]) -> Dict[int, Tuple[float, Optional[float]]]:
+def measured_cores(path: Optional[str] = None) -> Dict[int, int]:
+    """{members: cores the members' attempts shared} of each scale row: min(member processes in its note, the
+    machine's cores), 1 for a row without processes (all members in one interpreter); the recorded points' when
+    results.json has no scale row."""
+    rows = _scale_rows(path)
+    return {n: c for n, (_, _, c) in rows.items()} if rows else {n: RECORDED_CORES for n in RECORDED_POINTS}
+
+
+def _scale_rows(path: Optional[str]) -> Dict[int, Tuple[float, Optional[float], int]]:
     path = path or os.path.join(os.path.dirname(__file__), "results.json")
-    rows: Dict[int, Tuple[float, Optional[float]]] = {}
+    rows: Dict[int, Tuple[float, Optional[float], int]] = {}
     try:
         with open(path) as f:
             for row in json.load(f):
                 m = row.get("metric", "")
                 if m.startswith("scale: ") and row.get("value") == row.get("value"):  # not NaN
-                    cpu = _CPU_NOTE.search(row.get("note") or "")
-                    rows[int(m.split()[1])] = (float(row["value"]), float(cpu.group(1)) / 1000 if cpu else None)
+                    note = row.get("note") or ""
+                    cpu = _CPU_NOTE.search(note)
+                    procs = _PROCESSES_NOTE.search(note)
+                    cores = int((row.get("machine") or {}).get("cpus") or 1)
+                    rows[int(m.split()[1])] = (float(row["value"]), float(cpu.group(1)) / 1000 if cpu else None,
+                                               min(int(procs.group(1)), cores) if procs else 1)
     except (OSError, ValueError, KeyError, IndexError):
         pass
     return rows
 
 
-def calibrate(points: Dict[int, float], cpu: Optional[Dict[int, float]] = None
+def calibrate(points: Dict[int, float], cpu: Optional[Dict[int, float]] = None,
+              cores: Optional[Dict[int, int]] = None
               ) -> Tuple[float, Dict[int, Tuple[float, float, Optional[float]]]]:
     """(fixed CPU seconds per member attempt fitted on the smallest point, {members: (measured, predicted,
-    predicted with that point's measured CPU per attempt or None)} for every point) in one-process mode on the
-    bench's ensemble.
+    predicted with that point's measured CPU per attempt or None)} for every point) in shared mode on the bench's
+    ensemble, each point on its own *cores* (default 1).
 
     The second prediction replaces the fitted fixed cost by the one the scale bench measured at that point (its
-    CPU per attempt less the assignor's): in one interpreter the per-attempt cost grows with the number of
-    sessions sharing it (8.5 ms at 100 members, 20 ms at 300 in the run of docs/contributors.md), which the
-    first prediction holds constant; a fleet, one member per interpreter, does not pay that growth."""
-    cpu = cpu or {}
+    CPU per attempt less the assignor's): the per-attempt cost grows with the number of sessions sharing an
+    interpreter, which the first prediction holds constant; a fleet, one member per interpreter, does not pay
+    that growth."""
+    cpu, cores = cpu or {}, cores or {}
     ns = sorted(points)
     n0 = ns[0]
     cost0 = assignor_cost(n0, PARTITIONS_PER_MEMBER * n0)
-    base = predict(n0, PARTITIONS_PER_MEMBER * n0, BENCH_ENSEMBLE, 0.0, "one-process", cost0)
-    fixed = max(0.0, (points[n0] - base.converge_s) / (n0 + 1))
+    c0 = cores.get(n0, 1)
+    base = predict(n0, PARTITIONS_PER_MEMBER * n0, BENCH_ENSEMBLE, 0.0, "shared", cost0, c0)
+    fixed = max(0.0, (points[n0] - base.converge_s) * c0 / (n0 + 1))
     check: Dict[int, Tuple[float, float, Optional[float]]] = {}
     for n in ns:
         cost = cost0 if n == n0 else assignor_cost(n, PARTITIONS_PER_MEMBER * n)
-        p = predict(n, PARTITIONS_PER_MEMBER * n, BENCH_ENSEMBLE, fixed, "one-process", cost)
+        p = predict(n, PARTITIONS_PER_MEMBER * n, BENCH_ENSEMBLE, fixed, "shared", cost, cores.get(n, 1))
         with_cpu = None
         if n in cpu:
             own = max(0.0, cpu[n] - cost[0])
-            with_cpu = predict(n, PARTITIONS_PER_MEMBER * n, BENCH_ENSEMBLE, own, "one-process", cost).converge_s
+            with_cpu = predict(n, PARTITIONS_PER_MEMBER * n, BENCH_ENSEMBLE, own, "shared", cost,
+                               cores.get(n, 1)).converge_s
         check[n] = (points[n], p.converge_s, with_cpu)
     return fixed, check
 
@@ -191,7 +212,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args(argv)
     ensemble = Ensemble(args.zk_reads, args.zk_writes, args.rtt_ms / 1000.0)
-    fixed, check = calibrate(measured_points(args.results), measured_cpu(args.results))
+    fixed, check = calibrate(measured_points(args.results), measured_cpu(args.results),
+                         measured_cores(args.results))
     preds = []
     for n in (int(x) for x in args.members.split(",") if x.strip()):
         cost = assignor_cost(n, PARTITIONS_PER_MEMBER * n)
@@ -202,7 +224,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                     for n, (m, p, c) in check.items()},
                           "predictions": [asdict(p) for p in preds]}, indent=2))
         return 0
-    print("calibration (one process, bench ZooKeeper): fixed CPU per member attempt %.2f ms" % (fixed * 1000))
+    print("calibration (members sharing the bench machine, bench ZooKeeper): fixed CPU per member attempt "
+          "%.2f ms" % (fixed * 1000))
     for n, (m, p, c) in check.items():
         print("  %5d members x %6d partitions: measured %.2f s, model %.2f s (%+.0f%%)%s"
               % (n, PARTITIONS_PER_MEMBER * n, m, p, (p - m) / m * 100 if m else 0.0,

@@ -1,142 +1,186 @@
-"""scale: 100 consumers x 1,000 partitions and 300 x 3,000 (ZooKeeper sessions sharing one process), one joins.
+"""scale: 100 consumers x 1,000 partitions and 300 x 3,000, one joins.
 
 Members run the real registration, watches, rebalancer and owner claims; they do not fetch (a fetcher per member
-would measure 100 Kafka clients on 2 cores, not coordination). Converged = every member IDLE and the owner claims
-equal the range assignment of all members. Reported: time to converge, failed rebalance attempts (claim waits — a
-member waiting for its predecessor's release — are counted apart), ZooKeeper reads per member per rebalance, and the
-CPU the members' process and the ZooKeeper server spent while the group converged (bench/model.py reads it).
+would measure 100 Kafka clients on 2 cores, not coordination). They are spread over PROCESSES processes
+(``bench/scale_members.py``), as a group's members run on many hosts; the joiner runs in this process. Converged =
+every member has finished an attempt since the join, is IDLE, and owns exactly its part of the range assignment of
+all members; then the owner nodes in ZooKeeper are read and checked against that assignment. Reported: time to
+converge, failed rebalance attempts (claim waits — a member waiting for its predecessor's release — are counted
+apart), ZooKeeper reads per member per rebalance, and the CPU the members' processes and the ZooKeeper server
+spent while the group converged (bench/model.py reads it).
+
+With all members in one process, 300 sessions and 1,500 threads on one interpreter lock measured one
+core taking turns over 300 members' work (5-22 ms of CPU per attempt as the machine's speed varied: joins of
+1.7-5.0 s), and its mass start took 3-5 minutes with dozens of sessions expiring.
 """
+import json
+import os
+import subprocess
+import sys
+import threading
 import time
 
-from .common import Result, converged, process_cpu_s, unique
+from .common import Result, process_cpu_s, unique
+from .scale_members import expected_share, make_member, share_converged
 
-def _member(cluster, group):
-    from zkconsumer.config import ConsumerConfig
-    from zkconsumer.consumer import ZookeeperConsumerConnector
-
-    class CoordinationOnly(ZookeeperConsumerConnector):
-        """The full group protocol without fetchers."""
-
-        def _make_fetchers(self):
-            return _NoFetch()
-
-    cfg = ConsumerConfig.from_properties({"group.id": group, "zookeeper.connect": cluster.zookeeper_connect,
-                                          "rebalance.backoff.ms": "500", "auto.commit.enable": "false",
-                                          "zookeeper.session.timeout.ms": "30000",
-                                          # coordination only: the start-up checks that ask Kafka are not measured
-                                          "split.brain.check": "off", "offsets.storage.switch.check": "off"})
-    return CoordinationOnly(cfg, bootstrap_servers=cluster.bootstrap_servers)
-
-
-class _NoFetch:
-    def assign(self, generation, work):
-        pass
-
-    def stop_all(self, generation):
-        pass
-
-    def shutdown(self, timeout=None):
-        pass
+PROCESSES = 4  # member processes: two per core here; each runs N / PROCESSES members
+QUIET_S = 2.0
 
 
 def run(cluster, quick=False, log=print):
     return [_run(cluster, 100, 1000, log), _run(cluster, 300, 3000, log)]
 
 
-def _run(cluster, n, partitions, log):
-    def _converged(members, topic):
-        return converged(members, topic, partitions, need_fetching=False)
+class MemberProcesses:
+    """The member processes of one group (``bench/scale_members.py``), asked in turn and answered in turn."""
+
+    def __init__(self, cluster, group, topic, count):
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        self.procs = [subprocess.Popen([sys.executable, "-m", "bench.scale_members", cluster.zookeeper_connect,
+                                        cluster.bootstrap_servers, group, topic],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=root)
+                      for _ in range(count)]
+
+    def ask(self, requests):
+        """Send each process its request (one dict for all, or a list: one per process); their answers in order."""
+        if isinstance(requests, dict):
+            requests = [requests] * len(self.procs)
+        for proc, req in zip(self.procs, requests):
+            proc.stdin.write(json.dumps(req) + "\n")
+            proc.stdin.flush()
+        answers = []
+        for proc in self.procs:
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError("a member process exited (code %s): see its log above" % proc.poll())
+            answers.append(json.loads(line))
+        return answers
+
+    def close(self, timeout=180):
+        try:
+            self.ask({"cmd": "stop"})
+        except (OSError, RuntimeError, ValueError):
+            pass
+        for proc in self.procs:
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _split(n, k):
+    return [n // k + (1 if i < n % k else 0) for i in range(k)]
+
+
+def _run(cluster, n, partitions, log, processes=PROCESSES):
     topic = cluster.create_topic(unique("bench-scale"), partitions)
     group = unique("bench-scale")
-    members = []
+    procs = MemberProcesses(cluster, group, topic, processes)
+    joiner = None
     try:
         t0 = time.perf_counter()
-        import concurrent.futures
-        with concurrent.futures.ThreadPoolExecutor(20) as pool:  # a mass start: bursts coalesce into few rebalances
-            def start(_):
-                m = _member(cluster, group)
-                members.append(m)
-                m.create_message_streams({topic: 1})
-            list(pool.map(start, range(n)))
-        deadline = time.perf_counter() + 300
-        while not _converged(members, topic):
-            if time.perf_counter() > deadline:
-                raise TimeoutError("%d members did not converge" % n)
-            time.sleep(0.01)
-        log("scale: %d members converged after start-up in %.1f s" % (n, time.perf_counter() - t0))
-        settled, quiet_cpu = _settle(members)
-        log("scale: quiet (no rebalance attempt for %.0f s) after %.1f s more; the process then used %.0f%% of a "
-            "core" % (QUIET_S, settled, quiet_cpu * 100))
-        before = {id(m): dict(m.rebalancer.stats) for m in members}
-        m = _member(cluster, group)
-        zk_pid = cluster.server_pids().get("zookeeper")
+        ids = [cid for a in procs.ask([{"cmd": "start", "n": k} for k in _split(n, processes)]) for cid in a["ids"]]
+        threads = [cid + "-0" for cid in ids]
+        _all_ok(procs.ask({"cmd": "converged", "threads": threads, "partitions": partitions, "timeout": 300}),
+                "%d members did not converge after their start" % n)
+        log("scale: %d members in %d processes converged after start-up in %.1f s"
+            % (n, processes, time.perf_counter() - t0))
+        settled = max(a["waited"] for a in procs.ask({"cmd": "settle", "quiet": QUIET_S}))
+        before = procs.ask({"cmd": "stats"})
+        time.sleep(1.0)
+        quiet = procs.ask({"cmd": "stats"})
+        log("scale: quiet (no rebalance attempt for %.0f s) after %.1f s more; the member processes then used %.0f%% "
+            "of a core" % (QUIET_S, settled, sum(q["cpu"] - b["cpu"] for q, b in zip(quiet, before)) * 100))
+        since = {cid: s["attempts"] for a in quiet for cid, s in a["members"].items()}
+        joiner = make_member(cluster.zookeeper_connect, cluster.bootstrap_servers, group)
+        threads.append(joiner.consumer_id + "-0")
+        joined = {}
+        expected = expected_share(threads, partitions, [joiner.consumer_id], topic)
+
+        def watch_joiner():  # the joiner's own convergence, polled beside the processes' answers
+            deadline = time.perf_counter() + 120
+            while time.perf_counter() < deadline:
+                if share_converged({joiner.consumer_id: joiner}, expected):
+                    joined["at"] = time.perf_counter()
+                    return
+                time.sleep(0.005)
+        zk_pid = getattr(cluster, "server_pids", dict)().get("zookeeper")
         cpu0, zk_cpu0 = time.process_time(), _zk_cpu(zk_pid)
         t0 = time.perf_counter()
-        import threading
-        threading.Thread(target=m.create_message_streams, args=({topic: 1},), daemon=True).start()
-        members.append(m)
-        deadline = time.perf_counter() + 120
-        while not _converged(members, topic):
-            if time.perf_counter() > deadline:
-                raise TimeoutError("did not converge after the join")
-            time.sleep(0.005)
-        took = time.perf_counter() - t0
+        threading.Thread(target=joiner.create_message_streams, args=({topic: 1},), daemon=True).start()
+        poller = threading.Thread(target=watch_joiner, daemon=True)
+        poller.start()
+        answers = procs.ask({"cmd": "converged", "threads": threads, "partitions": partitions, "since": since,
+                             "timeout": 120})
+        poller.join()
+        _all_ok(answers, "the group did not converge after the join")
+        if "at" not in joined:
+            raise TimeoutError("the joiner did not converge")
+        took = max([a["at"] for a in answers] + [joined["at"]]) - t0
         cpu, zk_cpu1 = time.process_time() - cpu0, _zk_cpu(zk_pid)
+        after = procs.ask({"cmd": "stats"})
+        cpu += sum(a["cpu"] - q["cpu"] for a, q in zip(after, quiet))
         zk_cpu = "%.2f" % (zk_cpu1 - zk_cpu0) if zk_cpu0 is not None and zk_cpu1 is not None else "?"
+        _check_owner_nodes(cluster, group, topic, threads, partitions)
         time.sleep(0.5)  # let trailing watch events finish (they must be no-ops)
+        final = procs.ask({"cmd": "stats"})
         failed = waits = reads = attempts = 0
-        for x in members:
-            b = before.get(id(x), {"failed_attempts": 0, "claim_waits": 0, "zk_reads": 0, "attempts": 0})
-            s = x.rebalancer.stats
+        stats = {cid: (since.get(cid, 0), s) for a in final for cid, s in a["members"].items()}
+        base = {cid: s for a in quiet for cid, s in a["members"].items()}
+        stats[joiner.consumer_id] = (0, joiner.rebalancer.stats)
+        for cid, (_, s) in stats.items():
+            b = base.get(cid, {"failed_attempts": 0, "claim_waits": 0, "zk_reads": 0, "attempts": 0})
             failed += s["failed_attempts"] - b["failed_attempts"]
             waits += s["claim_waits"] - b["claim_waits"]
             reads += s["zk_reads"] - b["zk_reads"]
             attempts += s["attempts"] - b["attempts"]
-        degraded = sum(1 for x in members if x.rebalancer.state == "DEGRADED")
+        degraded = sum(a["degraded"] for a in final) + (joiner.rebalancer.state == "DEGRADED")
         log("scale: join converged in %.2f s; %d attempts, %d failed, %d claim waits, %d ZK reads; CPU: members' "
-            "process %.2f s, ZooKeeper %s s" % (took, attempts, failed, waits, reads, cpu, zk_cpu))
+            "processes %.2f s, ZooKeeper %s s" % (took, attempts, failed, waits, reads, cpu, zk_cpu))
         return Result("scale: %d consumers x %s partitions, one joins: time to converge" % (n, format(partitions, ",")),
                       round(took, 2), "s", None, None, "<= 5 s, 0 failed rebalances",
                       took <= 5 and failed == 0 and degraded == 0,
-                      "%d members' attempts, %d failed, %d claim waits, %d degraded; ZooKeeper reads per member per "
-                      "attempt %.0f (%d in all); CPU while converging: the members' process %.2f s (%.1f ms per "
-                      "attempt), ZooKeeper %s s" % (attempts, failed, waits, degraded, reads / max(attempts, 1), reads,
-                                                    cpu, cpu / max(attempts, 1) * 1000, zk_cpu))
+                      "members in %d processes, the joiner in another; %d members' attempts, %d failed, %d claim "
+                      "waits, %d degraded; ZooKeeper reads per member per attempt %.0f (%d in all); CPU while "
+                      "converging: the members' processes %.2f s (%.1f ms per attempt), ZooKeeper %s s"
+                      % (processes, attempts, failed, waits, degraded, reads / max(attempts, 1), reads, cpu,
+                         cpu / max(attempts, 1) * 1000, zk_cpu))
     finally:
-        import concurrent.futures
-
-        def stop(x):
+        t1 = time.perf_counter()
+        if joiner is not None:
             try:
-                x.shutdown()
+                joiner.shutdown()
             except Exception:
                 pass
-        with concurrent.futures.ThreadPoolExecutor(20) as pool:
-            list(pool.map(stop, members))
-        import threading
-        log("scale: %d members stopped; %d threads left in this process" % (len(members), threading.active_count()))
+        procs.close()
+        log("scale: %d members stopped in %.1f s" % (n + (joiner is not None), time.perf_counter() - t1))
 
 
-QUIET_S = 2.0
+def _all_ok(answers, what):
+    bad = [a.get("why", a) for a in answers if not a.get("ok")]
+    if bad:
+        raise TimeoutError("%s: %s" % (what, "; ".join(map(str, bad))))
 
 
-def _settle(members, limit_s=60.0):
-    """Wait until no member has started a rebalance attempt for QUIET_S (the start's tail: late watch events,
-    sessions the mass start let expire coming back), then collect the start-up's garbage, so the measured join does
-    not pay for the start. Returns (seconds waited, CPU share of this process over the last quiet second)."""
-    import gc
-    t0 = time.perf_counter()
-    last = [m.rebalancer.stats["attempts"] for m in members]
-    quiet_since = time.perf_counter()
-    while time.perf_counter() - quiet_since < QUIET_S and time.perf_counter() - t0 < limit_s:
-        time.sleep(0.1)
-        now = [m.rebalancer.stats["attempts"] for m in members]
-        if now != last:
-            last, quiet_since = now, time.perf_counter()
-    waited = time.perf_counter() - t0
-    gc.collect()
-    c0, w0 = time.process_time(), time.perf_counter()
-    time.sleep(1.0)
-    return waited, (time.process_time() - c0) / (time.perf_counter() - w0)
+def _check_owner_nodes(cluster, group, topic, threads, partitions):
+    """The owner nodes in ZooKeeper hold the range assignment of *threads*: one per partition, each naming the
+    thread the assignment gives it (what Kafka's ConsumerGroupCommand would show)."""
+    from zkconsumer import zk as zkmod
+    from zkconsumer.assignors import range_assign
+    from zkconsumer.layout import paths
+    want = range_assign({topic: list(threads)}, {topic: list(range(partitions))})
+    zk = zkmod.connect(cluster.zookeeper_connect)
+    try:
+        reads = {p: zk.get_async(paths.partition_owner_path(group, topic, p)) for p in range(partitions)}
+        got = {(topic, p): r.get()[0].decode() for p, r in reads.items()}
+    finally:
+        zkmod.close(zk)
+    wrong = {tp: (got.get(tp), th) for tp, th in want.items() if got.get(tp) != th}
+    if wrong:
+        raise AssertionError("%d owner nodes do not hold the range assignment, e.g. %s (got, want)"
+                             % (len(wrong), sorted(wrong.items())[:3]))
 
 
 def _zk_cpu(pid):
@@ -146,7 +190,7 @@ def _zk_cpu(pid):
 
 TIME_GOES = ("every member reads the group from a cache kept true by watches (registrations and partition maps "
              "re-read only when they change: O(N) reads per rebalance for the group), computes its own ranges only "
-             "(not the whole 3,000-partition assignment: ~0.3 ms) and writes its owner nodes; on 2 cores the 300 "
-             "members' attempts share one interpreter, so the convergence time is mostly their Python time (each "
-             "ZooKeeper session's waits cost one poll(2), not a new epoll selector as in kazoo's own handler), not "
-             "ZooKeeper's (see bench/model.py for larger groups).")
+             "(not the whole 3,000-partition assignment: ~0.3 ms) and writes its owner nodes. The members run in 4 "
+             "processes on the 2 cores (a group's members run on many hosts), so the time is their ~4-5 ms of "
+             "CPU per attempt, 300 attempts sharing 2 cores, more than ZooKeeper's; all 300 in one interpreter took "
+             "2-6x as long, one core taking turns (see bench/model.py for larger groups).")

@@ -1,0 +1,154 @@
+"""One process of the scale bench's members: ``python -m bench.scale_members ZK_CONNECT BOOTSTRAP GROUP TOPIC``.
+
+The scale suite (bench/scale.py) spreads a group's members over a few of these processes, as a group's members run
+on many hosts: all 300 sessions in one interpreter measured one core taking turns over 300 members' work (and 1,500
+threads contending for one interpreter lock), not the group protocol. Each process runs its members (coordination
+only, no fetchers: bench/scale.py) and answers one JSON command per line on stdin with one JSON line on stdout:
+
+* ``{"cmd": "start", "n": K}``: starts K members, STARTERS at a time, each returning once its first rebalance is done
+  -> ``{"ids": [consumer ids]}``;
+* ``{"cmd": "converged", "threads": [every thread id of the group], "partitions": P, "since": {id: attempts},
+  "timeout": S}``: polls every 5 ms until each of its members has finished an attempt since *since* (the attempt
+  counts the ``stats`` command gave), is IDLE, and owns exactly its share of the range assignment of *threads*
+  -> ``{"ok": true, "at": time.perf_counter() when that first held}`` (CLOCK_MONOTONIC: one clock for every
+  process of the machine), or ``{"ok": false, "why": ...}`` after *timeout* seconds;
+* ``{"cmd": "settle", "quiet": S}``: waits until none of its members has started an attempt for S seconds (at most
+  60), then collects the start's garbage -> ``{"waited": s}``;
+* ``{"cmd": "stats"}`` -> ``{"cpu": process CPU seconds, "members": {id: rebalancer stats}, "degraded": n}``;
+* ``{"cmd": "stop"}``: shuts every member down -> ``{"stopped": n}``, then the process exits.
+"""
+import gc
+import json
+import logging
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+STARTERS = 5  # members starting at once in one process (each waits for its first rebalance)
+
+
+def make_member(zookeeper_connect, bootstrap_servers, group):
+    """A coordination-only member (the full group protocol without fetchers)."""
+    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.consumer import ZookeeperConsumerConnector
+
+    class CoordinationOnly(ZookeeperConsumerConnector):
+        def _make_fetchers(self):
+            return _NoFetch()
+
+    cfg = ConsumerConfig.from_properties({"group.id": group, "zookeeper.connect": zookeeper_connect,
+                                          "rebalance.backoff.ms": "500", "auto.commit.enable": "false",
+                                          "zookeeper.session.timeout.ms": "30000",
+                                          # coordination only: the start-up checks that ask Kafka are not measured
+                                          "split.brain.check": "off", "offsets.storage.switch.check": "off"})
+    return CoordinationOnly(cfg, bootstrap_servers=bootstrap_servers)
+
+
+class _NoFetch:
+    def assign(self, generation, work):
+        pass
+
+    def stop_all(self, generation):
+        pass
+
+    def shutdown(self, timeout=None):
+        pass
+
+
+def expected_share(threads, partitions, mine, topic):
+    """``{consumer id: {(topic, p): thread id}}`` for the members in *mine*: their part of the range assignment
+    (the global one, computed whole) of *threads* over *partitions* partitions (one stream per member)."""
+    from zkconsumer.assignors import range_assign
+    out = {cid: {} for cid in mine}
+    for tp, th in range_assign({topic: list(threads)}, {topic: list(range(partitions))}).items():
+        cid = th[:-2]  # "<consumer id>-0"
+        if cid in out:
+            out[cid][tp] = th
+    return out
+
+
+def share_converged(members, expected, since=None):
+    """True when every member of *members* ({id: connector}) is IDLE, has finished an attempt since *since*
+    ({id: attempts}, optional) and owns exactly ``expected[id]``."""
+    for cid, m in members.items():
+        rb = m.rebalancer
+        if rb is None or rb.state != "IDLE":
+            return False
+        if since is not None and rb.stats["attempts"] <= since.get(cid, -1):
+            return False
+    for cid, m in members.items():
+        if dict(m.rebalancer.owned) != expected[cid]:
+            return False
+    return True
+
+
+def settle(members, quiet_s, limit_s=60.0):
+    """Wait until no member has started an attempt for *quiet_s* (the start's tail: late watch events, sessions
+    the mass start let expire coming back); returns the seconds waited."""
+    t0 = time.perf_counter()
+    last = [m.rebalancer.stats["attempts"] for m in members]
+    quiet_since = time.perf_counter()
+    while time.perf_counter() - quiet_since < quiet_s and time.perf_counter() - t0 < limit_s:
+        time.sleep(0.1)
+        now = [m.rebalancer.stats["attempts"] for m in members]
+        if now != last:
+            last, quiet_since = now, time.perf_counter()
+    return time.perf_counter() - t0
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    zookeeper_connect, bootstrap_servers, group, topic = argv
+    logging.basicConfig(level=logging.WARNING, format="[scale member process] %(levelname)s %(name)s: %(message)s")
+    members = {}
+    out = sys.stdout
+    for line in sys.stdin:
+        req = json.loads(line)
+        cmd = req["cmd"]
+        if cmd == "start":
+            def start(_):
+                m = make_member(zookeeper_connect, bootstrap_servers, group)
+                m.create_message_streams({topic: 1})
+                return m
+            with ThreadPoolExecutor(STARTERS) as pool:
+                started = list(pool.map(start, range(req["n"])))
+            for m in started:
+                members[m.consumer_id] = m
+            reply = {"ids": [m.consumer_id for m in started]}
+        elif cmd == "converged":
+            expected = expected_share(req["threads"], req["partitions"], members, topic)
+            deadline = time.perf_counter() + req["timeout"]
+            reply = {"ok": False, "why": "not converged within %.0f s" % req["timeout"]}
+            while time.perf_counter() < deadline:
+                if share_converged(members, expected, req.get("since")):
+                    reply = {"ok": True, "at": time.perf_counter()}
+                    break
+                time.sleep(0.005)
+        elif cmd == "settle":
+            waited = settle(list(members.values()), req["quiet"])
+            gc.collect()
+            reply = {"waited": waited}
+        elif cmd == "stats":
+            reply = {"cpu": time.process_time(),
+                     "members": {cid: dict(m.rebalancer.stats) for cid, m in members.items()},
+                     "degraded": sum(1 for m in members.values() if m.rebalancer.state == "DEGRADED")}
+        elif cmd == "stop":
+            def stop(m):
+                try:
+                    m.shutdown()
+                except Exception:
+                    pass
+            with ThreadPoolExecutor(STARTERS) as pool:
+                list(pool.map(stop, members.values()))
+            out.write(json.dumps({"stopped": len(members)}) + "\n")
+            out.flush()
+            return 0
+        else:
+            reply = {"error": "unknown command %r" % cmd}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
