@@ -14,21 +14,41 @@ def _register(zk, g, cid, topics):
               makepath=True)
 
 
+def _count_reads(zk):
+    """Count the read requests *zk* sends from now on (kazoo hands every request to ``_call``): exists, getData,
+    getChildren, getChildren2."""
+    counted = [0]
+    call = zk._call
+
+    def counting(request, async_object):
+        if getattr(request, "type", None) in (3, 4, 8, 12):
+            counted[0] += 1
+        return call(request, async_object)
+    zk._call = counting
+    return counted
+
+
 def test_reads_only_what_changed_and_agrees_with_a_fresh_read(services, zk, unique):
     g = unique("reader")
+    sent = _count_reads(zk)
     t1, t2 = services.create_topic(unique("rd"), 4), services.create_topic(unique("rd"), 2)
     for i in range(20):
         _register(zk, g, "m%02d" % i, [t1])
     changes = []
     reader = GroupReader(zk, g, on_change=lambda e: changes.append(e))
+    before = sent[0]
     first = reader.read()
     assert len(first.members) == 20 and first.zk_reads >= 20
+    assert first.zk_reads == sent[0] - before  # the count the rebalancer reports is the requests sent
+    before = sent[0]
     again = reader.read()
-    assert again.zk_reads <= 8, again.zk_reads  # lists only: nothing changed
+    # lists only, nothing changed: members (before and after), topics, brokers, leave markers
+    assert again.zk_reads == sent[0] - before == 5, (again.zk_reads, sent[0] - before)
     assert again.consumers_for_topic == first.consumers_for_topic and again.partitions == first.partitions
     _register(zk, g, "m20", [t1])  # one joins: one more registration read
+    before = sent[0]
     joined = reader.read()
-    assert joined.zk_reads <= 9 and len(joined.members) == 21
+    assert joined.zk_reads == sent[0] - before == 6 and len(joined.members) == 21
     # a member re-registers under the same id with another subscription: its watch drops the cached copy
     zk.delete(paths.consumer_registration_path(g, "m05"))
     _register(zk, g, "m05", [t1, t2])

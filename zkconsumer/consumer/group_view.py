@@ -77,7 +77,9 @@ class GroupReader:
         if not self._ids_ensured:  # once: it only goes away when empty (a tool's cleanup), then is made again below
             zk.ensure_path(ids_path)
             self._ids_ensured = True
-        reads = 0
+            reads = 1  # its exists
+        else:
+            reads = 0
         for _ in range(max_passes):
             try:
                 children, stat = zk.get_children(ids_path, watch=watch, include_data=True)
@@ -117,9 +119,10 @@ class GroupReader:
             versions = {cid: mz for cid, (_, mz) in cached.items()}
             all_topics = _children_or_empty(topics_async)
             broker_ids = sorted(int(b) for b in _children_or_empty(brokers_async) if b.isdigit())
-            reads += 2
-            ghosts, ghost_expiry = read_ghosts(zk, group, set(children), watch=watch, names_async=leaving_async)
-            reads += 2 + len(ghosts)
+            ghost_reads = [0]
+            ghosts, ghost_expiry = read_ghosts(zk, group, set(children), watch=watch, names_async=leaving_async,
+                                               reads=ghost_reads)
+            reads += 3 + ghost_reads[0]  # the topic, broker and leave-marker lists (one round trip), then the markers
             unusable: Dict[str, UnusableRegistration] = {}
             everyone = dict(members)
             everyone.update(ghosts)

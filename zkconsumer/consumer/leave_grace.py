@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
@@ -81,21 +81,28 @@ def withdraw_leave(zk, group: str, consumer_id: str) -> None:
         log.warning("could not delete the leave marker of %s: %r", consumer_id, e)
 
 
-def read_ghosts(zk, group: str, live_ids, watch=None, now_ms: Optional[float] = None, names_async=None
-                ) -> Tuple[Dict[str, codecs.ConsumerRegistration], Optional[float]]:
+def read_ghosts(zk, group: str, live_ids, watch=None, now_ms: Optional[float] = None, names_async=None,
+                reads: Optional[List[int]] = None) -> Tuple[Dict[str, codecs.ConsumerRegistration], Optional[float]]:
     """``({consumer id: registration} of the members in their leave grace, earliest expiry in epoch ms)``.
 
     Empty unless every live member has a member info node (all zkconsumer members). Expired markers are deleted.
     ``names_async``: the leave markers' ``get_children_async`` (with *watch*) already sent by the caller with its
-    other reads, to save a round trip."""
+    other reads, to save a round trip. ``reads``, a one-element list, is increased by the reads made here (not
+    counting *names_async*)."""
+    counted = reads if reads is not None else [0]
     base = paths.group_leaving_dir(group)
     try:
-        names = names_async.get() if names_async is not None else zk.get_children(base, watch=watch)
+        if names_async is not None:
+            names = names_async.get()
+        else:
+            counted[0] += 1
+            names = zk.get_children(base, watch=watch)
     except NoNodeError:
         return {}, None
     if not names:
         return {}, None
     try:
+        counted[0] += 1
         infos = set(zk.get_children(paths.group_member_info_dir(group), watch=watch))
     except NoNodeError:
         infos = set()
@@ -108,6 +115,7 @@ def read_ghosts(zk, group: str, live_ids, watch=None, now_ms: Optional[float] = 
             continue  # back already; it deletes its marker itself
         path = base + "/" + name
         try:
+            counted[0] += 1
             data, stat = zk.get(path)
         except NoNodeError:
             continue
