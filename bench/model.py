@@ -7,8 +7,12 @@ Pure Python, no services. It is driven by the real parts where they decide the c
   its CPU time per member attempt (timed here, in this run) and exactly which members' partitions change (those
   release and claim: two multi-ops each, and their successors may wait once for a release);
 * the **real read pattern** of a rebalance attempt with the group read cache (``zkconsumer/consumer/group_view.py``):
-  8 ZooKeeper reads per member per attempt (member list, topic list, partition map check, owner checks: the scale
-  bench counts them, ``zk_reads``), plus the joining member's cold read of every registration;
+  6 ZooKeeper reads per member per attempt (the member list before and after, the topic, broker and leave-marker
+  lists, the joiner's registration: the rebalancer's ``zk_reads``), plus the joining member's cold read of every
+  registration, plus two per partition that moves (the releasing member checks that the owner node is its own, the
+  claiming one reads the committed offset) and two per member whose partitions change (its offsets' listing; on
+  average one owner-node watch while it waits for a release); the scale bench counts every request its members'
+  clients send (its group has no committed offsets: one read per moved partition fewer);
 * the ZooKeeper ensemble as two service rates, reads/s (served by every server) and multi-ops/s (ordered by the
   leader), and a round-trip time. Defaults for a 3-server ensemble on its own disks are taken from the ZooKeeper
   Overview's "ZooKeeper Throughput as the Read-Write Ratio Varies" figure (about 80,000 reads/s at 0% writes and
@@ -43,7 +47,7 @@ from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional, Tuple
 
 SETTLE_S = 0.020            # rebalance.settle.ms default
-READS_PER_ATTEMPT = 8       # per member per attempt with the group read cache (scale bench: zk_reads / attempts)
+READS_PER_ATTEMPT = 6       # per member per attempt with the group read cache (scale bench: zk_reads / attempts)
 PARTITIONS_PER_MEMBER = 10  # the scale bench's shape: N members x 10 N partitions
 # measured on this 2-core machine, members in 4 processes (docs/contributors.md, scale rows, session 9)
 RECORDED_POINTS = {100: 0.23, 300: 0.85}
@@ -108,8 +112,19 @@ def assignor_cost(members: int, partitions: int, min_time: float = 0.2) -> Tuple
     return per_call, changed
 
 
+def moved_partitions(members: int, partitions: int) -> int:
+    """Partitions whose owner changes when a member joins mid-group (the real range assignor)."""
+    from zkconsumer.assignors import range_assign
+    before_threads = _threads(members)
+    after_threads = sorted(before_threads + ["g_member-%07d-0x" % (members // 2)])
+    parts = {"t": list(range(partitions))}
+    before, after = range_assign({"t": before_threads}, parts), range_assign({"t": after_threads}, parts)
+    return sum(1 for tp, th in after.items() if before.get(tp) != th)
+
+
 def predict(members: int, partitions: int, ensemble: Ensemble, fixed_cpu_s: float, mode: str = "fleet",
-            assignor: Optional[Tuple[float, int]] = None, cores: int = 1) -> Prediction:
+            assignor: Optional[Tuple[float, int]] = None, cores: int = 1, moved: Optional[int] = None
+            ) -> Prediction:
     """Convergence time and ZooKeeper load of one join (see the module docstring): ``fleet``, one member per
     host, or ``shared``, every member's attempt on *cores* cores of one machine."""
     if mode not in ("fleet", "shared"):
@@ -118,7 +133,8 @@ def predict(members: int, partitions: int, ensemble: Ensemble, fixed_cpu_s: floa
         raise ValueError("cores must be at least 1, not %r" % cores)
     a_s, changed = assignor if assignor is not None else assignor_cost(members, partitions)
     n = members + 1
-    reads = READS_PER_ATTEMPT * n + members          # + the joiner's cold read of every registration
+    moved = moved_partitions(members, partitions) if moved is None else moved
+    reads = READS_PER_ATTEMPT * n + members + 2 * moved + 2 * changed  # see the module docstring
     writes = 1 + 2 * changed                         # registration; a release and a claim per changed member
     notifications = members + changed                # the /ids child watch; claim waits' owner-node watches
     per_member = a_s + fixed_cpu_s

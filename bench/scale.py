@@ -21,7 +21,7 @@ import threading
 import time
 
 from .common import Result, process_cpu_s, unique
-from .scale_members import expected_share, make_member, share_converged
+from .scale_members import count_requests, expected_share, make_member, share_converged
 
 PROCESSES = 4  # member processes: two per core here; each runs N / PROCESSES members
 QUIET_S = 2.0
@@ -70,6 +70,14 @@ class MemberProcesses:
                 proc.wait()
 
 
+def member_names(n):
+    """(``consumer.id`` of each of *n* members, the joiner's): one member per host in a fleet, so the joiner's id
+    sorts mid-group, as a host's name does on average (generated ids, ``<group>_<host>-<millis>-<uuid>``, of
+    members sharing one host sort by start time: the joiner would sort last, where a range join moves ~10
+    members' partitions instead of ~150 here)."""
+    return ["host%05d" % (2 * i) for i in range(n)], "host%05d" % (n - 1 if n % 2 == 0 else n)
+
+
 def _split(n, k):
     return [n // k + (1 if i < n % k else 0) for i in range(k)]
 
@@ -81,7 +89,10 @@ def _run(cluster, n, partitions, log, processes=PROCESSES):
     joiner = None
     try:
         t0 = time.perf_counter()
-        ids = [cid for a in procs.ask([{"cmd": "start", "n": k} for k in _split(n, processes)]) for cid in a["ids"]]
+        names, joiner_name = member_names(n)
+        shares = _split(n, processes)
+        starts = [{"cmd": "start", "names": names[sum(shares[:i]):sum(shares[:i + 1])]} for i in range(processes)]
+        ids = [cid for a in procs.ask(starts) for cid in a["ids"]]
         threads = [cid + "-0" for cid in ids]
         _all_ok(procs.ask({"cmd": "converged", "threads": threads, "partitions": partitions, "timeout": 300}),
                 "%d members did not converge after their start" % n)
@@ -94,7 +105,9 @@ def _run(cluster, n, partitions, log, processes=PROCESSES):
         log("scale: quiet (no rebalance attempt for %.0f s) after %.1f s more; the member processes then used %.0f%% "
             "of a core" % (QUIET_S, settled, sum(q["cpu"] - b["cpu"] for q, b in zip(quiet, before)) * 100))
         since = {cid: s["attempts"] for a in quiet for cid, s in a["members"].items()}
-        joiner = make_member(cluster.zookeeper_connect, cluster.bootstrap_servers, group)
+        joiner_requests = {"reads": 0, "writes": 0}
+        joiner = count_requests(make_member(cluster.zookeeper_connect, cluster.bootstrap_servers, group,
+                                            joiner_name), joiner_requests)
         threads.append(joiner.consumer_id + "-0")
         joined = {}
         expected = expected_share(threads, partitions, [joiner.consumer_id], topic)
@@ -137,16 +150,21 @@ def _run(cluster, n, partitions, log, processes=PROCESSES):
             reads += s["zk_reads"] - b["zk_reads"]
             attempts += s["attempts"] - b["attempts"]
         degraded = sum(a["degraded"] for a in final) + (joiner.rebalancer.state == "DEGRADED")
-        log("scale: join converged in %.2f s; %d attempts, %d failed, %d claim waits, %d ZK reads; CPU: members' "
-            "processes %.2f s, ZooKeeper %s s" % (took, attempts, failed, waits, reads, cpu, zk_cpu))
+        zk_requests = {k: sum(a["requests"][k] - q["requests"][k] for a, q in zip(final, quiet)) + joiner_requests[k]
+                       for k in ("reads", "writes")}
+        log("scale: join converged in %.2f s; %d attempts, %d failed, %d claim waits, %d ZK reads in the group "
+            "reads; ZooKeeper requests in all: %d reads, %d writes; CPU: members' processes %.2f s, ZooKeeper %s s"
+            % (took, attempts, failed, waits, reads, zk_requests["reads"], zk_requests["writes"], cpu, zk_cpu))
         return Result("scale: %d consumers x %s partitions, one joins: time to converge" % (n, format(partitions, ",")),
                       round(took, 2), "s", None, None, "<= 5 s, 0 failed rebalances",
                       took <= 5 and failed == 0 and degraded == 0,
                       "members in %d processes, the joiner in another; %d members' attempts, %d failed, %d claim "
-                      "waits, %d degraded; ZooKeeper reads per member per attempt %.0f (%d in all); CPU while "
-                      "converging: the members' processes %.2f s (%.1f ms per attempt), ZooKeeper %s s"
-                      % (processes, attempts, failed, waits, degraded, reads / max(attempts, 1), reads, cpu,
-                         cpu / max(attempts, 1) * 1000, zk_cpu))
+                      "waits, %d degraded; ZooKeeper reads per member per attempt %.0f in the group read (%d in "
+                      "all); ZooKeeper requests the group sent for the rebalance (the joiner's included): %d reads, "
+                      "%d writes (a multi-op counts one); CPU while converging: the members' processes %.2f s (%.1f "
+                      "ms per attempt), ZooKeeper %s s"
+                      % (processes, attempts, failed, waits, degraded, reads / max(attempts, 1), reads,
+                         zk_requests["reads"], zk_requests["writes"], cpu, cpu / max(attempts, 1) * 1000, zk_cpu))
     finally:
         t1 = time.perf_counter()
         if joiner is not None:

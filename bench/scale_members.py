@@ -5,8 +5,8 @@ on many hosts: all 300 sessions in one interpreter measured one core taking turn
 threads contending for one interpreter lock), not the group protocol. Each process runs its members (coordination
 only, no fetchers: bench/scale.py) and answers one JSON command per line on stdin with one JSON line on stdout:
 
-* ``{"cmd": "start", "n": K}``: starts K members, STARTERS at a time, each returning once its first rebalance is done
-  -> ``{"ids": [consumer ids]}``;
+* ``{"cmd": "start", "names": [consumer.id, ...]}``: starts a member per name (its ``consumer.id``), STARTERS at
+  a time, each returning once its first rebalance is done -> ``{"ids": [consumer ids]}``;
 * ``{"cmd": "converged", "threads": [every thread id of the group], "partitions": P, "since": {id: attempts},
   "timeout": S}``: polls every 5 ms until each of its members has finished an attempt since *since* (the attempt
   counts the ``stats`` command gave), is IDLE, and owns exactly its share of the range assignment of *threads*
@@ -14,21 +14,24 @@ only, no fetchers: bench/scale.py) and answers one JSON command per line on stdi
   process of the machine), or ``{"ok": false, "why": ...}`` after *timeout* seconds;
 * ``{"cmd": "settle", "quiet": S}``: waits until none of its members has started an attempt for S seconds (at most
   60), then collects the start's garbage -> ``{"waited": s}``;
-* ``{"cmd": "stats"}`` -> ``{"cpu": process CPU seconds, "members": {id: rebalancer stats}, "degraded": n}``;
+* ``{"cmd": "stats"}`` -> ``{"cpu": process CPU seconds, "members": {id: rebalancer stats}, "degraded": n,
+  "requests": {"reads": n, "writes": n}}``: the ZooKeeper requests its members' clients have sent (see
+  :func:`count_requests`);
 * ``{"cmd": "stop"}``: shuts every member down -> ``{"stopped": n}``, then the process exits.
 """
 import gc
 import json
 import logging
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 STARTERS = 5  # members starting at once in one process (each waits for its first rebalance)
 
 
-def make_member(zookeeper_connect, bootstrap_servers, group):
-    """A coordination-only member (the full group protocol without fetchers)."""
+def make_member(zookeeper_connect, bootstrap_servers, group, name):
+    """A coordination-only member (the full group protocol without fetchers) with ``consumer.id`` *name*."""
     from zkconsumer.config import ConsumerConfig
     from zkconsumer.consumer import ZookeeperConsumerConnector
 
@@ -36,12 +39,35 @@ def make_member(zookeeper_connect, bootstrap_servers, group):
         def _make_fetchers(self):
             return _NoFetch()
 
-    cfg = ConsumerConfig.from_properties({"group.id": group, "zookeeper.connect": zookeeper_connect,
+    cfg = ConsumerConfig.from_properties({"group.id": group, "zookeeper.connect": zookeeper_connect, "consumer.id": name,
                                           "rebalance.backoff.ms": "500", "auto.commit.enable": "false",
                                           "zookeeper.session.timeout.ms": "30000",
                                           # coordination only: the start-up checks that ask Kafka are not measured
                                           "split.brain.check": "off", "offsets.storage.switch.check": "off"})
     return CoordinationOnly(cfg, bootstrap_servers=bootstrap_servers)
+
+
+# ZooKeeper opcodes (ZooDefs.OpCode) of the requests that change znodes; reads are exists, getData, getChildren(2)
+_WRITES = {1, 2, 5, 7, 14, 15, 19, 20, 21}  # create, delete, setData, setACL, multi, create2, container/TTL creates
+_READS = {3, 4, 6, 8, 12}
+_COUNT_LOCK = threading.Lock()
+
+
+def count_requests(member, into):
+    """Count every request *member*'s ZooKeeper client sends from now on into *into* (``{"reads": n, "writes":
+    n}``; a multi-op is one write): kazoo hands every request, synchronous or not, to its client's ``_call``."""
+    zk = member.zk
+    call = zk._call
+
+    def counting(request, async_object):
+        kind = getattr(request, "type", None)
+        key = "writes" if kind in _WRITES else "reads" if kind in _READS else None
+        if key is not None:
+            with _COUNT_LOCK:
+                into[key] += 1
+        return call(request, async_object)
+    zk._call = counting
+    return member
 
 
 class _NoFetch:
@@ -101,17 +127,18 @@ def main(argv=None):
     zookeeper_connect, bootstrap_servers, group, topic = argv
     logging.basicConfig(level=logging.WARNING, format="[scale member process] %(levelname)s %(name)s: %(message)s")
     members = {}
+    requests = {"reads": 0, "writes": 0}
     out = sys.stdout
     for line in sys.stdin:
         req = json.loads(line)
         cmd = req["cmd"]
         if cmd == "start":
-            def start(_):
-                m = make_member(zookeeper_connect, bootstrap_servers, group)
+            def start(name):
+                m = count_requests(make_member(zookeeper_connect, bootstrap_servers, group, name), requests)
                 m.create_message_streams({topic: 1})
                 return m
             with ThreadPoolExecutor(STARTERS) as pool:
-                started = list(pool.map(start, range(req["n"])))
+                started = list(pool.map(start, req["names"]))
             for m in started:
                 members[m.consumer_id] = m
             reply = {"ids": [m.consumer_id for m in started]}
@@ -131,7 +158,8 @@ def main(argv=None):
         elif cmd == "stats":
             reply = {"cpu": time.process_time(),
                      "members": {cid: dict(m.rebalancer.stats) for cid, m in members.items()},
-                     "degraded": sum(1 for m in members.values() if m.rebalancer.state == "DEGRADED")}
+                     "degraded": sum(1 for m in members.values() if m.rebalancer.state == "DEGRADED"),
+                     "requests": dict(requests)}
         elif cmd == "stop":
             def stop(m):
                 try:

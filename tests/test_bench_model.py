@@ -15,10 +15,19 @@ def test_members_changed_come_from_the_real_assignor():
     assert changed == 3
 
 
+def test_moved_partitions_come_from_the_real_assignor():
+    # 3 members x 6 partitions [0,1] [2,3] [4,5]; a joiner after the second: [0,1] [2,3] [4] [5]: p4 moves
+    assert model.moved_partitions(3, 6) == 1
+    # 4 x 12: [0-2] [3-5] [6-8] [9-11]; the joiner after the third: [0-2] [3-5] [6,7] [8,9] [10,11]: p8, p9 move
+    assert model.moved_partitions(4, 12) == 2
+    reads = model.predict(3, 6, model.Ensemble(), 0.0, assignor=(0.0, 2)).zk_reads
+    assert reads == model.READS_PER_ATTEMPT * 4 + 3 + 2 * 1 + 2 * 2
+
+
 def test_prediction_counts_and_modes():
     ens = model.Ensemble(read_rate=1000.0, write_rate=100.0, rtt_s=0.001)
-    fleet = model.predict(10, 100, ens, 0.002, "fleet", assignor=(0.001, 4))
-    assert fleet.zk_reads == model.READS_PER_ATTEMPT * 11 + 10 and fleet.zk_writes == 1 + 2 * 4
+    fleet = model.predict(10, 100, ens, 0.002, "fleet", assignor=(0.001, 4), moved=7)
+    assert fleet.zk_reads == model.READS_PER_ATTEMPT * 11 + 10 + 2 * 7 + 2 * 4 and fleet.zk_writes == 1 + 2 * 4
     assert fleet.watch_notifications == 10 + 4
     one = model.predict(10, 100, ens, 0.002, "shared", assignor=(0.001, 4))
     assert one.cpu_s == pytest.approx(11 * 0.003) and fleet.cpu_s == pytest.approx(0.003)
@@ -26,7 +35,7 @@ def test_prediction_counts_and_modes():
     two = model.predict(10, 100, ens, 0.002, "shared", assignor=(0.001, 4), cores=2)  # the attempts on 2 cores
     assert two.cpu_s == pytest.approx(11 * 0.003 / 2, abs=1e-3)  # rounded to the ms
     # the ensemble's rates bound a big group: ten times the members, about ten times the ZooKeeper time
-    big = model.predict(100, 1000, ens, 0.002, "fleet", assignor=(0.001, 40))
+    big = model.predict(100, 1000, ens, 0.002, "fleet", assignor=(0.001, 40), moved=70)
     queued = lambda p: p.zk_s - 4 * ens.rtt_s  # noqa: E731  (the round trips do not grow with the group)
     assert queued(big) == pytest.approx(10 * queued(fleet), rel=0.1)
     with pytest.raises(ValueError):

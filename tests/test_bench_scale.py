@@ -1,5 +1,7 @@
 """bench/scale.py's member processes (bench/scale_members.py): the suite end to end on a small group, and its
 convergence check, so the bench's scale rows are measured by code the suite has run."""
+import re
+
 from bench import model, scale
 from bench.scale_members import expected_share, share_converged
 from zkconsumer.assignors import range_assign
@@ -34,6 +36,10 @@ def test_the_scale_suite_runs_its_members_in_processes(services):
     assert row.met, (row, logged)
     assert row.metric == "scale: 6 consumers x 60 partitions, one joins: time to converge"
     assert "members in 2 processes" in row.note and " 0 failed" in row.note
+    # the ZooKeeper requests the rebalance cost, counted at the members' clients: the joiner's registration, then
+    # a release and a claim (one multi-op each) by the members whose ranges change, and every member's reads
+    reads, writes = map(int, re.search(r"\(the joiner's included\): (\d+) reads, (\d+) writes", row.note).groups())
+    assert writes >= 3 and reads >= 7 * 7, row.note
     assert any("6 members in 2 processes converged after start-up" in line for line in logged), logged
     assert any("7 members stopped" in line for line in logged), logged
     # the note is what bench/model.py reads: CPU per attempt, and the cores the members shared
