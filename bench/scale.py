@@ -6,8 +6,10 @@ would measure 100 Kafka clients on 2 cores, not coordination). They are spread o
 every member has finished an attempt since the join, is IDLE, and owns exactly its part of the range assignment of
 all members; then the owner nodes in ZooKeeper are read and checked against that assignment. Reported: time to
 converge, failed rebalance attempts (claim waits — a member waiting for its predecessor's release — are counted
-apart), ZooKeeper reads per member per rebalance, and the CPU the members' processes and the ZooKeeper server
-spent while the group converged (bench/model.py reads it).
+apart), ZooKeeper reads per member per attempt in the group read, every ZooKeeper read and write the members'
+clients sent for the rebalance (``count_requests``), and the CPU the members' processes and the ZooKeeper server
+spent while the group converged (bench/model.py reads it). The members' ``consumer.id`` values put the joiner mid-group
+(``member_names``).
 
 With all members in one process, 300 sessions and 1,500 threads on one interpreter lock measured one
 core taking turns over 300 members' work (5-22 ms of CPU per attempt as the machine's speed varied: joins of
