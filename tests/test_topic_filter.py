@@ -3,8 +3,8 @@
 import pytest
 
 from zkconsumer.errors import ConfigError, ZkConsumerError
-from zkconsumer.topic_filter import (Blacklist, Whitelist, normalise_regex, topic_filter_for,
-                                     translate_java_regex)
+from zkconsumer.java_regex import translate_java_regex
+from zkconsumer.topic_filter import Blacklist, Whitelist, normalise_regex, topic_filter_for
 
 
 @pytest.mark.parametrize("raw, expected", [

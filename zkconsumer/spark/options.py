@@ -254,7 +254,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
                 raise ConfigError("subscribe", subscribe, "legal topic names", str(e)) from None
         topics = tuple(sorted(set(names)))
     else:
-        from ..topic_filter import compile_java_regex
+        from ..java_regex import compile_java_regex
         assert pattern is not None  # exactly one of subscribe, subscribePattern
         try:
             compile_java_regex(pattern, key="subscribePattern")
