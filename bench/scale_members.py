@@ -47,8 +47,9 @@ def make_member(zookeeper_connect, bootstrap_servers, group, name):
     return CoordinationOnly(cfg, bootstrap_servers=bootstrap_servers)
 
 
-# ZooKeeper opcodes (ZooDefs.OpCode) of the requests that change znodes; reads are exists, getData, getChildren(2)
-_WRITES = {1, 2, 5, 7, 14, 15, 19, 20, 21}  # create, delete, setData, setACL, multi, create2, container/TTL creates
+# ZooKeeper opcodes (ZooDefs.OpCode) of the requests that change znodes (create, delete, setData, setACL, multi,
+# create2, createContainer, deleteContainer, createTTL) and of the reads (exists, getData, getACL, getChildren(2))
+_WRITES = {1, 2, 5, 7, 14, 15, 19, 20, 21}
 _READS = {3, 4, 6, 8, 12}
 _COUNT_LOCK = threading.Lock()
 
