@@ -3,9 +3,9 @@ dual store (Kafka's offset manager and ZooKeeper, both at once once Kafka is hea
 ``set`` calls of the same nodes; and 10,000 offsets through the ZooKeeper store against kazoo ``set_async`` calls
 all in flight at once.
 
-Both stores first commit 100 times unmeasured (ZooKeeper's and Kafka's JVMs compile their hot paths: after 15
-commits the servers still spent ~2x the CPU per commit they spend after 100, and the first dual commits take 3x
-their later time). Each measured commit starts 50 ms after the previous operation (as a periodic commit starts on
+Both stores first commit 500 times unmeasured (ZooKeeper's and Kafka's JVMs compile their hot paths and size their
+heaps: on a fresh broker Kafka spent 20-23 ms of CPU per dual commit over the first 50, 5-7 ms up to 100, 2.4-7 ms
+up to 300 and 2-4.5 ms after 500; with 100 warm-up commits a fresh cluster read 1.41x, with 500 1.25-1.28x). Each measured commit starts 50 ms after the previous operation (as a periodic commit starts on
 a quiet cluster, not in the wake of 1,000 sequential writes). The ZooKeeper-only and dual commits come in pairs,
 each pair's two commits back to back, taking turns going first; the dual row's ratio is the median of the pairs'
 ratios, so that the machine's speed, which drifts by 10-30% over a run here, cancels out within each pair. Last,
@@ -18,7 +18,7 @@ from .common import Result, median, process_cpu_s, unique
 
 PARTITIONS = 1000
 PAUSE_S = 0.05
-WARM_UP = 100
+WARM_UP = 500
 CPU_COMMITS = 100
 
 

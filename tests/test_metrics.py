@@ -30,7 +30,15 @@ def test_metrics_during_consumption(services, unique, conns):
     a = connector(services, g, **{"auto.offset.reset": "smallest", "auto.commit.interval.ms": "300"})
     conns.append(a)
     port = free_port()
-    start_metrics_server(a, port, addr="127.0.0.1")
+    server = start_metrics_server(a, port, addr="127.0.0.1")
+    assert server.port == port
+    try:
+        _scraped_while_consuming(services, unique, conns, a, g, t, produced, port)
+    finally:
+        server.close()
+
+
+def _scraped_while_consuming(services, unique, conns, a, g, t, produced, port):
     [stream] = a.create_message_streams({t: 1})[t]
     col = StreamCollector(stream, delay=0.01)  # a slow application: ~3 s for 300 messages
     col.start()
@@ -61,3 +69,31 @@ def test_metrics_during_consumption(services, unique, conns):
     m = a.metrics()
     assert m["RebalanceRateAndTime"]["seconds"] > 0 and m["MinFetchRate"] > 0
     assert _one(_scrape(port), "zkconsumer_kafka_commits_total") == 0  # ZooKeeper storage
+
+
+def test_consume_cli_serves_metrics_on_the_port_it_prints(services, unique):
+    """``zkconsumer consume --metrics-port 0``: the CLI prints where it serves, the page counts what it printed."""
+    import subprocess
+    import sys
+    t = services.create_topic(unique("metcli"), 1)
+    services.produce(t, 25, size=10)
+    cmd = [sys.executable, "-m", "zkconsumer", "consume", "--zookeeper", services.zookeeper_connect,
+           "--group", unique("metcli"), "--topic", t, "--from-beginning", "--metrics-port", "0", "--format", "value"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        seen = []
+        while True:  # log lines may come first
+            seen.append(p.stderr.readline())
+            m = re.search(r"serving metrics at http://[^:]+:(\d+)/metrics", seen[-1])
+            if m or not seen[-1] or len(seen) > 50:
+                break
+        assert m, seen
+        port = int(m.group(1))
+        for _ in range(25):
+            assert p.stdout.readline()  # the CLI printed every message
+        wait_until(lambda: _one(_scrape(port), "zkconsumer_messages_total") == 25, 30,
+                   message="the printed messages counted on the page")
+    finally:
+        p.terminate()
+        p.communicate(timeout=60)
+    assert p.returncode == 0

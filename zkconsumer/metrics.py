@@ -24,7 +24,10 @@ Prometheus name                                        Scala JMX metric
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
+
+if TYPE_CHECKING:
+    from .metrics_server import MetricsServer
 
 __all__ = ["MetricsCollector", "start_metrics_server"]
 
@@ -87,16 +90,18 @@ class MetricsCollector:
                     "manager down past dual.commit.kafka.outage.ms)", 1.0 if m["offsets_degraded"] else 0.0)
 
 
-def start_metrics_server(connector: Any, port: int, addr: str = "0.0.0.0", registry: Optional[Any] = None) -> Any:
-    """Serve ``/metrics`` for *connector* on *addr*:*port* (a thread of prometheus_client); returns the registry.
-    Needs the ``prometheus_client`` package (``pip install 'zkconsumer[metrics]'``)."""
+def start_metrics_server(connector: Any, port: int, addr: str = "0.0.0.0",
+                         registry: Optional[Any] = None) -> "MetricsServer":
+    """Serve the metrics of *connector* on *addr*:*port* (0: a free port) from a thread of its own; returns the
+    :class:`~zkconsumer.metrics_server.MetricsServer` (``.port``, ``.registry``, ``.close()``). Needs the
+    ``prometheus_client`` package (``pip install 'zkconsumer[metrics]'``)."""
     try:
-        from prometheus_client import CollectorRegistry, start_http_server
+        from prometheus_client import CollectorRegistry
     except ImportError as e:
         from .errors import ConfigError
         raise ConfigError("--metrics-port", str(port), "a port, with prometheus_client installed",
                           "pip install 'zkconsumer[metrics]' (%s)" % e) from e
+    from .metrics_server import MetricsServer
     registry = registry or CollectorRegistry(auto_describe=False)
     registry.register(MetricsCollector(connector))
-    start_http_server(port, addr=addr, registry=registry)
-    return registry
+    return MetricsServer(registry, port, addr=addr)

@@ -113,7 +113,8 @@ class _LoggingListener(RebalanceListener):
               help="jsonl: one JSON object per message; value: the raw value, one per line.")
 @click.option("--events", is_flag=True, help="Also print rebalance events (assign/revoke/lost) as JSON on stderr.")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
-              help="Serve Prometheus metrics (the Scala consumer's, by name) on this port at /metrics.")
+              help="Serve Prometheus metrics (the Scala consumer's, by name) on this port at /metrics "
+                   "(0: a free port; the address is printed on stderr).")
 def consume(zookeeper, group, topics, whitelist, blacklist, streams, config_file, properties, from_beginning,
             timeout_ms, max_messages, fmt, events, metrics_port):
     """Join a ZooKeeper-coordinated consumer group and print the messages this member is given.
@@ -133,9 +134,11 @@ def consume(zookeeper, group, topics, whitelist, blacklist, streams, config_file
         raise ConfigError("group.id", None, "a group id: pass --group or set group.id in --config")
     stop = threading.Event()
     connector = ZookeeperConsumerConnector(config, listener=_LoggingListener(events))
+    metrics = None
     if metrics_port is not None:
         from ..metrics import start_metrics_server
-        start_metrics_server(connector, metrics_port)
+        metrics = start_metrics_server(connector, metrics_port)
+        click.echo("zkconsumer: serving metrics at http://%s:%d/metrics" % (metrics.addr, metrics.port), err=True)
 
     def on_signal(signum, frame):
         stop.set()
@@ -152,6 +155,8 @@ def consume(zookeeper, group, topics, whitelist, blacklist, streams, config_file
             all_streams = connector.create_message_streams_by_filter(flt, streams)
         _drain(connector, all_streams, fmt, max_messages, stop)
     finally:
+        if metrics is not None:
+            metrics.close()
         connector.shutdown()
 
 

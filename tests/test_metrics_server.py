@@ -1,0 +1,136 @@
+"""The metrics endpoint's HTTP server (zkconsumer/metrics_server.py) on loopback: the page is prometheus_client's own,
+byte for byte, in both formats and gzipped; HEAD, other methods, favicon; a failing collector and a stalled or
+garbled client leave the server serving; close() frees the port."""
+import gzip
+import socket
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
+from zkconsumer.metrics_server import MetricsServer
+
+
+class _Collector:
+    def __init__(self):
+        self.fail = False
+
+    def collect(self):
+        if self.fail:
+            raise RuntimeError("collector broke")
+        g = GaugeMetricFamily("zkconsumer_max_lag", "lag", labels=["group"])
+        g.add_metric(["g1"], 42.0)
+        yield g
+        c = CounterMetricFamily("zkconsumer_messages", "messages", labels=["group"])
+        c.add_metric(["g1"], 7.0)
+        yield c
+
+
+@pytest.fixture
+def served():
+    registry, collector = CollectorRegistry(auto_describe=False), _Collector()
+    registry.register(collector)
+    server = MetricsServer(registry, 0, addr="127.0.0.1", timeout_s=0.5)
+    yield server, registry, collector
+    server.close()
+
+
+def _get(server, path="/metrics", headers=None, method="GET"):
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (server.port, path), headers=headers or {}, method=method)
+    with urllib.request.urlopen(req, timeout=5) as r:
+        return r.status, dict(r.headers), r.read()
+
+
+def test_the_page_is_prometheus_clients_own(served):
+    server, registry, _ = served
+    status, headers, body = _get(server)
+    assert status == 200
+    assert body == generate_latest(registry)
+    assert headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    assert int(headers["Content-Length"]) == len(body)
+    assert b'zkconsumer_max_lag{group="g1"} 42.0' in body
+    assert server.scrapes == 1
+    assert _get(server, "/anything?x=1")[2] == body  # any path but the favicon serves the metrics, as upstream
+
+
+def test_openmetrics_when_asked_and_gzip_when_accepted(served):
+    server, registry, _ = served
+    _, headers, body = _get(server, headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+    assert headers["Content-Type"].startswith("application/openmetrics-text")
+    assert body == generate_openmetrics(registry) and body.endswith(b"# EOF\n")
+    _, headers, body = _get(server, headers={"Accept-Encoding": "gzip"})
+    assert headers["Content-Encoding"] == "gzip"
+    assert gzip.decompress(body) == generate_latest(registry)
+
+
+def test_head_favicon_and_other_methods(served):
+    server, registry, _ = served
+    status, headers, body = _get(server, method="HEAD")
+    assert status == 200 and body == b"" and int(headers["Content-Length"]) == len(generate_latest(registry))
+    assert _get(server, "/favicon.ico")[2] == b""
+    with pytest.raises(urllib.error.HTTPError) as e:
+        _get(server, method="POST")
+    assert e.value.code == 405 and e.value.headers["Allow"] == "GET, HEAD"
+
+
+def test_a_failing_collector_answers_500_and_the_server_goes_on(served):
+    server, registry, collector = served
+    collector.fail = True
+    with pytest.raises(urllib.error.HTTPError) as e:
+        _get(server)
+    assert e.value.code == 500 and b"collector broke" in e.value.read()
+    collector.fail = False
+    assert _get(server)[0] == 200
+
+
+def _closed_without_answer(sock):
+    try:
+        return sock.recv(100) == b""
+    except ConnectionResetError:  # closed with our unread bytes in its buffer: a reset, also no answer
+        return True
+
+
+def test_stalled_and_garbled_clients_are_dropped(served):
+    server, registry, _ = served
+    stalled = socket.create_connection(("127.0.0.1", server.port))  # sends nothing: dropped after timeout_s
+    garbled = socket.create_connection(("127.0.0.1", server.port))
+    garbled.sendall(b"\x16\x03\x01 not http at all\r\n\r\n")
+    t0 = time.monotonic()
+    assert _get(server)[2] == generate_latest(registry)
+    assert time.monotonic() - t0 < 4.0  # the stalled client held the one thread for timeout_s (0.5 s) at most
+    assert _closed_without_answer(garbled)
+    stalled.close()
+    garbled.close()
+    oversized = socket.create_connection(("127.0.0.1", server.port))
+    oversized.sendall(b"GET / HTTP/1.1\r\n" + b"X: " + b"y" * 20000 + b"\r\n\r\n")
+    assert _closed_without_answer(oversized)
+    oversized.close()
+    assert _get(server)[0] == 200
+
+
+def test_close_stops_the_thread_and_frees_the_port():
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Collector())
+    with MetricsServer(registry, 0, addr="127.0.0.1") as server:
+        port = server.port
+        assert _get(server)[0] == 200
+    assert not server._thread.is_alive()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    again = MetricsServer(registry, port, addr="127.0.0.1")  # the same port binds again at once
+    try:
+        assert _get(again)[0] == 200
+    finally:
+        again.close()
+    again.close()  # twice is harmless
+
+
+def test_a_port_in_use_fails_at_once():
+    registry = CollectorRegistry(auto_describe=False)
+    with MetricsServer(registry, 0, addr="127.0.0.1") as server:
+        with pytest.raises(OSError):
+            MetricsServer(registry, server.port, addr="127.0.0.1")
