@@ -16,17 +16,18 @@ import queue
 import threading
 import time
 
-from kazoo.exceptions import NoNodeError
 
-from ..errors import ConfigError, GroupConflictError, ZkConsumerError
+from ..errors import ConfigError, ZkConsumerError
 from ..layout import codecs, paths
 from ..layout.names import validate_topic
 from ..offsets import make_offset_store
 from .. import zk as zkmod
 from .. import zk_auth
+from . import join_guards
 from .fetcher import FetcherManager
 from .rebalancer import Rebalancer
-from .stream import SHUTDOWN, Generation, KafkaStream
+from .shutdown import shut_down
+from .stream import Generation, KafkaStream
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,7 @@ class ZookeeperConsumerConnector:
         return s
 
     def _start(self, wait_timeout=None):
-        self._preflight_checks()
+        join_guards.preflight_checks(self)
         self.lease.start()
         self.fetchers = self._make_fetchers()
         for f in getattr(self.fetchers, "fetchers", ()):
@@ -164,76 +165,9 @@ class ZookeeperConsumerConnector:
             log.warning("%s: first rebalance still in progress after %.0f s (state %s)", self.consumer_id,
                         timeout, self.rebalancer.state)
 
-    def _preflight_checks(self):
-        """The checks before the first registration, side by side (each waits on its own broker round trips; in a
-        row they made a joining member's start ~2x slower): the storage switch check in a helper thread, the
-        split-brain guard here. A refusal of the guard is raised at once (the read-only storage check is left to
-        finish on its own: with an unreachable broker it could take its whole timeout); otherwise the storage
-        check's refusal, if any."""
-        box: dict = {}
-
-        def storage_check():
-            try:
-                self._refuse_stale_zookeeper_offsets()
-            except BaseException as e:  # handed to the starting thread
-                box["error"] = e
-        t = threading.Thread(target=storage_check, daemon=True, name="%s-storage-check" % self.consumer_id)
-        t.start()
-        self._refuse_split_brain()
-        t.join()
-        if "error" in box:
-            raise box["error"]
-
-    def _refuse_split_brain(self, clock=time.monotonic, sleep=time.sleep):
-        """Before registering (at start, and again before every re-registration after a session expiry): is the
-        broker-side group of the same id active (members, not Empty/Dead)? Then both rebalance protocols would hand
-        out the same partitions: GroupConflictError. A broker that does not answer, or has no coordinator yet
-        (COORDINATOR_NOT_AVAILABLE while ``__consumer_offsets`` is created), is asked again until
-        ``split.brain.check.timeout.ms``; after that the answer is unknown: SplitBrainUnknownError with
-        ``split.brain.check=refuse`` (the default), a warning with ``warn``; ``off`` never asks."""
-        from zkconsumer.broker_group import describe_broker_group
-        from ..errors import KafkaSecurityError, SplitBrainUnknownError
-        self._refuse_cut_over_group()
-        mode = self.config.split_brain_check
-        if mode == "off":
-            return
-        timeout = self.config.split_brain_check_timeout_ms / 1000.0
-        deadline = clock() + timeout
-        said = False
-        while True:
-            why = None
-            try:
-                servers = self._bootstrap if self._bootstrap_given else self._fresh_bootstrap()
-                bg = describe_broker_group(servers, self.group, security=self.config.kafka_security,
-                                           timeout_ms=int(max(1000, min(5000, (deadline - clock()) * 1000))))
-                if bg.error is None or bg.active:
-                    break
-                why = "the broker answered %s for the group" % bg.error  # e.g. COORDINATOR_LOAD_IN_PROGRESS
-            except KafkaSecurityError:
-                raise  # a refused TLS handshake or SASL login does not heal by asking again
-            except ZkConsumerError as e:
-                why = str(e)
-            if not said and clock() < deadline:
-                said = True
-                log.warning("split-brain check for group %s: %s; asking again for up to %.0f s", self.group, why,
-                            max(0.0, deadline - clock()))
-            if clock() >= deadline:
-                if mode == "warn":
-                    log.warning("could not find out whether group %s is active as a broker-coordinated group "
-                                "within %.0f s (%s); joining anyway (split.brain.check=warn)", self.group, timeout, why)
-                    return
-                raise SplitBrainUnknownError(
-                    "cannot tell whether group %s is active as a broker-coordinated group (%s; asked for %.0f s, "
-                    "split.brain.check.timeout.ms): not joining, since both protocols would consume the same "
-                    "partitions. Set split.brain.check=warn to join when the broker cannot be asked"
-                    % (self.group, why, timeout))
-            sleep(0.5)
-        if bg.active:
-            raise GroupConflictError(
-                "group %s is already active as a broker-coordinated group (%s, state %s, %d member(s), e.g. %s): a "
-                "ZooKeeper-coordinated member would consume the same partitions (split brain); stop those "
-                "consumers or use another group.id" % (self.group, bg.describe_protocol(), bg.state, len(bg.members),
-                                                       bg.members[0]["member_id"]))
+    def _refuse_split_brain(self):
+        """Before a re-registration (the rebalancer, after a session expiry): see :mod:`.join_guards`."""
+        join_guards.refuse_split_brain(self)
 
     def metrics(self) -> dict:
         """The Scala consumer's metrics, by their JMX names, read now (cheap: counters kept per chunk and per
@@ -270,96 +204,6 @@ class ZookeeperConsumerConnector:
         """True while dual commit writes ZooKeeper alone (Kafka's offset manager down past
         ``dual.commit.kafka.outage.ms``)."""
         return bool(getattr(self.offset_store, "zookeeper_only", False))
-
-    def _refuse_stale_zookeeper_offsets(self):
-        """A member on ZooKeeper storage must not start where Kafka holds newer offsets for the group: that is a
-        direct kafka -> zookeeper switch, resuming from frozen ZooKeeper offsets (reprocessing everything since the
-        Kafka-only phase began) - also the unsafe mix of a ZooKeeper-only member beside Kafka-only ones. The safe
-        way back is the dual phase first (``zkmigrate plan --to zookeeper``); ``offsets.storage.switch.check=off``
-        skips this. One OffsetFetch at start; a broker that cannot be asked only logs a warning."""
-        if self.config.offsets_storage != "zookeeper" or self.config.offsets_storage_switch_check == "off":
-            return
-        from .. import groups as zkgroups
-        from ..group_describe import member_infos
-        # quiet: a malformed registration is reported (once, as an error) by the rebalancer's group read
-        live = set(zkgroups.live_members(self.zk, self.group, quiet=True)) - {self.consumer_id}
-        modes = {m: i.mode for m, i in member_infos(self.zk, self.group).items() if m in live}
-        kafka_only = sorted(m for m, mode in modes.items() if mode == "kafka")
-        if kafka_only:
-            raise GroupConflictError(
-                "group %s has members on Kafka-only offset storage (%s): a member on offsets.storage=zookeeper "
-                "beside them resumes from stale offsets at every hand-over. Go back through the dual phase "
-                "('zkmigrate plan --to zookeeper'), or set offsets.storage.switch.check=off"
-                % (self.group, ", ".join(kafka_only[:3])))
-        if "dual" in modes.values():
-            return  # the rollback's second phase: dual members keep ZooKeeper up to date
-        for attempt in (0, 1):
-            ahead, zoffs, koffs = self._kafka_ahead()
-            if not ahead:
-                return
-            if attempt == 0:
-                time.sleep(2.0)  # a dual commit in flight writes Kafka a moment before ZooKeeper
-        t, p = ahead[0]
-        raise GroupConflictError(
-            "group %s keeps newer offsets in Kafka than in ZooKeeper for %d partition(s) (e.g. %s-%d: Kafka %d, "
-            "ZooKeeper %s): starting with offsets.storage=zookeeper would resume from the older ZooKeeper "
-            "offsets. Go back through the dual phase (offsets.storage=kafka, dual.commit.enabled=true; see "
-            "'zkmigrate plan --to zookeeper'), copy them ('zkmigrate rollback --execute'), or set "
-            "offsets.storage.switch.check=off" % (self.group, len(ahead), t, p, koffs[(t, p)],
-                                                   zoffs.get((t, p), "none")))
-
-    def _kafka_ahead(self):
-        """``(partitions where Kafka is ahead of ZooKeeper, ZooKeeper offsets, Kafka offsets)``; nothing when Kafka
-        cannot be asked (logged)."""
-        from .. import groups as zkgroups
-        from ..offsets import ZooKeeperOffsetStore
-        from ..offsets.kafka import KafkaOffsetStore
-        try:
-            # the topics that count: those with offsets in ZooKeeper, and those this member subscribes to
-            try:
-                topics = set(self.zk.get_children(paths.group_offsets_path(self.group)))
-            except NoNodeError:
-                topics = set()
-            if self.registration is not None and not self.registration.is_wildcard:
-                topics |= set(self.registration.subscription)
-            parts = sorted(zkgroups.partitions_with_offsets_or_in_map(self.zk, self.group, topics))
-            if not parts:
-                return [], {}, {}
-            # Kafka first: a group without offsets in Kafka (the usual case) costs no read of ZooKeeper's offsets
-            store = KafkaOffsetStore(self._kafka_bootstrap(), self.group, config=self.config)
-            try:
-                koffs = store.fetch(parts)
-            finally:
-                store.close()
-            zoffs = ZooKeeperOffsetStore(self.zk, self.group, strict=False).fetch(sorted(koffs)) if koffs else {}
-        except ZkConsumerError as e:
-            log.warning("could not compare group %s's Kafka offsets with ZooKeeper's before starting on ZooKeeper "
-                        "storage: %s", self.group, e)
-            return [], {}, {}
-        ahead = sorted(tp for tp, k in koffs.items() if zoffs.get(tp) is None or k > zoffs[tp])
-        return ahead, zoffs, koffs
-
-    def _refuse_cut_over_group(self):
-        """The fence ``zkmigrate cutover`` leaves: a group handed to broker-coordinated consumers is not joined by a
-        ZooKeeper member (an old deployment restarting) unless ``cutover.fence=ignore``."""
-        if self.config.cutover_fence == "ignore":
-            return
-        import json
-        try:
-            data, _ = self.zk.get(paths.group_migration_path(self.group))
-        except Exception:  # no record (the normal case), or not ours to judge: no fence
-            return
-        try:
-            rec = json.loads(data.decode("utf-8"))
-        except (ValueError, RecursionError) as e:
-            log.warning("ignoring the unreadable migration record %s (no cutover fence): %s",
-                        paths.group_migration_path(self.group), e)
-            return
-        if isinstance(rec, dict) and rec.get("phase") == "cutover":
-            raise GroupConflictError(
-                "group %s was cut over to broker-coordinated consumers (%s, %s): a ZooKeeper-coordinated member "
-                "must not join it; after a deliberate rollback ('zkmigrate rollback --execute' clears the mark) "
-                "start again, or set cutover.fence=ignore" % (self.group, rec.get("by"), rec.get("since")))
 
     def _make_fetchers(self):
         """The fetcher manager (a subclass that only coordinates — e.g. a Spark driver member — overrides this)."""
@@ -495,117 +339,11 @@ class ZookeeperConsumerConnector:
         With ``rebalance.leave.grace.ms`` > 0 the member announces that it comes back (the others keep its
         partitions unassigned that long); ``leave_grace=False`` leaves for good (the group rebalances now).
         """
-        with self._shutdown_lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._stopped.set()
-        rb = self.rebalancer
-        deadline = time.monotonic() + self.shutdown_bound_s()
-
-        def left():
-            return max(0.1, deadline - time.monotonic())
-        leaving = []
-        reg_path = paths.consumer_registration_path(self.group, self.consumer_id)
-        try:
-            if rb is not None:
-                rb.stop()
-                rb.join(left())
-                self.zk.remove_listener(rb.session_listener)
-                if self.registration is not None and self.zk.connected and not (
-                        self.config.rebalance_leave_grace_ms > 0 and leave_grace):
-                    from .registration import deregister_first
-                    self._bounded("deleting the registration", lambda: deregister_first(
-                        self.zk, self.group, self.consumer_id), left())
-                # the rebalancer may still hold the lock in a ZooKeeper call that waits for an unreachable server
-                locked = rb.lock.acquire(timeout=left())
-                try:
-                    self.stop_delivery()
-                    leaving = list(rb.owned)
-                    session = self.zk.client_id[0] if self.zk.connected and self.zk.client_id else None
-                    can_write = session is not None and rb.session_id == session
-                finally:
-                    if locked:
-                        rb.lock.release()
-                if self.config.auto_commit_enable and leaving:
-                    if can_write:
-                        self._bounded("committing %d partition(s)" % len(leaving),
-                                      lambda: self.commit_partitions(leaving), left())
-                    else:
-                        log.warning("shutdown: ZooKeeper is unreachable or the session changed: the consumed offsets "
-                                    "of %d partition(s) were not committed (messages delivered since the last "
-                                    "commit will be delivered again)", len(leaving))
-                if leaving:
-                    self.listener_call("on_revoke", set(leaving))
-                locked = rb.lock.acquire(timeout=left())
-                try:
-                    rb.owned.clear()
-                finally:
-                    if locked:
-                        rb.lock.release()
-            if self.registration is not None:
-                from .ownership import release_and_deregister
-                if self.zk.connected:
-                    if self.config.rebalance_leave_grace_ms > 0 and leave_grace:
-                        from .leave_grace import announce_leave
-                        self._bounded("announcing the restart (rebalance.leave.grace.ms)",
-                                      lambda: announce_leave(self.zk, self.group, self.consumer_id,
-                                                             self.registration, self.config.rebalance_leave_grace_ms),
-                                      left())
-                    self._bounded("releasing owner nodes and the registration",
-                                  lambda: release_and_deregister(self.zk, self.group, leaving, reg_path), left())
-                    from .registration import withdraw_member_info
-                    self._bounded("withdrawing the member info node",
-                                  lambda: withdraw_member_info(self.zk, self.group, self.consumer_id), left())
-                else:
-                    log.warning("shutdown: ZooKeeper is unreachable: the owner nodes and the registration vanish "
-                                "when the session expires (zookeeper.session.timeout.ms)")
-        finally:
-            for q in self._queues.values():
-                try:
-                    q.put_nowait(SHUTDOWN)
-                except queue.Full:
-                    while True:
-                        try:
-                            q.get_nowait()
-                        except queue.Empty:
-                            break
-                    q.put_nowait(SHUTDOWN)
-            if self.fetchers is not None:
-                self.fetchers.shutdown(timeout=left())
-            self.lease.stop()
-            try:  # a commit still waiting for ZooKeeper holds the store's lock: bounded too
-                self._bounded("closing the offset store", self.offset_store.close, left())
-            finally:
-                self._bounded("closing the ZooKeeper session", lambda: zkmod.close(self.zk), left())
-            if self._commit_thread is not None:
-                self._commit_thread.join(min(left(), 5.0))
+        shut_down(self, leave_grace)
 
     def shutdown_bound_s(self):
         """How long shutdown() may take in all: twice zookeeper.connection.timeout.ms, at most 20 s."""
         return 2 * min(10.0, self.config.zookeeper_connection_timeout_ms / 1000.0)
-
-    @staticmethod
-    def _bounded(what, fn, seconds):
-        """Run fn on a helper thread; give up waiting after `seconds` (logged). True if it finished without error."""
-        done, errors = threading.Event(), []
-
-        def run():
-            try:
-                fn()
-            except Exception as e:
-                errors.append(e)
-            finally:
-                done.set()
-        threading.Thread(target=run, daemon=True, name="zkconsumer-shutdown").start()
-        if not done.wait(seconds):
-            log.warning("shutdown: %s did not finish within %.0f s (ZooKeeper unreachable?); going on without it",
-                        what, seconds)
-            return False
-        if errors:
-            log.warning("shutdown: %s failed: %s", what, errors[0])
-            return False
-        return True
 
     def shutdown_streams(self):
         """End every stream's iteration without shutting down (signal-safe); call shutdown() afterwards."""

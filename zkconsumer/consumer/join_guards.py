@@ -1,0 +1,197 @@
+"""The checks a member makes before it registers in ``/consumers/[g]/ids`` (and, for the split-brain guard, before
+every re-registration after a session expiry). Each refuses with :class:`~zkconsumer.errors.GroupConflictError`
+(or ``SplitBrainUnknownError``) and nothing written:
+
+* the cutover fence: ``zkmigrate cutover`` handed the group to broker-coordinated consumers
+  (``cutover.fence``);
+* split brain: the broker-side group of the same id is active, so both protocols would hand out the same
+  partitions (``split.brain.check``, ``split.brain.check.timeout.ms``);
+* stale offsets: a member on ZooKeeper storage where Kafka holds newer offsets, or beside Kafka-only members
+  (``offsets.storage.switch.check``).
+
+Functions of the connector (``conn``): its config, group, ZooKeeper client and broker list.
+"""
+import json
+import logging
+import threading
+import time
+from typing import Any, Callable, Dict, List, Tuple
+
+from kazoo.exceptions import NoNodeError
+
+from ..errors import GroupConflictError, ZkConsumerError
+from ..layout import paths
+
+__all__ = ["preflight_checks", "refuse_split_brain", "refuse_cut_over_group", "refuse_stale_zookeeper_offsets",
+           "kafka_ahead"]
+
+log = logging.getLogger(__name__)
+
+
+def preflight_checks(conn: Any) -> None:
+    """The checks before the first registration, side by side (each waits on its own broker round trips; in a
+    row they made a joining member's start ~2x slower): the storage switch check in a helper thread, the
+    split-brain guard here. A refusal of the guard is raised at once (the read-only storage check is left to
+    finish on its own: with an unreachable broker it could take its whole timeout); otherwise the storage
+    check's refusal, if any."""
+    box: Dict[str, BaseException] = {}
+
+    def storage_check() -> None:
+        try:
+            refuse_stale_zookeeper_offsets(conn)
+        except BaseException as e:  # handed to the starting thread
+            box["error"] = e
+    t = threading.Thread(target=storage_check, daemon=True, name="%s-storage-check" % conn.consumer_id)
+    t.start()
+    refuse_split_brain(conn)
+    t.join()
+    if "error" in box:
+        raise box["error"]
+
+
+def refuse_split_brain(conn: Any, clock: Callable[[], float] = time.monotonic,
+                       sleep: Callable[[float], None] = time.sleep) -> None:
+    """Before registering (at start, and again before every re-registration after a session expiry): is the
+    broker-side group of the same id active (members, not Empty/Dead)? Then both rebalance protocols would hand
+    out the same partitions: GroupConflictError. A broker that does not answer, or has no coordinator yet
+    (COORDINATOR_NOT_AVAILABLE while ``__consumer_offsets`` is created), is asked again until
+    ``split.brain.check.timeout.ms``; after that the answer is unknown: SplitBrainUnknownError with
+    ``split.brain.check=refuse`` (the default), a warning with ``warn``; ``off`` never asks."""
+    from zkconsumer.broker_group import describe_broker_group
+    from ..errors import KafkaSecurityError, SplitBrainUnknownError
+    refuse_cut_over_group(conn)
+    mode = conn.config.split_brain_check
+    if mode == "off":
+        return
+    timeout = conn.config.split_brain_check_timeout_ms / 1000.0
+    deadline = clock() + timeout
+    said = False
+    while True:
+        why = None
+        try:
+            servers = conn._bootstrap if conn._bootstrap_given else conn._fresh_bootstrap()
+            bg = describe_broker_group(servers, conn.group, security=conn.config.kafka_security,
+                                       timeout_ms=int(max(1000, min(5000, (deadline - clock()) * 1000))))
+            if bg.error is None or bg.active:
+                break
+            why = "the broker answered %s for the group" % bg.error  # e.g. COORDINATOR_LOAD_IN_PROGRESS
+        except KafkaSecurityError:
+            raise  # a refused TLS handshake or SASL login does not heal by asking again
+        except ZkConsumerError as e:
+            why = str(e)
+        if not said and clock() < deadline:
+            said = True
+            log.warning("split-brain check for group %s: %s; asking again for up to %.0f s", conn.group, why,
+                        max(0.0, deadline - clock()))
+        if clock() >= deadline:
+            if mode == "warn":
+                log.warning("could not find out whether group %s is active as a broker-coordinated group "
+                            "within %.0f s (%s); joining anyway (split.brain.check=warn)", conn.group, timeout, why)
+                return
+            raise SplitBrainUnknownError(
+                "cannot tell whether group %s is active as a broker-coordinated group (%s; asked for %.0f s, "
+                "split.brain.check.timeout.ms): not joining, since both protocols would consume the same "
+                "partitions. Set split.brain.check=warn to join when the broker cannot be asked"
+                % (conn.group, why, timeout))
+        sleep(0.5)
+    if bg.active:
+        raise GroupConflictError(
+            "group %s is already active as a broker-coordinated group (%s, state %s, %d member(s), e.g. %s): a "
+            "ZooKeeper-coordinated member would consume the same partitions (split brain); stop those "
+            "consumers or use another group.id" % (conn.group, bg.describe_protocol(), bg.state, len(bg.members),
+                                                   bg.members[0]["member_id"]))
+
+
+def refuse_stale_zookeeper_offsets(conn: Any) -> None:
+    """A member on ZooKeeper storage must not start where Kafka holds newer offsets for the group: that is a
+    direct kafka -> zookeeper switch, resuming from frozen ZooKeeper offsets (reprocessing everything since the
+    Kafka-only phase began) - also the unsafe mix of a ZooKeeper-only member beside Kafka-only ones. The safe
+    way back is the dual phase first (``zkmigrate plan --to zookeeper``); ``offsets.storage.switch.check=off``
+    skips this. One OffsetFetch at start; a broker that cannot be asked only logs a warning."""
+    if conn.config.offsets_storage != "zookeeper" or conn.config.offsets_storage_switch_check == "off":
+        return
+    from .. import groups as zkgroups
+    from ..group_describe import member_infos
+    # quiet: a malformed registration is reported (once, as an error) by the rebalancer's group read
+    live = set(zkgroups.live_members(conn.zk, conn.group, quiet=True)) - {conn.consumer_id}
+    modes = {m: i.mode for m, i in member_infos(conn.zk, conn.group).items() if m in live}
+    kafka_only = sorted(m for m, mode in modes.items() if mode == "kafka")
+    if kafka_only:
+        raise GroupConflictError(
+            "group %s has members on Kafka-only offset storage (%s): a member on offsets.storage=zookeeper "
+            "beside them resumes from stale offsets at every hand-over. Go back through the dual phase "
+            "('zkmigrate plan --to zookeeper'), or set offsets.storage.switch.check=off"
+            % (conn.group, ", ".join(kafka_only[:3])))
+    if "dual" in modes.values():
+        return  # the rollback's second phase: dual members keep ZooKeeper up to date
+    for attempt in (0, 1):
+        ahead, zoffs, koffs = kafka_ahead(conn)
+        if not ahead:
+            return
+        if attempt == 0:
+            time.sleep(2.0)  # a dual commit in flight writes Kafka a moment before ZooKeeper
+    t, p = ahead[0]
+    raise GroupConflictError(
+        "group %s keeps newer offsets in Kafka than in ZooKeeper for %d partition(s) (e.g. %s-%d: Kafka %d, "
+        "ZooKeeper %s): starting with offsets.storage=zookeeper would resume from the older ZooKeeper "
+        "offsets. Go back through the dual phase (offsets.storage=kafka, dual.commit.enabled=true; see "
+        "'zkmigrate plan --to zookeeper'), copy them ('zkmigrate rollback --execute'), or set "
+        "offsets.storage.switch.check=off" % (conn.group, len(ahead), t, p, koffs[(t, p)],
+                                               zoffs.get((t, p), "none")))
+
+
+_Offsets = Dict[Tuple[str, int], int]
+
+
+def kafka_ahead(conn: Any) -> Tuple[List[Tuple[str, int]], _Offsets, _Offsets]:
+    """``(partitions where Kafka is ahead of ZooKeeper, ZooKeeper offsets, Kafka offsets)``; nothing when Kafka
+    cannot be asked (logged)."""
+    from .. import groups as zkgroups
+    from ..offsets import ZooKeeperOffsetStore
+    from ..offsets.kafka import KafkaOffsetStore
+    try:
+        # the topics that count: those with offsets in ZooKeeper, and those this member subscribes to
+        try:
+            topics = set(conn.zk.get_children(paths.group_offsets_path(conn.group)))
+        except NoNodeError:
+            topics = set()
+        if conn.registration is not None and not conn.registration.is_wildcard:
+            topics |= set(conn.registration.subscription)
+        parts = sorted(zkgroups.partitions_with_offsets_or_in_map(conn.zk, conn.group, topics))
+        if not parts:
+            return [], {}, {}
+        # Kafka first: a group without offsets in Kafka (the usual case) costs no read of ZooKeeper's offsets
+        store = KafkaOffsetStore(conn._kafka_bootstrap(), conn.group, config=conn.config)
+        try:
+            koffs = store.fetch(parts)
+        finally:
+            store.close()
+        zoffs = ZooKeeperOffsetStore(conn.zk, conn.group, strict=False).fetch(sorted(koffs)) if koffs else {}
+    except ZkConsumerError as e:
+        log.warning("could not compare group %s's Kafka offsets with ZooKeeper's before starting on ZooKeeper "
+                    "storage: %s", conn.group, e)
+        return [], {}, {}
+    ahead = sorted(tp for tp, k in koffs.items() if zoffs.get(tp) is None or k > zoffs[tp])
+    return ahead, zoffs, koffs
+
+
+def refuse_cut_over_group(conn: Any) -> None:
+    """The fence ``zkmigrate cutover`` leaves: a group handed to broker-coordinated consumers is not joined by a
+    ZooKeeper member (an old deployment restarting) unless ``cutover.fence=ignore``."""
+    if conn.config.cutover_fence == "ignore":
+        return
+    try:
+        data, _ = conn.zk.get(paths.group_migration_path(conn.group))
+    except Exception:  # no record (the normal case), or not ours to judge: no fence
+        return
+    try:
+        rec = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as e:
+        log.warning("ignoring the unreadable migration record %s (no cutover fence): %s",
+                    paths.group_migration_path(conn.group), e)
+        return
+    if isinstance(rec, dict) and rec.get("phase") == "cutover":
+        raise GroupConflictError(
+            "group %s was cut over to broker-coordinated consumers (%s, %s): a ZooKeeper-coordinated member "
+            "must not join it; after a deliberate rollback ('zkmigrate rollback --execute' clears the mark) "
+            "start again, or set cutover.fence=ignore" % (conn.group, rec.get("by"), rec.get("since")))
