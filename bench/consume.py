@@ -257,7 +257,7 @@ def run(cluster, quick=False, log=print):
     pk_total = min(total, 150_000) if quick else total
     ours, ours_first, scraped, rd, base, ceiling, tuned, pk, scala, scala_first, scala_why = \
         [], [], [], [], [], [], [], [], [], [], None
-    pair_ratios, plain_ratios, harness_ratios = [], [], []
+    pair_ratios, plain_ratios, harness_ratios, stand_in = [], [], [], []
     backoff = _engine_backoff()
     pk_why = "pykafka is not installed (pip install --no-deps pykafka==2.8.0)"
     for i in range(runs):
@@ -270,6 +270,8 @@ def run(cluster, quick=False, log=print):
                 ready_rate, got[scrape] = _zkconsumer_rate(cluster, topic, total, scrape=scrape)
                 if scrape == "member":
                     scraped.append(ready_rate)
+                elif scrape == "stand-in":
+                    stand_in.append(ready_rate)
                 elif scrape is None:
                     ours.append(ready_rate)
                     ours_first.append(got[None])
@@ -312,11 +314,12 @@ def run(cluster, quick=False, log=print):
                   value / baseline >= 1.0, "baseline: raw kafka-python KafkaConsumer assign + poll, defaults")]
     m, pr = median(scraped), median(pair_ratios)
     out.append(Result("consume messages/s with the Prometheus endpoint scraped every 100 ms (same data)", round(m),
-                      "msg/s", round(value), round(pr, 4), ">= 0.97x (metrics cost < 3 %)", round(pr, 4) >= 0.97,
+                      "msg/s", round(median(stand_in)), round(pr, 4), ">= 0.97x (metrics cost < 3 %)", round(pr, 4) >= 0.97,
                       "baseline: the same consumer without the endpoint (its counters are always kept), the same "
                       "scraping client scraping a stand-in copy of its page at the same rate (the client shares the "
-                      "2 cores, as a real Prometheus on its own host would not); prometheus_client HTTP server in "
-                      "the member's process, scraped over loopback from another process; ratio: the median of %d "
+                      "2 cores, as a real Prometheus on its own host would not); zkconsumer's endpoint "
+                      "(start_metrics_server: one thread in the member's process), scraped over loopback from "
+                      "another process; ratio: the median of %d "
                       "triples of runs back to back, in turns (%s), each a rate from the first to the last message; "
                       "against the consumer with no scraping at all the median is %.3f (the scraping client alone: "
                       "%.3f): single runs vary by +-15%% here; one scrape costs a consuming member ~0.6-0.8 ms of CPU "
