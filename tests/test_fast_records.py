@@ -226,7 +226,8 @@ def test_real_broker_records_match_a_plain_kafka_consumer(services, unique):
     assert len(want) == n
 
     conn = connector(services, unique("fast-records-group"), **{"consumer.timeout.ms": "5000",
-                                                                  "auto.commit.enable": "false"})
+                                                                  "auto.commit.enable": "false",
+                                                                  "fetch.engine": "kafka-python"})  # its decoder
     try:
         [stream] = conn.create_message_streams({topic: 1})[topic]
         got = []

@@ -111,3 +111,30 @@ def test_without_confluent_kafka_the_error_names_the_key(monkeypatch):
     with pytest.raises(ConfigError) as e:
         librdkafka.RdKafkaFetchClient(cfg, "127.0.0.1:9")
     assert "fetch.engine" in str(e.value) and "confluent-kafka" in str(e.value)
+
+
+def test_unreachable_brokers_fail_the_client_within_the_socket_timeout(services):
+    """librdkafka connects lazily and retries forever; the engine asks a broker for metadata when it builds its
+    client, so an assignment (and the rebalance attempt) fails within socket.timeout.ms as with kafka-python, and
+    the next attempt builds a client from the brokers registered then (tests/test_consumer_states.py's DEGRADED
+    scenario, which the ZKCONSUMER_TEST_FETCH_ENGINE=librdkafka run covers)."""
+    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.consumer.fetcher import RdKafkaFetcherThread
+    from zkconsumer.errors import ClusterUnavailableError
+    from zkconsumer.local.processes import free_port
+    cfg = ConsumerConfig.from_properties({"group.id": "g", "zookeeper.connect": "127.0.0.1:1",
+                                          "socket.timeout.ms": "1500", **RD})
+    dead = "127.0.0.1:%d" % free_port()
+    thread = RdKafkaFetcherThread(0, dead, cfg)  # not started: its client is built on demand
+    t0 = time.monotonic()
+    with pytest.raises(ClusterUnavailableError) as e:
+        thread._ensure_consumer()
+    assert time.monotonic() - t0 < 10
+    assert "reach brokers" in str(e.value) and dead in str(e.value)
+    assert thread._consumer is None  # no client kept: the next attempt builds one
+    thread.bootstrap_servers = services.bootstrap_servers
+    client = thread._ensure_consumer()  # the brokers are back (here: the real ones)
+    try:
+        assert type(client).__name__ == "RdKafkaFetchClient"
+    finally:
+        client.close()

@@ -15,7 +15,7 @@ import queue
 import threading
 import time
 
-from ..errors import ClusterUnavailableError, MessageTooLargeError
+from ..errors import ClusterUnavailableError, MessageTooLargeError, ZkConsumerError
 from .stream import Chunk
 from .fast_records import payload_bytes
 
@@ -351,12 +351,16 @@ class RdKafkaFetcherThread(FetcherThread):
 
     def _ensure_consumer(self):
         if self._consumer is None:
+            from ..kafka_connect_errors import connect_error
+            from ..kafka_security import of
             from .librdkafka import RdKafkaFetchClient
             servers = self.bootstrap_servers() if callable(self.bootstrap_servers) else self.bootstrap_servers
             try:
                 self._consumer = RdKafkaFetchClient(self.config, servers)
-            except (OSError, RuntimeError) as e:
-                raise ClusterUnavailableError("cannot reach brokers %s: %s" % (servers, e)) from e
+            except ZkConsumerError:  # e.g. confluent-kafka not installed (ConfigError)
+                raise
+            except Exception as e:  # confluent_kafka.KafkaException: no broker answered within socket.timeout.ms
+                raise connect_error("reach brokers", servers, of(self.config), e) from e
         return self._consumer
 
 

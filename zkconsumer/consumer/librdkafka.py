@@ -97,6 +97,15 @@ class RdKafkaFetchClient:
         servers = ",".join(servers) if isinstance(servers, (list, tuple)) else str(servers)
         self._c = Consumer(client_settings(config, servers))
         self._timeout_s = max(1.0, config.socket_timeout_ms / 1000.0)
+        try:
+            # librdkafka connects lazily and retries forever: ask one broker for one topic's metadata now, so that
+            # unreachable brokers fail this client (and the rebalance attempt that needs it) within
+            # socket.timeout.ms, as kafka-python's bootstrap does; the next attempt builds a client from the brokers
+            # registered then. __consumer_offsets: any broker answers for it, existing or not, and nothing is created
+            self._c.list_topics(topic="__consumer_offsets", timeout=self._timeout_s)
+        except BaseException:
+            self._c.close()
+            raise
         self._reset = _BEGINNING if config.auto_offset_reset == "smallest" else _END
         self._max_batch = 10000
         self._assigned: List[Any] = []          # kafka TopicPartitions, in assign order
