@@ -17,6 +17,11 @@ Offsets: ``assign`` + ``seek`` are buffered and applied as one librdkafka ``assi
 the next ``poll``/``position`` (librdkafka cannot seek a partition it has not started fetching); a reset position
 (``seek_to_beginning``/``seek_to_end``) is resolved with ``get_watermark_offsets`` (ListOffsets), so the reset
 offset is known, as the default engine resolves it.
+
+Brokers: librdkafka connects lazily and retries forever, so building the client asks a broker for metadata within
+``socket.timeout.ms``; unreachable brokers fail the client, and with it the rebalance attempt, as kafka-python's
+bootstrap does (the member goes DEGRADED after ``rebalance.max.retries`` and builds its next client from the brokers
+registered in ZooKeeper then).
 """
 from __future__ import annotations
 
