@@ -11,7 +11,7 @@ from zkconsumer.broker_group import describe_broker_group
 from zkconsumer.errors import GroupConflictError
 from zkconsumer.offsets.expiry import offsets_retention_ms, read_commit_times
 
-__all__ = ["kafka_expiry", "iso", "refresh_group", "expiry_problems"]
+__all__ = ["kafka_expiry", "iso", "refresh_group", "expiry_problems", "expiry_warning"]
 
 TP = Tuple[str, int]
 
@@ -79,3 +79,14 @@ def refresh_group(gofs, execute: bool, force: bool = False, topics=()) -> dict:
             out["expires_at"] = iso(min(e for _, e in exp.values())) if exp else None
     out["ok"] = not out["failed"]
     return out
+
+
+def expiry_warning(gofs) -> str:
+    """The warning printed after offsets are written to Kafka: when the broker drops them unless committed again."""
+    try:
+        retention = offsets_retention_ms(gofs.bootstrap_servers, security=gofs.security)
+    except Exception as e:  # only a warning
+        return "the offsets written to Kafka expire after offsets.retention.minutes without a commit (%s)" % e
+    return ("the offsets written to Kafka expire on the broker at %s (offsets.retention.minutes=%d) unless a member "
+            "commits them or 'zkmigrate refresh --execute' runs" % (iso(time.time() * 1000 + retention),
+                                                                   retention // 60000))

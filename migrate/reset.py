@@ -14,16 +14,17 @@ and is then clamped into the log's range [log start, log end] (an offset outside
 the clamp is reported per partition). Written to the stores the group uses (``auto``: every store that holds an
 offset for the partition, ZooKeeper when none does: a dual-commit group reads the greater of the two, so a reset
 backwards must move both), after a backup of both stores; refused while the group has live ZooKeeper members or an
-active broker-side group (``--force`` for the former only).
+active broker-side group (``--force`` for the former only): :func:`reset_group`.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Set, Tuple
 
-__all__ = ["plan_reset", "SPECS"]
+__all__ = ["plan_reset", "reset_group", "SPECS", "STORES"]
 
 TP = Tuple[str, int]
 SPECS = ("earliest", "latest", "offset", "datetime", "shift")
+STORES = ("auto", "zookeeper", "kafka", "both")
 
 
 def plan_reset(spec: str, value: Optional[int], current: Dict[TP, Optional[int]], earliest: Dict[TP, int],
@@ -60,4 +61,60 @@ def plan_reset(spec: str, value: Optional[int], current: Dict[TP, Optional[int]]
         elif new > hi:
             note, new = "%d is beyond the log end %d: clamped" % (new, hi), hi
         out[tp] = {"current": cur, "new": new, "note": note}
+    return out
+
+
+def _targets(store: str, zk_offset: Optional[int], kafka_offset: Optional[int]) -> list:
+    if store == "auto":
+        return [n for n, v in (("zookeeper", zk_offset), ("kafka", kafka_offset)) if v is not None] or ["zookeeper"]
+    return ["zookeeper", "kafka"] if store == "both" else [store]
+
+
+def reset_group(gofs, spec: str, value: Optional[int], scope: Dict[str, Optional[Set[int]]], all_topics: bool,
+                store: str = "auto", execute: bool = False, force: bool = False,
+                backup_dir: Optional[str] = None) -> dict:
+    """Reset one group's offsets: *scope* is ``{topic: None (every partition) or {partitions}}`` (or every topic the
+    group has with *all_topics*), *value* the offset, shift or epoch milliseconds of *spec*; writes to *store*
+    (one of :data:`STORES`) after a backup of both stores, a dry run unless *execute*. Returns the report the
+    command prints; ``ok`` is false when a write failed."""
+    from zkconsumer.broker_group import describe_broker_group
+    from zkconsumer.errors import GroupConflictError
+    from zkconsumer.groups import log_ranges
+
+    from . import state
+    from .transfer import apply_copy, check_no_live_members, write_backup
+    if store not in STORES:
+        raise ValueError("reset store %r (expected one of %s)" % (store, ", ".join(STORES)))
+    members = check_no_live_members(gofs.zk, gofs.group, force, "reset")
+    broker = describe_broker_group(gofs.bootstrap_servers, gofs.group, security=gofs.security)
+    if broker.active:
+        raise GroupConflictError("refusing to reset offsets of group %s: it is active as a broker-coordinated "
+                                 "group (state %s); stop those consumers first" % (gofs.group, broker.state))
+    both = gofs.read_all(list(scope))
+    parts = [tp for tp in both if all_topics or (tp[0] in scope and (scope[tp[0]] is None
+                                                                       or tp[1] in scope[tp[0]]))]
+    start, end, at = log_ranges(gofs.bootstrap_servers, parts, value if spec == "datetime" else None,
+                                security=gofs.security)
+    current = {tp: max((v for v in both[tp] if v is not None), default=None) for tp in parts}
+    planned = plan_reset(spec, value, current, start, end, at)
+    writes: Dict[str, Dict[TP, int]] = {"zookeeper": {}, "kafka": {}}
+    for tp, d in planned.items():
+        if d["new"] is None:
+            continue
+        d["stores"] = _targets(store, *both[tp])
+        for name in d["stores"]:
+            if both[tp][0 if name == "zookeeper" else 1] != d["new"]:
+                writes[name][tp] = d["new"]
+    out = {"group": gofs.group, "execute": execute, "live_members": members, "reset": spec,
+           "partitions": [dict(topic=tp[0], partition=tp[1], zookeeper_offset=both[tp][0],
+                               kafka_offset=both[tp][1], **planned[tp]) for tp in sorted(planned)],
+           "backup": [], "failed": {}, "written": 0}
+    if execute and any(writes.values()):
+        out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both)
+        for name, todo in writes.items():
+            if todo:
+                failed = apply_copy(gofs.store(name), todo)
+                out["failed"].update({"%s:%s-%d" % (name, tp[0], tp[1]): e for tp, e in failed.items()})
+                out["written"] += len(todo) - len(failed)
+    out["ok"] = not out["failed"]
     return out

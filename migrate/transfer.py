@@ -9,6 +9,9 @@ Rules (all checked before anything is written):
 * before the first write, a backup of **both** stores (ExportZkOffsets format, ``backup-<group>-<store>-<time>.txt``)
   is written to the backup directory;
 * writes only the partitions that differ, so a second run (or a run after a crash half-way) changes nothing more.
+
+:func:`copy_group`, :func:`rollback_group` and :func:`import_group` apply these rules to one group and return the
+report the commands print (``--json`` prints it as it is); partitions are named ``topic-partition`` in it.
 """
 from __future__ import annotations
 
@@ -19,9 +22,12 @@ from typing import Callable, Dict, Optional, Tuple
 from zkconsumer import groups as zkgroups
 from zkconsumer.errors import GroupConflictError, OffsetStoreError
 
+from . import state
+from .expiry import expiry_warning
 from .offsets_file import format_offsets
 
-__all__ = ["plan_copy", "apply_copy", "write_backup", "check_no_live_members"]
+__all__ = ["plan_copy", "apply_copy", "write_backup", "check_no_live_members", "copy_group", "rollback_group",
+           "import_group"]
 
 TP = Tuple[str, int]
 CHUNK = 500
@@ -92,3 +98,68 @@ def apply_copy(store, offsets: Dict[TP, int], progress: Optional[Callable[[int],
         if progress is not None:
             progress(len(chunk))
     return failed
+
+
+def _name(tp: TP) -> str:
+    return "%s-%d" % tp
+
+
+def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bool = False, force: bool = False,
+               backup_dir: Optional[str] = None, topics=()) -> dict:
+    """Copy the group's offsets from store *src* to store *dst* (``zookeeper`` or ``kafka``) under the rules above;
+    a dry run unless *execute*. ``ok`` is false when anything was left behind (a skipped rewind, a failed write)."""
+    members = check_no_live_members(gofs.zk, gofs.group, force, "copy")
+    both = gofs.read_all(topics, scan_all_topics=(src == "kafka"))
+    i, j = (0, 1) if src == "zookeeper" else (1, 0)
+    source = {tp: v[i] for tp, v in both.items() if v[i] is not None}
+    decision = plan_copy(source, {tp: v[j] for tp, v in both.items()}, allow_rewind)
+    todo = decision["write"]
+    rewind = decision["rewind"]
+    out = {"group": gofs.group, "from": src, "to": dst, "execute": execute, "live_members": members,
+           "to_write": {_name(tp): o for tp, o in todo.items()},
+           "unchanged": len(decision["unchanged"]),
+           "skipped_rewind": {} if allow_rewind else
+           {_name(tp): {"destination": d, "source": s} for tp, (d, s) in rewind.items()},
+           "rewound": {_name(tp): {"from": d, "to": s} for tp, (d, s) in rewind.items()} if allow_rewind else {},
+           "backup": [], "failed": {}, "written": 0}
+    if execute and todo:
+        out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both)
+        failed = apply_copy(gofs.store(dst), todo)
+        out["failed"] = {_name(tp): e for tp, e in failed.items()}
+        out["written"] = len(todo) - len(failed)
+        if dst == "kafka" and out["written"]:
+            out["warnings"] = [expiry_warning(gofs)]
+    out["ok"] = not (out["failed"] or out["skipped_rewind"])
+    return out
+
+
+def rollback_group(gofs, execute: bool = False, allow_rewind: bool = False, force: bool = False,
+                   backup_dir: Optional[str] = None, topics=()) -> dict:
+    """:func:`copy_group` from Kafka to ZooKeeper; a rollback that executed and left nothing behind also lifts the
+    cutover fence (records the ``rollback`` phase), so ZooKeeper members may join again."""
+    out = copy_group(gofs, "kafka", "zookeeper", execute, allow_rewind, force, backup_dir, topics)
+    if execute and out["ok"]:
+        prev = state.read_phase(gofs.zk, gofs.group) or {}
+        if prev.get("phase") == "cutover":
+            out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "rollback", "zkmigrate rollback",
+                                                       "zookeeper")
+    return out
+
+
+def import_group(gofs, offsets: Dict[TP, int], store: str, execute: bool = False, allow_rewind: bool = False,
+                 backup_dir: Optional[str] = None) -> dict:
+    """Write *offsets* (one group's lines of an offsets file) into *store* under the rules above (the caller checks
+    for live members first, for every group of the file); a dry run unless *execute*."""
+    both = gofs.read(list(offsets))
+    i = 0 if store == "zookeeper" else 1
+    decision = plan_copy(offsets, {tp: v[i] for tp, v in both.items()}, allow_rewind)
+    todo, failed, backup = decision["write"], {}, []
+    if execute and todo:
+        backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both)
+        failed = apply_copy(gofs.store(store), todo)
+    return {"offsets": len(offsets), "unchanged": len(decision["unchanged"]),
+            "changes": {_name(tp): {"from": both[tp][i], "to": o} for tp, o in sorted(todo.items())},
+            "skipped_rewind": {} if allow_rewind else
+            {_name(tp): {"current": d, "file": s} for tp, (d, s) in decision["rewind"].items()},
+            "written": len(todo) - len(failed) if execute else 0, "backup": backup,
+            "failed": {_name(tp): e for tp, e in failed.items()}}
