@@ -19,7 +19,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.structs import TopicPartition
 
-from zkconsumer.consumer import fast_records
+from zkconsumer.consumer import fast_records, record_batch
 
 FAST = fast_records.fast_partition_records_class()
 STOCK = Fetcher.PartitionRecords
@@ -250,7 +250,7 @@ def test_real_broker_records_match_a_plain_kafka_consumer(services, unique):
 
 
 def _read_columnar(data, fetch_offset, step, check_crcs, with_headers):
-    sink = fast_records.ColumnSink(with_headers=with_headers)
+    sink = record_batch.ColumnSink(with_headers=with_headers)
     part = fast_records.columnar_partition_records_class(FAST, sink)(fetch_offset, TP, MemoryRecords(data),
                                                                      check_crcs=check_crcs)
     markers = []
@@ -293,9 +293,9 @@ def test_columnar_c_and_python_agree():
     recs = [ConsumerRecord("t", 0, -1, o, 10 * o, o % 2, None if o % 3 else b"k", b"v%d" % o, [("h", b"x")], None,
                            1, 2, 3) for o in range(50)]
     c_lists, py_lists = [[] for _ in range(6)], [[] for _ in range(6)]
-    assert fast_records.columns(recs, 7, *c_lists) == fast_records.columns_py(recs, 7, *py_lists) == (43, 49)
+    assert record_batch.columns(recs, 7, *c_lists) == record_batch.columns_py(recs, 7, *py_lists) == (43, 49)
     assert c_lists == py_lists and c_lists[0] == list(range(7, 50))
-    assert fast_records.columns(recs, 99, [], [], [], [], [], None) == (0, None)
+    assert record_batch.columns(recs, 99, [], [], [], [], [], None) == (0, None)
 
 
 def test_read_range_columnar_and_record_paths_agree(services, unique, monkeypatch):

@@ -1,6 +1,6 @@
-"""zkconsumer._records, the C record decoder, against the pure-Python decoder of zkconsumer.consumer.fast_records.
+"""zkconsumer._records, the C record decoder, against the pure-Python decoder of zkconsumer.consumer.record_batch.
 
-The C extension is what the consumer uses (``fast_records.DECODER == "c"``); it must be built on the machines that
+The C extension is what the consumer uses (``record_batch.DECODER == "c"``); it must be built on the machines that
 run the suite (``.ci/bootstrap`` builds it with the package: it needs a C compiler and Python's headers). The Python
 decoder is itself checked against kafka-python's stock decoder in test_fast_records.py; here hypothesis checks that
 the two decoders return the same records and sizes, and fail on the same inputs, for valid record data, valid data
@@ -12,15 +12,15 @@ from hypothesis import strategies as st
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.errors import CorruptRecordError
 
-from zkconsumer.consumer import fast_records
+from zkconsumer.consumer import record_batch
 
-C = fast_records._c_records
+C = record_batch._c_records
 
 
 def test_the_c_decoder_is_built_and_in_use():
     assert C is not None, ("zkconsumer._records (zkconsumer/_records.c) is not built: install a C compiler and "
                            "Python's headers (apt-get install gcc python3-dev) and run .ci/bootstrap again")
-    assert fast_records.DECODER == "c" and fast_records.decode_records is fast_records._decode_records_c
+    assert record_batch.DECODER == "c" and record_batch.decode_records is record_batch._decode_records_c
 
 
 def zigzag(n):
@@ -56,7 +56,7 @@ records = st.lists(st.tuples(st.integers(-(1 << 40), 1 << 40), st.integers(0, 1 
 
 def both(buf, pos, end, count, base=1000, first_ts=1_700_000_000_000, max_ts=1_700_000_000_999, lat=0):
     args = (buf, pos, end, count, base, first_ts, max_ts, lat, "t", 3, 5, ConsumerRecord)
-    return fast_records.decode_records_py(*args), fast_records._decode_records_c(*args)
+    return record_batch.decode_records_py(*args), record_batch._decode_records_c(*args)
 
 
 def assert_same(py, c):
@@ -116,8 +116,8 @@ def test_long_varints_keep_64_bits_as_java_does():
 
 def test_payload_bytes_counts_keys_and_values():
     data = encode_record(0, 0, b"k" * 3, b"v" * 10, []) + encode_record(0, 1, None, b"v" * 7, [("h", b"x")])
-    recs, _, err = fast_records.decode_records(data, 0, len(data), 2, 0, 0, 0, 0, "t", 0, -1, ConsumerRecord)
-    assert err is None and fast_records.payload_bytes(recs) == 20
+    recs, _, err = record_batch.decode_records(data, 0, len(data), 2, 0, 0, 0, 0, "t", 0, -1, ConsumerRecord)
+    assert err is None and record_batch.payload_bytes(recs) == 20
     assert C.payload_bytes(recs) == 20
     with pytest.raises(TypeError):
         C.payload_bytes([("not", "a", "record")])

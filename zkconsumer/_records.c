@@ -1,5 +1,5 @@
 /*
- * zkconsumer._records: the record batch v2 decoder of zkconsumer/consumer/fast_records.py, in C.
+ * zkconsumer._records: the record batch v2 decoder of zkconsumer/consumer/record_batch.py, in C.
  *
  * decode_records() is a drop-in replacement for the pure-Python decode_records() of that module: same
  * arguments, same result (records, sizes, error). Records are built as instances of ``record_cls`` (kafka-python's
@@ -9,7 +9,7 @@
  * header key) and the Python wrapper turns it into kafka-python's CorruptRecordError with the same wording as the
  * Python decoder. Varints are read as Java's ByteUtils reads them: at most 10 bytes, bits past 64 dropped.
  *
- * The extension is optional (setup.py builds it when a C compiler is there); fast_records.py falls back to the
+ * The extension is optional (setup.py builds it when a C compiler is there); record_batch.py falls back to the
  * Python decoder without it and tests/test_fast_records.py checks the two agree on every input hypothesis makes.
  */
 #define PY_SSIZE_T_CLEAN
@@ -389,7 +389,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "zkconsumer._records",
-                                    "Record batch v2 decoding in C (see zkconsumer/consumer/fast_records.py).", -1,
+                                    "Record batch v2 decoding in C (see zkconsumer/consumer/record_batch.py).", -1,
                                     methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__records(void) { return PyModule_Create(&module); }

@@ -17,7 +17,7 @@ import time
 
 from ..errors import ClusterUnavailableError, MessageTooLargeError, ZkConsumerError
 from .stream import Chunk
-from .fast_records import payload_bytes
+from .record_batch import payload_bytes
 
 log = logging.getLogger(__name__)
 

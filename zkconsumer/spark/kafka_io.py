@@ -181,7 +181,8 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
     c = _consumer(bootstrap, security, kafka_params, auto_offset_reset="none", max_poll_records=batch_rows,
                   fetch_max_wait_ms=100,
                   max_partition_fetch_bytes=16 << 20, fetch_max_bytes=64 << 20, check_crcs=True)
-    from ..consumer.fast_records import ColumnSink, columns, install, install_columnar
+    from ..consumer.fast_records import install, install_columnar
+    from ..consumer.record_batch import ColumnSink, columns
     sink = ColumnSink(with_headers=include_headers)
     # records decoded straight into columns (C where built): no record object per row on this path
     columnar = install_columnar(c, sink)
