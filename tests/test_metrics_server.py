@@ -57,6 +57,31 @@ def test_the_page_is_prometheus_clients_own(served):
     assert _get(server, "/anything?x=1")[2] == body  # any path but the favicon serves the metrics, as upstream
 
 
+def test_cpu_seconds_counts_the_thread_time_spent_answering(served):
+    """The server's own CPU (what serving costs the member, the bench's metrics row divides it by the process's
+    CPU): a collector that burns ~30 ms of CPU per scrape shows up in it; waiting for connections does not."""
+    server, registry, collector = served
+    assert server.cpu_seconds == 0.0
+    time.sleep(0.3)  # idle: blocked in accept()
+    assert server.cpu_seconds == 0.0
+    burn = []
+
+    class Burner:
+        def collect(self):
+            t = time.thread_time()
+            while time.thread_time() - t < 0.03:
+                pass
+            burn.append(1)
+            return []
+    registry.register(Burner())
+    t0 = time.perf_counter()
+    for _ in range(3):
+        assert _get(server)[0] == 200
+    wall = time.perf_counter() - t0
+    assert len(burn) == 3
+    assert 0.09 <= server.cpu_seconds <= wall, (server.cpu_seconds, wall)
+
+
 def test_openmetrics_when_asked_and_gzip_when_accepted(served):
     server, registry, _ = served
     _, headers, body = _get(server, headers={"Accept": "application/openmetrics-text; version=1.0.0"})

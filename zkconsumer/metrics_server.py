@@ -17,6 +17,7 @@ import gzip
 import logging
 import socket
 import threading
+import time
 from typing import Any, Dict, Optional, Tuple
 
 __all__ = ["MetricsServer"]
@@ -51,6 +52,9 @@ class MetricsServer:
         self.addr, self.port = addr, self._listener.getsockname()[1]
         self._closed = threading.Event()
         self.scrapes = 0
+        #: CPU seconds this server's thread spent answering connections (collecting and encoding the metrics
+        #: included): what serving scrapes costs the process, read with the process's CPU time to get its share
+        self.cpu_seconds = 0.0
         self._thread = threading.Thread(target=self._serve, name="zkconsumer-metrics-%d" % self.port, daemon=True)
         self._thread.start()
 
@@ -80,12 +84,14 @@ class MetricsServer:
                 if self._closed.is_set():
                     return
                 continue  # e.g. ECONNABORTED: the client gave up before we took it
+            began = time.thread_time()
             with conn:
                 conn.settimeout(self.timeout_s)
                 try:
                     self._answer(conn)
                 except (OSError, ValueError) as e:  # a client that left, or sent nonsense or nothing in time
                     log.debug("metrics endpoint: dropped a connection: %r", e)
+            self.cpu_seconds += time.thread_time() - began
 
     def _answer(self, conn: socket.socket) -> None:
         request = _read_request(conn)
