@@ -431,4 +431,6 @@ TIME_GOES = ("the fetcher thread decodes batches in C (no record is tracked by t
              "fetch.wait.max.ms (100 ms). With that setting raw confluent-kafka, which only counts its Messages, "
              "reads ~1M msg/s here; the engine builds a ConsumerRecord from each Message (8 method calls, ~0.8 µs "
              "in C) and hands it through a stream on another thread: about 0.35x of that raw figure, and under the "
-             "default engine, which decodes Fetch responses straight into records.")
+             "default engine, which decodes Fetch responses straight into records. Metrics: one scrape costs the "
+             "member ~0.6 ms of CPU on the endpoint's own thread (collecting, encoding the page, the HTTP "
+             "exchange), ~0.6 % of its CPU at 10 scrapes/s.")
