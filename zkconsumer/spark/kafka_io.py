@@ -29,7 +29,7 @@ class DataLossError(ZkConsumerError):
 def _consumer(bootstrap, security=None, kafka_params=(), **kw):
     """A KafkaConsumer without a group: the source's settings ``kw``, the Kafka security settings (*security*, a
     :class:`~zkconsumer.kafka_security.KafkaSecurity`), then the user's ``kafka.*`` passthrough
-    (:func:`~zkconsumer.spark.options.kafka_client_config`), then what the source's semantics need (no group, no
+    (:func:`~zkconsumer.spark.kafka_options.kafka_client_config`), then what the source's semantics need (no group, no
     auto commit)."""
     from kafka import KafkaConsumer
     from kafka.errors import KafkaError
