@@ -93,6 +93,8 @@ def test_timestamp_and_trigger_option_errors(services):
     for k, v, m in [("startingTimestamp", "yesterday", "single long value"),
                     ("endingTimestamp", "-5", "single long value"),
                     ("startingOffsetsByTimestamp", '{"t": {"0": "x"}}', "bad timestamp"),
+                    # nested too deep for json's recursive scanner (found by test_bad_input_hypothesis)
+                    ("endingOffsetsByTimestamp", "[" * 100_000, r"JSON like \{"),
                     ("startingOffsetsByTimestampStrategy", "earliest", "error .* or latest"),
                     ("maxTriggerDelay", "soon", "duration"),
                     ("minOffsetsPerTrigger", "0", "integer >= 1")]:

@@ -104,6 +104,11 @@ def test_credentials_file_formats_and_mode(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_credentials(str(tmp_path / "bad"))
     assert "username" in str(e.value) and ALICE_PW not in str(e.value)
+    (tmp_path / "deep").write_text('{"password": "%s", "x": %s' % (ALICE_PW, "[" * 100_000))  # json's scanner recurses
+    os.chmod(tmp_path / "deep", 0o600)
+    with pytest.raises(ConfigError, match="not valid JSON") as e:
+        load_credentials(str(tmp_path / "deep"))
+    assert ALICE_PW not in str(e.value)
     auth = build("sasl", creds_file(tmp_path, "s", "alice", ALICE_PW), set_acl=True)
     assert (auth.scheme, auth.username, auth.set_acl) == ("sasl", "alice", True)
     assert ALICE_PW not in repr(auth) and ALICE_PW not in auth.describe()

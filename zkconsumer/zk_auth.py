@@ -118,7 +118,7 @@ def load_credentials(path: str, key: str = "zookeeper.auth.credentials.file") ->
     if text.lstrip().startswith("{"):
         try:
             fields = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested thousands deep
             raise ConfigError(key, path, "a JSON object with username and password", "not valid JSON") from None
         if not isinstance(fields, dict):
             raise ConfigError(key, path, "a JSON object with username and password")
