@@ -14,7 +14,7 @@ from zkconsumer import groups as zkgroups
 from zkconsumer.broker_group import describe_broker_group
 from zkconsumer.errors import ClusterUnavailableError
 
-from .transfer import apply_copy, plan_copy, write_backup
+from .transfer import backup_and_write, plan_copy
 
 __all__ = ["cutover"]
 
@@ -63,8 +63,8 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
     todo = plan["write"]
     out["to_copy"] = {"%s-%d" % tp: off for tp, off in todo.items()}
     if todo and execute:
-        out["backup"] = write_backup(backup_dir or ".", group, both)
-        failed = apply_copy(gofs.kafka_store, todo)
+        out["backup"], errors = backup_and_write(gofs, both, {"kafka": todo}, backup_dir or ".")
+        failed = errors["kafka"]
         out["failed"] = {"%s-%d" % tp: e for tp, e in failed.items()}
         out["copied"] = {"%s-%d" % tp: off for tp, off in todo.items() if tp not in failed}
         todo = {tp: o for tp, o in todo.items() if tp in failed}

@@ -81,8 +81,7 @@ def reset_group(gofs, spec: str, value: Optional[int], scope: Dict[str, Optional
     from zkconsumer.errors import GroupConflictError
     from zkconsumer.groups import log_ranges
 
-    from . import state
-    from .transfer import apply_copy, check_no_live_members, write_backup
+    from .transfer import backup_and_write, check_no_live_members
     if store not in STORES:
         raise ValueError("reset store %r (expected one of %s)" % (store, ", ".join(STORES)))
     members = check_no_live_members(gofs.zk, gofs.group, force, "reset")
@@ -110,11 +109,9 @@ def reset_group(gofs, spec: str, value: Optional[int], scope: Dict[str, Optional
                                kafka_offset=both[tp][1], **planned[tp]) for tp in sorted(planned)],
            "backup": [], "failed": {}, "written": 0}
     if execute and any(writes.values()):
-        out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both)
-        for name, todo in writes.items():
-            if todo:
-                failed = apply_copy(gofs.store(name), todo)
-                out["failed"].update({"%s:%s-%d" % (name, tp[0], tp[1]): e for tp, e in failed.items()})
-                out["written"] += len(todo) - len(failed)
+        out["backup"], errors = backup_and_write(gofs, both, writes, backup_dir)
+        for name, failed in errors.items():
+            out["failed"].update({"%s:%s-%d" % (name, tp[0], tp[1]): e for tp, e in failed.items()})
+            out["written"] += len(writes[name]) - len(failed)
     out["ok"] = not out["failed"]
     return out

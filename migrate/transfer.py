@@ -26,8 +26,8 @@ from . import state
 from .expiry import expiry_warning
 from .offsets_file import format_offsets
 
-__all__ = ["plan_copy", "apply_copy", "write_backup", "check_no_live_members", "copy_group", "rollback_group",
-           "import_group"]
+__all__ = ["plan_copy", "apply_copy", "write_backup", "backup_and_write", "check_no_live_members", "copy_group",
+           "rollback_group", "import_group"]
 
 TP = Tuple[str, int]
 CHUNK = 500
@@ -100,6 +100,15 @@ def apply_copy(store, offsets: Dict[TP, int], progress: Optional[Callable[[int],
     return failed
 
 
+def backup_and_write(gofs, both: Dict[TP, Tuple[Optional[int], Optional[int]]], writes: Dict[str, Dict[TP, int]],
+                     backup_dir: Optional[str] = None) -> Tuple[list, Dict[str, Dict[TP, str]]]:
+    """The write step of every command that changes offsets: back up both stores (*both*, as read before planning)
+    to *backup_dir* (default: :func:`state.default_backup_dir`), then write ``writes`` (``{store name: {tp:
+    offset}}``) store by store. Returns (the backup's paths, ``{store name: {tp: error}}`` for each store written)."""
+    backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both)
+    return backup, {name: apply_copy(gofs.store(name), todo) for name, todo in writes.items() if todo}
+
+
 def _name(tp: TP) -> str:
     return "%s-%d" % tp
 
@@ -123,8 +132,8 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
            "rewound": {_name(tp): {"from": d, "to": s} for tp, (d, s) in rewind.items()} if allow_rewind else {},
            "backup": [], "failed": {}, "written": 0}
     if execute and todo:
-        out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both)
-        failed = apply_copy(gofs.store(dst), todo)
+        out["backup"], errors = backup_and_write(gofs, both, {dst: todo}, backup_dir)
+        failed = errors[dst]
         out["failed"] = {_name(tp): e for tp, e in failed.items()}
         out["written"] = len(todo) - len(failed)
         if dst == "kafka" and out["written"]:
@@ -155,8 +164,8 @@ def import_group(gofs, offsets: Dict[TP, int], store: str, execute: bool = False
     decision = plan_copy(offsets, {tp: v[i] for tp, v in both.items()}, allow_rewind)
     todo, failed, backup = decision["write"], {}, []
     if execute and todo:
-        backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both)
-        failed = apply_copy(gofs.store(store), todo)
+        backup, errors = backup_and_write(gofs, both, {store: todo}, backup_dir)
+        failed = errors[store]
     return {"offsets": len(offsets), "unchanged": len(decision["unchanged"]),
             "changes": {_name(tp): {"from": both[tp][i], "to": o} for tp, o in sorted(todo.items())},
             "skipped_rewind": {} if allow_rewind else
