@@ -132,8 +132,9 @@ class _Scraper:
 
 def _zkconsumer_rate(cluster, topic, total, scrape=None, engine="kafka-python"):
     """(msg/s from ready to the last message, msg/s from the first to the last, and for a scraped member (the
-    endpoint's share of the process's CPU, the scrapes it answered, its CPU seconds) from the first to the last message, else None). ``scrape``: None, "member" (the member's endpoint
-    scraped) or "stand-in" (the same scraping, of a stand-in page: see :class:`_Scraper`)."""
+    endpoint's share of the process's CPU, the scrapes it answered, its CPU seconds) from the first to the last
+    message, else None). ``scrape``: None, "member" (the member's endpoint scraped) or "stand-in" (the same
+    scraping, of a stand-in page: see :class:`_Scraper`)."""
     from zkconsumer.config import ConsumerConfig
     from zkconsumer.consumer import ZookeeperConsumerConnector
     cfg = ConsumerConfig.from_properties({
@@ -340,8 +341,8 @@ def run(cluster, quick=False, log=print):
                       "zkconsumer's endpoint (start_metrics_server: one thread in the member's process, collecting "
                       "and encoding included) scraped over loopback from another process, 100x as often as a usual "
                       "10-15 s interval; the thread's CPU time answering, over the member process's CPU time, from "
-                      "the first to the last message; median of %d runs (%s; %.0f scrapes answered per run on average), "
-                      "%.2f ms of CPU per scrape"
+                      "the first to the last message; median of %d runs (%s; %.0f scrapes answered per run on "
+                      "average), %.2f ms of CPU per scrape"
                       % (len(cpu_shares), ", ".join("%.2f" % (x * 100) for x in cpu_shares),
                          sum(scrape_counts) / max(1, len(scrape_counts)), served_ms)))
     out.append(Result("consume messages/s with the Prometheus endpoint scraped every 100 ms (same data)", round(m),

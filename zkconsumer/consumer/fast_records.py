@@ -19,7 +19,7 @@ import struct
 from kafka.errors import CorruptRecordError
 
 from .record_batch import (BATCH_HEADER, BATCH_HEADER_SIZE, CODEC_MASK, CONTROL_FLAG, CRC_FROM, LOG_APPEND_TIME_FLAG,
-                           DECODER, ColumnSink, columns, decode_records, scan_v2_batches)
+                           DECODER, columns, decode_records, scan_v2_batches)
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ _EXPECTED_FIELDS = ("topic", "partition", "leader_epoch", "offset", "timestamp",
                     "headers", "checksum", "serialized_key_size", "serialized_value_size", "serialized_header_size")
 
 __all__ = ["install", "install_columnar", "fast_partition_records_class", "columnar_partition_records_class",
-           "ColumnSink", "DECODER"]  # DECODER: "c" or "python", the decoder record_batch uses
+           "DECODER"]  # DECODER: "c" or "python", the decoder record_batch uses
 
 
 def _make_class():
@@ -186,9 +186,10 @@ def _self_test(stock, cls):
 
 
 def install_columnar(consumer, sink):
-    """Make ``consumer`` decode v2 batches straight into *sink* (a :class:`ColumnSink`): its ``poll`` then returns,
-    per partition, one marker ConsumerRecord per batch (the offset of the batch's last record, no key or value),
-    and the records themselves are in the sink, in order. For a reader that wants columns (the Spark source):
+    """Make ``consumer`` decode v2 batches straight into *sink* (a
+    :class:`~zkconsumer.consumer.record_batch.ColumnSink`): its ``poll`` then returns, per partition, one marker
+    ConsumerRecord per batch (the offset of the batch's last record, no key or value), and the records themselves
+    are in the sink, in order. For a reader that wants columns (the Spark source):
     no record is built in Python. Positions and errors are kafka-python's, as with :func:`install`. Returns False
     (consumer untouched) where the fast decoder is unavailable."""
     cls = fast_partition_records_class()
