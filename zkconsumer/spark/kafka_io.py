@@ -28,21 +28,22 @@ class DataLossError(ZkConsumerError):
     """Offsets the batch must read are no longer in the log (retention, topic recreated) and failOnDataLoss=true."""
 
 
-def _consumer(bootstrap, security=None, kafka_params=(), **kw):
-    """A KafkaConsumer without a group: the source's settings ``kw``, the Kafka security settings (*security*, a
+def _consumer(bootstrap, security=None, kafka_params=(), client_id="zkconsumer-spark", **kw):
+    """A KafkaConsumer that joins no group: the source's settings ``kw``, the Kafka security settings (*security*, a
     :class:`~zkconsumer.kafka_security.KafkaSecurity`), then the user's ``kafka.*`` passthrough
-    (:func:`~zkconsumer.spark.kafka_options.kafka_client_config`), then what the source's semantics need (no group, no
-    auto commit)."""
+    (:func:`~zkconsumer.spark.kafka_options.kafka_client_config`; a ``kafka.group.id`` is its group.id, as in Spark,
+    but partitions are assigned, so it never joins that group), then what the source's semantics need (no auto
+    commit)."""
     from kafka import KafkaConsumer
     from kafka.errors import KafkaError
     from ..kafka_connect_errors import connect_error
     from ..kafka_security import PLAINTEXT
     security = security or PLAINTEXT
-    conf = dict(bootstrap_servers=bootstrap.split(","), client_id="zkconsumer-spark")
+    conf = dict(bootstrap_servers=bootstrap.split(","), client_id=client_id, group_id=None)
     conf.update(kw)
     conf.update(security.client_kwargs())
     conf.update(dict(kafka_params))
-    conf.update(group_id=None, enable_auto_commit=False)
+    conf.update(enable_auto_commit=False)
     try:
         return KafkaConsumer(**conf)
     except (KafkaError, OSError) as e:
@@ -52,21 +53,23 @@ def _consumer(bootstrap, security=None, kafka_params=(), **kw):
 class LogEndProbe:
     """Driver-side helper holding one KafkaConsumer (created lazily; never pickled)."""
 
-    def __init__(self, bootstrap, from_fetch=False, security=None, kafka_params=()):
+    def __init__(self, bootstrap, from_fetch=False, security=None, kafka_params=(), client_id="zkconsumer-spark"):
         self.bootstrap = bootstrap
         self.from_fetch = from_fetch
         self.security = security
         self.kafka_params = tuple(kafka_params)
+        self.client_id = client_id
         self._c = None
         self._known: Dict[TP, int] = {}
 
     def __getstate__(self):
         return {"bootstrap": self.bootstrap, "from_fetch": self.from_fetch, "security": self.security,
-                "kafka_params": self.kafka_params, "_c": None, "_known": {}}
+                "kafka_params": self.kafka_params, "client_id": self.client_id, "_c": None, "_known": {}}
 
     def _client(self):
         if self._c is None:
-            self._c = _consumer(self.bootstrap, self.security, self.kafka_params, auto_offset_reset="latest",
+            self._c = _consumer(self.bootstrap, self.security, self.kafka_params, self.client_id,
+                                auto_offset_reset="latest",
                                 fetch_max_wait_ms=10,
                                 max_partition_fetch_bytes=1024, fetch_max_bytes=1 << 20, max_poll_records=1,
                                 check_crcs=False)
@@ -171,7 +174,7 @@ def _batch(topic, partition, cols):
 
 def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int, poll_timeout_ms: int = 120000,
                fail_on_data_loss: bool = True, batch_rows: int = 20000, include_headers: bool = False,
-               security=None, kafka_params: Iterable = ()) -> Iterator:
+               security=None, kafka_params: Iterable = (), client_id: str = "zkconsumer-spark") -> Iterator:
     """Yield ``pyarrow.RecordBatch`` es holding the records of ``[start, end)`` of one partition (with a
     ``headers`` column when ``include_headers``; connecting with *security*, a KafkaSecurity).
 
@@ -187,7 +190,7 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
     if end <= start:
         return
     tp = TopicPartition(topic, partition)
-    c = _consumer(bootstrap, security, kafka_params, auto_offset_reset="none", max_poll_records=batch_rows,
+    c = _consumer(bootstrap, security, kafka_params, client_id, auto_offset_reset="none", max_poll_records=batch_rows,
                   fetch_max_wait_ms=100,
                   max_partition_fetch_bytes=16 << 20, fetch_max_bytes=64 << 20, check_crcs=True)
     from ..consumer.fast_records import install, install_columnar
