@@ -112,7 +112,8 @@ def test_streaming_topic_deleted_and_recreated(spark, services, zk, unique, tmp_
         _recreate(services, zk, topic)
         services.produce(topic, 3)                                           # the new topic's log end: 3 < 20
         if fail:
-            with pytest.raises(Exception, match=r"%s-0 \(log end \d+.*failOnDataLoss=false" % topic):
+            # the topic gone (a plan between the deletion and the new topic) or recreated behind the query's offset
+            with pytest.raises(Exception, match=r"%s-0.*failOnDataLoss=false" % topic):
                 q.awaitTermination(120)
             return
         services.produce(topic, 2)

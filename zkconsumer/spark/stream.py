@@ -285,9 +285,7 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._first_plan:
             self._topics.start_run(zk, self._run_topics())
         gone_topics = self._topics.missing(zk, {t for t, _ in start_d} | {t for t, _ in owned})
-        deleted = sorted(tp for tp in start_d if tp[0] in gone_topics)
-        if deleted:
-            self._report_loss("%s are gone (topic deleted). Some data may have been missed" % _names(deleted))
+        self._deleted(start_d, gone_topics)
         owned = {tp for tp in owned if tp[0] not in gone_topics}
         recheck = [tp for tp in start_d if tp in owned and (self._first_plan or claimed_at[tp] > self._seen_claims)]
         dropped = set()
@@ -299,11 +297,21 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                 "moved on; re-adopting the partition from the stored offset (dropped for one batch)",
                                 self.opts.group, tp[0], tp[1], stored[tp], start_d[tp])
                     dropped.add(tp)
-        for tp in sorted(set(start_d) - owned - set(deleted)):
+        for tp in sorted(tp for tp in set(start_d) - owned if tp[0] not in gone_topics):
             log.info("%s-%d is no longer owned by this member: dropped from the next batch", *tp)
         cont = sorted(tp for tp in start_d if tp in owned and tp not in dropped)
         new = sorted(tp for tp in owned if tp not in start_d)
-        ends = self._log_ends(cont)
+        try:
+            ends = self._log_ends(cont)
+        except Exception:
+            # a topic deleted since the check above: its partitions have no log end any more
+            gone = self._topics.missing(zk, {t for t, _ in cont})
+            if not gone:
+                raise
+            self._deleted(start_d, gone)
+            cont = [tp for tp in cont if tp[0] not in gone]
+            new = [tp for tp in new if tp[0] not in gone]
+            ends = self._log_ends(cont)
         behind = self._confirm_behind(ends, start_d)
         self._latest_seen = dict(ends)
         latest, reset = {}, {}
@@ -331,6 +339,13 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._first_plan = False
         self._seen_claims = claims
         return to_spark(end)
+
+    def _deleted(self, start_d, gone_topics):
+        """Partitions of the last batch whose topic was deleted: their unread records are lost (Spark: "... are
+        gone")."""
+        deleted = sorted(tp for tp in start_d if tp[0] in gone_topics)
+        if deleted:
+            self._report_loss("%s are gone (topic deleted). Some data may have been missed" % _names(deleted))
 
     def _keep_alive(self, tps):
         try:
