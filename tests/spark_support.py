@@ -102,14 +102,15 @@ class Producer:
             md = f.get(30)
             self.acked.add((md.partition, md.offset))
 
-    def partitions(self, topic):
-        """The producer's view of the topic's partitions, refreshed (after partitions were added)."""
-        self.p._metadata.request_update()
+    def partitions(self, topic, at_least=1):
+        """The producer's view of the topic's partitions once it knows ``at_least`` of them (after partitions were
+        added: its metadata is refreshed until it shows them; 30 s at most)."""
         deadline = time.monotonic() + 30
         while True:
-            parts = self.p.partitions_for(topic)
-            if parts or time.monotonic() > deadline:
-                return sorted(parts or ())
+            self.p._metadata.request_update()
+            parts = self.p.partitions_for(topic) or ()
+            if len(parts) >= at_least or time.monotonic() > deadline:
+                return sorted(parts)
             time.sleep(0.2)
 
     def close(self):
@@ -138,3 +139,13 @@ def recreate_topic(services, zk, topic, partitions=1):
             if time.monotonic() > deadline:
                 raise
             time.sleep(1)
+
+
+def delete_records(services, topic, partition, before):
+    """DeleteRecords: the partition's log then starts at ``before`` (as after retention)."""
+    from kafka import KafkaAdminClient, TopicPartition
+    admin = KafkaAdminClient(bootstrap_servers=services.bootstrap_servers)
+    try:
+        admin.delete_records({TopicPartition(topic, partition): before})
+    finally:
+        admin.close()

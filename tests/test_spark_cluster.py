@@ -18,7 +18,7 @@ import urllib.request
 import pytest
 
 from spark_support import Producer, log_ends as _log_ends, member_ids as _ids, owners as _owners
-from spark_support import set_zk_offsets as _set_zk_offsets, zk_offsets as _zk_offsets
+from spark_support import set_zk_offsets as _set_zk_offsets, wait_for as _wait, zk_offsets as _zk_offsets
 from zkconsumer.local.processes import free_port, log_tail
 
 pytestmark = pytest.mark.spark
@@ -27,16 +27,6 @@ JOB_TIMEOUT = 420  # seconds: spark-submit of a small job takes 20-60 s on 2 bus
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------
-def _wait(cond, timeout=60.0, step=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    return cond()
-
-
 def _get_json(url):
     with urllib.request.urlopen(url, timeout=3) as r:
         return json.loads(r.read().decode())
@@ -336,7 +326,7 @@ def test_partitions_added_while_producing_are_read_from_their_first_record(spark
         writer.start()
         assert _wait(lambda: sum(_zk_offsets(zk, group, topic).values()) >= 20, 180), log_tail(job.log, 40)
         services.create_topic(topic, 4)                           # kafka-topics --alter --partitions 4
-        partitions[:] = producer.partitions(topic)
+        partitions[:] = producer.partitions(topic, at_least=4)
         assert partitions == [0, 1, 2, 3]
         assert _wait(lambda: len(_owners(zk, group, topic)) == 4, 120), log_tail(job.log, 40)
         time.sleep(3)                                              # producing on, to all four

@@ -2,6 +2,7 @@
 failOnDataLoss - on the shared local[2] session against the real ZooKeeper + Apache Kafka."""
 import pytest
 
+from spark_support import delete_records, source_options as _opts
 from zkconsumer.layout import paths
 from zkconsumer.spark.offsets import split_ranges
 
@@ -42,13 +43,6 @@ def test_split_ranges():
     t = split_ranges({a: (0, 3)}, min_partitions=10)                           # never more tasks than offsets
     assert t == [(a, 0, 1), (a, 1, 2), (a, 2, 3)]
     assert split_ranges({c: (5, 5)}, min_partitions=4) == []
-
-
-def _opts(services, group, topic, **extra):
-    o = {"zookeeper.connect": services.zookeeper_connect, "group.id": group, "subscribe": topic,
-         "kafka.bootstrap.servers": services.bootstrap_servers, "startingOffsets": "earliest"}
-    o.update({k: str(v) for k, v in extra.items()})
-    return o
 
 
 def _produce_with_headers(services, topic, n):
@@ -102,16 +96,11 @@ def test_headers_and_range_splitting(spark, services, unique, tmp_path):
 
 
 def test_fail_on_data_loss(spark, services, zk, unique):
-    from kafka import KafkaAdminClient, TopicPartition
     from zkconsumer.spark import plan_batch
     from zkconsumer.spark.kafka_io import DataLossError
     topic, group = services.create_topic(unique("ol"), 1), unique("g")
     services.produce(topic, 30)
-    admin = KafkaAdminClient(bootstrap_servers=services.bootstrap_servers)
-    try:
-        admin.delete_records({TopicPartition(topic, 0): 10})        # offsets 0..9 are gone (as after retention)
-    finally:
-        admin.close()
+    delete_records(services, topic, 0, 10)                          # offsets 0..9 are gone (as after retention)
     path = "%s/0" % paths.topic_offsets_path(group, topic)
     zk.ensure_path(path)
     zk.set(path, b"5")                                              # the group committed 5: 5..9 were lost

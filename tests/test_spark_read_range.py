@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from spark_support import recreate_topic
+from spark_support import delete_records, recreate_topic
 
 pytestmark = pytest.mark.spark
 
@@ -48,15 +48,10 @@ def test_poll_timeout_bounds_each_wait_not_the_whole_task(services, unique):
 
 
 def test_offsets_aged_out_of_the_log(services, unique):
-    from kafka import KafkaAdminClient, TopicPartition
     from zkconsumer.spark.kafka_io import DataLossError
     topic = services.create_topic(unique("ra"), 1)
     services.produce(topic, 30)
-    admin = KafkaAdminClient(bootstrap_servers=services.bootstrap_servers)
-    try:
-        admin.delete_records({TopicPartition(topic, 0): 10})        # offsets 0..9 are gone (as after retention)
-    finally:
-        admin.close()
+    delete_records(services, topic, 0, 10)                          # offsets 0..9 are gone (as after retention)
     with pytest.raises(DataLossError, match=r"offsets \[5, 10\) of %s-0 are not in the log any more \(the log now "
                                             r"holds \[10, 30\)\).*failOnDataLoss=false" % topic):
         _offsets(_read(services, topic, 5, 20))

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from spark_support import (delete_topic, member_ids, owners, produced_set, set_zk_offsets, source_options, wait_for,
+from spark_support import (delete_records, delete_topic, member_ids, owners, produced_set, set_zk_offsets, source_options, wait_for,
                            zk_offsets)
 from zkconsumer.layout import paths
 
@@ -65,7 +65,6 @@ def test_an_added_partition_that_does_not_start_at_zero_is_data_loss(spark, serv
     """Spark: "Added partition ... starts from X instead of 0". The partition is added while the query runs (default
     startingOffsets: latest; the first partition starts from the group's offset) and 4 of its records are deleted
     before the member claims it: failOnDataLoss fails the query, else the partition is read from its first record."""
-    from kafka import KafkaAdminClient, TopicPartition
     topic, group = services.create_topic(unique("ap"), 1), unique("g")
     services.produce(topic, 4)
     set_zk_offsets(zk, group, topic, {0: 0})
@@ -77,11 +76,7 @@ def test_an_added_partition_that_does_not_start_at_zero_is_data_loss(spark, serv
         assert wait_for(lambda: len(rows) >= 4, 120), q.exception()
         services.create_topic(topic, 2)
         services.produce(topic, 10, partition=1)
-        admin = KafkaAdminClient(bootstrap_servers=services.bootstrap_servers)
-        try:
-            admin.delete_records({TopicPartition(topic, 1): 4})
-        finally:
-            admin.close()
+        delete_records(services, topic, 1, 4)
         if fail:
             with pytest.raises(Exception, match=r"Added partition %s-1 starts from 4 instead of 0.*failOnDataLoss"
                                % topic):

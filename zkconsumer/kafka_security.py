@@ -205,42 +205,31 @@ class KafkaSecurity:
             return t
         out: Dict[str, Any] = {}
         key_password = secret("ssl.key.password")
-        trust = get("ssl.truststore.location")
-        if trust is None:
-            for k in ("ssl.truststore.password", "ssl.truststore.type"):
-                if get(k) is not None:
-                    raise ConfigError(k, redact(k, props.get(k)), "set only with ssl.truststore.location")
-        else:
-            path, kind = _check_file("ssl.truststore.location", os.path.abspath(os.path.expanduser(trust))), \
-                store_type("ssl.truststore.type")
-            if files.get("cafile"):
-                raise ConfigError("ssl.truststore.location", trust, "one of ssl.cafile and ssl.truststore.location",
+        for store, pem_attr in (("truststore", "cafile"), ("keystore", "certfile")):
+            location_key = "ssl.%s.location" % store
+            location = get(location_key)
+            if location is None:
+                for k in ("ssl.%s.password" % store, "ssl.%s.type" % store):
+                    if get(k) is not None:
+                        raise ConfigError(k, redact(k, props.get(k)), "set only with %s" % location_key)
+                continue
+            path = _check_file(location_key, os.path.abspath(os.path.expanduser(location)))
+            kind, password = store_type("ssl.%s.type" % store), secret("ssl.%s.password" % store)
+            if files.get(pem_attr):
+                raise ConfigError(location_key, location, "one of ssl.%s and %s" % (pem_attr, location_key),
                                   "both are set")
-            keystores.read_truststore(path, kind, secret("ssl.truststore.password"))
-            if kind == "PEM":
-                out["cafile"] = path
-            else:
-                out.update(truststore=path, truststore_type=kind,
-                           truststore_password=secret("ssl.truststore.password"))
-        ks = get("ssl.keystore.location")
-        if ks is None:
-            for k in ("ssl.keystore.password", "ssl.keystore.type"):
-                if get(k) is not None:
-                    raise ConfigError(k, redact(k, props.get(k)), "set only with ssl.keystore.location")
-            if key_password is not None and not files.get("keyfile") and not files.get("certfile"):
-                raise ConfigError("ssl.key.password", REDACTED, "set only with ssl.keystore.location or "
-                                  "ssl.certfile/ssl.keyfile (it unlocks the client's private key)")
-        else:
-            path, kind = _check_file("ssl.keystore.location", os.path.abspath(os.path.expanduser(ks))), \
-                store_type("ssl.keystore.type")
-            if files.get("certfile"):
-                raise ConfigError("ssl.keystore.location", ks, "one of ssl.certfile and ssl.keystore.location",
-                                  "both are set")
-            if kind == "PEM":  # Kafka's PEM keystore: the private key and its certificate chain in one file
+            if store == "truststore":
+                keystores.read_truststore(path, kind, password)
+                out.update({"cafile": path} if kind == "PEM" else
+                           {"truststore": path, "truststore_type": kind, "truststore_password": password})
+            elif kind == "PEM":  # Kafka's PEM keystore: the private key and its certificate chain in one file
                 out.update(certfile=path, keyfile=path)
             else:
-                keystores.read_keystore(path, kind, secret("ssl.keystore.password"), key_password)
-                out.update(keystore=path, keystore_type=kind, keystore_password=secret("ssl.keystore.password"))
+                keystores.read_keystore(path, kind, password, key_password)
+                out.update(keystore=path, keystore_type=kind, keystore_password=password)
+        if key_password is not None and not (out.get("certfile") or out.get("keystore") or files.get("certfile")):
+            raise ConfigError("ssl.key.password", REDACTED, "set only with ssl.keystore.location or "
+                              "ssl.certfile/ssl.keyfile (it unlocks the client's private key)")
         if key_password is not None:
             out["key_password"] = key_password
         return out

@@ -131,22 +131,33 @@ def _pos_int(name, value, lo=1):
     return v
 
 
-def _offsets_json(name, value, allow_earliest):
-    """Spark's JSON form ``{"topic": {"0": 23, "1": -1}}`` -> {(t, p): offset}."""
+def _json_object(name, value, allowed, empty_ok=False):
+    """The JSON object of an option (non-empty unless ``empty_ok``), else ConfigError (naming the option and what
+    is allowed)."""
     try:
         obj = json.loads(value)
     except (TypeError, ValueError, RecursionError):  # RecursionError: nested thousands deep
         obj = None
+    if not isinstance(obj, dict) or not (obj or empty_ok):
+        raise ConfigError(name, value, allowed)
+    return obj
+
+
+def _topic(name, value, allowed, topic):
+    try:
+        validate_topic(topic)
+    except InvalidNameError as e:
+        raise ConfigError(name, value, allowed, "topic %r: %s" % (topic, e.reason)) from None
+
+
+def _offsets_json(name, value, allow_earliest):
+    """Spark's JSON form ``{"topic": {"0": 23, "1": -1}}`` -> {(t, p): offset}."""
     allowed = ("'earliest', 'latest' or JSON like {\"topic\":{\"0\":23,\"1\":-1}} (-2 = earliest, -1 = latest)"
                if allow_earliest else "'latest' or JSON like {\"topic\":{\"0\":23,\"1\":-1}} (-1 = latest)")
-    if not isinstance(obj, dict):
-        raise ConfigError(name, value, allowed)
+    obj = _json_object(name, value, allowed, empty_ok=True)
     out = {}
     for t, parts in obj.items():
-        try:
-            validate_topic(t)
-        except InvalidNameError as e:
-            raise ConfigError(name, value, allowed, "topic %r: %s" % (t, e.reason)) from None
+        _topic(name, value, allowed, t)
         if not isinstance(parts, dict):
             raise ConfigError(name, value, allowed, "topic %r must map to {partition: offset}" % t)
         for p, off in parts.items():
@@ -183,12 +194,7 @@ def _timestamp(name, value):
 def _timestamps_json(name, value):
     """Spark's ``{"topic": {"0": 1700000000000, ...}}`` -> {(t, p): timestamp ms}."""
     allowed = "JSON like {\"topic\":{\"0\":1700000000000,\"1\":1700000000000}} (timestamps in ms)"
-    try:
-        obj = json.loads(value)
-    except (TypeError, ValueError, RecursionError):  # RecursionError: nested thousands deep
-        obj = None
-    if not isinstance(obj, dict) or not obj:
-        raise ConfigError(name, value, allowed)
+    obj = _json_object(name, value, allowed)
     out = {}
     for t, parts in obj.items():
         if not isinstance(parts, dict):
@@ -232,18 +238,10 @@ def _check_timestamp_ranges(start, end):
 def _assign_json(value) -> Tuple[Tuple[str, int], ...]:
     """Spark's ``assign`` JSON ``{"topicA": [0, 1], "topicB": [2, 4]}`` -> sorted ((t, p), ...)."""
     allowed = 'JSON like {"topicA":[0,1],"topicB":[2,4]}: the topic-partitions to read'
-    try:
-        obj = json.loads(value)
-    except (TypeError, ValueError, RecursionError):  # RecursionError: nested thousands deep
-        obj = None
-    if not isinstance(obj, dict) or not obj:
-        raise ConfigError("assign", value, allowed)
+    obj = _json_object("assign", value, allowed)
     out = set()
     for t, parts in obj.items():
-        try:
-            validate_topic(t)
-        except InvalidNameError as e:
-            raise ConfigError("assign", value, allowed, "topic %r: %s" % (t, e.reason)) from None
+        _topic("assign", value, allowed, t)
         if not isinstance(parts, list) or not parts:
             raise ConfigError("assign", value, allowed, "topic %r must map to a list of partitions" % t)
         for p in parts:
