@@ -19,6 +19,7 @@ class Result:
     goal: str
     met: Optional[bool] = None
     note: str = ""
+    key: str = ""  # its goal's key in bench.goals.GOALS ("" for a row judged by no goal of the table)
 
 
 def unique(prefix):
@@ -27,6 +28,24 @@ def unique(prefix):
 
 def median(xs):
     return statistics.median(xs) if xs else float("nan")
+
+
+def spread(xs, fmt="%.0f"):
+    """'min / median / max of n' of a client's samples, for a row's note."""
+    if not xs:
+        return "no samples"
+    return "min %s / median %s / max %s of %d" % (fmt % min(xs), fmt % statistics.median(xs), fmt % max(xs), len(xs))
+
+
+def percentile(xs, q):
+    """The q-th percentile (0-100) of xs by linear interpolation between closest ranks (NaN when empty)."""
+    if not xs:
+        return float("nan")
+    ys = sorted(xs)
+    k = (len(ys) - 1) * q / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(ys) - 1)
+    return ys[lo] + (ys[hi] - ys[lo]) * (k - lo)
 
 
 class Cluster:
@@ -54,14 +73,18 @@ class Cluster:
         tools.wait_for_zk_topic(self.zookeeper_connect, name, partitions, timeout=60)
         return name
 
-    def produce_fast(self, topic, partitions, count, size=100):
-        """count messages of `size` bytes spread evenly over the partitions, as fast as kafka-python goes."""
+    def produce_fast(self, topic, partitions, count, size=100, compression=None, key_size=0, headers=0):
+        """count messages of `size` bytes spread evenly over the partitions (message i to partition i % partitions),
+        as fast as kafka-python goes; ``compression``: a kafka-python compression_type; ``key_size``: a key of that
+        many bytes on every message; ``headers``: that many headers on every message."""
         from kafka import KafkaProducer
         p = KafkaProducer(bootstrap_servers=self.bootstrap_servers, linger_ms=20, batch_size=512 * 1024,
-                          acks=1, enable_idempotence=False)
+                          acks=1, enable_idempotence=False, compression_type=compression)
         value = b"x" * size
+        key = b"k" * key_size if key_size else None
+        hdrs = [("h%d" % i, b"header-value-%d" % i) for i in range(headers)] or None
         for i in range(count):
-            p.send(topic, value=value, partition=i % partitions)
+            p.send(topic, value=value, key=key, headers=hdrs, partition=i % partitions)
         p.flush(timeout=300)
         p.close()
 
