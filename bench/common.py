@@ -51,21 +51,29 @@ def percentile(xs, q):
 class Cluster:
     """The bench runs on the embedded local cluster (or ZK_CONNECT/KAFKA_BOOTSTRAP when both are set)."""
 
-    def __init__(self, directory):
+    def __init__(self, directory, zookeepers=1, zk_connect=None, bootstrap=None):
+        """``zookeepers``: servers in the embedded cluster's ZooKeeper ensemble; ``zk_connect``/``bootstrap``: an
+        external cluster (default: $ZK_CONNECT and $KAFKA_BOOTSTRAP when both are set)."""
         self.local = None
-        zk, kafka = os.environ.get("ZK_CONNECT"), os.environ.get("KAFKA_BOOTSTRAP")
+        zk = zk_connect or os.environ.get("ZK_CONNECT")
+        kafka = bootstrap or os.environ.get("KAFKA_BOOTSTRAP")
         if zk and kafka:
             self.zookeeper_connect, self.bootstrap_servers = zk, kafka
-            self.broker = "the cluster at ZK_CONNECT/KAFKA_BOOTSTRAP (%s)" % kafka
+            self.broker = "the cluster at %s (%s)" % (zk, kafka)
         else:
             from zkconsumer.local import LocalCluster
             self.local = LocalCluster(directory)
-            info = self.local.up()
+            info = self.local.up(**({"zookeepers": zookeepers} if zookeepers != 1 else {}))
             self.zookeeper_connect, self.bootstrap_servers = info["zookeeper_connect"], info["bootstrap_servers"]
             self.broker = {"kafka": "Apache Kafka %s (ZooKeeper mode), 1 broker" % info.get("kafka_version"),
                            "kraft": "Apache Kafka %s (KRaft), 1 node" % info.get("kafka_version"),
                            "tansu": "tansu (stand-in broker)"}.get(info.get("broker"), str(info.get("broker")))
             self.broker += ", ZooKeeper on loopback"
+
+    @property
+    def zookeeper_servers(self):
+        """The number of servers in the ZooKeeper connect string (the ensemble the clients know of)."""
+        return len(self.zookeeper_connect.split("/", 1)[0].split(","))
 
     def create_topic(self, name, partitions):
         from zkconsumer.local import tools
