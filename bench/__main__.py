@@ -67,11 +67,11 @@ def main(argv=None):
                                                  "error: %r" % (e,)))
         finally:
             cluster.close()
-    info = dict(common.machine(), broker=broker)
     command = "python -m bench" + (" --quick" if args.quick else "") + (
         " --only " + args.only if args.only != ap.get_default("only") else "")
+    info = dict(common.machine(), broker=broker, command=command)
     print(report.markdown(results, info, command))
-    report.write_json(args.output, results, info)
+    report.write_json(args.output, results, info, time_goes)
     if args.readme:
         report.update_readme(report.README, report.readme_section(results, info, command))
         report.update_readme(report.CONTRIBUTORS, report.full_section(results, info, command, time_goes))

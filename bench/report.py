@@ -75,8 +75,15 @@ def _intro(info, command):
             " lower is better).")
 
 
+NOT_MEASURED = ("No figures yet: the bench's method changed (peers tuned as their documentation says, the Java "
+                "consumer as the limit, checked runs, frozen goals) and `python -m bench --quick --readme` has not run "
+                "since, on an idle machine.")
+
+
 def readme_section(results, info, command):
     """README's performance section: the headline rows only (the full table is in docs/contributors.md)."""
+    if not results:
+        return "\n".join([BEGIN, NOT_MEASURED, END])
     lines = [BEGIN, _intro(info, command) + " The full table, how each peer is configured and where the time goes:"
              " docs/contributors.md.", ""]
     lines += headline_table(results)
@@ -86,6 +93,8 @@ def readme_section(results, info, command):
 
 def full_section(results, info, command, time_goes):
     """docs/contributors.md's section: every row, then ``time_goes`` ([(suite, text)]) as a list."""
+    if not results:
+        return "\n".join([BEGIN, NOT_MEASURED, END])
     lines = [BEGIN, _intro(info, command) + " The notes of each row are in `bench/results.json`.", ""]
     lines += table(results)
     if time_goes:
@@ -106,9 +115,29 @@ def update_readme(path, section):
         f.write(pattern.sub(lambda _m: section, text))
 
 
-def write_json(path, results, info):
+def write_json(path, results, info, time_goes):
+    """bench/results.json: a list of rows, each {metric, value, unit, baseline, ratio, goal, met, note, key, machine};
+    ``machine`` also holds the command and the "where the time goes" texts of the run."""
+    info = dict(info, time_goes=[list(t) for t in time_goes])
     with open(path, "w") as f:
         json.dump([dict(asdict(r), machine=info) for r in results], f, indent=2)
+
+
+def read_json(path):
+    """(rows as Results, the run's info) from a results.json (([], {}) for an empty one)."""
+    from .common import Result
+    with open(path) as f:
+        rows = json.load(f)
+    info = rows[0]["machine"] if rows else {}
+    return [Result(**{k: v for k, v in r.items() if k != "machine"}) for r in rows], info
+
+
+def sections(path):
+    """(README's section, docs/contributors.md's section) as the run recorded in *path* renders them."""
+    rows, info = read_json(path)
+    command = info.get("command", "python -m bench --quick")
+    time_goes = [tuple(t) for t in info.get("time_goes", [])]
+    return readme_section(rows, info, command), full_section(rows, info, command, time_goes)
 
 
 def refresh_time_goes(path, texts):
