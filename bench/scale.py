@@ -38,10 +38,22 @@ QUIET_S = 2.0
 def run(cluster, quick=False, log=print):
     target, why = _ensemble(cluster, log)
     try:
-        return [_run(target, 100, 1000, log, "scale.100"), _run(target, 300, 3000, log, "scale.300", why)]
+        return [_judged(target, 100, 1000, log, "scale.100"), _judged(target, 300, 3000, log, "scale.300", why)]
     finally:
         if target is not cluster:
             target.close()
+
+
+def _judged(cluster, n, partitions, log, key, why=""):
+    """The row of one group size; a run that fails (a member that cannot start, a group that does not converge)
+    is its goal's row, not met, saying why."""
+    try:
+        return _run(cluster, n, partitions, log, key, why)
+    except Exception as e:  # noqa: BLE001 — reported in the row
+        log("scale %d x %d failed: %r" % (n, partitions, e))
+        return goals.row(key, "scale: %d consumers x %s partitions, one joins: time until every member fetches its "
+                         "share (failed)" % (n, format(partitions, ",")), float("nan"), "s", None, None,
+                         "%s%r" % ("%s; " % why if why else "", e))
 
 
 def _ensemble(cluster, log):
