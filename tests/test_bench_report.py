@@ -8,7 +8,7 @@ import re
 import pytest
 
 from bench import goals, report
-from bench.common import Result, percentile, spread
+from bench.common import percentile, spread
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INFO = {"python": "3.11.7", "cpu": "AMD EPYC", "cpus": 2, "memory_gb": 23.5, "commit": "abc1234",
