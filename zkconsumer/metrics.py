@@ -90,7 +90,7 @@ class MetricsCollector:
                     "manager down past dual.commit.kafka.outage.ms)", 1.0 if m["offsets_degraded"] else 0.0)
 
 
-def start_metrics_server(connector: Any, port: int, addr: str = "0.0.0.0",
+def start_metrics_server(connector: Any, port: int, addr: str = "127.0.0.1",
                          registry: Optional[Any] = None) -> "MetricsServer":
     """Serve the metrics of *connector* on *addr*:*port* (0: a free port) from a thread of its own; returns the
     :class:`~zkconsumer.metrics_server.MetricsServer` (``.port``, ``.registry``, ``.close()``). Needs the

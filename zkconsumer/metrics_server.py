@@ -35,7 +35,7 @@ class MetricsServer:
     :param timeout_s: how long a connection may take to send its request and take the answer.
     """
 
-    def __init__(self, registry: Any, port: int, addr: str = "0.0.0.0", timeout_s: float = 5.0) -> None:
+    def __init__(self, registry: Any, port: int, addr: str = "127.0.0.1", timeout_s: float = 5.0) -> None:
         from prometheus_client.exposition import choose_encoder
         self.registry = registry
         self.timeout_s = timeout_s
