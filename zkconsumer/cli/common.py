@@ -208,9 +208,10 @@ def _remember_auth(ctx, param, value):
     return value
 
 
-def zookeeper_auth_options(f):
-    """``--zookeeper-auth``, ``--zookeeper-credentials FILE``, ``--zookeeper-set-acl``: the ``zookeeper.auth.*`` keys
-    for the tools (a credentials file, never a password option). Read back by :func:`connect_zookeeper`."""
+def zookeeper_auth_options(f, set_acl=True):
+    """``--zookeeper-auth``, ``--zookeeper-credentials FILE`` and, on commands that create znodes (*set_acl*),
+    ``--zookeeper-set-acl``: the ``zookeeper.auth.*`` keys for the tools (a credentials file, never a password
+    option). Read back by :func:`connect_zookeeper`."""
     opts = [
         click.option("--zookeeper-auth", "zk_auth_scheme", type=click.Choice(["none", "digest", "sasl"]),
                      default=None, envvar=ZK_AUTH_ENV, expose_value=False, callback=_remember_auth,
@@ -220,10 +221,12 @@ def zookeeper_auth_options(f):
                      envvar=ZK_CREDENTIALS_ENV, expose_value=False, callback=_remember_auth,
                      help="File with username= and password= (or JSON) for ZooKeeper; must not be world-readable "
                           "[default: $%s]." % ZK_CREDENTIALS_ENV),
-        click.option("--zookeeper-set-acl", "zk_set_acl", is_flag=True, default=False, expose_value=False,
-                     callback=_remember_auth,
-                     help="Znodes this command creates get creator-all + world-read ACLs (zookeeper.set.acl)."),
     ]
+    if set_acl:
+        opts.append(click.option("--zookeeper-set-acl", "zk_set_acl", is_flag=True, default=False,
+                                 expose_value=False, callback=_remember_auth,
+                                 help="Znodes this command creates get creator-all + world-read ACLs "
+                                      "(zookeeper.set.acl)."))
     for opt in reversed(opts):
         f = opt(f)
     return f
@@ -257,6 +260,12 @@ _zookeeper_connect_option = click.option("--zookeeper", "zookeeper", metavar="HO
 def zookeeper_option(f):
     """``--zookeeper`` and the ZooKeeper authentication options (:func:`zookeeper_auth_options`)."""
     return _zookeeper_connect_option(zookeeper_auth_options(f))
+
+
+def zookeeper_read_option(f):
+    """``--zookeeper`` and the authentication options of a command that creates no znode (no
+    ``--zookeeper-set-acl``: there would be nothing for it to do)."""
+    return _zookeeper_connect_option(zookeeper_auth_options(f, set_acl=False))
 
 
 def _remember_json(ctx, param, value):

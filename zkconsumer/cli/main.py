@@ -3,6 +3,7 @@ import click
 
 from .common import ZkCommandGroup, setup_logging
 from .consume import consume
+from .exporter import exporter
 from .local import local
 from .registry import registry
 from .tree import tree
@@ -22,6 +23,7 @@ def cli(log_level):
 
 
 cli.add_command(consume)
+cli.add_command(exporter)
 cli.add_command(local)
 cli.add_command(registry)
 cli.add_command(tree)
