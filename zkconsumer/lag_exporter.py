@@ -107,6 +107,7 @@ class LagCache:
         self.last_refresh_error: Optional[str] = None
         self._queue: "queue.Queue[Optional[Tuple[str, str]]]" = queue.Queue()
         self._pending: Set[Tuple[str, str]] = set()
+        self._busy = 0
         self._stop = threading.Event()
         self._refreshed = threading.Event()
         self._next_expiry = 0.0
@@ -146,7 +147,7 @@ class LagCache:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self.lock:
-                if not self._pending:
+                if not self._pending and not self._busy:
                     return True
             time.sleep(0.02)
         return False
@@ -184,7 +185,8 @@ class LagCache:
             if task is None:
                 return
             with self.lock:
-                self._pending.discard(task)
+                self._pending.discard(task)  # an event from now on queues it again
+                self._busy += 1
             kind, path = task
             try:
                 self._handle(kind, path)
@@ -193,6 +195,9 @@ class LagCache:
                 if not self._stop.is_set():
                     time.sleep(0.2)
                     self._enqueue(kind, path)
+            finally:
+                with self.lock:
+                    self._busy -= 1
 
     def _children(self, path: str) -> Optional[List[str]]:
         """The children of path with a watch; None (and an existence watch) when it does not exist."""
@@ -429,7 +434,8 @@ class LagCache:
         end = consumer.end_offsets(tplist) if tplist else {}
         kafka_offsets = self._kafka_offsets(admin, [n for n, (_, store, _) in snapshot.items() if store != "zookeeper"])
         split = self._split_brain(admin, [n for n, (_, _, live) in snapshot.items() if live])
-        expiries = self._expiries({n for n, (_, store, live) in snapshot.items() if store != "zookeeper" and not live})
+        expiries = self._expiries({n for n, (_, store, live) in snapshot.items()
+                                   if store == "kafka" and not live and kafka_offsets.get(n)})
         with self.lock:
             self.log_start = {(tp.topic, tp.partition): o for tp, o in start.items() if o is not None}
             self.log_end = {(tp.topic, tp.partition): o for tp, o in end.items() if o is not None}
@@ -478,8 +484,9 @@ class LagCache:
         return out
 
     def _expiries(self, groups: Set[str]) -> Optional[Dict[str, int]]:
-        """{group: epoch ms when its first Kafka offset expires} of stopped groups that use Kafka, every
-        expiry_interval_s (None between reads)."""
+        """{group: epoch ms when its first Kafka offset expires} of the stopped groups in the Kafka phase that have
+        Kafka offsets (each read is a pass over its partition of __consumer_offsets), every expiry_interval_s (None
+        between reads)."""
         now = self.clock()
         if self.expiry_interval_s <= 0 or now < self._next_expiry:
             return None
