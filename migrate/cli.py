@@ -66,17 +66,32 @@ def status(zookeeper, bootstrap, groups, all_groups, matching, parallel, topics,
 @bootstrap_option
 @json_option
 def plan(groups, all_groups, matching, parallel, to, zookeeper, bootstrap, as_json):
-    """The rolling procedure, with the exact properties and verify command of each phase (prints only)."""
+    """The rolling procedure, with the exact properties and commands of each phase, after reading what each
+    group's members run now (prints only; when ZooKeeper cannot be read, says so)."""
     check_selection(groups, all_groups, matching)
-    if groups and not all_groups and matching is None:  # names only: nothing to connect to
-        plans = [plan_mod.make_plan(g, to, zookeeper, bootstrap) for g in groups]
-    else:
+    from zkconsumer.errors import ZkConsumerError
+    given_zk = zookeeper
+    zk, why = None, None
+    try:
         zk = connect_zookeeper(resolve_zookeeper(zookeeper))
-        try:
-            names = select_groups(lambda: list_groups(zk), groups, all_groups, matching)
-        finally:
+    except (ZkConsumerError, click.UsageError) as e:
+        if not groups or all_groups or matching is not None:
+            raise  # the groups themselves come from ZooKeeper
+        why = "ZooKeeper unreachable: %s" % (e.format_message() if isinstance(e, click.UsageError) else e)
+    try:
+        names = select_groups(lambda: list_groups(zk), groups, all_groups, matching) if zk else list(groups)
+        plans = []
+        for g in names:
+            observed = {"read": False, "error": why}
+            if zk is not None:
+                try:
+                    observed = plan_mod.read_group(zk, g)
+                except ZkConsumerError as e:
+                    observed = {"read": False, "error": str(e)}
+            plans.append(plan_mod.make_plan(g, to, given_zk, bootstrap, observed))
+    finally:
+        if zk is not None:
             zkmod.close(zk)
-        plans = [plan_mod.make_plan(g, to, zookeeper, bootstrap) for g in names]
     if as_json:
         emit_json(plans[0] if len(plans) == 1 and single(groups, all_groups, matching) else plans)
     else:
