@@ -10,8 +10,10 @@ import click
 
 from zkconsumer import zk as zkmod
 from zkconsumer.cli.common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_USAGE, ZkCommandGroup, bootstrap_option,
+                                   hoist_log_level,
                                    connect_zookeeper, emit_json, json_option, kafka_security, resolve_bootstrap,
-                                   resolve_zookeeper, setup_logging, zookeeper_option)
+                                   resolve_zookeeper, setup_logging, zookeeper_option,
+                                   zookeeper_read_option)
 from zkconsumer.groups import list_groups
 
 from . import cutover as cutover_mod
@@ -46,7 +48,7 @@ def cli(log_level):
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
-@zookeeper_option
+@zookeeper_read_option
 @bootstrap_option
 @groups_options
 @topic_option
@@ -62,7 +64,7 @@ def status(zookeeper, bootstrap, groups, all_groups, matching, parallel, topics,
 @cli.command(epilog=EXIT_CODES_HELP)
 @groups_options
 @click.option("--to", "to", type=STORES, required=True, help="Where the offsets should end up.")
-@zookeeper_option
+@zookeeper_read_option
 @bootstrap_option
 @json_option
 def plan(groups, all_groups, matching, parallel, to, zookeeper, bootstrap, as_json):
@@ -99,7 +101,7 @@ def plan(groups, all_groups, matching, parallel, to, zookeeper, bootstrap, as_js
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
-@zookeeper_option
+@zookeeper_read_option
 @bootstrap_option
 @groups_options
 @click.option("--store", type=STORES, default="zookeeper", show_default=True)
@@ -369,6 +371,18 @@ def _parse_datetime(text):
     return int(dt.timestamp() * 1000)
 
 
+def _parse_duration(text):
+    """An ISO 8601 duration as kafka-consumer-groups --by-duration takes it (``PnDTnHnMnS``, e.g. ``PT30M``,
+    ``P1DT2H``) -> milliseconds."""
+    import re as _re
+    m = _re.fullmatch(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", text.strip().upper())
+    if not m or text.strip().upper() in ("P", "PT") or not any(m.groups()):
+        raise click.BadParameter("%r is not an ISO 8601 duration PnDTnHnMnS (e.g. PT30M, P1DT2H)" % text,
+                                 param_hint="--by-duration")
+    d, h, mi, sec = (float(x) if x else 0.0 for x in m.groups())
+    return int((((d * 24 + h) * 60 + mi) * 60 + sec) * 1000)
+
+
 @cli.command("reset-offsets", epilog=EXIT_CODES_HELP)
 @zookeeper_option
 @bootstrap_option
@@ -376,12 +390,15 @@ def _parse_datetime(text):
 @click.option("--topic", "topic_scope", multiple=True, metavar="TOPIC[:P,P...]",
               help="Reset this topic (all its partitions, or the listed ones); repeatable.")
 @click.option("--all-topics", is_flag=True, help="Every topic the group has.")
-@click.option("--to-earliest", "spec", flag_value="earliest", help="The log start.")
-@click.option("--to-latest", "spec", flag_value="latest", help="The log end.")
+@click.option("--to-earliest", is_flag=True, help="The log start.")
+@click.option("--to-latest", is_flag=True, help="The log end.")
+@click.option("--to-current", is_flag=True, help="The current offset (clamped into the log range).")
 @click.option("--to-offset", type=click.IntRange(0, None), default=None, help="This offset.")
 @click.option("--to-datetime", default=None, metavar="ISO-8601",
               help="The first message at or after this time (no zone = UTC).")
 @click.option("--shift-by", type=int, default=None, help="The current offset plus N (N may be negative).")
+@click.option("--by-duration", default=None, metavar="PnDTnHnMnS",
+              help="The first message at or after now minus this ISO 8601 duration (e.g. PT30M, P1DT2H).")
 @click.option("--store", "store", type=click.Choice(RESET_STORES), default="auto",
               show_default=True, help="Where to write: auto = every store that holds an offset for the partition "
                                       "(ZooKeeper when none does).")
@@ -389,21 +406,31 @@ def _parse_datetime(text):
 @click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
 @backup_option
 @json_option
-def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, topic_scope, all_topics, spec,
-                  to_offset, to_datetime, shift_by, store, execute, force, backup_dir, as_json):
+def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, topic_scope, all_topics, to_earliest,
+                  to_latest, to_current, to_offset, to_datetime, shift_by, by_duration, store, execute, force,
+                  backup_dir, as_json):
     """Move a stopped group's offsets (kafka-consumer-groups --reset-offsets for ZooKeeper groups). Dry run unless
     --execute; a backup of both stores first; refused while the group is live."""
     check_selection(groups, all_groups, matching)
-    chosen = [(n, v) for n, v in (("earliest", spec == "earliest"), ("latest", spec == "latest"),
-                                  ("offset", to_offset), ("datetime", to_datetime), ("shift", shift_by))
+    chosen = [(n, v) for n, v in (("earliest", to_earliest), ("latest", to_latest), ("current", to_current),
+                                  ("offset", to_offset), ("datetime", to_datetime), ("shift", shift_by),
+                                  ("duration", by_duration))
               if v is not None and v is not False]
     if len(chosen) != 1:
-        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, "
-                               "--shift-by")
+        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-current, --to-offset, "
+                               "--to-datetime, --shift-by, --by-duration (%s given)"
+                               % (", ".join("--" + {"shift": "shift-by", "duration": "by-duration"}.get(n, "to-" + n)
+                                            for n, _ in chosen) or "none"))
     if bool(topic_scope) == all_topics:
         raise click.UsageError("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
     kind, value = chosen[0]
-    value = _parse_datetime(value) if kind == "datetime" else (None if kind in ("earliest", "latest") else value)
+    if kind == "duration":
+        import time as _time
+        kind, value = "datetime", int(_time.time() * 1000) - _parse_duration(value)
+    elif kind == "datetime":
+        value = _parse_datetime(value)
+    elif kind in ("earliest", "latest", "current"):
+        value = None
     scope = _parse_scope(topic_scope)
 
     def per_group(gofs):
@@ -414,7 +441,8 @@ def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, 
 
 
 def main():
-    cli(prog_name="zkmigrate")
+    import sys
+    cli(args=hoist_log_level(sys.argv[1:]), prog_name="zkmigrate")
 
 
 __all__ = ["cli", "main", "EXIT_USAGE"]

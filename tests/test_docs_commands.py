@@ -48,7 +48,11 @@ def _inline_commands(text):
 
 def _resolve(argv):
     """(the click command the argv names, the rest of the argv); pytest.fail when a subcommand does not exist."""
+    from zkconsumer.cli.common import hoist_log_level
+    argv = argv[:1] + hoist_log_level(argv[1:])
     cmd, i = CLIS[argv[0]], 1
+    if argv[1:2] == ["--log-level"]:
+        i = 3
     while isinstance(cmd, click.Group) and i < len(argv) and not argv[i].startswith("-"):
         sub = cmd.get_command(click.Context(cmd), argv[i])
         if sub is None:

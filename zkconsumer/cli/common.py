@@ -23,6 +23,28 @@ EXIT_CODES_HELP = ("Exit codes: 0 ok; 1 a check failed or something was left und
                    "check (ZooKeeper or Kafka unreachable).")
 
 
+def hoist_log_level(argv):
+    """``--log-level LEVEL`` (or ``--log-level=LEVEL``) given after the subcommand, moved in front of it, where
+    the root command takes it: both ``zkconsumer --log-level debug consume ...`` and ``zkconsumer consume ...
+    --log-level debug`` work."""
+    argv, moved, out, i = list(argv), [], [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            out += argv[i:]
+            break
+        if a == "--log-level" and i + 1 < len(argv):
+            moved += argv[i:i + 2]
+            i += 2
+            continue
+        if a.startswith("--log-level="):
+            moved.append(a)
+        else:
+            out.append(a)
+        i += 1
+    return moved + out
+
+
 def exit_code_for(error: BaseException) -> int:
     from ..zk_auth import ZkAuthError
     if isinstance(error, ZkAuthError):

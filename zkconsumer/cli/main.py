@@ -1,7 +1,7 @@
 """Root of the ``zkconsumer`` command."""
 import click
 
-from .common import ZkCommandGroup, setup_logging
+from .common import ZkCommandGroup, hoist_log_level, setup_logging
 from .consume import consume
 from .exporter import exporter
 from .local import local
@@ -31,4 +31,5 @@ cli.add_command(__import__('zkconsumer.cli.groups', fromlist=['groups']).groups)
 
 
 def main():
-    cli(prog_name="zkconsumer")
+    import sys
+    cli(args=hoist_log_level(sys.argv[1:]), prog_name="zkconsumer")
