@@ -135,12 +135,16 @@ class LagCache:
         self._queue.put(None)
         for t in self._threads:
             t.join(10)
+        self._close_kafka()
+
+    def _close_kafka(self) -> None:
         if self._kafka is not None:
             for client in self._kafka:
                 try:
                     client.close()
                 except Exception:  # noqa: BLE001
                     pass
+            self._kafka = None
 
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """True once every queued ZooKeeper read is done (tests, ``--once``)."""
@@ -406,13 +410,7 @@ class LagCache:
             self.refresh_errors += 1
             self.last_refresh_error = str(e)
             log.warning("lag exporter: the Kafka refresh failed (next in %.0f s): %s", self.interval_s, e)
-            if self._kafka is not None:
-                for client in self._kafka:
-                    try:
-                        client.close()
-                    except Exception:  # noqa: BLE001
-                        pass
-                self._kafka = None
+            self._close_kafka()
         finally:
             self.refreshes += 1
             self.refresh_seconds += time.monotonic() - t0

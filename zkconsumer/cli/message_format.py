@@ -29,7 +29,8 @@ def timestamp_type_name(record: Any) -> Optional[str]:
     ts = getattr(record, "timestamp", None)
     if ts is None or ts < 0:
         return None
-    return _TIMESTAMP_TYPES.get(getattr(record, "timestamp_type", None))
+    ttype = getattr(record, "timestamp_type", None)
+    return _TIMESTAMP_TYPES.get(ttype) if isinstance(ttype, int) else None
 
 
 def _text(b: Optional[bytes]) -> Tuple[Optional[str], Optional[str]]:
