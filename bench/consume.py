@@ -3,7 +3,8 @@ tells users to tune it for throughput, and against the Java KafkaConsumer as the
 
 Method (docs/contributors.md has the settings of every client and where each comes from):
 
-* every client reads the same topic from offset 0 and touches the partition, offset and value of every record;
+* every client reads the same topic from offset 0 and touches the partition, offset and value of every record
+  (the same few lines inlined in each client's loop, so that no client pays a function call per record);
   the clock runs from its first record to its Nth (connecting, the group join or assignment, positions and the
   first fetch are outside it), the same window for every client. The JVM clients run in one long-lived JVM each
   (``bench/jvm``) so that their JIT is warm; Kafka's ConsumerPerformance reports its own ``fetch.nMsg.sec``
