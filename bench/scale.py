@@ -56,6 +56,10 @@ def _judged(cluster, n, partitions, log, key, why=""):
                          "%s%r" % ("%s; " % why if why else "", e))
 
 
+def _servers(zookeeper_connect):
+    return len(zookeeper_connect.split("/", 1)[0].split(","))
+
+
 def _ensemble(cluster, log):
     """(the cluster to run on, why it is not on a three-server ensemble or "")."""
     from .common import Cluster
@@ -208,7 +212,7 @@ def _run(cluster, n, partitions, log, key, ensemble_why="", processes=PROCESSES)
                          "multi-op counts one); CPU while converging: the members' processes %.2f s (%.1f ms per "
                          "attempt), ZooKeeper %s s"
                          % ("goal not met: %s; " % ensemble_why if ensemble_why else "", processes,
-                            cluster.zookeeper_servers, attempts, failed, waits, degraded, reads / max(attempts, 1),
+                            _servers(cluster.zookeeper_connect), attempts, failed, waits, degraded, reads / max(attempts, 1),
                             reads, zk_requests["reads"], zk_requests["writes"], cpu, cpu / max(attempts, 1) * 1000,
                             zk_cpu),
                          met=failed == 0 and degraded == 0 and not ensemble_why)
