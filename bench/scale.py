@@ -21,6 +21,7 @@ core taking turns over 300 members' work (5-22 ms of CPU per attempt as the mach
 import inspect
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,7 @@ from .common import process_cpu_s, unique
 from .scale_members import count_requests, expected_share, make_member, share_converged
 
 PROCESSES = 4  # member processes: two per core here; each runs N / PROCESSES members
+ASK_TIMEOUT_S = 600  # the longest a command may take (the mass start of 300 members took ~60 s without fetchers)
 QUIET_S = 2.0
 
 
@@ -89,30 +91,46 @@ class MemberProcesses:
                                         cluster.bootstrap_servers, group, topic],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=root)
                       for _ in range(count)]
+        self._lines = [queue.Queue() for _ in self.procs]
+        for proc, lines in zip(self.procs, self._lines):
+            threading.Thread(target=self._read, args=(proc, lines), daemon=True).start()
 
-    def ask(self, requests):
-        """Send each process its request (one dict for all, or a list: one per process); their answers in order."""
+    @staticmethod
+    def _read(proc, lines):
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    def ask(self, requests, timeout=ASK_TIMEOUT_S):
+        """Send each process its request (one dict for all, or a list: one per process); their answers in order.
+        Raises RuntimeError when a process exits or does not answer within *timeout* seconds."""
         if isinstance(requests, dict):
             requests = [requests] * len(self.procs)
         for proc, req in zip(self.procs, requests):
             proc.stdin.write(json.dumps(req) + "\n")
             proc.stdin.flush()
-        answers = []
-        for proc in self.procs:
-            line = proc.stdout.readline()
+        answers, deadline = [], time.monotonic() + timeout
+        for proc, lines in zip(self.procs, self._lines):
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise RuntimeError("a member process did not answer %s within %.0f s" % (
+                    requests[0].get("cmd"), timeout))
             if not line:
                 raise RuntimeError("a member process exited (code %s): see its log above" % proc.poll())
             answers.append(json.loads(line))
         return answers
 
     def close(self, timeout=180):
+        """Stop every member (graceful), then kill the processes still running *timeout* seconds after the ask."""
+        deadline = time.monotonic() + timeout
         try:
-            self.ask({"cmd": "stop"})
+            self.ask({"cmd": "stop"}, timeout)
         except (OSError, RuntimeError, ValueError):
             pass
         for proc in self.procs:
             try:
-                proc.wait(timeout)
+                proc.wait(max(1.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
@@ -140,7 +158,11 @@ def _run(cluster, n, partitions, log, key, ensemble_why="", processes=PROCESSES)
         names, joiner_name = member_names(n)
         shares = _split(n, processes)
         starts = [{"cmd": "start", "names": names[sum(shares[:i]):sum(shares[:i + 1])]} for i in range(processes)]
-        ids = [cid for a in procs.ask(starts) for cid in a["ids"]]
+        started = procs.ask(starts)
+        refused = [why for a in started for why in a.get("failed", [])]
+        if refused:
+            raise RuntimeError("%d of %d members could not start, e.g. %s" % (len(refused), n, refused[0]))
+        ids = [cid for a in started for cid in a["ids"]]
         threads = [cid + "-0" for cid in ids]
         _all_ok(procs.ask({"cmd": "converged", "threads": threads, "partitions": partitions, "timeout": 300}),
                 "%d members did not converge after their start" % n)

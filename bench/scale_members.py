@@ -6,7 +6,8 @@ threads contending for one interpreter lock), not the group protocol. Each proce
 them: fetchers, auto-commit and the start-up checks on) and answers one JSON command per line on stdin with one JSON line on stdout:
 
 * ``{"cmd": "start", "names": [consumer.id, ...]}``: starts a member per name (its ``consumer.id``), STARTERS at
-  a time, each returning once its first rebalance is done -> ``{"ids": [consumer ids]}``;
+  a time, each returning once its first rebalance is done -> ``{"ids": [consumer ids], "failed": ["name: why"]}``
+  (a member that could not start, e.g. refused by a start-up check, is shut down and named);
 * ``{"cmd": "converged", "threads": [every thread id of the group], "partitions": P, "since": {id: attempts},
   "timeout": S}``: polls every 5 ms until each of its members has finished an attempt since *since* (the attempt
   counts the ``stats`` command gave), is IDLE and fetching, and owns exactly its share of the range assignment of *threads*
@@ -118,14 +119,21 @@ def main(argv=None):
         cmd = req["cmd"]
         if cmd == "start":
             def start(name):
-                m = count_requests(make_member(zookeeper_connect, bootstrap_servers, group, name), requests)
-                m.create_message_streams({topic: 1})
-                return m
+                m = None
+                try:
+                    m = count_requests(make_member(zookeeper_connect, bootstrap_servers, group, name), requests)
+                    m.create_message_streams({topic: 1})
+                    return m, None
+                except Exception as e:  # e.g. a start-up check that refuses to join: reported, not fatal
+                    if m is not None:
+                        m.shutdown()
+                    return None, "%s: %s: %s" % (name, type(e).__name__, e)
             with ThreadPoolExecutor(STARTERS) as pool:
-                started = list(pool.map(start, req["names"]))
+                results = list(pool.map(start, req["names"]))
+            started = [m for m, _ in results if m is not None]
             for m in started:
                 members[m.consumer_id] = m
-            reply = {"ids": [m.consumer_id for m in started]}
+            reply = {"ids": [m.consumer_id for m in started], "failed": [why for _, why in results if why]}
         elif cmd == "converged":
             expected = expected_share(req["threads"], req["partitions"], members, topic)
             deadline = time.perf_counter() + req["timeout"]
