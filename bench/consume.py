@@ -26,6 +26,7 @@ compared, round by round, with the unscraped read of the same round.
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -288,6 +289,7 @@ class _Jvms:
         for d in (self.scala, self.java):
             if d is not None:
                 d.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def _scala(jvms, cluster, topic, total, ends, tuned=False):
