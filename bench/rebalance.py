@@ -273,6 +273,11 @@ def _kind_rows(peer, goal_key, ours, theirs):
             "every member at its defaults" % (
                 _ms(a, 90), peer, _ms(b, 90), _ms(a, 90) / _ms(b, 90), min(len(a), len(b)),
                 ", ".join("%.0f" % (x * 1000) for x in a), peer, ", ".join("%.0f" % (x * 1000) for x in b))))
+        rows.append(goals.row(
+            "rebalance.reported", "rebalance %s ms vs %s (%d members x %d partitions, one %s; p90)" % (
+                kind, peer, MEMBERS, PARTITIONS, "joins" if kind == "join" else "leaves"),
+            round(_ms(a, 90)), "ms", round(_ms(b, 90)), round(_ms(a, 90) / _ms(b, 90), 3),
+            "the same events as the p50 row"))
     return rows
 
 
