@@ -10,7 +10,8 @@ Method (docs/contributors.md has the settings of every client and where each com
   (``bench/jvm``) so that their JIT is warm; Kafka's ConsumerPerformance reports its own ``fetch.nMsg.sec``
   (from the end of its group join to its last record, in ms);
 * rounds: one warm-up round whose samples are discarded, then ROUNDS rounds in which every client reads once, the
-  order rotated by one client each round; every client has the same number of samples, reported as min / median /
+  order rotated by one client each round (zkconsumer's reads with and without the metrics endpoint back to back,
+  their order alternating); every client has the same number of samples, reported as min / median /
   max; the ratios compare medians;
 * after every read, a check of what was read: the count, each partition's last offset (the log end - 1) and no
   duplicate (each record's offset is the one after the previous record of its partition; the topic's offsets are
@@ -344,14 +345,25 @@ class Client:
     samples: list = field(default_factory=list)
     extras: list = field(default_factory=list)
     failure: str = ""
+    block: str = ""  # clients of one block read back to back, their order alternating (compared round by round)
+
+
+def _order(clients, r):
+    """Round *r*'s order: the blocks (a client alone is a block of its own) rotated by r, each block's clients
+    reversed in odd rounds."""
+    blocks = {}
+    for c in clients:
+        blocks.setdefault(c.block or c.key, []).append(c)
+    seq = list(blocks.values())
+    k = r % len(seq)
+    return [c for b in seq[k:] + seq[:k] for c in (b[::-1] if r % 2 else b)]
 
 
 def _rounds(clients, cluster, topic, total, ends, rounds, log, what):
-    """A warm-up round, then *rounds* rounds, the order rotated by one client per round; a client that fails is
-    dropped from the later rounds (its row says why)."""
+    """A warm-up round, then *rounds* rounds, the order rotated by one client (or block) per round; a client that
+    fails is dropped from the later rounds (its row says why)."""
     for r in range(rounds + 1):
-        k = r % len(clients)
-        for c in clients[k:] + clients[:k]:
+        for c in _order(clients, r):
             if c.failure:
                 continue
             try:
@@ -397,7 +409,7 @@ def run(cluster, quick=False, log=print):
         for i, variant in enumerate(VARIANTS):
             topic, ends = _produce(cluster, variant, total, log)
             main = i == 0
-            clients = [Client("zk", "zkconsumer", lambda *a: _zkconsumer(*a)),
+            clients = [Client("zk", "zkconsumer", lambda *a: _zkconsumer(*a), block="zk"),
                        Client("ck", "confluent-kafka (tuned)", _confluent),
                        Client("java", "Kafka 3.9 ConsumerPerformance", lambda *a: _java(jvms, *a))]
             if main:
@@ -405,9 +417,9 @@ def run(cluster, quick=False, log=print):
                     Client("zk-rd", "zkconsumer, fetch.engine=librdkafka",
                            lambda *a: _zkconsumer(*a, engine="librdkafka")),
                     Client("zk-m15", "zkconsumer, endpoint scraped every 15 s",
-                           lambda *a: _zkconsumer(*a, scrape=(15.0, random.uniform(0, 15.0)))),
+                           lambda *a: _zkconsumer(*a, scrape=(15.0, random.uniform(0, 15.0))), block="zk"),
                     Client("zk-m100", "zkconsumer, endpoint scraped every 100 ms",
-                           lambda *a: _zkconsumer(*a, scrape=(0.1, 0.0))),
+                           lambda *a: _zkconsumer(*a, scrape=(0.1, 0.0)), block="zk"),
                     Client("kp", "kafka-python (tuned)", _kafka_python),
                     Client("scala", "the Scala consumer (defaults)", lambda *a: _scala(jvms, *a)),
                     Client("scala-t", "the Scala consumer (tuned)", lambda *a: _scala(jvms, *a, tuned=True))]

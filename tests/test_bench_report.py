@@ -160,3 +160,26 @@ def test_the_issue_goals_are_frozen_as_worded():
         g = goals.GOALS[key]
         assert (g.text, g.op, g.threshold) == (text, op, threshold), key
     assert goals.GOALS["scale.300"].on == "value"
+
+
+def test_consume_rounds_rotate_and_keep_blocks_together():
+    from bench.consume import Client, _order
+    clients = [Client("zk", "", None, block="zk"), Client("ck", "", None), Client("java", "", None),
+               Client("zk-m15", "", None, block="zk"), Client("kp", "", None)]
+    firsts = set()
+    for r in range(6):
+        keys = [c.key for c in _order(clients, r)]
+        assert sorted(keys) == sorted(c.key for c in clients)  # every client once a round
+        assert abs(keys.index("zk") - keys.index("zk-m15")) == 1  # back to back
+        firsts.add(keys[0])
+    assert len(firsts) == 4  # the first client rotates over the 4 blocks
+
+
+def test_a_read_is_checked():
+    from bench.consume import ReadCheckFailed, check_read
+    check_read("c", 6, 6, [3, 3], [3, 3], 0)
+    for args, why in (((5, 6, [3, 2], [3, 3], 0), "read 5 records"),
+                      ((6, 6, [3, 3], [3, 3], 1), "out of sequence"),
+                      ((6, 6, [4, 2], [3, 3], 0), "last offsets")):
+        with pytest.raises(ReadCheckFailed, match=why):
+            check_read("c", *args)
