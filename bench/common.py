@@ -54,7 +54,7 @@ class Cluster:
     def __init__(self, directory, zookeepers=1, zk_connect=None, bootstrap=None):
         """``zookeepers``: servers in the embedded cluster's ZooKeeper ensemble; ``zk_connect``/``bootstrap``: an
         external cluster (default: $ZK_CONNECT and $KAFKA_BOOTSTRAP when both are set)."""
-        self.local = None
+        self.local, self.directory = None, directory
         zk = zk_connect or os.environ.get("ZK_CONNECT")
         kafka = bootstrap or os.environ.get("KAFKA_BOOTSTRAP")
         if zk and kafka:

@@ -22,6 +22,7 @@ import inspect
 import json
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,8 @@ def run(cluster, quick=False, log=print):
     finally:
         if target is not cluster:
             target.close()
+            if target.local is not None:
+                shutil.rmtree(target.directory, ignore_errors=True)
 
 
 def _judged(cluster, n, partitions, log, key, why=""):
