@@ -13,7 +13,7 @@ import os
 import signal
 import time
 
-from consumer_helpers import CliConsumer
+from consumer_helpers import CliConsumer, wait_until
 from zkconsumer.local import LocalCluster
 
 TOL = 1.0   # seconds: skew allowed between a consumer's stdout and stderr pipes as the test reads them
@@ -296,6 +296,20 @@ class OwnCluster:
 
     def start_zookeeper(self, timeout=60):
         self.start("zookeeper", timeout)
+
+    # -- a ZooKeeper ensemble (up_kw zookeepers=3) -----------------------------------------------------------
+    def zookeeper_modes(self):
+        """{server name: leader / follower / not serving, or None when down}."""
+        return self.cluster.zookeeper_modes()
+
+    def wait_for_quorum(self, serving, timeout=60):
+        """Wait until exactly one server leads and ``serving`` servers in all serve; return the leader's name."""
+        def check():
+            modes = self.zookeeper_modes()
+            leaders = [n for n, m in modes.items() if m == "leader"]
+            ok = len(leaders) == 1 and sum(m in ("leader", "follower") for m in modes.values()) == serving
+            return leaders[0] if ok else None
+        return wait_until(check, timeout, interval=0.05, message="%d ZooKeeper servers serving" % serving)
 
     def start_broker(self, timeout=90):
         self.start("broker", timeout)
