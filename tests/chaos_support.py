@@ -4,6 +4,8 @@
   ``--events`` line with ``time.monotonic()`` at the moment the test reads it, and knows when it was killed;
 * :func:`ownership_intervals` / :func:`check_deliveries` — the split-brain invariant, defined on those stamps;
 * :func:`recovery_times` — kill -> every partition the dead member owned re-assigned to a live member;
+* :func:`counted_from_first_delivery` / :func:`delivered_after_waiting` — what must be delivered under ``largest``
+  (from the group's first delivered offset of each partition on), and what was;
 * :class:`OwnCluster` — a private :class:`LocalCluster` whose ZooKeeper / broker processes may be stopped,
   frozen (SIGSTOP) and restarted *on the same port* (the session-wide services are never touched);
 * :func:`zk_tree` — a snapshot of a whole ZooKeeper tree (path -> (data, mzxid)).
@@ -211,6 +213,28 @@ def recovery_times(consumers, topic):
         if set(when) == owned:
             out.append(round(max(when.values()) - c.killed_at, 2))
     return out
+
+
+def counted_from_first_delivery(consumers, topic, produced):
+    """{(partition, offset)} of the ``produced`` (partition, offset, value) records at or above the first offset any
+    of ``consumers`` delivered of their partition: under ``largest``, the group's reset point when a producer
+    runs throughout (what lies below was written before the group had a position there)."""
+    first = {}
+    for c in consumers:
+        for p, o in c.seen(topic):
+            first[p] = min(first.get(p, o), o)
+    return {(p, o) for p, o, _ in produced if p in first and o >= first[p]}
+
+
+def delivered_after_waiting(consumers, topic, want, timeout=30):
+    """Wait (bounded) until ``want`` was delivered; return every (partition, offset) delivered, in print order per
+    consumer. Not delivering everything is left to the caller to report, with its figures."""
+    def union():
+        return [x for c in consumers for x in c.seen(topic)]
+    deadline = time.monotonic() + timeout
+    while not want <= set(union()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return union()
 
 
 # -- ZooKeeper tree snapshot ------------------------------------------------------------------------------------

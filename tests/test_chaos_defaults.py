@@ -31,7 +31,7 @@ import time
 
 import pytest
 
-from chaos_support import TimedConsumer, check_delivery_overlaps
+from chaos_support import TimedConsumer, check_delivery_overlaps, counted_from_first_delivery, delivered_after_waiting
 from consumer_helpers import BackgroundProducer, duplicates, wait_for_assignment, wait_until
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.layout import paths
@@ -110,19 +110,8 @@ def test_kill_9_inside_the_first_commit_interval_loses_nothing(services, zk, uni
     finally:
         produced = producer.stop()
 
-    first = {}
-    for c in procs:
-        for p, o in c.seen(t):
-            first[p] = min(first.get(p, o), o)
-    want = {(p, o) for p, o, _ in produced if o >= first[p]}
-
-    def union():
-        return [x for c in procs for x in c.seen(t)]
-    try:
-        wait_until(lambda: want <= set(union()), 30, interval=0.3, message="every counted message delivered")
-    except AssertionError:
-        pass  # reported below with the figures
-    seen = union()
+    want = counted_from_first_delivery(procs, t, produced)
+    seen = delivered_after_waiting(procs, t, want)
     lost = sorted(want - set(seen))
     ages = [c.killed_at - c.started_at for c in procs if c.killed_at is not None]
     figures = {"variant": variant, "partitions": PARTITIONS, "processes": len(procs), "kills": len(ages),
@@ -136,10 +125,10 @@ def test_kill_9_inside_the_first_commit_interval_loses_nothing(services, zk, uni
     by_p = {}
     for p, o in lost:
         by_p.setdefault(p, []).append(o)
-    assert not lost, "%d of %d acknowledged messages never delivered; per partition (first delivered offset, " \
-                     "lost offsets): %s; partitions a member owned when killed with no offset node in ZooKeeper: " \
-                     "%s" % (len(lost), len(want), {p: (first[p], "%d..%d (%d)" % (min(os), max(os), len(os)))
-                                                    for p, os in sorted(by_p.items())}, no_offset_node)
+    assert not lost, "%d of %d acknowledged messages never delivered; per partition (lost offsets): %s; " \
+                     "partitions a member owned when killed with no offset node in ZooKeeper: %s" % (
+                         len(lost), len(want), {p: "%d..%d (%d)" % (min(os), max(os), len(os))
+                                                for p, os in sorted(by_p.items())}, no_offset_node)
     overlaps = check_delivery_overlaps(procs, t)
     assert not overlaps, "\n".join(overlaps[:20])
     problems = {c.name: c.stderr_problems() for c in procs if c.stderr_problems()}
