@@ -97,14 +97,14 @@ class Cluster:
         p.close()
 
     def server_pids(self):
-        """``{"zookeeper": pid, "kafka": pid}`` of the embedded cluster's servers (first broker); {} when the
-        cluster is external."""
+        """``{"zookeeper": pid, "kafka": pid}`` of the embedded cluster's servers (the first ZooKeeper server of an
+        ensemble, the first broker); {} when the cluster is external."""
         if self.local is None:
             return {}
         out = {}
         for name, proc in self.local.info().get("processes", {}).items():
-            kind = "zookeeper" if name == "zookeeper" else "kafka" if proc.get("kind") in ("kafka", "kraft", "tansu") \
-                else None
+            kind = "zookeeper" if name.startswith("zookeeper") else "kafka" \
+                if proc.get("kind") in ("kafka", "kraft", "tansu") else None
             if kind and kind not in out and proc.get("pid"):
                 out[kind] = int(proc["pid"])
         return out

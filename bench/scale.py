@@ -1,10 +1,10 @@
 """scale: 100 consumers x 1,000 partitions and 300 x 3,000, one joins.
 
 Members run as users run them: fetchers, auto-commit and the start-up checks (split-brain guard, storage check)
-on, their defaults but a 30 s ZooKeeper session (for the mass start before the measurement). The 300-member row
-runs on a three-server ZooKeeper ensemble: the embedded cluster's when it can start one (``LocalCluster.up``'s
-``zookeepers``), or the cluster at $BENCH_SCALE_ZOOKEEPER and $BENCH_SCALE_BOOTSTRAP; on one ZooKeeper server its
-goal is not met and its note says why. They are spread over PROCESSES processes (``bench/scale_members.py``), as a
+on, their defaults but a 30 s ZooKeeper session (for the mass start before the measurement). Both rows run on a
+three-server ZooKeeper ensemble: the bench's cluster when it has one, else an embedded cluster the suite starts
+for itself (``LocalCluster.up(zookeepers=3)``), or the cluster at $BENCH_SCALE_ZOOKEEPER and
+$BENCH_SCALE_BOOTSTRAP; on one ZooKeeper server the 300-member goal is not met and its note says why. They are spread over PROCESSES processes (``bench/scale_members.py``), as a
 group's members run on many hosts; the joiner runs in this process. Converged = every member has finished an
 attempt since the join, is IDLE, fetching, and owns exactly its part of the range assignment of all members; then
 the owner nodes in ZooKeeper are read and checked against that assignment. Reported: time to
