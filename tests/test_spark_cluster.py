@@ -304,14 +304,14 @@ def test_partitions_added_while_producing_are_read_from_their_first_record(spark
                                                                            tmp_path):
     """Spark's rule for partitions that join a running query: they start at earliest, whatever startingOffsets says.
     The job runs with the default startingOffsets (latest); two partitions are added while a producer writes to
-    every partition; rebalance.settle.ms=5000 holds the member's claim back, so the new partitions hold records
+    every partition; rebalance.settle.ms=15000 holds the member's claim back, so the new partitions hold records
     before the member adopts them. Every record produced is read exactly once."""
     topic, group = services.create_topic(unique("pa"), 2), unique("g")
     _set_zk_offsets(zk, group, topic, {0: 0, 1: 0})             # the first partitions: from the group's offsets
     output, ckpt = str(tmp_path / "out"), str(tmp_path / "ckpt")
     job = Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, [
-        "--checkpoint", ckpt, "--trigger-seconds", "1", "--property", "rebalance.settle.ms=5000"], starting=None))
-    producer, stop = Producer(services), threading.Event()
+        "--checkpoint", ckpt, "--trigger-seconds", "1", "--property", "rebalance.settle.ms=15000"], starting=None))
+    producer, early, stop = Producer(services), Producer(services), threading.Event()
     partitions = [0, 1]
 
     def produce():
@@ -325,7 +325,14 @@ def test_partitions_added_while_producing_are_read_from_their_first_record(spark
             "the job did not claim the partitions; driver log:\n%s" % log_tail(job.log, 60)
         writer.start()
         assert _wait(lambda: sum(_zk_offsets(zk, group, topic).values()) >= 20, 180), log_tail(job.log, 40)
+        altered = time.monotonic()
         services.create_topic(topic, 4)                           # kafka-topics --alter --partitions 4
+        early.send(topic, 5, partition=2)                         # at once, well within the 15 s before the claim
+        early.send(topic, 5, partition=3)
+        # the case under test: the new partitions hold records before the member adopts them
+        assert not {2, 3} & set(_owners(zk, group, topic)), \
+            "the member claimed the new partitions %.1f s after they were added, before their first records were " \
+            "written: raise rebalance.settle.ms for this machine" % (time.monotonic() - altered)
         partitions[:] = producer.partitions(topic, at_least=4)
         assert partitions == [0, 1, 2, 3]
         assert _wait(lambda: len(_owners(zk, group, topic)) == 4, 120), log_tail(job.log, 40)
@@ -343,8 +350,10 @@ def test_partitions_added_while_producing_are_read_from_their_first_record(spark
     finally:
         stop.set()
         producer.close()
+        early.close()
         job.kill()
-    assert _output_rows(output) == sorted(producer.acked), (len(_output_rows(output)), len(producer.acked))
+    produced = producer.acked | early.acked
+    assert _output_rows(output) == sorted(produced), (len(_output_rows(output)), len(produced))
 
 
 def _kill_busy_executor(job, cluster, timeout=240):

@@ -250,3 +250,54 @@ def test_idle_partitions_offsets_in_kafka_are_kept_alive(spark, services, unique
     finally:
         q.stop()
         store.close()
+
+
+def test_assign_reads_the_listed_partitions_without_joining_the_group(spark, services, zk, unique, tmp_path):
+    """assign: exactly the listed partitions, as Kafka's assign(): no registration and no owner node in the group
+    while the query runs; the group's committed offsets are its start and its commits go to the group's store; a
+    listed partition that does not exist fails naming it. The batch read takes the same option."""
+    from zkconsumer.spark import commit_batch, read_checkpoint_offsets
+    topic, group = services.create_topic(unique("as"), 3), unique("g")
+    services.produce(topic, 30)
+    set_zk_offsets(zk, group, topic, {2: 1})
+    opts = source_options(services, group, None, assign='{"%s": [0, 2]}' % topic)
+    del opts["subscribe"]
+    produced = produced_set(services, topic, 3, since={2: 1})
+    want = sorted((topic, p, o) for p, o in produced if p in (0, 2))
+    ckpt, rows, seen = str(tmp_path / "ck"), [], []
+
+    def each(df, batch_id):
+        seen.append((member_ids(zk, group), owners(zk, group, topic)))
+        commit_batch(opts, read_checkpoint_offsets(ckpt, batch_id))
+    q = _start(spark, dict(opts, maxOffsetsPerTrigger=8), ckpt, rows, trigger="availableNow", each=each)
+    assert q.awaitTermination(240) and q.exception() is None, q.exception()
+    assert sorted(rows) == want
+    assert seen and all(ids == [] and not own for ids, own in seen), seen
+    ends = {p: 1 + max(o for _t, q_, o in rows if q_ == p) for p in (0, 2)}
+    assert zk_offsets(zk, group, topic) == ends                  # partition 1 untouched
+    batch = spark.read.format("zkconsumer").options(**dict(opts, startingOffsets="earliest")).load()
+    assert batch.count() == 0                                    # the group's offsets are at the ends now
+    bad = spark.read.format("zkconsumer").options(**dict(opts, assign='{"%s": [0, 7]}' % topic)).load()
+    with pytest.raises(Exception, match=r"assign.*no such partition: %s-7" % topic):
+        bad.collect()
+
+
+def test_the_first_batch_is_not_planned_before_the_member_knows_its_partitions(services, zk, unique, monkeypatch):
+    """initialOffset (run here in the test process, on the real ZooKeeper and Kafka) while a previous owner holds a
+    partition the member is assigned: the member cannot finish its first rebalance, and initialOffset fails naming
+    the group instead of returning no partitions (those would all start at earliest later, not at startingOffsets;
+    under Trigger.AvailableNow the run would end at once)."""
+    from zkconsumer.spark import stream
+    from zkconsumer.spark.options import parse_options
+    topic, group = services.create_topic(unique("fb"), 2), unique("g")
+    zk.create(paths.partition_owner_path(group, topic, 1), b"%s_ghost-0" % group.encode(), ephemeral=True,
+              makepath=True)
+    monkeypatch.setattr(stream, "GROUP_WAIT_S", 2.0)
+    reader = stream.ZkStreamReader(parse_options(source_options(services, group, topic, ownerReaper="false", **{
+        "rebalance.max.retries": "1", "rebalance.backoff.ms": "100", "zookeeper.session.timeout.ms": "6000"})))
+    try:
+        with pytest.raises(stream.GroupNotSettledError, match="group %s: the partitions of member .* are not known"
+                           % group):
+            reader.initialOffset()
+    finally:
+        reader.stop()

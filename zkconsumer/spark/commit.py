@@ -149,12 +149,14 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True, member
     Never moves an offset backwards. The application's own partitions are those whose owner node belongs to its
     Spark member: ``member`` (a consumer id), else ``<group>_<consumer.id>`` when the options set ``consumer.id``,
     else any Spark member of the group (``<group>_spark-...``). Their commit is **fenced** by the member's owner
-    nodes (:mod:`.fence`): refused, in ``failed``, for a partition another member claimed in the meantime. A
+    nodes (:mod:`.fence`): a partition another member claimed in the meantime is skipped, one whose owner node
+    was deleted meanwhile (released: nobody owns it) is committed as unowned. A
     partition owned by another member is skipped (``skip_owned_by_others``: that member is consuming it and its own
     commits win); a partition nobody owns is committed. Returns ``{"committed": {...}, "unchanged": {...},
     "skipped": {...}, "failed": {...}}`` keyed ``"topic-partition"``.
     """
     from .. import zk as zkmod
+    from ..errors import OwnershipLostError
     from ..offsets import make_offset_store
     from ..zk import bootstrap_from_zk
     from .fence import member_fence, owner_nodes
@@ -176,29 +178,40 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True, member
         if cfg.offsets_storage == "kafka":
             bootstrap = opts.bootstrap_servers or bootstrap_from_zk(zk, opts.zookeeper_connect,
                                                                     opts.kafka_security.protocol)
-        unowned: Dict[TP, int] = {}
-        fenced: Dict[Tuple[str, int], Dict[TP, int]] = {}   # (member, its session) -> offsets
-        owners = owner_nodes(zk, opts.group, offsets)
-        for tp, off in offsets.items():
-            owner = owners.get(tp)
-            if owner is None or not skip_owned_by_others and not ours(owner[0]):
-                unowned[tp] = off
-            elif ours(owner[0]):
-                fenced.setdefault(owner, {})[tp] = off
-            else:
-                report["skipped"][name(tp)] = "owned by %s" % owner[0]
         store = make_offset_store(cfg, zk, bootstrap_servers=bootstrap, strict=False)
         try:
-            results = [forward_only(store, unowned)] + [
-                forward_only(store, offs, fence=member_fence(opts.group, session, offs))
-                for (_member, session), offs in sorted(fenced.items())]
+            todo = dict(offsets)
+            # twice at most: a partition whose fenced write was refused because its owner node went away meanwhile
+            # (the member released: nobody owns it now) is committed as an unowned one; one claimed by another
+            # member since is skipped
+            for attempt in (1, 2):
+                unowned: Dict[TP, int] = {}
+                fenced: Dict[Tuple[str, int], Dict[TP, int]] = {}   # (member, its session) -> offsets
+                owners = owner_nodes(zk, opts.group, todo)
+                for tp, off in todo.items():
+                    owner = owners.get(tp)
+                    if owner is None or not skip_owned_by_others and not ours(owner[0]):
+                        unowned[tp] = off
+                    elif ours(owner[0]):
+                        fenced.setdefault(owner, {})[tp] = off
+                    else:
+                        report["skipped"][name(tp)] = "owned by %s" % owner[0]
+                results = [forward_only(store, unowned)] + [
+                    forward_only(store, offs, fence=member_fence(opts.group, session, offs))
+                    for (_member, session), offs in sorted(fenced.items())]
+                todo = {}
+                for res in results:
+                    for tp, o in res.committed.items():
+                        report["unchanged" if tp in res.unchanged else "committed"][name(tp)] = o
+                    for tp, e in res.failed.items():
+                        if attempt == 1 and isinstance(e, OwnershipLostError):
+                            todo[tp] = offsets[tp]
+                        else:
+                            report["failed"][name(tp)] = str(e)
+                if not todo:
+                    break
         finally:
             store.close()
-        for res in results:
-            for tp, o in res.committed.items():
-                report["unchanged" if tp in res.unchanged else "committed"][name(tp)] = o
-            for tp, e in res.failed.items():
-                report["failed"][name(tp)] = str(e)
     finally:
         zkmod.close(zk)
     log.info("commit_batch for group %s: %s", opts.group, report)
