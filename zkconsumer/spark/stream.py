@@ -284,7 +284,11 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         zk = self._member.zk
         if self._first_plan:
             self._topics.start_run(zk, self._run_topics())
-        gone_topics = self._topics.missing(zk, {t for t, _ in start_d} | {t for t, _ in owned})
+        # a deleted topic's partitions leave the member's assignment: only partitions that left it, or join it, are
+        # looked up (a plan runs up to 100 times a second while a query is idle); one deleted while still owned makes
+        # the log-end read below fail, and is looked up then
+        changed = (set(start_d) - owned) | (owned - set(start_d))
+        gone_topics = self._topics.missing(zk, {t for t, _ in changed}) if changed else set()
         self._deleted(start_d, gone_topics)
         owned = {tp for tp in owned if tp[0] not in gone_topics}
         recheck = [tp for tp in start_d if tp in owned and (self._first_plan or claimed_at[tp] > self._seen_claims)]
