@@ -315,7 +315,9 @@ def test_the_spark_source_reads_and_commits_over_sasl_ssl(spark, secure):
     plan = plan_batch(opts)
     assert plan.total == 30 and plan.bootstrap == secure.listeners["SASL_SSL"]
     assert SCRAM_PW not in repr(plan) + repr(__import__("zkconsumer.spark.options", fromlist=["x"]).parse_options(opts))
-    assert spark.read.format("zkconsumer").options(**opts).load().count() == 30  # executors read over SASL_SSL
+    rows = spark.read.format("zkconsumer").options(**opts).load().select("partition", "offset").collect()
+    assert sorted((r.partition, r.offset) for r in rows) == sorted(   # executors read over SASL_SSL, every record once
+        (tp[1], o) for tp, e in plan.end.items() for o in range(e))
     assert not commit_batch(opts, plan.end)["failed"]
     store = KafkaOffsetStore(secure.listeners["SASL_SSL"], group, security=KafkaSecurity.from_properties(sec))
     try:
