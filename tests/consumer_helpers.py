@@ -33,10 +33,36 @@ FAST_PROPS = {
     "rebalance.max.retries": "20",
     "auto.offset.reset": "smallest",
 }
+# the settings users run: the old consumer's defaults, spelled out for CliConsumer (which starts from FAST_PROPS)
+DEFAULT_PROPS = {
+    "zookeeper.session.timeout.ms": "6000",
+    "auto.commit.interval.ms": "60000",
+    "rebalance.backoff.ms": "2000",
+    "rebalance.max.retries": "4",
+    "auto.offset.reset": "largest",
+}
 # ZKCONSUMER_TEST_FETCH_ENGINE=librdkafka runs every member the tests start on the librdkafka fetch engine
 # (tests/test_fetch_engine.py runs the core scenarios on it in every run)
 if os.environ.get("ZKCONSUMER_TEST_FETCH_ENGINE"):
     FAST_PROPS["fetch.engine"] = os.environ["ZKCONSUMER_TEST_FETCH_ENGINE"]
+
+
+def deliver_from_the_log_end(member, bootstrap, topic, partitions, timeout=60):
+    """A member at ``auto.offset.reset=largest`` starts each partition at the log end its fetcher finds when it
+    first asks, which can be after its "assign" event: what is produced before then is never delivered to it.
+    Produce one record to every partition at a time until *member* (a :class:`CliConsumer`) has printed one of
+    each; returns how many records it printed meanwhile."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for p in range(partitions):
+            produce_tracked(bootstrap, topic, 1, partition=p, tag="probe")
+        probe_deadline = min(deadline, time.monotonic() + 3)
+        while time.monotonic() < probe_deadline:
+            if {p for p, _ in member.seen(topic)} == set(range(partitions)):
+                return len(member.seen(topic))
+            time.sleep(0.1)
+        if time.monotonic() >= deadline:
+            raise AssertionError("%s delivered nothing of %s within %.0f s" % (member.name, topic, timeout))
 
 
 def wait_until(predicate, timeout, interval=0.1, message="condition"):

@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from consumer_helpers import produce_tracked, wait_until
+from consumer_helpers import DEFAULT_PROPS, CliConsumer, deliver_from_the_log_end, produce_tracked, wait_until
 from zkconsumer.offsets.kafka import KafkaOffsetStore
 from zkconsumer_migrate import state
 
@@ -120,33 +120,25 @@ def test_burrow_kafka_zk_reads_the_groups_zookeeper_offsets(services, unique, bu
     # when it changes): let it learn the topic first
     wait_until(lambda: t in ((_get(burrow + "/v3/kafka/local/topic") or {}).get("topics") or []), 60,
                message="Burrow to list the topic")
-    base = [sys.executable, "-m", "zkconsumer", "consume", "--zookeeper", services.zookeeper_connect, "--group", g,
-            "--topic", t]
-    member = subprocess.Popen(base + ["--events"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    member = CliConsumer(services, g, [t], props=DEFAULT_PROPS)  # the default settings
     second = None
     try:
-        line = member.stderr.readline()
-        while '"assign"' not in line:  # joined at the default settings (largest: it starts at the log end)
-            assert line, "the member exited"
-            line = member.stderr.readline()
+        wait_until(lambda: any(e["event"] == "assign" for e in member.events), 60, message="the member's join")
+        n = deliver_from_the_log_end(member, services.bootstrap_servers, t, 2)  # largest: from the log end
         produce_tracked(services.bootstrap_servers, t, 10, partitions=2)
-        assert all(member.stdout.readline() for _ in range(10))
-        member.send_signal(signal.SIGTERM)
-        assert member.wait(60) == 0  # committed 5 + 5 at its graceful stop
-        wait_until(lambda: _burrow_lag(burrow, g) == {0: (5, 0), 1: (5, 0)}, 60,
+        wait_until(lambda: len(member.seen(t)) == n + 10, 60, message="the 10 delivered")
+        assert member.terminate(60) == 0  # committed them at its graceful stop
+        ends = {p: o + 1 for p, o in member.last_offsets(t).items()}
+        wait_until(lambda: _burrow_lag(burrow, g) == {p: (ends[p], 0) for p in (0, 1)}, 60,
                    message="Burrow to read the offsets the member committed to ZooKeeper")
         # a second member at the defaults delivers 4 + 4 and is killed with kill -9 before its first commit (60 s)
-        second = subprocess.Popen(base + ["--events"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = second.stderr.readline()
-        while '"assign"' not in line:
-            assert line, "the second member exited"
-            line = second.stderr.readline()
+        second = CliConsumer(services, g, [t], props=DEFAULT_PROPS)
+        wait_until(lambda: any(e["event"] == "assign" for e in second.events), 60, message="the second's join")
         produce_tracked(services.bootstrap_servers, t, 8, partitions=2)
-        assert all(second.stdout.readline() for _ in range(8))
+        wait_until(lambda: len(second.seen(t)) == 8, 60, message="the 8 delivered")  # from the committed offsets
         second.kill()
-        second.wait(10)
         produce_tracked(services.bootstrap_servers, t, 2, partitions=2)
-        want = {0: (5, 5), 1: (5, 5)}  # committed 5 of 10 per partition: 4 delivered but uncommitted + 1 new
+        want = {p: (ends[p], 5) for p in (0, 1)}  # 4 delivered but uncommitted + 1 new per partition
         wait_until(lambda: _burrow_lag(burrow, g) == want, 60, message="Burrow's lag after the kill -9")
         described = _zkconsumer_json("groups", "describe", "--zookeeper", services.zookeeper_connect, "--group", g)
         assert {p["partition"]: (p["current_offset"], p["lag"]) for p in described} == want
@@ -163,7 +155,6 @@ def test_burrow_kafka_zk_reads_the_groups_zookeeper_offsets(services, unique, bu
         time.sleep(3)  # several of Burrow's offset refreshes (1 s): it still sees ZooKeeper's offsets only
         assert _burrow_lag(burrow, g) == want
     finally:
-        for p in (member, second):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait(10)
+        for m in (member, second):
+            if m is not None:
+                m.kill()

@@ -3,12 +3,11 @@ from the store the group's phase says it uses, so the lag stays right through a 
 in the Kafka phase); kept by watches (a scrape reads nothing from ZooKeeper); lag of a group whose member died by
 kill -9 at the default settings keeps being exported. Real ZooKeeper + Apache Kafka."""
 import re
-import signal
 import subprocess
 import sys
 import urllib.request
 
-from consumer_helpers import produce_tracked, wait_until
+from consumer_helpers import DEFAULT_PROPS, CliConsumer, deliver_from_the_log_end, produce_tracked, wait_until
 from zkconsumer.lag_exporter import LagCache, LagCollector
 from zkconsumer.metrics import new_registry
 from zkconsumer.metrics_server import MetricsServer
@@ -91,21 +90,17 @@ def test_exporter_cli_keeps_exporting_lag_after_kill_9_at_default_settings(servi
     produced afterwards, and the group's members count drops to 0."""
     g, t = unique("expk"), services.create_topic(unique("expk"), 1)
     base = [sys.executable, "-m", "zkconsumer"]
-    member = subprocess.Popen(base + ["consume", "--zookeeper", services.zookeeper_connect, "--group", g, "--topic",
-                                      t, "--events"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    member = CliConsumer(services, g, [t], props=DEFAULT_PROPS)
     exporter = subprocess.Popen(base + ["exporter", "--zookeeper", services.zookeeper_connect, "--group", g,
                                         "--port", "0", "--interval", "1"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     second = None
     try:
-        line = member.stderr.readline()
-        while '"assign"' not in line:  # joined (largest: it starts at the log end)
-            assert line, "the member exited"
-            line = member.stderr.readline()
+        wait_until(lambda: any(e["event"] == "assign" for e in member.events), 60, message="the member's join")
+        n = deliver_from_the_log_end(member, services.bootstrap_servers, t, 1)  # largest: from the log end
         produce_tracked(services.bootstrap_servers, t, 5, partitions=1)
-        assert all(member.stdout.readline() for _ in range(5))
-        member.send_signal(signal.SIGTERM)
-        assert member.wait(60) == 0  # committed 5 at its graceful stop
+        wait_until(lambda: len(member.seen(t)) == n + 5, 60, message="the 5 delivered")
+        assert member.terminate(60) == 0  # committed them at its graceful stop
         second = subprocess.Popen(base + ["consume", "--zookeeper", services.zookeeper_connect, "--group", g,
                                           "--topic", t], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         url = None
@@ -125,7 +120,8 @@ def test_exporter_cli_keeps_exporting_lag_after_kill_9_at_default_settings(servi
         wait_until(lambda: [v for lab, v in _series(url)["zkconsumer_group_members"] if lab["group"] == g] == [0.0],
                    30, message="the killed member's registration gone with its session")
     finally:
-        for p in (member, second, exporter):
+        member.kill()
+        for p in (second, exporter):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait(10)
