@@ -13,16 +13,18 @@ The new offset per partition (:func:`plan_reset`, pure) is one of
   ExportZkOffsets lines); only the file's partitions are planned, and one the topic does not have is reported...
 
 and is then clamped into the log's range [log start, log end] (an offset outside it would reset at the next start;
-the clamp is reported per partition). Written to the stores the group uses (``auto``: every store that holds an
-offset for the partition, ZooKeeper when none does: a dual-commit group reads the greater of the two, so a reset
-backwards must move both), after a backup of both stores; refused while the group has live ZooKeeper members or an
-active broker-side group (``--force`` for the former only): :func:`reset_group`.
+the clamp is reported per partition). Written to the stores the group uses (``auto``: the stores its recorded
+phase reads, :func:`phase_stores`, and every store that holds an offset for the partition, ZooKeeper when neither
+says anything: a dual-commit group reads the greater of the two, so a reset backwards must move both, and a
+Kafka-phase group reads Kafka only, so a reset written to ZooKeeper alone would change nothing), after a backup of
+both stores; refused while the group has live ZooKeeper members or an active broker-side group (``--force`` for the
+former only): :func:`reset_group`.
 """
 from __future__ import annotations
 
 from typing import Dict, Optional, Set, Tuple, Union
 
-__all__ = ["plan_reset", "reset_group", "SPECS", "STORES"]
+__all__ = ["plan_reset", "reset_group", "phase_stores", "SPECS", "STORES"]
 
 TP = Tuple[str, int]
 SPECS = ("earliest", "latest", "current", "offset", "datetime", "shift", "file")
@@ -42,8 +44,7 @@ def plan_reset(spec: str, value: Value, current: Dict[TP, Optional[int]], earlie
     for tp in sorted(current):
         cur, lo, hi = current[tp], earliest.get(tp), latest.get(tp)
         if lo is None or hi is None:
-            out[tp] = {"current": cur, "new": None, "note": "no log range known for this partition (does the "
-                                                          "topic have it?): not changed"}
+            out[tp] = {"current": cur, "new": None, "note": "no log range known for this partition: not changed"}
             continue
         note = None
         if spec == "earliest":
@@ -79,9 +80,23 @@ def plan_reset(spec: str, value: Value, current: Dict[TP, Optional[int]], earlie
     return out
 
 
-def _targets(store: str, zk_offset: Optional[int], kafka_offset: Optional[int]) -> list:
+def phase_stores(rec: Optional[dict]) -> Tuple[str, ...]:
+    """The stores the members of a group read, by its phase record: ZooKeeper in the zookeeper phase, both in the
+    dual phase and after a rollback (the next members read both, or ZooKeeper alone), Kafka in the kafka phase and
+    once cut over (or fenced); nothing without a readable record."""
+    from .state import fence_of
+    if not isinstance(rec, dict) or "error" in rec:
+        return ()
+    if fence_of(rec) is not None:
+        return ("kafka",)
+    return {"zookeeper": ("zookeeper",), "dual": ("zookeeper", "kafka"), "rollback": ("zookeeper", "kafka"),
+            "kafka": ("kafka",), "cutover": ("kafka",)}.get(rec.get("phase"), ())
+
+
+def _targets(store: str, zk_offset: Optional[int], kafka_offset: Optional[int], reads: Tuple[str, ...] = ()) -> list:
     if store == "auto":
-        return [n for n, v in (("zookeeper", zk_offset), ("kafka", kafka_offset)) if v is not None] or ["zookeeper"]
+        held = {n for n, v in (("zookeeper", zk_offset), ("kafka", kafka_offset)) if v is not None}
+        return [n for n in ("zookeeper", "kafka") if n in held or n in reads] or ["zookeeper"]
     return ["zookeeper", "kafka"] if store == "both" else [store]
 
 
@@ -92,11 +107,12 @@ def reset_group(gofs, spec: str, value: Value, scope: Dict[str, Optional[Set[int
     group has with *all_topics*; with ``file``, the partitions of *value*), *value* the offset, shift, epoch
     milliseconds or ``{tp: offset}`` of *spec*; writes to *store* (one of :data:`STORES`) after a backup of both
     stores, a dry run unless *execute*. Returns the report the command prints; ``ok`` is false when a write failed
-    or (``file``) a partition of the file could not be planned."""
+    or (``file``) a partition of the file could not be planned (its topic lacks it, or no log range)."""
     from zkconsumer.broker_group import describe_broker_group
     from zkconsumer.errors import GroupConflictError
-    from zkconsumer.groups import log_ranges, topic_partitions
+    from zkconsumer.groups import log_ranges
 
+    from .state import read_phase
     from .transfer import backup_and_write, check_no_live_members
     if store not in STORES:
         raise ValueError("reset store %r (expected one of %s)" % (store, ", ".join(STORES)))
@@ -105,35 +121,36 @@ def reset_group(gofs, spec: str, value: Value, scope: Dict[str, Optional[Set[int
     if broker.active:
         raise GroupConflictError("refusing to reset offsets of group %s: it is active as a broker-coordinated "
                                  "group (state %s); stop those consumers first" % (gofs.group, broker.state))
-    if isinstance(value, dict):
-        both = gofs.read(sorted(value))
-        parts = sorted(value)
+    from .leftovers import skipped_report, split_gone
+    if isinstance(value, dict):  # file: its partitions (one its topic does not have is gone: reported, exit 1)
+        both, gone = split_gone(gofs.zk, gofs.read(sorted(value)))
+        parts = sorted(both)
     else:
-        both = gofs.read_all(list(scope))
+        both, gone = split_gone(gofs.zk, gofs.read_all(list(scope)))
         parts = [tp for tp in both if all_topics or (tp[0] in scope and (scope[tp[0]] is None
                                                                            or tp[1] in scope[tp[0]]))]
-    # a partition the topic does not have gets no log range (and is reported), rather than a ListOffsets that waits
-    existing = {tp for t in {tp[0] for tp in parts} for tp in ((t, p) for p in topic_partitions(gofs.zk, t))}
-    start, end, at = log_ranges(gofs.bootstrap_servers, [tp for tp in parts if tp in existing],
-                                value if spec == "datetime" else None, security=gofs.security)
+    start, end, at = log_ranges(gofs.bootstrap_servers, parts, value if spec == "datetime" else None,
+                                security=gofs.security)
     current = {tp: max((v for v in both[tp] if v is not None), default=None) for tp in parts}
     planned = plan_reset(spec, value, current, start, end, at)
     writes: Dict[str, Dict[TP, int]] = {"zookeeper": {}, "kafka": {}}
+    reads = phase_stores(read_phase(gofs.zk, gofs.group))
     for tp, d in planned.items():
         if d["new"] is None:
             continue
-        d["stores"] = _targets(store, *both[tp])
+        d["stores"] = _targets(store, both[tp][0], both[tp][1], reads)
         for name in d["stores"]:
             if both[tp][0 if name == "zookeeper" else 1] != d["new"]:
                 writes[name][tp] = d["new"]
-    out = {"group": gofs.group, "execute": execute, "live_members": members, "reset": spec,
+    out = {"group": gofs.group, "execute": execute, "live_members": members, "reset": spec, "phase_reads": list(reads),
            "partitions": [dict(topic=tp[0], partition=tp[1], zookeeper_offset=both[tp][0],
                                kafka_offset=both[tp][1], **planned[tp]) for tp in sorted(planned)],
-           "backup": [], "failed": {}, "written": 0}
+           "backup": [], "failed": {}, "written": 0, **skipped_report(gofs, gone)}
     if execute and any(writes.values()):
         out["backup"], errors = backup_and_write(gofs, both, writes, backup_dir)
         for name, failed in errors.items():
             out["failed"].update({"%s:%s-%d" % (name, tp[0], tp[1]): e for tp, e in failed.items()})
             out["written"] += len(writes[name]) - len(failed)
-    out["ok"] = not out["failed"] and not (spec == "file" and any(d["new"] is None for d in planned.values()))
+    out["ok"] = not out["failed"] and not (spec == "file" and (gone or any(d["new"] is None
+                                                                           for d in planned.values())))
     return out

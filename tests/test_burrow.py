@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from consumer_helpers import DEFAULT_PROPS, CliConsumer, deliver_from_the_log_end, produce_tracked, wait_until
+from consumer_helpers import CliConsumer, deliver_from_the_log_end, produce_tracked, wait_until
 from zkconsumer.offsets.kafka import KafkaOffsetStore
 from zkconsumer_migrate import state
 
@@ -120,7 +120,7 @@ def test_burrow_kafka_zk_reads_the_groups_zookeeper_offsets(services, unique, bu
     # when it changes): let it learn the topic first
     wait_until(lambda: t in ((_get(burrow + "/v3/kafka/local/topic") or {}).get("topics") or []), 60,
                message="Burrow to list the topic")
-    member = CliConsumer(services, g, [t], props=DEFAULT_PROPS)  # the default settings
+    member = CliConsumer(services, g, [t], defaults=True)  # the default settings
     second = None
     try:
         wait_until(lambda: any(e["event"] == "assign" for e in member.events), 60, message="the member's join")
@@ -132,7 +132,7 @@ def test_burrow_kafka_zk_reads_the_groups_zookeeper_offsets(services, unique, bu
         wait_until(lambda: _burrow_lag(burrow, g) == {p: (ends[p], 0) for p in (0, 1)}, 60,
                    message="Burrow to read the offsets the member committed to ZooKeeper")
         # a second member at the defaults delivers 4 + 4 and is killed with kill -9 before its first commit (60 s)
-        second = CliConsumer(services, g, [t], props=DEFAULT_PROPS)
+        second = CliConsumer(services, g, [t], defaults=True)
         wait_until(lambda: any(e["event"] == "assign" for e in second.events), 60, message="the second's join")
         produce_tracked(services.bootstrap_servers, t, 8, partitions=2)
         wait_until(lambda: len(second.seen(t)) == 8, 60, message="the 8 delivered")  # from the committed offsets

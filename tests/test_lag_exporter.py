@@ -7,7 +7,7 @@ import subprocess
 import sys
 import urllib.request
 
-from consumer_helpers import DEFAULT_PROPS, CliConsumer, deliver_from_the_log_end, produce_tracked, wait_until
+from consumer_helpers import CliConsumer, deliver_from_the_log_end, produce_tracked, wait_until
 from zkconsumer.lag_exporter import LagCache, LagCollector
 from zkconsumer.metrics import new_registry
 from zkconsumer.metrics_server import MetricsServer
@@ -90,7 +90,7 @@ def test_exporter_cli_keeps_exporting_lag_after_kill_9_at_default_settings(servi
     produced afterwards, and the group's members count drops to 0."""
     g, t = unique("expk"), services.create_topic(unique("expk"), 1)
     base = [sys.executable, "-m", "zkconsumer"]
-    member = CliConsumer(services, g, [t], props=DEFAULT_PROPS)
+    member = CliConsumer(services, g, [t], defaults=True)
     exporter = subprocess.Popen(base + ["exporter", "--zookeeper", services.zookeeper_connect, "--group", g,
                                         "--port", "0", "--interval", "1"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

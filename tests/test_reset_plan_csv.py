@@ -110,7 +110,8 @@ def test_reset_offsets_export_and_from_file(services, zk, unique, tmp_path, monk
     plan.write_text("%s,1,9\n%s,7,3\n" % (t, t))
     code, rep, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--from-file", str(plan), "--execute",
                                   expect=1)
-    assert [r["new"] for r in rep["partitions"]] == [9, None] and "does the topic have it" in rep["partitions"][1]["note"]
+    assert [r["new"] for r in rep["partitions"]] == [9] and rep["gone_topics"] == {t: [7]}, rep
+    assert any("partition(s) 7 of topic %s no longer exist" % t in w for w in rep["warnings"]), rep["warnings"]
     assert zs.fetch([(t, 1)]) == {(t, 1): 9}
     # several groups: the group column, and a file naming groups selects them with --all-groups
     g2 = unique("csv-g2")
