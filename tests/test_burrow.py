@@ -123,10 +123,7 @@ def test_burrow_kafka_zk_reads_the_groups_zookeeper_offsets(services, unique, bu
     member = CliConsumer(services, g, [t], defaults=True)  # the default settings
     second = None
     try:
-        wait_until(lambda: any(e["event"] == "assign" for e in member.events), 60, message="the member's join")
-        n = deliver_from_the_log_end(member, services.bootstrap_servers, t, 2)  # largest: from the log end
-        produce_tracked(services.bootstrap_servers, t, 10, partitions=2)
-        wait_until(lambda: len(member.seen(t)) == n + 10, 60, message="the 10 delivered")
+        deliver_from_the_log_end(member, services.bootstrap_servers, t, 2, 10)
         assert member.terminate(60) == 0  # committed them at its graceful stop
         ends = {p: o + 1 for p, o in member.last_offsets(t).items()}
         wait_until(lambda: _burrow_lag(burrow, g) == {p: (ends[p], 0) for p in (0, 1)}, 60,

@@ -423,10 +423,10 @@ class LagCache:
             snapshot = {name: (set(g.zk_offsets) | set(g.owners), store_of(g.phase, [m[0] for m in g.modes.values()]),
                                bool(g.members)) for name, g in self.groups.items()}
             counts = dict(self.partition_counts)
-        tps = set()
-        for parts, _, _ in snapshot.values():
-            tps |= parts
-            tps |= {(t, p) for t in {t for t, _ in parts} for p in range(counts.get(t, 0))}
+        # every partition of the groups' topics that exist: an offset kept for a topic deleted since (legacy groups
+        # keep them) has no log to ask about, and one unknown partition would fail the whole ListOffsets
+        tps = {(t, p) for parts, _, _ in snapshot.values() for t in {t for t, _ in parts}
+               for p in range(counts.get(t, 0))}
         tplist = [TopicPartition(t, p) for t, p in sorted(tps)]
         start = consumer.beginning_offsets(tplist) if tplist else {}
         end = consumer.end_offsets(tplist) if tplist else {}
