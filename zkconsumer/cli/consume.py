@@ -53,11 +53,12 @@ def build_config(zookeeper, group, config_file, properties):
             raise click.BadParameter("%s holds a password: put it in the --config file (or use "
                                      "sasl.credentials.file), not on the command line" % key,
                                      param_hint="--consumer-property")
-    throwaway = not group and not props.get("group.id") and not overrides.get("group.id")
+    # a --group given empty is bad input (checked with the other keys below), not a request for a throwaway group
+    throwaway = group is None and not props.get("group.id") and not overrides.get("group.id")
     if throwaway:
         group = throwaway_group()
         overrides.setdefault("auto.commit.enable", "false")
-    if group:
+    if group is not None:
         overrides["group.id"] = group
     if zookeeper:
         overrides["zookeeper.connect"] = zookeeper
