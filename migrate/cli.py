@@ -20,10 +20,11 @@ from . import render, state, transfer
 from .expiry import expiry_warning
 from .fleet import select_groups, worst_exit
 from .group_offsets import GroupOffsets
+from .keepalive import repeat
 from .offsets_file import format_offsets, read_offsets_file
 from .reset import STORES as RESET_STORES
 from .reset import reset_group
-from .selection import check_selection, groups_options, run_and_report, run_selected, single
+from .selection import check_selection, groups_options, run_and_print, run_and_report, run_selected, single
 from .status import group_status
 from .verify import PHASES, settle_for, verify_group
 
@@ -289,7 +290,8 @@ def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
 @click.option("--execute", is_flag=True, help="Re-commit (default: show what would be re-committed).")
 @click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
 @click.option("--every", type=click.FloatRange(1, None), default=None, metavar="SECONDS",
-              help="Keep-alive: repeat every SECONDS until interrupted (e.g. a quarter of offsets.retention.minutes).")
+              help="Keep-alive: repeat every SECONDS until SIGTERM/SIGINT (e.g. a quarter of offsets.retention.minutes); "
+                   "a round that fails (ZooKeeper or Kafka down) is logged and the next one runs on time.")
 @topic_option
 @json_option
 def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, force, every, topics, as_json):
@@ -305,16 +307,8 @@ def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
     if every is None:
         run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
                        render.refresh_result)
-    import time as _time
-    while True:
-        try:
-            run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                           render.refresh_result)
-        except SystemExit as e:
-            if e.code not in (0, None):
-                click.echo("refresh: this round ended with exit code %s; trying again in %.0f s" % (e.code, every),
-                           err=True)
-        _time.sleep(every)
+    sys.exit(repeat(lambda: run_and_print(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group,
+                                          as_json, render.refresh_result), every))
 
 
 def _parse_scope(values):

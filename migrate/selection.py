@@ -15,7 +15,7 @@ from . import render
 from .fleet import run_groups, select_groups, worst_exit
 from .group_offsets import GroupOffsets
 
-__all__ = ["groups_options", "check_selection", "single", "run_selected", "run_and_report"]
+__all__ = ["groups_options", "check_selection", "single", "run_selected", "run_and_report", "run_and_print"]
 
 
 def groups_options(f):
@@ -81,6 +81,13 @@ def run_selected(zookeeper, bootstrap, groups, all_groups, matching, parallel, p
 def run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json, show,
                    need_kafka=True):
     """:func:`run_selected`, then print (one group as before, several as one report) and exit with the worst code."""
+    sys.exit(run_and_print(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json, show,
+                           need_kafka))
+
+
+def run_and_print(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json, show,
+                  need_kafka=True) -> int:
+    """:func:`run_and_report` without the exit: returns the worst exit code."""
     results = run_selected(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, need_kafka,
                            show_progress=not as_json)
     code = worst_exit(c for _, c in results.values())
@@ -92,7 +99,7 @@ def run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel,
             click.echo("zkmigrate: error: %s" % out["error"], err=True)
         else:
             show(out)
-        sys.exit(code)
+        return code
     if as_json:
         emit_json({"groups": [r for r, _ in results.values()], "count": len(results),
                    "ok": code == 0, "exit_code": code})
@@ -103,4 +110,4 @@ def run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel,
             else:
                 show(out)
         click.echo("%d group(s): %s" % (len(results), render.summary(results)))
-    sys.exit(code)
+    return code
