@@ -21,6 +21,7 @@ from .expiry import expiry_warning
 from .fleet import select_groups, worst_exit
 from .group_offsets import GroupOffsets
 from .keepalive import repeat
+from .lock import GroupLock, lock_wait_option
 from .offsets_file import format_offsets, read_offsets_file
 from .reset import STORES as RESET_STORES
 from .reset import reset_group
@@ -147,8 +148,9 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
 @click.option("--allow-rewind", is_flag=True, help="Also move offsets backwards.")
 @click.option("--force", is_flag=True, help="Write even while ZooKeeper members are live.")
 @backup_option
+@lock_wait_option
 @json_option
-def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, backup_dir, as_json):
+def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, backup_dir, lock_wait, as_json):
     """Write the offsets of an ExportZkOffsets file into one store (every line validated first).
 
     The rule of copy and rollback: an offset is never moved backwards without --allow-rewind, both stores are
@@ -163,7 +165,13 @@ def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, 
         for group, offs in sorted(data.items()):
             gofs = GroupOffsets(zk, bs, group, security=kafka_security())
             try:
-                result["groups"][group] = transfer.import_group(gofs, offs, store, execute, allow_rewind, backup_dir)
+                if execute:
+                    with GroupLock(zk, group, "import", lock_wait) as gofs.lock:
+                        result["groups"][group] = transfer.import_group(gofs, offs, store, execute, allow_rewind,
+                                                                        backup_dir)
+                else:
+                    result["groups"][group] = transfer.import_group(gofs, offs, store, execute, allow_rewind,
+                                                                    backup_dir)
             finally:
                 gofs.close()
     finally:
@@ -182,7 +190,7 @@ def _copy_options(f):
             click.option("--execute", is_flag=True, help="Write (default: dry run)."),
             click.option("--allow-rewind", is_flag=True, help="Also move offsets backwards."),
             click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live."),
-            backup_option, topic_option, json_option]):
+            backup_option, topic_option, lock_wait_option, json_option]):
         f = opt(f)
     return f
 
@@ -192,7 +200,7 @@ def _copy_options(f):
 @click.option("--from", "src", type=click.Choice(["zookeeper"]), default="zookeeper", show_default=True)
 @click.option("--to", "dst", type=click.Choice(["kafka"]), default="kafka", show_default=True)
 def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
-         topics, as_json, src, dst):
+         topics, lock_wait, as_json, src, dst):
     """Copy ZooKeeper offsets to Kafka (never backwards unless --allow-rewind; idempotent)."""
     check_selection(groups, all_groups, matching)
 
@@ -200,13 +208,13 @@ def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, 
         out = transfer.copy_group(gofs, src, dst, execute, allow_rewind, force, backup_dir, topics)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)  # anything left behind is not "done"
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.copy_result)
+                   render.copy_result, lock=("copy", lock_wait) if execute else None)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @_copy_options
 def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
-             topics, as_json):
+             topics, lock_wait, as_json):
     """Copy Kafka offsets back to ZooKeeper (never backwards unless --allow-rewind; idempotent)."""
     check_selection(groups, all_groups, matching)
 
@@ -214,7 +222,7 @@ def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execu
         out = transfer.rollback_group(gofs, execute, allow_rewind, force, backup_dir, topics)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.copy_result)
+                   render.copy_result, lock=("rollback", lock_wait) if execute else None)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -234,9 +242,10 @@ def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execu
                    "seconds (offsets.retention.minutes after its last commit).")
 @click.option("--no-expiry-check", is_flag=True, help="Do not read the Kafka offsets' commit times.")
 @topic_option
+@lock_wait_option
 @json_option
 def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, to, settle, expiry_margin,
-           no_expiry_check, topics, as_json):
+           no_expiry_check, topics, lock_wait, as_json):
     """Exit 1 when the stores disagree beyond commits in flight, an offset is missing or outside the log, or the
     group is active both in ZooKeeper and on the broker (split brain). A passing verify records the phase."""
     check_selection(groups, all_groups, matching)
@@ -251,7 +260,7 @@ def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, 
                                                        to if phase == "dual" else None)
         return rep, (0 if rep["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   lambda rep: render.verify_result(rep, phase))
+                   lambda rep: render.verify_result(rep, phase), lock=("verify", lock_wait))
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -264,9 +273,10 @@ def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, 
                    "takes; each departure is reported, and a broker-side group forming meanwhile stops it).")
 @backup_option
 @topic_option
+@lock_wait_option
 @json_option
 def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, timeout, backup_dir, topics,
-            as_json):
+            lock_wait, as_json):
     """Hand the group to broker-coordinated consumers: no ZooKeeper owner left, Kafka >= ZooKeeper, ready; with
     --execute the group is marked cut over, and ZooKeeper members refuse to join it (cutover.fence)."""
     check_selection(groups, all_groups, matching)
@@ -280,7 +290,7 @@ def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
             out["warnings"] = [expiry_warning(gofs) + " (start the broker-coordinated consumers before then)"]
         return out, (0 if out["ready"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.cutover_result)
+                   render.cutover_result, lock=("cutover", lock_wait) if execute else None)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -293,8 +303,10 @@ def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
               help="Keep-alive: repeat every SECONDS until SIGTERM/SIGINT (e.g. a quarter of offsets.retention.minutes); "
                    "a round that fails (ZooKeeper or Kafka down) is logged and the next one runs on time.")
 @topic_option
+@lock_wait_option
 @json_option
-def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, force, every, topics, as_json):
+def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, force, every, topics, lock_wait,
+            as_json):
     """Re-commit the groups' Kafka offsets unchanged, so the broker does not drop them (offsets.retention.minutes
     after their last commit) while no consumer commits: a stopped group in the Kafka phase, or offsets written by
     copy/cutover before the new consumers start."""
@@ -304,11 +316,12 @@ def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
     def per_group(gofs):
         out = refresh_group(gofs, execute, force, topics)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
+    lock = ("refresh", lock_wait) if execute else None
     if every is None:
         run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                       render.refresh_result)
+                       render.refresh_result, lock=lock)
     sys.exit(repeat(lambda: run_and_print(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group,
-                                          as_json, render.refresh_result), every))
+                                          as_json, render.refresh_result, lock=lock), every))
 
 
 def _parse_scope(values):
@@ -367,9 +380,10 @@ def _parse_datetime(text):
 @click.option("--execute", is_flag=True, help="Write (default: dry run).")
 @click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
 @backup_option
+@lock_wait_option
 @json_option
 def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, topic_scope, all_topics, spec,
-                  to_offset, to_datetime, shift_by, store, execute, force, backup_dir, as_json):
+                  to_offset, to_datetime, shift_by, store, execute, force, backup_dir, lock_wait, as_json):
     """Move a stopped group's offsets (kafka-consumer-groups --reset-offsets for ZooKeeper groups). Dry run unless
     --execute; a backup of both stores first; refused while the group is live."""
     check_selection(groups, all_groups, matching)
@@ -389,7 +403,7 @@ def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, 
         out = reset_group(gofs, kind, value, scope, all_topics, store, execute, force, backup_dir)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.reset_result)
+                   render.reset_result, lock=("reset-offsets", lock_wait) if execute else None)
 
 
 def main():

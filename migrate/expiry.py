@@ -70,6 +70,7 @@ def refresh_group(gofs, execute: bool, force: bool = False, topics=()) -> dict:
     out = {"group": gofs.group, "execute": execute, "offsets": {"%s-%d" % tp: o for tp, o in sorted(offs.items())},
            "refreshed": 0, "failed": {}}
     if execute and offs:
+        gofs.check_lock()
         res = gofs.kafka_store.commit(offs)
         out["failed"] = {"%s-%d" % tp: str(e) for tp, e in res.failed.items()}
         out["refreshed"] = len(res.committed)

@@ -34,6 +34,13 @@ class GroupOffsets:
         self.zk_store = ZooKeeperOffsetStore(zk, self.group, strict=True)
         self.kafka_store = KafkaOffsetStore(bootstrap_servers, self.group, config=config, security=self.security) \
             if bootstrap_servers else None
+        #: the group's lock (:class:`~.lock.GroupLock`) while a writing command holds it
+        self.lock = None
+
+    def check_lock(self) -> None:
+        """Before a write: raise :class:`~.lock.GroupLockedError` if the command holds the group's lock no more."""
+        if self.lock is not None:
+            self.lock.check()
 
     def store(self, name):
         return self.zk_store if name == "zookeeper" else self.kafka_store

@@ -105,6 +105,7 @@ def backup_and_write(gofs, both: Dict[TP, Tuple[Optional[int], Optional[int]]], 
     """The write step of every command that changes offsets: back up both stores (*both*, as read before planning)
     to *backup_dir* (default: :func:`state.default_backup_dir`), then write ``writes`` (``{store name: {tp:
     offset}}``) store by store. Returns (the backup's paths, ``{store name: {tp: error}}`` for each store written)."""
+    gofs.check_lock()
     backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both)
     return backup, {name: apply_copy(gofs.store(name), todo) for name, todo in writes.items() if todo}
 
