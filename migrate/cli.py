@@ -324,6 +324,38 @@ def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
                                           as_json, render.refresh_result, lock=lock), every))
 
 
+@cli.command(epilog=EXIT_CODES_HELP)
+@zookeeper_option
+@bootstrap_option
+@click.argument("backups", nargs=-1, required=True, metavar="BACKUP...",
+                type=click.Path(exists=True, dir_okay=False))
+@click.option("--execute", is_flag=True, help="Write and delete (default: show what would change).")
+@click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
+@backup_option
+@lock_wait_option
+@json_option
+def restore(zookeeper, bootstrap, backups, execute, force, backup_dir, lock_wait, as_json):
+    """Put both stores of a group back exactly as a backup found them: its offsets written back (backwards too),
+    offsets created since deleted. BACKUP is the backup-<group>-<time>.json that every writing command leaves
+    beside its two .txt files (either .txt will do). Dry run unless --execute; a backup of what is there now is
+    written first; refused while the group is live."""
+    from .backup import load_backup
+    from .restore import restore_group
+    loaded = {}
+    for path in backups:  # every file read and checked before anything connects
+        b = load_backup(path)
+        if b.group in loaded:
+            raise click.BadParameter("%s and %s are both backups of group %s: restore one of them"
+                                     % (loaded[b.group].path, b.path, b.group), param_hint="BACKUP")
+        loaded[b.group] = b
+
+    def per_group(gofs):
+        out = restore_group(gofs, loaded[gofs.group], execute, force, backup_dir)
+        return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
+    run_and_report(zookeeper, bootstrap, tuple(loaded), False, None, 4, per_group, as_json, render.restore_result,
+                   lock=("restore", lock_wait) if execute else None)
+
+
 def _parse_scope(values):
     """--topic T or T:P,P,... -> {topic: None (all partitions) or {partitions}}; checked before connecting."""
     from zkconsumer.layout import validate_topic

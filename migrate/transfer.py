@@ -6,8 +6,8 @@ Rules (all checked before anything is written):
   (reported in ``skipped_rewind``) unless ``allow_rewind``;
 * refuse (:class:`GroupConflictError`) while ZooKeeper members are live (children of ``/consumers/G/ids``): they
   commit concurrently and one of the two writes would be lost; ``force`` overrides;
-* before the first write, a backup of **both** stores (ExportZkOffsets format, ``backup-<group>-<store>-<time>.txt``)
-  is written to the backup directory;
+* before the first write, a backup of **both** stores (:mod:`.backup`: ExportZkOffsets files and a manifest that
+  also lists the partitions without an offset, for ``zkmigrate restore``) is written to the backup directory;
 * writes only the partitions that differ, so a second run (or a run after a crash half-way) changes nothing more.
 
 :func:`copy_group`, :func:`rollback_group` and :func:`import_group` apply these rules to one group and return the
@@ -15,8 +15,6 @@ report the commands print (``--json`` prints it as it is); partitions are named 
 """
 from __future__ import annotations
 
-import os
-import time
 from typing import Callable, Dict, Optional, Tuple
 
 from zkconsumer import groups as zkgroups
@@ -24,7 +22,7 @@ from zkconsumer.errors import GroupConflictError, OffsetStoreError
 
 from . import state
 from .expiry import expiry_warning
-from .offsets_file import format_offsets
+from .backup import write_backup
 
 __all__ = ["plan_copy", "apply_copy", "write_backup", "backup_and_write", "check_no_live_members", "copy_group",
            "rollback_group", "import_group"]
@@ -59,25 +57,6 @@ def plan_copy(source: Dict[TP, int], dest: Dict[TP, Optional[int]], allow_rewind
     return {"write": write, "unchanged": unchanged, "rewind": rewind, "allow_rewind": allow_rewind}
 
 
-def write_backup(backup_dir, group, both: Dict[TP, Tuple[Optional[int], Optional[int]]]) -> list:
-    """Write ``backup-<group>-zookeeper-<ts>.txt`` and ``...-kafka-...`` (both stores) and return the paths."""
-    os.makedirs(backup_dir, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S") + "-%03d" % (int(time.time() * 1000) % 1000)
-    out = []
-    for i, name in enumerate(("zookeeper", "kafka")):
-        offs = {tp: v[i] for tp, v in both.items() if v[i] is not None}
-        path = os.path.join(backup_dir, "backup-%s-%s-%s.txt" % (group, name, stamp))
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            for line in format_offsets(group, offs):
-                f.write(line + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        out.append(path)
-    return out
-
-
 def apply_copy(store, offsets: Dict[TP, int], progress: Optional[Callable[[int], None]] = None) -> Dict[TP, str]:
     """Write *offsets* to *store* in chunks; returns ``{tp: error}`` for the partitions that failed."""
     failed = {}
@@ -106,7 +85,8 @@ def backup_and_write(gofs, both: Dict[TP, Tuple[Optional[int], Optional[int]]], 
     to *backup_dir* (default: :func:`state.default_backup_dir`), then write ``writes`` (``{store name: {tp:
     offset}}``) store by store. Returns (the backup's paths, ``{store name: {tp: error}}`` for each store written)."""
     gofs.check_lock()
-    backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both)
+    backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both,
+                          by="zkmigrate %s" % gofs.lock.command if gofs.lock is not None else None)
     return backup, {name: apply_copy(gofs.store(name), todo) for name, todo in writes.items() if todo}
 
 

@@ -375,6 +375,43 @@ class KafkaOffsetStore(OffsetStore):
         return {(topic.name, part.partition_index): (Errors.for_code(part.error_code), part.committed_offset)
                 for topic in response.topics for part in topic.partitions}
 
+    # ---- delete -----------------------------------------------------------------------------------------------
+
+    def delete_offsets(self, partitions) -> CommitResult:
+        """OffsetDelete (KIP-496, Kafka 2.4+) of *partitions*, as ``kafka-consumer-groups --delete-offsets`` does:
+        ``committed`` lists the partitions whose offset is gone (value -1; one that had none counts as deleted),
+        ``failed`` the others with the broker's error (e.g. GROUP_SUBSCRIBED_TO_TOPIC while a broker-coordinated
+        group consumes the topic, NON_EMPTY_GROUP). A group the coordinator does not know (GROUP_ID_NOT_FOUND) has
+        nothing to delete. Coordinator errors are retried as for :meth:`fetch`; an unreachable broker raises."""
+        parts = {tp: None for tp in normalize_partitions(partitions)}
+        result = CommitResult()
+        if not parts:
+            return result
+        with self._lock:
+            done, failed, _ = self._attempts(self._async_delete, parts, "delete")
+        for tp in done:
+            result.committed[tp] = -1
+        for tp, exc in failed.items():
+            result.fail(tp, exc)
+        return result
+
+    async def _async_delete(self, node, parts):
+        from kafka.protocol.consumer import OffsetDeleteRequest
+        _Topic = OffsetDeleteRequest.OffsetDeleteRequestTopic
+        by_topic = defaultdict(list)
+        for t, p in sorted(parts):
+            by_topic[t].append(_Topic.OffsetDeleteRequestPartition(partition_index=p))
+        request = OffsetDeleteRequest(group_id=self.group, topics=[_Topic(name=t, partitions=ps)
+                                                                   for t, ps in by_topic.items()])
+        response = await self._admin._manager.send(request, node_id=node)
+        top = Errors.for_code(response.error_code)
+        if top is Errors.GroupIdNotFoundError:
+            return {tp: (Errors.NoError, None) for tp in parts}
+        if top is not Errors.NoError:
+            return {tp: (top, None) for tp in parts}
+        return {(topic.name, part.partition_index): (Errors.for_code(part.error_code), None)
+                for topic in response.topics for part in topic.partitions}
+
     def close(self) -> None:
         """Close the connection (idempotent)."""
         with self._lock:
