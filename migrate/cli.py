@@ -107,8 +107,10 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
         both = gofs.read_all(topics, scan_all_topics=(store == "kafka"))
         offs = {tp: v[i] for tp, v in both.items() if v[i] is not None}
         collected[gofs.group] = offs
-        return {"group": gofs.group, "store": store, "count": len(offs),
-                "offsets": {render.tp(tp): o for tp, o in sorted(offs.items())}}, 0
+        unreadable = gofs.unreadable_report()
+        out = {"group": gofs.group, "store": store, "count": len(offs), "unreadable": unreadable,
+               "offsets": {render.tp(tp): o for tp, o in sorted(offs.items())}}
+        return out, EXIT_CHECK_FAILED if unreadable else 0
 
     results = run_selected(zookeeper, bootstrap, groups, all_groups, matching, parallel, one,
                            need_kafka=(store == "kafka"))
@@ -129,6 +131,8 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
         for r, _ in results.values():
             if "error" in r:
                 click.echo("%s: error: %s" % (r["group"], r["error"]), err=True)
+            for why in (r.get("unreadable") or {}).values():
+                click.echo("%s: not exported: %s" % (r["group"], why), err=True)
         if output:
             click.echo("exported %d offset(s) of %d group(s) from %s to %s" % (len(lines), len(collected), store,
                                                                                output), err=True)
@@ -176,7 +180,7 @@ def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, 
                 gofs.close()
     finally:
         zkmod.close(zk)
-    left_behind = any(g["failed"] or g["skipped_rewind"] for g in result["groups"].values())
+    left_behind = any(g["failed"] or g["skipped_rewind"] or g["unreadable"] for g in result["groups"].values())
     if as_json:
         emit_json(result)
     else:

@@ -58,6 +58,7 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
         out["reason"] = "ZooKeeper members still own partitions after %.0f s; stop them first" % timeout
         return out
     both = gofs.read_all(topics)
+    out["unreadable"] = gofs.unreadable_report()
     source = {tp: z for tp, (z, k) in both.items() if z is not None}
     plan = plan_copy(source, {tp: k for tp, (z, k) in both.items()}, allow_rewind=False)
     todo = plan["write"]
@@ -68,8 +69,11 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
         out["failed"] = {"%s-%d" % tp: e for tp, e in failed.items()}
         out["copied"] = {"%s-%d" % tp: off for tp, off in todo.items() if tp not in failed}
         todo = {tp: o for tp, o in todo.items() if tp in failed}
-    out["ready"] = not todo
-    if not out["ready"]:
+    out["ready"] = not todo and not out["unreadable"]
+    if todo:
         out["reason"] = ("%d partition(s) have ZooKeeper offsets ahead of Kafka; run again with --execute"
                          % len(todo)) if not execute else "%d partition(s) failed to copy" % len(todo)
+    elif out["unreadable"]:
+        out["reason"] = "the Kafka offsets of %d partition(s) cannot be read: %s" % (
+            len(out["unreadable"]), "; ".join(list(out["unreadable"].values())[:3]))
     return out

@@ -65,6 +65,12 @@ def status(st: dict) -> None:
             " %s=%s" % (k, m[k]) for k in ("client_id", "client_host") if m.get(k))))
 
 
+def unreadable(out: dict) -> None:
+    """The partitions Kafka would not answer for (left out of the command's work), on stderr."""
+    for why in (out.get("unreadable") or {}).values():
+        click.echo("  NOT DONE %s" % why, err=True)
+
+
 def backup_paths(paths) -> None:
     """The backup's files on stderr, and how to undo the change with it."""
     for p in paths:
@@ -88,6 +94,7 @@ def copy_result(out: dict) -> None:
     backup_paths(out["backup"])
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)
+    unreadable(out)
     for w in out.get("warnings") or []:
         click.echo("WARNING: %s" % w, err=True)
 
@@ -105,11 +112,14 @@ def import_result(result: dict, execute: bool, store: str) -> None:
         backup_paths(g["backup"])
         for t, e in g["failed"].items():
             click.echo("  FAILED %s: %s" % (t, e), err=True)
+        unreadable(g)
 
 
 def verify_result(rep: dict, phase: str) -> None:
     for p in rep["problems"]:
         click.echo("FAIL: %s" % p, err=True)
+    for w in rep.get("warnings") or []:
+        click.echo("WARNING: %s" % w, err=True)
     click.echo("verify %s (phase %s, %d partition(s), next phase reads %s, settle %.0f s): %s"
                % (rep["group"], phase, rep["partitions"], rep["target_store"], rep.get("settle", 0),
                   "OK" if rep["ok"] else "FAILED"))
@@ -138,6 +148,7 @@ def reset_result(out: dict) -> None:
     backup_paths(out["backup"])
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)
+    unreadable(out)
 
 
 def refresh_result(out: dict) -> None:
@@ -149,6 +160,9 @@ def refresh_result(out: dict) -> None:
                    % (len(out["offsets"]), out["group"]))
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)
+    unreadable(out)
+    if out.get("expiry_unknown"):
+        click.echo("WARNING: %s" % out["expiry_unknown"], err=True)
 
 
 def restore_result(out: dict) -> None:
@@ -170,5 +184,6 @@ def restore_result(out: dict) -> None:
     backup_paths(out["backup"])
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)
+    unreadable(out)
     for w in out.get("warnings") or []:
         click.echo("WARNING: %s" % w, err=True)

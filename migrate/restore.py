@@ -74,7 +74,10 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                                  % (gofs.group, broker.describe_protocol(), broker.state))
     extra = sorted(set(gofs.partitions()) - set(backup.partitions))
     current = gofs.read(list(backup.partitions) + extra)
-    plan = plan_restore(backup.partitions, current)
+    extra = [tp for tp in extra if tp in current]
+    # a partition whose Kafka offset cannot be read now is not restored (in neither store): reported
+    saved = {tp: v for tp, v in backup.partitions.items() if tp in current}
+    plan = plan_restore(saved, current)
     out = {"group": gofs.group, "from_backup": backup.path, "taken_at": backup.taken_at, "by": backup.by,
            "exact": backup.exact, "execute": execute, "live_members": members,
            "changes": {s: dict({_name(tp): {"from": current[tp][i], "to": o} for tp, o in plan[s]["set"].items()},
@@ -83,7 +86,8 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
            "unchanged": {s: plan[s]["unchanged"] for s in STORES},
            "not_in_backup": {_name(tp): {"zookeeper": current[tp][0], "kafka": current[tp][1]}
                              for tp in extra if current[tp] != (None, None)},
-           "backup": [], "written": 0, "deleted": 0, "failed": {}, "warnings": []}
+           "backup": [], "written": 0, "deleted": 0, "failed": {}, "warnings": [],
+           "unreadable": gofs.unreadable_report()}
     if not backup.exact:
         out["warnings"].append("%s has no manifest (written before zkmigrate restore existed): only the partitions "
                                "it lists are restored, and offsets of partitions it does not list are not deleted"
@@ -108,7 +112,7 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                 out["deleted"] += len(res.committed)
             out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
         _remove_empty_topic_nodes(gofs, backup)
-    out["ok"] = not out["failed"]
+    out["ok"] = not (out["failed"] or out["unreadable"])
     return out
 
 

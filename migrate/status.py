@@ -49,7 +49,8 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
                  for r in rows for store in ("zookeeper", "kafka")
                  if r["%s_offset" % store] is not None and r["log_start_offset"] is not None
                  and r["%s_offset" % store] < r["log_start_offset"]]
-    from .expiry import kafka_expiry, iso
+    from .expiry import kafka_expiry, iso, unknown_expiry
+    warnings += list(gofs.unreadable.values())
     kparts = [(r["topic"], r["partition"]) for r in rows if r["kafka_offset"] is not None]
     retention = None
     if kparts:
@@ -57,11 +58,11 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
             retention, exp = kafka_expiry(gofs, kparts)
         except ClusterUnavailableError as e:
             exp = {}
-            warnings.append("cannot read the Kafka offsets' commit times: %s" % e)
+            warnings.append(unknown_expiry(gofs, e))
         for r in rows:
             c, x = exp.get((r["topic"], r["partition"]), (None, None))
             r["kafka_committed_at"], r["kafka_expires_at"] = iso(c), iso(x)
     return {"group": group, "partitions": rows, "zookeeper_members": sorted(members), "broker_group": broker,
             "offsets_retention_ms": retention,
             "member_storage": {m: (infos[m].mode if m in infos else None) for m in sorted(members)},
-            "phase": read_phase(zk, group), "warnings": warnings}
+            "phase": read_phase(zk, group), "warnings": warnings, "unreadable": gofs.unreadable_report()}

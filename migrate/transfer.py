@@ -111,7 +111,7 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
            "skipped_rewind": {} if allow_rewind else
            {_name(tp): {"destination": d, "source": s} for tp, (d, s) in rewind.items()},
            "rewound": {_name(tp): {"from": d, "to": s} for tp, (d, s) in rewind.items()} if allow_rewind else {},
-           "backup": [], "failed": {}, "written": 0}
+           "backup": [], "failed": {}, "written": 0, "unreadable": gofs.unreadable_report()}
     if execute and todo:
         out["backup"], errors = backup_and_write(gofs, both, {dst: todo}, backup_dir)
         failed = errors[dst]
@@ -119,7 +119,7 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
         out["written"] = len(todo) - len(failed)
         if dst == "kafka" and out["written"]:
             out["warnings"] = [expiry_warning(gofs)]
-    out["ok"] = not (out["failed"] or out["skipped_rewind"])
+    out["ok"] = not (out["failed"] or out["skipped_rewind"] or out["unreadable"])
     return out
 
 
@@ -141,6 +141,7 @@ def import_group(gofs, offsets: Dict[TP, int], store: str, execute: bool = False
     """Write *offsets* (one group's lines of an offsets file) into *store* under the rules above (the caller checks
     for live members first, for every group of the file); a dry run unless *execute*."""
     both = gofs.read(list(offsets))
+    offsets = {tp: o for tp, o in offsets.items() if tp in both}  # not the partitions Kafka would not answer for
     i = 0 if store == "zookeeper" else 1
     decision = plan_copy(offsets, {tp: v[i] for tp, v in both.items()}, allow_rewind)
     todo, failed, backup = decision["write"], {}, []
@@ -152,4 +153,4 @@ def import_group(gofs, offsets: Dict[TP, int], store: str, execute: bool = False
             "skipped_rewind": {} if allow_rewind else
             {_name(tp): {"current": d, "file": s} for tp, (d, s) in decision["rewind"].items()},
             "written": len(todo) - len(failed) if execute else 0, "backup": backup,
-            "failed": {_name(tp): e for tp, e in failed.items()}}
+            "failed": {_name(tp): e for tp, e in failed.items()}, "unreadable": gofs.unreadable_report()}

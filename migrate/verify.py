@@ -98,7 +98,8 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
     problems = []
     both = gofs.read_all(topics, scan_all_topics=(phase == "kafka"))
     lso, leo, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(both), security=gofs.security) if both else ({}, {}, None)
-    if not both:
+    warnings = []
+    if not both and not gofs.unreadable:
         problems.append("group %s has no partitions (no topics in ZooKeeper and none given with --topic)" % group)
     missing, behind = [], {}
     for tp, vals in sorted(both.items()):
@@ -127,10 +128,11 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
     while (behind or (missing and waiting_missing)) and time.monotonic() < deadline:
         time.sleep(poll)
         now = gofs.read(list(behind) + (missing if waiting_missing else []))
-        behind = {tp: (now[tp][idx[target]], o0) for tp, (_, o0) in behind.items()
-                  if now[tp][idx[target]] is None or now[tp][idx[target]] < o0}
+        unread = (None, None)  # a partition Kafka stopped answering for (reported as unreadable) is not settled
+        behind = {tp: (now.get(tp, unread)[idx[target]], o0) for tp, (_, o0) in behind.items()
+                  if now.get(tp, unread)[idx[target]] is None or now.get(tp, unread)[idx[target]] < o0}
         if waiting_missing:
-            missing = [tp for tp in missing if now[tp][idx[target]] is None]
+            missing = [tp for tp in missing if now.get(tp, unread)[idx[target]] is None]
     for tp in missing:
         problems.append("%s-%d has no offset in %s (the store the next phase reads)" % (tp[0], tp[1], target))
     for tp, (t_off, o_off) in sorted(behind.items()):
@@ -152,8 +154,11 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
         try:
             more, expiry = expiry_problems(gofs, gofs.read(list(both)), expiry_margin)
             problems.extend(more)
+            if expiry.get("unknown"):
+                warnings.append(expiry["unknown"])
         except ClusterUnavailableError as e:
             problems.append("cannot check when the Kafka offsets expire: %s" % e)
+    problems.extend(gofs.unreadable.values())  # those Kafka would not answer for, also while settling
     return {"group": group, "phase": phase, "to": to, "target_store": target, "ok": not problems, "expiry": expiry,
-            "problems": problems, "partitions": len(both), "zookeeper_members": sorted(members),
-            "broker_group": broker_d}
+            "problems": problems, "warnings": warnings, "partitions": len(both), "zookeeper_members": sorted(members),
+            "broker_group": broker_d, "unreadable": gofs.unreadable_report()}

@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 import kafka.errors as Errors
 from kafka.admin import KafkaAdminClient
@@ -46,6 +46,7 @@ class _AllCommitted:
 
 
 ALL_COMMITTED = _AllCommitted()
+_ALL = ("*", -1)  # the one "partition" of fetch_all's request: all of the group's
 
 _REFIND = (Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError)
 _WAIT = (Errors.CoordinatorLoadInProgressError,)
@@ -348,18 +349,55 @@ class KafkaOffsetStore(OffsetStore):
         those as "no offset", so a Kafka-storage member reset, a dual member fell back to a stale ZooKeeper offset
         and a rollback left partitions out, all silently. A partition that simply has no offset (-1) is absent.
         """
-        parts = {tp: None for tp in normalize_partitions(partitions)}
-        if not parts:
-            return {}
-        with self._lock:
-            done, failed, exhausted = self._attempts(self._async_fetch, parts, "fetch")
+        offsets, failed, exhausted = self._fetch(partitions)
         if failed:
             tps = sorted(failed)
             raise OffsetStoreError("cannot fetch offsets of group %s from Kafka for %d partition(s)%s: %s"
                                    % (self.group, len(tps), " (after retrying)" if exhausted else "",
                                       "; ".join(str(failed[tp]) for tp in tps[:5])
                                       + ("; ..." if len(tps) > 5 else "")))
-        return {tp: off for tp, off in done.items() if off is not None and off >= 0}
+        return offsets
+
+    def fetch_detailed(self, partitions) -> Tuple[Dict, Dict]:
+        """:meth:`fetch` that does not raise for errors of single partitions: ``({(t, p): next_offset},
+        {(t, p): OffsetStoreError})``, the second naming each partition the broker refused to answer for (e.g.
+        TOPIC_AUTHORIZATION_FAILED for a topic this client may not Describe). An unreachable broker still raises."""
+        offsets, failed, _ = self._fetch(partitions)
+        return offsets, failed
+
+    def _fetch(self, partitions):
+        parts = {tp: None for tp in normalize_partitions(partitions)}
+        if not parts:
+            return {}, {}, set()
+        with self._lock:
+            done, failed, exhausted = self._attempts(self._async_fetch, parts, "fetch")
+        return {tp: off for tp, off in done.items() if off is not None and off >= 0}, failed, exhausted
+
+    def fetch_all(self) -> Dict:
+        """OffsetFetch of all the group's topics (``topics`` null, v2+): ``{(t, p): next_offset}`` of every partition
+        the group has an offset of, on the topics this client may Describe (the broker leaves the others out,
+        silently: Kafka's ``KafkaApis.handleOffsetFetchRequest``). What the group has in Kafka, without asking about
+        every topic of the cluster; raises :class:`OffsetStoreError` like :meth:`fetch`."""
+        with self._lock:
+            done, failed, _ = self._attempts(self._async_fetch_all, {_ALL: None}, "fetch")
+        if failed:
+            raise OffsetStoreError("cannot list the offsets of group %s in Kafka: %s" % (self.group, failed[_ALL]))
+        return done.get(_ALL) or {}
+
+    async def _async_fetch_all(self, node, parts):
+        request = OffsetFetchRequest(group_id=self.group, max_version=7, topics=None)
+        response = await self._admin._manager.send(request, node_id=node)
+        group_error = Errors.for_code(getattr(response, "error_code", 0) or 0)
+        if group_error is not Errors.NoError:
+            return {_ALL: (group_error, None)}
+        for topic in response.topics:
+            for part in topic.partitions:
+                err = Errors.for_code(part.error_code)
+                if err is not Errors.NoError:
+                    return {_ALL: (err, None)}
+        return {_ALL: (Errors.NoError, {(topic.name, part.partition_index): part.committed_offset
+                                        for topic in response.topics for part in topic.partitions
+                                        if part.committed_offset is not None and part.committed_offset >= 0})}
 
     async def _async_fetch(self, node, parts):
         _Topic = OffsetFetchRequest.OffsetFetchRequestTopic
