@@ -10,8 +10,10 @@ import click
 
 from zkconsumer import zk as zkmod
 from zkconsumer.cli.common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_USAGE, ZkCommandGroup, bootstrap_option,
+                                   hoist_log_level,
                                    connect_zookeeper, emit_json, json_option, kafka_security, resolve_bootstrap,
-                                   resolve_zookeeper, setup_logging, zookeeper_option)
+                                   resolve_zookeeper, setup_logging, zookeeper_option,
+                                   zookeeper_read_option)
 from zkconsumer.groups import list_groups
 
 from . import cutover as cutover_mod
@@ -48,7 +50,7 @@ def cli(log_level):
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
-@zookeeper_option
+@zookeeper_read_option
 @bootstrap_option
 @groups_options
 @topic_option
@@ -64,21 +66,36 @@ def status(zookeeper, bootstrap, groups, all_groups, matching, parallel, topics,
 @cli.command(epilog=EXIT_CODES_HELP)
 @groups_options
 @click.option("--to", "to", type=STORES, required=True, help="Where the offsets should end up.")
-@zookeeper_option
+@zookeeper_read_option
 @bootstrap_option
 @json_option
 def plan(groups, all_groups, matching, parallel, to, zookeeper, bootstrap, as_json):
-    """The rolling procedure, with the exact properties and verify command of each phase (prints only)."""
+    """The rolling procedure, with the exact properties and commands of each phase, after reading what each
+    group's members run now (prints only; when ZooKeeper cannot be read, says so)."""
     check_selection(groups, all_groups, matching)
-    if groups and not all_groups and matching is None:  # names only: nothing to connect to
-        plans = [plan_mod.make_plan(g, to, zookeeper, bootstrap) for g in groups]
-    else:
+    from zkconsumer.errors import ZkConsumerError
+    given_zk = zookeeper
+    zk, why = None, None
+    try:
         zk = connect_zookeeper(resolve_zookeeper(zookeeper))
-        try:
-            names = select_groups(lambda: list_groups(zk), groups, all_groups, matching)
-        finally:
+    except (ZkConsumerError, click.UsageError) as e:
+        if not groups or all_groups or matching is not None:
+            raise  # the groups themselves come from ZooKeeper
+        why = "ZooKeeper unreachable: %s" % (e.format_message() if isinstance(e, click.UsageError) else e)
+    try:
+        names = select_groups(lambda: list_groups(zk), groups, all_groups, matching) if zk else list(groups)
+        plans = []
+        for g in names:
+            observed = {"read": False, "error": why}
+            if zk is not None:
+                try:
+                    observed = plan_mod.read_group(zk, g)
+                except ZkConsumerError as e:
+                    observed = {"read": False, "error": str(e)}
+            plans.append(plan_mod.make_plan(g, to, given_zk, bootstrap, observed))
+    finally:
+        if zk is not None:
             zkmod.close(zk)
-        plans = [plan_mod.make_plan(g, to, zookeeper, bootstrap) for g in names]
     if as_json:
         emit_json(plans[0] if len(plans) == 1 and single(groups, all_groups, matching) else plans)
     else:
@@ -86,7 +103,7 @@ def plan(groups, all_groups, matching, parallel, to, zookeeper, bootstrap, as_js
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
-@zookeeper_option
+@zookeeper_read_option
 @bootstrap_option
 @groups_options
 @click.option("--store", type=STORES, default="zookeeper", show_default=True)
@@ -397,6 +414,18 @@ def _parse_datetime(text):
     return int(dt.timestamp() * 1000)
 
 
+def _parse_duration(text):
+    """An ISO 8601 duration as kafka-consumer-groups --by-duration takes it (``PnDTnHnMnS``, e.g. ``PT30M``,
+    ``P1DT2H``) -> milliseconds."""
+    import re as _re
+    m = _re.fullmatch(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", text.strip().upper())
+    if not m or text.strip().upper() in ("P", "PT") or not any(m.groups()):
+        raise click.BadParameter("%r is not an ISO 8601 duration PnDTnHnMnS (e.g. PT30M, P1DT2H)" % text,
+                                 param_hint="--by-duration")
+    d, h, mi, sec = (float(x) if x else 0.0 for x in m.groups())
+    return int((((d * 24 + h) * 60 + mi) * 60 + sec) * 1000)
+
+
 @cli.command("reset-offsets", epilog=EXIT_CODES_HELP)
 @zookeeper_option
 @bootstrap_option
@@ -404,12 +433,15 @@ def _parse_datetime(text):
 @click.option("--topic", "topic_scope", multiple=True, metavar="TOPIC[:P,P...]",
               help="Reset this topic (all its partitions, or the listed ones); repeatable.")
 @click.option("--all-topics", is_flag=True, help="Every topic the group has.")
-@click.option("--to-earliest", "spec", flag_value="earliest", help="The log start.")
-@click.option("--to-latest", "spec", flag_value="latest", help="The log end.")
+@click.option("--to-earliest", is_flag=True, help="The log start.")
+@click.option("--to-latest", is_flag=True, help="The log end.")
+@click.option("--to-current", is_flag=True, help="The current offset (clamped into the log range).")
 @click.option("--to-offset", type=click.IntRange(0, None), default=None, help="This offset.")
 @click.option("--to-datetime", default=None, metavar="ISO-8601",
               help="The first message at or after this time (no zone = UTC).")
 @click.option("--shift-by", type=int, default=None, help="The current offset plus N (N may be negative).")
+@click.option("--by-duration", default=None, metavar="PnDTnHnMnS",
+              help="The first message at or after now minus this ISO 8601 duration (e.g. PT30M, P1DT2H).")
 @click.option("--store", "store", type=click.Choice(RESET_STORES), default="auto",
               show_default=True, help="Where to write: auto = every store that holds an offset for the partition "
                                       "(ZooKeeper when none does).")
@@ -418,21 +450,31 @@ def _parse_datetime(text):
 @backup_option
 @lock_wait_option
 @json_option
-def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, topic_scope, all_topics, spec,
-                  to_offset, to_datetime, shift_by, store, execute, force, backup_dir, lock_wait, as_json):
+def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, topic_scope, all_topics, to_earliest,
+                  to_latest, to_current, to_offset, to_datetime, shift_by, by_duration, store, execute, force,
+                  backup_dir, lock_wait, as_json):
     """Move a stopped group's offsets (kafka-consumer-groups --reset-offsets for ZooKeeper groups). Dry run unless
     --execute; a backup of both stores first; refused while the group is live."""
     check_selection(groups, all_groups, matching)
-    chosen = [(n, v) for n, v in (("earliest", spec == "earliest"), ("latest", spec == "latest"),
-                                  ("offset", to_offset), ("datetime", to_datetime), ("shift", shift_by))
+    chosen = [(n, v) for n, v in (("earliest", to_earliest), ("latest", to_latest), ("current", to_current),
+                                  ("offset", to_offset), ("datetime", to_datetime), ("shift", shift_by),
+                                  ("duration", by_duration))
               if v is not None and v is not False]
     if len(chosen) != 1:
-        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, "
-                               "--shift-by")
+        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-current, --to-offset, "
+                               "--to-datetime, --shift-by, --by-duration (%s given)"
+                               % (", ".join("--" + {"shift": "shift-by", "duration": "by-duration"}.get(n, "to-" + n)
+                                            for n, _ in chosen) or "none"))
     if bool(topic_scope) == all_topics:
         raise click.UsageError("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
     kind, value = chosen[0]
-    value = _parse_datetime(value) if kind == "datetime" else (None if kind in ("earliest", "latest") else value)
+    if kind == "duration":
+        import time as _time
+        kind, value = "datetime", int(_time.time() * 1000) - _parse_duration(value)
+    elif kind == "datetime":
+        value = _parse_datetime(value)
+    elif kind in ("earliest", "latest", "current"):
+        value = None
     scope = _parse_scope(topic_scope)
 
     def per_group(gofs):
@@ -443,7 +485,8 @@ def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, 
 
 
 def main():
-    cli(prog_name="zkmigrate")
+    import sys
+    cli(args=hoist_log_level(sys.argv[1:]), prog_name="zkmigrate")
 
 
 __all__ = ["cli", "main", "EXIT_USAGE"]

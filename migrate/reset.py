@@ -23,7 +23,7 @@ from typing import Dict, Optional, Set, Tuple
 __all__ = ["plan_reset", "reset_group", "SPECS", "STORES"]
 
 TP = Tuple[str, int]
-SPECS = ("earliest", "latest", "offset", "datetime", "shift")
+SPECS = ("earliest", "latest", "current", "offset", "datetime", "shift")
 STORES = ("auto", "zookeeper", "kafka", "both")
 
 
@@ -43,6 +43,11 @@ def plan_reset(spec: str, value: Optional[int], current: Dict[TP, Optional[int]]
             new = lo
         elif spec == "latest":
             new = hi
+        elif spec == "current":
+            if cur is None:
+                out[tp] = {"current": cur, "new": None, "note": "no current offset: not changed"}
+                continue
+            new = cur
         elif spec == "offset":
             new = int(value)
         elif spec == "datetime":

@@ -64,6 +64,8 @@ class FetcherThread(threading.Thread):
         self.resets = {}            # (t, p) -> offset auto.offset.reset chose at the last assignment
         self.failures = 0           # consecutive failures of the fetch loop
         self.fetches = 0            # fetch passes completed (metrics: MinFetchRate)
+        self.fetch_seconds = 0.0    # time spent in those passes' fetch requests (metrics)
+        self.errors = 0             # fetch errors, retried or not (metrics)
         self.started_at = time.monotonic()
         self._next = {}             # TopicPartition -> next offset to hand over (re-fetched from after a failure)
 
@@ -185,6 +187,7 @@ class FetcherThread(threading.Thread):
                     return
                 except Exception as e:
                     self.failures += 1
+                    self.errors += 1
                     log.error("fetcher %s failed (%d in a row; retrying in 1 s): %s", self.name, self.failures, e,
                               exc_info=self.failures == 1)
                     self.on_error(None, e)
@@ -213,9 +216,11 @@ class FetcherThread(threading.Thread):
             if self._pending is not None:
                 self._apply_pending()  # an error goes back to the rebalancer through assign()
                 continue
+            polled_at = time.monotonic()
             try:
                 batches = self._consumer.poll(timeout_ms=20)  # short: assignment changes wait for this
             except RecordTooLargeError as e:
+                self.errors += 1
                 err = MessageTooLargeError("a message is larger than fetch.message.max.bytes=%d: %s"
                                            % (self.config.fetch_message_max_bytes, e))
                 log.error("%s", err)
@@ -223,6 +228,7 @@ class FetcherThread(threading.Thread):
                 self._wait_for_change(5.0)
                 continue
             except (KafkaError, OSError) as e:
+                self.errors += 1
                 log.warning("fetch error (retrying after refresh.leader.backoff.ms): %s", e)
                 self._wait_for_change(self.config.refresh_leader_backoff_ms / 1000.0)
                 continue
@@ -249,6 +255,7 @@ class FetcherThread(threading.Thread):
                 self._next[tp] = records[-1].offset + 1
             self.failures = 0  # a whole pass without failure
             self.fetches += 1
+            self.fetch_seconds += time.monotonic() - polled_at
 
     def _rewind(self):
         """After a failure, fetch again from what was handed over last: records polled but not put on a queue

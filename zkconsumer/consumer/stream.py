@@ -60,6 +60,7 @@ class KafkaStream:
         self._tp = None
         self.messages = 0                   # records in the chunks taken (metrics: MessagesPerSec, per chunk)
         self.bytes = 0                      # their keys + values (BytesPerSec)
+        self.by_topic = {}                  # topic -> [messages, bytes] (the Scala per-topic ConsumerTopicMetrics)
         self._ended = False
         self._closing = False
         self._inflight = False
@@ -111,6 +112,9 @@ class KafkaStream:
             self._records = chunk.records
             self.messages += len(chunk.records)
             self.bytes += chunk.nbytes
+            counts = self.by_topic.setdefault(chunk.tp[0], [0, 0])
+            counts[0] += len(chunk.records)
+            counts[1] += chunk.nbytes
             return True
 
     def give_back(self, rec):
