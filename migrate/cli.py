@@ -24,6 +24,8 @@ from .fleet import select_groups, worst_exit
 from .group_offsets import GroupOffsets
 from .keepalive import repeat
 from .lock import GroupLock, lock_wait_option
+from .leftovers import STORES as FORGET_STORES
+from .leftovers import forget_topics
 from .offsets_file import format_offsets, read_offsets_file
 from .reset import STORES as RESET_STORES
 from .reset import reset_group
@@ -34,6 +36,23 @@ from .verify import PHASES, settle_for, verify_group
 STORES = click.Choice(["zookeeper", "kafka"])
 topic_option = click.option("--topic", "topics", multiple=True, metavar="TOPIC",
                             help="Also include this topic's partitions (repeatable).")
+
+
+def _validate_topics(ctx, param, values):
+    """Check every topic name before anything connects (exit 2)."""
+    from zkconsumer.layout import validate_topic
+    try:
+        return tuple(validate_topic(v) for v in values or ())
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint=param.opts[0])
+
+
+exclude_option = click.option("--exclude-topic", "exclude", multiple=True, metavar="TOPIC", callback=_validate_topics,
+                              help="Leave this topic out (e.g. one the group no longer reads; repeatable).")
+allow_stale_option = click.option("--allow-stale", is_flag=True,
+                                  help="Carry over offsets found stale (a frozen ZooKeeper offset whose Kafka "
+                                       "offset was removed, an offset of an earlier topic of the same name, one "
+                                       "beyond the log end) instead of refusing the group.")
 backup_option = click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
                              help="Where the backup export of both stores is written before any change [default: "
                                   "$ZKMIGRATE_STATE_DIR/backups or ~/.zkconsumer/migrate/backups].")
@@ -54,13 +73,14 @@ def cli(log_level):
 @bootstrap_option
 @groups_options
 @topic_option
+@exclude_option
 @json_option
-def status(zookeeper, bootstrap, groups, all_groups, matching, parallel, topics, as_json):
+def status(zookeeper, bootstrap, groups, all_groups, matching, parallel, topics, exclude, as_json):
     """Per partition: ZooKeeper / Kafka / log-end offsets, lags, owner; members and where they commit; the phase
-    zkmigrate recorded; the broker-side group."""
+    zkmigrate recorded and the cutover fence; the broker-side group; topics that no longer exist."""
     check_selection(groups, all_groups, matching)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel,
-                   lambda gofs: (group_status(gofs, topics), 0), as_json, render.status)
+                   lambda gofs: (group_status(gofs.exclude(exclude), topics), 0), as_json, render.status)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -110,8 +130,9 @@ def plan(groups, all_groups, matching, parallel, to, zookeeper, bootstrap, as_js
 @click.option("--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="File to write (default: stdout).")
 @topic_option
+@exclude_option
 @json_option
-def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, output, topics, as_json):
+def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, output, topics, exclude, as_json):
     """Offsets in the ExportZkOffsets format /consumers/G/offsets/T/P:offset (every group when none is named, as
     ExportZkOffsets did)."""
     check_selection(groups, all_groups, matching, required=False)
@@ -121,7 +142,7 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
     collected = {}
 
     def one(gofs):
-        both = gofs.read_all(topics, scan_all_topics=(store == "kafka"))
+        both = gofs.exclude(exclude).read_all(topics, scan_all_topics=(store == "kafka"))
         offs = {tp: v[i] for tp, v in both.items() if v[i] is not None}
         collected[gofs.group] = offs
         unreadable = gofs.unreadable_report()
@@ -211,7 +232,7 @@ def _copy_options(f):
             click.option("--execute", is_flag=True, help="Write (default: dry run)."),
             click.option("--allow-rewind", is_flag=True, help="Also move offsets backwards."),
             click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live."),
-            backup_option, topic_option, lock_wait_option, json_option]):
+            backup_option, topic_option, exclude_option, allow_stale_option, lock_wait_option, json_option]):
         f = opt(f)
     return f
 
@@ -221,12 +242,14 @@ def _copy_options(f):
 @click.option("--from", "src", type=click.Choice(["zookeeper"]), default="zookeeper", show_default=True)
 @click.option("--to", "dst", type=click.Choice(["kafka"]), default="kafka", show_default=True)
 def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
-         topics, lock_wait, as_json, src, dst):
-    """Copy ZooKeeper offsets to Kafka (never backwards unless --allow-rewind; idempotent)."""
+         topics, exclude, allow_stale, lock_wait, as_json, src, dst):
+    """Copy ZooKeeper offsets to Kafka (never backwards unless --allow-rewind; idempotent; stale offsets refused
+    unless --allow-stale; topics that no longer exist skipped)."""
     check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
-        out = transfer.copy_group(gofs, src, dst, execute, allow_rewind, force, backup_dir, topics)
+        out = transfer.copy_group(gofs.exclude(exclude), src, dst, execute, allow_rewind, force, backup_dir, topics,
+                                  allow_stale)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)  # anything left behind is not "done"
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
                    render.copy_result, lock=("copy", lock_wait) if execute else None)
@@ -235,12 +258,15 @@ def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, 
 @cli.command(epilog=EXIT_CODES_HELP)
 @_copy_options
 def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
-             topics, lock_wait, as_json):
-    """Copy Kafka offsets back to ZooKeeper (never backwards unless --allow-rewind; idempotent)."""
+             topics, exclude, allow_stale, lock_wait, as_json):
+    """Copy Kafka offsets back to ZooKeeper (never backwards unless --allow-rewind; idempotent; ZooKeeper offsets
+    Kafka cannot vouch for refused unless --allow-stale). With --execute and nothing left behind it lifts the cutover
+    fence."""
     check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
-        out = transfer.rollback_group(gofs, execute, allow_rewind, force, backup_dir, topics)
+        out = transfer.rollback_group(gofs.exclude(exclude), execute, allow_rewind, force, backup_dir, topics,
+                                      allow_stale)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
                    render.copy_result, lock=("rollback", lock_wait) if execute else None)
@@ -262,26 +288,29 @@ def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execu
               help="In the dual and kafka phases, fail when a Kafka offset expires on the broker within this many "
                    "seconds (offsets.retention.minutes after its last commit).")
 @click.option("--no-expiry-check", is_flag=True, help="Do not read the Kafka offsets' commit times.")
+@click.option("--no-record", is_flag=True, help="Do not record the phase when the check passes (read only).")
 @topic_option
+@exclude_option
 @lock_wait_option
 @json_option
 def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, to, settle, expiry_margin,
-           no_expiry_check, topics, lock_wait, as_json):
-    """Exit 1 when the stores disagree beyond commits in flight, an offset is missing or outside the log, or the
-    group is active both in ZooKeeper and on the broker (split brain). A passing verify records the phase."""
+           no_expiry_check, no_record, topics, exclude, lock_wait, as_json):
+    """Exit 1 when the stores disagree beyond commits in flight, an offset the phase reads is missing or outside
+    the log, or the group is active both in ZooKeeper and on the broker (split brain). A passing verify records the
+    phase in ZooKeeper (not with --no-record); it never changes offsets and never lifts the cutover fence."""
     check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
         s = settle if settle is not None else settle_for(gofs.zk, gofs.group)
-        rep = verify_group(gofs, phase, to if phase == "dual" else None, topics, s,
+        rep = verify_group(gofs.exclude(exclude), phase, to if phase == "dual" else None, topics, s,
                            expiry_margin=None if no_expiry_check else expiry_margin)
         rep["settle"] = s
-        if rep["ok"]:
+        if rep["ok"] and not no_record:
             rep["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, phase, "zkmigrate verify",
                                                        to if phase == "dual" else None)
         return rep, (0 if rep["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   lambda rep: render.verify_result(rep, phase), lock=("verify", lock_wait))
+                   lambda rep: render.verify_result(rep, phase), lock=None if no_record else ("verify", lock_wait))
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -292,23 +321,29 @@ def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, 
 @click.option("--timeout", type=click.FloatRange(0, 86400), default=30.0, show_default=True,
               help="Seconds to wait for the last ZooKeeper owner to go (a rolling stop: as long as the bounce "
                    "takes; each departure is reported, and a broker-side group forming meanwhile stops it).")
+@click.option("--no-acl-fence", is_flag=True,
+              help="Do not take the create right off /consumers/G/ids (then only zkconsumer members are fenced; JVM "
+                   "members could join again).")
 @backup_option
 @topic_option
+@exclude_option
+@allow_stale_option
 @lock_wait_option
 @json_option
-def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, timeout, backup_dir, topics,
-            lock_wait, as_json):
+def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, timeout, no_acl_fence, backup_dir,
+            topics, exclude, allow_stale, lock_wait, as_json):
     """Hand the group to broker-coordinated consumers: no ZooKeeper owner left, Kafka >= ZooKeeper, ready; with
-    --execute the group is marked cut over, and ZooKeeper members refuse to join it (cutover.fence)."""
+    --execute the group is fenced: /consumers/G/ids refuses new members (JVM ones included) and zkconsumer members
+    refuse to join (cutover.fence) until 'zkmigrate rollback --execute'."""
     check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
-        out = cutover_mod.cutover(gofs, execute, timeout, backup_dir or state.default_backup_dir(), topics,
-                                  progress=None if as_json else (lambda msg: click.echo("%s: %s" % (gofs.group, msg),
-                                                                                        err=True)))
+        out = cutover_mod.cutover(gofs.exclude(exclude), execute, timeout, backup_dir or state.default_backup_dir(),
+                                  topics, progress=None if as_json else
+                                  (lambda msg: click.echo("%s: %s" % (gofs.group, msg), err=True)),
+                                  allow_stale=allow_stale, acl_fence=not no_acl_fence)
         if out["ready"] and execute:
-            out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "cutover", "zkmigrate cutover")
-            out["warnings"] = [expiry_warning(gofs) + " (start the broker-coordinated consumers before then)"]
+            out["warnings"].append(expiry_warning(gofs) + " (start the broker-coordinated consumers before then)")
         return out, (0 if out["ready"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
                    render.cutover_result, lock=("cutover", lock_wait) if execute else None)
@@ -324,10 +359,11 @@ def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
               help="Keep-alive: repeat every SECONDS until SIGTERM/SIGINT (e.g. a quarter of offsets.retention.minutes); "
                    "a round that fails (ZooKeeper or Kafka down) is logged and the next one runs on time.")
 @topic_option
+@exclude_option
 @lock_wait_option
 @json_option
-def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, force, every, topics, lock_wait,
-            as_json):
+def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, force, every, topics, exclude,
+            lock_wait, as_json):
     """Re-commit the groups' Kafka offsets unchanged, so the broker does not drop them (offsets.retention.minutes
     after their last commit) while no consumer commits: a stopped group in the Kafka phase, or offsets written by
     copy/cutover before the new consumers start."""
@@ -335,7 +371,7 @@ def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
     check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
-        out = refresh_group(gofs, execute, force, topics)
+        out = refresh_group(gofs.exclude(exclude), execute, force, topics)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     lock = ("refresh", lock_wait) if execute else None
     if every is None:
@@ -375,6 +411,33 @@ def restore(zookeeper, bootstrap, backups, execute, force, backup_dir, lock_wait
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, tuple(loaded), False, None, 4, per_group, as_json, render.restore_result,
                    lock=("restore", lock_wait) if execute else None)
+
+
+@cli.command("forget-topic", epilog=EXIT_CODES_HELP)
+@zookeeper_option
+@bootstrap_option
+@groups_options
+@click.option("--topic", "topics", multiple=True, required=True, metavar="TOPIC", callback=_validate_topics,
+              help="A topic the groups no longer read (repeatable).")
+@click.option("--store", type=click.Choice(FORGET_STORES), default="both", show_default=True,
+              help="Where to delete the topic's offsets.")
+@click.option("--execute", is_flag=True, help="Delete (default: show what would be deleted).")
+@backup_option
+@lock_wait_option
+@json_option
+def forget_topic(zookeeper, bootstrap, groups, all_groups, matching, parallel, topics, store, execute, backup_dir,
+                 lock_wait, as_json):
+    """Delete the groups' offsets of topics they no longer read (deleted topics, or leftovers that make verify
+    report missing offsets). Dry run unless --execute; a backup of both stores first; refused for a group while a
+    live member subscribes to the topic or owns one of its partitions."""
+    check_selection(groups, all_groups, matching)
+
+    def per_group(gofs):
+        out = forget_topics(gofs, list(topics), store, execute, backup_dir)
+        return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
+    run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
+                   render.forget_result, need_kafka=store != "zookeeper",
+                   lock=("forget-topic", lock_wait) if execute else None)
 
 
 def _parse_scope(values):
@@ -443,8 +506,10 @@ def _parse_duration(text):
 @click.option("--by-duration", default=None, metavar="PnDTnHnMnS",
               help="The first message at or after now minus this ISO 8601 duration (e.g. PT30M, P1DT2H).")
 @click.option("--store", "store", type=click.Choice(RESET_STORES), default="auto",
-              show_default=True, help="Where to write: auto = every store that holds an offset for the partition "
-                                      "(ZooKeeper when none does).")
+              show_default=True, help="Where to write: auto = the stores the group's recorded phase reads "
+                                      "(zookeeper: ZooKeeper; dual, rollback: both; kafka, cutover or fenced: "
+                                      "Kafka) and every store that holds an offset for the partition (ZooKeeper "
+                                      "when none does and no phase is recorded).")
 @click.option("--execute", is_flag=True, help="Write (default: dry run).")
 @click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
 @backup_option

@@ -9,7 +9,8 @@ about the group's own topics only, never about every topic of the cluster.
 A partition Kafka will not answer for (TOPIC_AUTHORIZATION_FAILED: the operator's identity may not Describe the
 topic; UNKNOWN_TOPIC_OR_PARTITION...) is left out of what :meth:`GroupOffsets.read` returns, so no command plans or
 writes it, and is kept in :attr:`GroupOffsets.unreadable` with the broker's error and the way out: the commands
-report it per partition (their group's exit code 1, the other groups unaffected).
+report it per partition (their group's exit code 1, the other groups unaffected). Topics given to
+:meth:`GroupOffsets.exclude` (``--exclude-topic``) are left out of everything.
 """
 from __future__ import annotations
 
@@ -43,11 +44,17 @@ class GroupOffsets:
         self.lock = None
         #: ``{tp: why}``: partitions whose Kafka offset the broker refused to give (left out of every read)
         self.unreadable: Dict[TP, str] = {}
+        #: topics left out of :meth:`partitions` and :meth:`read_all` (``--exclude-topic``)
+        self.excluded: set = set()
 
     def check_lock(self) -> None:
         """Before a write: raise :class:`~.lock.GroupLockedError` if the command holds the group's lock no more."""
         if self.lock is not None:
             self.lock.check()
+
+    def exclude(self, topics) -> "GroupOffsets":
+        self.excluded |= set(validate_topic(t) for t in topics)
+        return self
 
     def store(self, name):
         return self.zk_store if name == "zookeeper" else self.kafka_store
@@ -55,10 +62,10 @@ class GroupOffsets:
     def partitions(self, topics=(), scan_all_topics=False) -> List[TP]:
         wanted = set(validate_topic(t) for t in topics)
         wanted |= set(zkgroups.group_topics(self.zk, self.group))
-        parts = {(t, p) for t in wanted for p in zkgroups.topic_partitions(self.zk, t)}
-        parts |= set(zkgroups.zk_offsets(self.zk, self.group))
+        parts = {(t, p) for t in wanted - self.excluded for p in zkgroups.topic_partitions(self.zk, t)}
+        parts |= {tp for tp in zkgroups.zk_offsets(self.zk, self.group) if tp[0] not in self.excluded}
         if scan_all_topics and self.kafka_store is not None:
-            parts |= set(self.kafka_store.fetch_all())
+            parts |= {tp for tp in self.kafka_store.fetch_all() if tp[0] not in self.excluded}
         return sorted(parts)
 
     def read(self, partitions) -> Dict[TP, Tuple[Optional[int], Optional[int]]]:
@@ -93,8 +100,8 @@ def unreadable_text(tp: TP, error: Exception) -> str:
     """Why the Kafka offset of *tp* could not be read, and the way out."""
     text = "%s-%d: cannot read its Kafka offset: %s" % (tp[0], tp[1], error)
     if "TopicAuthorizationFailed" in text:
-        text += ("; this Kafka identity may not Describe topic %s: grant it Describe and Read on the topic, or leave "
-                 "the topic out if the group no longer reads it" % tp[0])
+        text += ("; this Kafka identity may not Describe topic %s: grant it Describe and Read on the topic, or, if "
+                 "the group no longer reads it, leave it out (--exclude-topic %s)" % (tp[0], tp[0]))
     elif "GroupAuthorizationFailed" in text:
         text += "; this Kafka identity may not Describe the group: grant it Describe and Read on the group"
     return text

@@ -419,8 +419,8 @@ class KafkaOffsetStore(OffsetStore):
         """OffsetDelete (KIP-496, Kafka 2.4+) of *partitions*, as ``kafka-consumer-groups --delete-offsets`` does:
         ``committed`` lists the partitions whose offset is gone (value -1; one that had none counts as deleted),
         ``failed`` the others with the broker's error (e.g. GROUP_SUBSCRIBED_TO_TOPIC while a broker-coordinated
-        group consumes the topic, NON_EMPTY_GROUP). A group the coordinator does not know (GROUP_ID_NOT_FOUND) has
-        nothing to delete. Coordinator errors are retried as for :meth:`fetch`; an unreachable broker raises."""
+        group consumes the topic, NON_EMPTY_GROUP). A group the coordinator does not know (GROUP_ID_NOT_FOUND) and a
+        topic that no longer exists (UNKNOWN_TOPIC_OR_PARTITION) have nothing to delete. Coordinator errors are retried as for :meth:`fetch`; an unreachable broker raises."""
         parts = {tp: None for tp in normalize_partitions(partitions)}
         result = CommitResult()
         if not parts:
@@ -447,8 +447,10 @@ class KafkaOffsetStore(OffsetStore):
             return {tp: (Errors.NoError, None) for tp in parts}
         if top is not Errors.NoError:
             return {tp: (top, None) for tp in parts}
-        return {(topic.name, part.partition_index): (Errors.for_code(part.error_code), None)
-                for topic in response.topics for part in topic.partitions}
+        gone = (Errors.NoError, Errors.UnknownTopicOrPartitionError)  # a deleted topic's offsets went with it
+        return {(topic.name, part.partition_index): (
+            Errors.NoError if Errors.for_code(part.error_code) in gone else Errors.for_code(part.error_code), None)
+            for topic in response.topics for part in topic.partitions}
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
