@@ -91,6 +91,11 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
             out["reason"] = ("%d partition(s) have stale ZooKeeper offsets that must not be copied to Kafka (see "
                              "'refused'; nothing was written)" % len(refused))
             return out
+    if out["unreadable"]:  # Kafka >= ZooKeeper cannot be shown for them: not ready, nothing written
+        out["ready"] = False
+        out["reason"] = "the Kafka offsets of %d partition(s) cannot be read (nothing was written): %s" % (
+            len(out["unreadable"]), "; ".join(list(out["unreadable"].values())[:3]))
+        return out
     if todo and execute:
         out["backup"], errors = backup_and_write(gofs, both, {"kafka": todo}, backup_dir or ".")
         failed = errors["kafka"]
@@ -102,11 +107,6 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
         out["ready"] = False
         out["reason"] = ("%d partition(s) have ZooKeeper offsets ahead of Kafka; run again with --execute"
                          % len(todo)) if not execute else "%d partition(s) failed to copy" % len(todo)
-        return out
-    if out["unreadable"]:
-        out["ready"] = False
-        out["reason"] = "the Kafka offsets of %d partition(s) cannot be read: %s" % (
-            len(out["unreadable"]), "; ".join(list(out["unreadable"].values())[:3]))
         return out
     if not execute:
         out["ready"] = True

@@ -99,7 +99,7 @@ def _storage_problems(zk, group, members, phase):
     return out
 
 
-def _range_findings(tp, vals, phase, lso, leo):
+def _range_findings(tp, vals, phase, lso, leo, group="G"):
     """``(problems, notes)`` of one partition's offsets against its log range: the offset the phase's members
     read is held to it, the other store's is only reported."""
     read = {"zookeeper": vals[0], "kafka": vals[1]}
@@ -120,7 +120,10 @@ def _range_findings(tp, vals, phase, lso, leo):
         if bad is None:
             continue
         if name in reads:
-            problems.append("%s-%d: %s offset %d is %s: the next start resets)" % (tp[0], tp[1], name, off, bad))
+            problems.append("group %s, %s-%d: %s offset %d is %s: the next start resets); set the position with "
+                            "'zkmigrate reset-offsets --group %s --topic %s:%d --store %s --to-earliest' (or "
+                            "--to-offset, --to-datetime)" % (group, tp[0], tp[1], name, off, bad, group, tp[0], tp[1],
+                                                             name))
         else:
             notes.append("%s-%d: %s offset %d is %s; not read in the %s phase)" % (tp[0], tp[1], name, off, bad,
                                                                                     phase))
@@ -142,7 +145,7 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
         problems.append("group %s has no partitions (no topics in ZooKeeper and none given with --topic)" % group)
     missing, behind = [], {}
     for tp, vals in sorted(both.items()):
-        more, also = _range_findings(tp, vals, phase, lso, leo)
+        more, also = _range_findings(tp, vals, phase, lso, leo, group)
         problems += more
         notes += also
         t_off = vals[idx[target]]
@@ -180,9 +183,11 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
             stale = to_zookeeper_refusals(group, kept, evidence(gofs, kept, leo), frozen_since, None,
                                           keep="accept it ('zkmigrate rollback --execute --allow-stale')")
             problems.extend(stale[tp] for tp in sorted(stale))
+    way = {"kafka": "copy", "zookeeper": "rollback"}[target]
     for tp, (t_off, o_off) in sorted(behind.items()):
         problems.append("%s-%d: %s offset %s stays behind %s offset %d after %.0f s (not explained by in-flight "
-                        "dual commits)" % (tp[0], tp[1], target, t_off, other, o_off, settle))
+                        "dual commits); with the members stopped, 'zkmigrate %s --group %s --execute' brings it up"
+                        % (tp[0], tp[1], target, t_off, other, o_off, settle, way, group))
     try:
         broker = describe_broker_group(gofs.bootstrap_servers, group, security=gofs.security)
         broker_d = broker.as_dict()

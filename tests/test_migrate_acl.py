@@ -28,30 +28,41 @@ def _acl(rtype, name, op, perm=ACLPermissionType.ALLOW, pattern=ACLResourcePatte
     return ACL("User:%s" % OPS, "*", op, perm, ResourcePattern(rtype, name, pattern))
 
 
-@pytest.fixture(scope="module")
-def acl(tmp_path_factory):
-    d = tmp_path_factory.mktemp("acl")
-    cluster = OwnCluster(str(d / "cluster"), security=BrokerSecurity(listeners=("SASL_PLAINTEXT",),
-                                                                     plain_users={OPS: OPS_PW}),
+def acl_cluster(directory, deny_offsets_read=True):
+    """A cluster with AclAuthorizer where `ops` may do anything except touch the topics secret-* (and, with
+    *deny_offsets_read*, read __consumer_offsets); ``.ops_config`` is its --kafka-config file."""
+    cluster = OwnCluster(str(directory / "cluster"), security=BrokerSecurity(listeners=("SASL_PLAINTEXT",),
+                                                                             plain_users={OPS: OPS_PW}),
                          broker_config={"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
                                         "super.users": "User:ANONYMOUS"})  # PLAINTEXT: the brokers and the test
     try:
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
-        try:  # ops: every group and topic, except the topics secret-* and reading __consumer_offsets
-            res = admin.create_acls([
-                _acl(ResourceType.GROUP, "*", ACLOperation.ALL),
-                _acl(ResourceType.TOPIC, "*", ACLOperation.ALL),
-                _acl(ResourceType.TOPIC, "secret-", ACLOperation.ALL, ACLPermissionType.DENY,
-                     ACLResourcePatternType.PREFIXED),
-                _acl(ResourceType.TOPIC, "__consumer_offsets", ACLOperation.READ, ACLPermissionType.DENY),
-                _acl(ResourceType.CLUSTER, "kafka-cluster", ACLOperation.DESCRIBE_CONFIGS)])
+        try:
+            acls = [_acl(ResourceType.GROUP, "*", ACLOperation.ALL),
+                    _acl(ResourceType.TOPIC, "*", ACLOperation.ALL),
+                    _acl(ResourceType.TOPIC, "secret-", ACLOperation.ALL, ACLPermissionType.DENY,
+                         ACLResourcePatternType.PREFIXED),
+                    _acl(ResourceType.CLUSTER, "kafka-cluster", ACLOperation.DESCRIBE_CONFIGS)]
+            if deny_offsets_read:
+                acls.append(_acl(ResourceType.TOPIC, "__consumer_offsets", ACLOperation.READ, ACLPermissionType.DENY))
+            res = admin.create_acls(acls)
             assert not res["failed"], res
         finally:
             admin.close()
-        cfg = d / "ops.properties"
+        cfg = directory / "ops.properties"
         cfg.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config=%s required "
                        "username=\"%s\" password=\"%s\";\n" % (PLAIN, OPS, OPS_PW))
         cluster.ops_config = str(cfg)
+    except BaseException:
+        cluster.down()
+        raise
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def acl(tmp_path_factory):
+    cluster = acl_cluster(tmp_path_factory.mktemp("acl"))
+    try:
         yield cluster
     finally:
         cluster.down()
