@@ -28,7 +28,7 @@ from typing import Dict, Optional, Tuple
 
 from zkconsumer.layout import validate_group, validate_topic
 
-from .offsets_file import OffsetsFileError, format_offsets, read_offsets_file
+from .offsets_file import OffsetsFileError, format_offsets, read_bytes, read_offsets_file
 
 __all__ = ["write_backup", "load_backup", "Backup", "BackupFileError", "STORES"]
 
@@ -126,11 +126,7 @@ def _load_pair(path: str, m) -> Backup:
 
 
 def _load_manifest(path: str) -> Backup:
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise BackupFileError("%s: cannot read: %s" % (path, e.strerror or e)) from None
+    raw = read_bytes(path, BackupFileError)
     try:
         doc = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as e:

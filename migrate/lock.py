@@ -30,6 +30,7 @@ from kazoo.exceptions import LockTimeout, NoNodeError, NotEmptyError
 
 from zkconsumer.errors import GroupConflictError
 from zkconsumer.layout import paths, validate_group
+from zkconsumer.local.processes import is_alive
 
 __all__ = ["GroupLock", "GroupLockedError", "lock_wait_option", "holder_text"]
 
@@ -44,16 +45,6 @@ lock_wait_option = click.option(
          "for it instead of refusing the group at once.")
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def holder_text(data: str) -> str:
     """'zkmigrate COMMAND on HOST (pid N, user U) since T' from a contender's data (best effort for foreign data)."""
     try:
@@ -64,7 +55,7 @@ def holder_text(data: str) -> str:
         return "an unknown holder (%r)" % data[:80]
     text = "'zkmigrate %s' on %s (pid %s, user %s) since %s" % (h.get("command"), h.get("host"), h.get("pid"),
                                                                   h.get("user"), h.get("since"))
-    if h.get("host") == socket.gethostname() and isinstance(h.get("pid"), int) and not _pid_alive(h["pid"]):
+    if h.get("host") == socket.gethostname() and isinstance(h.get("pid"), int) and not is_alive(h["pid"]):
         text += (" - that process is no longer running on this host: its lock goes when its ZooKeeper session "
                  "expires (seconds)")
     return text

@@ -154,15 +154,20 @@ def test_rollback_from_the_dual_phase(services, zk, unique, tmp_path):
         run.stop()
 
 
+def _in_the_kafka_phase(run, zk):
+    """Through the dual phase into the Kafka-only one: ZooKeeper frozen where the dual member left it."""
+    _started_at_zero(run, zk)
+    run.consume(*DUAL)
+    run.caught_up()
+    run.consume(*KAFKA)
+    run.produce(60)
+    run.caught_up()
+
+
 def test_rollback_from_the_kafka_phase_rolling(services, zk, unique, tmp_path):
     run = Run(services, unique, tmp_path)
     try:
-        _started_at_zero(run, zk)
-        run.consume(*DUAL)
-        run.caught_up()
-        run.consume(*KAFKA)  # Kafka only: ZooKeeper frozen from here
-        run.produce(60)
-        run.caught_up()
+        _in_the_kafka_phase(run, zk)
         run.consume(*KAFKA)
         run.produce(30)
         run.caught_up()
@@ -176,12 +181,7 @@ def test_rollback_from_the_kafka_phase_rolling(services, zk, unique, tmp_path):
 def test_rollback_from_the_kafka_phase_stopped(services, zk, unique, tmp_path):
     run = Run(services, unique, tmp_path)
     try:
-        _started_at_zero(run, zk)
-        run.consume(*DUAL)
-        run.caught_up()
-        run.consume(*KAFKA)
-        run.produce(60)
-        run.caught_up()
+        _in_the_kafka_phase(run, zk)
         ran = _sampled(run, runbook("From the Kafka-only phase", 1))
         dry = [out for cmd, out in ran if cmd.endswith("rollback --group %s" % run.group)][0]
         assert "would write" in dry
