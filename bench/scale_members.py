@@ -75,7 +75,7 @@ class _NoFetch:
     def assign(self, generation, work):
         pass
 
-    def stop_all(self, generation):
+    def stop_all(self, generation, timeout=None):
         pass
 
     def shutdown(self, timeout=None):
