@@ -1,4 +1,4 @@
-"""``python -m bench [--quick] [--only consume,rebalance,churn,fleet,scale,commit,spark,spark-cluster]``.
+"""``python -m bench [--quick] [--only consume,rebalance,churn,fleet,scale,commit,exporter,spark,spark-cluster]``.
 
 zkconsumer's measured targets.
 
@@ -11,19 +11,19 @@ import sys
 import tempfile
 import time
 
-from . import churn, commit, common, consume, fleet, rebalance, report, scale
+from . import churn, commit, common, consume, exporter, fleet, rebalance, report, scale
 
 # The default order runs last the suites that leave the shared cluster busy after they end: scale (300 sessions
 # stopping and expiring) and commit (~400k offset records for the broker's log cleaner). After them, fleet's
 # --parallel 8 verify of 100 groups took 11-45 s instead of 6 s.
 SUITES = {"consume": consume, "rebalance": rebalance, "churn": churn, "fleet": fleet, "scale": scale,
-          "commit": commit}
+          "commit": commit, "exporter": exporter}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller runs; finishes within 10 minutes on 2 cores")
-    ap.add_argument("--only", default="consume,rebalance,churn,fleet,scale,commit,spark,spark-cluster",
+    ap.add_argument("--only", default="consume,rebalance,churn,fleet,scale,commit,exporter,spark,spark-cluster",
                     help="comma-separated suites [default: all]")
     ap.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "results.json"))
     ap.add_argument("--readme", action="store_true",

@@ -10,8 +10,10 @@ import click
 
 from zkconsumer import zk as zkmod
 from zkconsumer.cli.common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_USAGE, ZkCommandGroup, bootstrap_option,
+                                   hoist_log_level,
                                    connect_zookeeper, emit_json, json_option, kafka_security, resolve_bootstrap,
-                                   resolve_zookeeper, setup_logging, zookeeper_option)
+                                   resolve_zookeeper, setup_logging, zookeeper_option,
+                                   zookeeper_read_option)
 from zkconsumer.groups import list_groups
 
 from . import cutover as cutover_mod
@@ -20,6 +22,8 @@ from . import render, state, transfer
 from .expiry import expiry_warning
 from .fleet import select_groups, worst_exit
 from .group_offsets import GroupOffsets
+from .leftovers import STORES as FORGET_STORES
+from .leftovers import forget_topics
 from .offsets_file import format_offsets, read_offsets_file
 from .reset import STORES as RESET_STORES
 from .reset import reset_group
@@ -30,6 +34,23 @@ from .verify import PHASES, settle_for, verify_group
 STORES = click.Choice(["zookeeper", "kafka"])
 topic_option = click.option("--topic", "topics", multiple=True, metavar="TOPIC",
                             help="Also include this topic's partitions (repeatable).")
+
+
+def _validate_topics(ctx, param, values):
+    """Check every topic name before anything connects (exit 2)."""
+    from zkconsumer.layout import validate_topic
+    try:
+        return tuple(validate_topic(v) for v in values or ())
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint=param.opts[0])
+
+
+exclude_option = click.option("--exclude-topic", "exclude", multiple=True, metavar="TOPIC", callback=_validate_topics,
+                              help="Leave this topic out (e.g. one the group no longer reads; repeatable).")
+allow_stale_option = click.option("--allow-stale", is_flag=True,
+                                  help="Carry over offsets found stale (a frozen ZooKeeper offset whose Kafka "
+                                       "offset was removed, an offset of an earlier topic of the same name, one "
+                                       "beyond the log end) instead of refusing the group.")
 backup_option = click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
                              help="Where the backup export of both stores is written before any change [default: "
                                   "$ZKMIGRATE_STATE_DIR/backups or ~/.zkconsumer/migrate/backups].")
@@ -46,37 +67,53 @@ def cli(log_level):
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
-@zookeeper_option
+@zookeeper_read_option
 @bootstrap_option
 @groups_options
 @topic_option
+@exclude_option
 @json_option
-def status(zookeeper, bootstrap, groups, all_groups, matching, parallel, topics, as_json):
+def status(zookeeper, bootstrap, groups, all_groups, matching, parallel, topics, exclude, as_json):
     """Per partition: ZooKeeper / Kafka / log-end offsets, lags, owner; members and where they commit; the phase
-    zkmigrate recorded; the broker-side group."""
+    zkmigrate recorded and the cutover fence; the broker-side group; topics that no longer exist."""
     check_selection(groups, all_groups, matching)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel,
-                   lambda gofs: (group_status(gofs, topics), 0), as_json, render.status)
+                   lambda gofs: (group_status(gofs.exclude(exclude), topics), 0), as_json, render.status)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @groups_options
 @click.option("--to", "to", type=STORES, required=True, help="Where the offsets should end up.")
-@zookeeper_option
+@zookeeper_read_option
 @bootstrap_option
 @json_option
 def plan(groups, all_groups, matching, parallel, to, zookeeper, bootstrap, as_json):
-    """The rolling procedure, with the exact properties and verify command of each phase (prints only)."""
+    """The rolling procedure, with the exact properties and commands of each phase, after reading what each
+    group's members run now (prints only; when ZooKeeper cannot be read, says so)."""
     check_selection(groups, all_groups, matching)
-    if groups and not all_groups and matching is None:  # names only: nothing to connect to
-        plans = [plan_mod.make_plan(g, to, zookeeper, bootstrap) for g in groups]
-    else:
+    from zkconsumer.errors import ZkConsumerError
+    given_zk = zookeeper
+    zk, why = None, None
+    try:
         zk = connect_zookeeper(resolve_zookeeper(zookeeper))
-        try:
-            names = select_groups(lambda: list_groups(zk), groups, all_groups, matching)
-        finally:
+    except (ZkConsumerError, click.UsageError) as e:
+        if not groups or all_groups or matching is not None:
+            raise  # the groups themselves come from ZooKeeper
+        why = "ZooKeeper unreachable: %s" % (e.format_message() if isinstance(e, click.UsageError) else e)
+    try:
+        names = select_groups(lambda: list_groups(zk), groups, all_groups, matching) if zk else list(groups)
+        plans = []
+        for g in names:
+            observed = {"read": False, "error": why}
+            if zk is not None:
+                try:
+                    observed = plan_mod.read_group(zk, g)
+                except ZkConsumerError as e:
+                    observed = {"read": False, "error": str(e)}
+            plans.append(plan_mod.make_plan(g, to, given_zk, bootstrap, observed))
+    finally:
+        if zk is not None:
             zkmod.close(zk)
-        plans = [plan_mod.make_plan(g, to, zookeeper, bootstrap) for g in names]
     if as_json:
         emit_json(plans[0] if len(plans) == 1 and single(groups, all_groups, matching) else plans)
     else:
@@ -84,15 +121,16 @@ def plan(groups, all_groups, matching, parallel, to, zookeeper, bootstrap, as_js
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
-@zookeeper_option
+@zookeeper_read_option
 @bootstrap_option
 @groups_options
 @click.option("--store", type=STORES, default="zookeeper", show_default=True)
 @click.option("--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="File to write (default: stdout).")
 @topic_option
+@exclude_option
 @json_option
-def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, output, topics, as_json):
+def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, output, topics, exclude, as_json):
     """Offsets in the ExportZkOffsets format /consumers/G/offsets/T/P:offset (every group when none is named, as
     ExportZkOffsets did)."""
     check_selection(groups, all_groups, matching, required=False)
@@ -102,7 +140,7 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
     collected = {}
 
     def one(gofs):
-        both = gofs.read_all(topics, scan_all_topics=(store == "kafka"))
+        both = gofs.exclude(exclude).read_all(topics, scan_all_topics=(store == "kafka"))
         offs = {tp: v[i] for tp, v in both.items() if v[i] is not None}
         collected[gofs.group] = offs
         return {"group": gofs.group, "store": store, "count": len(offs),
@@ -181,7 +219,7 @@ def _copy_options(f):
             click.option("--execute", is_flag=True, help="Write (default: dry run)."),
             click.option("--allow-rewind", is_flag=True, help="Also move offsets backwards."),
             click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live."),
-            backup_option, topic_option, json_option]):
+            backup_option, topic_option, exclude_option, allow_stale_option, json_option]):
         f = opt(f)
     return f
 
@@ -191,12 +229,14 @@ def _copy_options(f):
 @click.option("--from", "src", type=click.Choice(["zookeeper"]), default="zookeeper", show_default=True)
 @click.option("--to", "dst", type=click.Choice(["kafka"]), default="kafka", show_default=True)
 def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
-         topics, as_json, src, dst):
-    """Copy ZooKeeper offsets to Kafka (never backwards unless --allow-rewind; idempotent)."""
+         topics, exclude, allow_stale, as_json, src, dst):
+    """Copy ZooKeeper offsets to Kafka (never backwards unless --allow-rewind; idempotent; stale offsets refused
+    unless --allow-stale; topics that no longer exist skipped)."""
     check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
-        out = transfer.copy_group(gofs, src, dst, execute, allow_rewind, force, backup_dir, topics)
+        out = transfer.copy_group(gofs.exclude(exclude), src, dst, execute, allow_rewind, force, backup_dir, topics,
+                                  allow_stale)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)  # anything left behind is not "done"
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
                    render.copy_result)
@@ -205,12 +245,15 @@ def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, 
 @cli.command(epilog=EXIT_CODES_HELP)
 @_copy_options
 def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
-             topics, as_json):
-    """Copy Kafka offsets back to ZooKeeper (never backwards unless --allow-rewind; idempotent)."""
+             topics, exclude, allow_stale, as_json):
+    """Copy Kafka offsets back to ZooKeeper (never backwards unless --allow-rewind; idempotent; ZooKeeper offsets
+    Kafka cannot vouch for refused unless --allow-stale). With --execute and nothing left behind it lifts the cutover
+    fence."""
     check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
-        out = transfer.rollback_group(gofs, execute, allow_rewind, force, backup_dir, topics)
+        out = transfer.rollback_group(gofs.exclude(exclude), execute, allow_rewind, force, backup_dir, topics,
+                                      allow_stale)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
                    render.copy_result)
@@ -232,20 +275,23 @@ def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execu
               help="In the dual and kafka phases, fail when a Kafka offset expires on the broker within this many "
                    "seconds (offsets.retention.minutes after its last commit).")
 @click.option("--no-expiry-check", is_flag=True, help="Do not read the Kafka offsets' commit times.")
+@click.option("--no-record", is_flag=True, help="Do not record the phase when the check passes (read only).")
 @topic_option
+@exclude_option
 @json_option
 def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, to, settle, expiry_margin,
-           no_expiry_check, topics, as_json):
-    """Exit 1 when the stores disagree beyond commits in flight, an offset is missing or outside the log, or the
-    group is active both in ZooKeeper and on the broker (split brain). A passing verify records the phase."""
+           no_expiry_check, no_record, topics, exclude, as_json):
+    """Exit 1 when the stores disagree beyond commits in flight, an offset the phase reads is missing or outside
+    the log, or the group is active both in ZooKeeper and on the broker (split brain). A passing verify records the
+    phase in ZooKeeper (not with --no-record); it never changes offsets and never lifts the cutover fence."""
     check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
         s = settle if settle is not None else settle_for(gofs.zk, gofs.group)
-        rep = verify_group(gofs, phase, to if phase == "dual" else None, topics, s,
+        rep = verify_group(gofs.exclude(exclude), phase, to if phase == "dual" else None, topics, s,
                            expiry_margin=None if no_expiry_check else expiry_margin)
         rep["settle"] = s
-        if rep["ok"]:
+        if rep["ok"] and not no_record:
             rep["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, phase, "zkmigrate verify",
                                                        to if phase == "dual" else None)
         return rep, (0 if rep["ok"] else EXIT_CHECK_FAILED)
@@ -261,22 +307,28 @@ def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, 
 @click.option("--timeout", type=click.FloatRange(0, 86400), default=30.0, show_default=True,
               help="Seconds to wait for the last ZooKeeper owner to go (a rolling stop: as long as the bounce "
                    "takes; each departure is reported, and a broker-side group forming meanwhile stops it).")
+@click.option("--no-acl-fence", is_flag=True,
+              help="Do not take the create right off /consumers/G/ids (then only zkconsumer members are fenced; JVM "
+                   "members could join again).")
 @backup_option
 @topic_option
+@exclude_option
+@allow_stale_option
 @json_option
-def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, timeout, backup_dir, topics,
-            as_json):
+def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, timeout, no_acl_fence, backup_dir,
+            topics, exclude, allow_stale, as_json):
     """Hand the group to broker-coordinated consumers: no ZooKeeper owner left, Kafka >= ZooKeeper, ready; with
-    --execute the group is marked cut over, and ZooKeeper members refuse to join it (cutover.fence)."""
+    --execute the group is fenced: /consumers/G/ids refuses new members (JVM ones included) and zkconsumer members
+    refuse to join (cutover.fence) until 'zkmigrate rollback --execute'."""
     check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
-        out = cutover_mod.cutover(gofs, execute, timeout, backup_dir or state.default_backup_dir(), topics,
-                                  progress=None if as_json else (lambda msg: click.echo("%s: %s" % (gofs.group, msg),
-                                                                                        err=True)))
+        out = cutover_mod.cutover(gofs.exclude(exclude), execute, timeout, backup_dir or state.default_backup_dir(),
+                                  topics, progress=None if as_json else
+                                  (lambda msg: click.echo("%s: %s" % (gofs.group, msg), err=True)),
+                                  allow_stale=allow_stale, acl_fence=not no_acl_fence)
         if out["ready"] and execute:
-            out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "cutover", "zkmigrate cutover")
-            out["warnings"] = [expiry_warning(gofs) + " (start the broker-coordinated consumers before then)"]
+            out["warnings"].append(expiry_warning(gofs) + " (start the broker-coordinated consumers before then)")
         return out, (0 if out["ready"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
                    render.cutover_result)
@@ -291,8 +343,10 @@ def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
 @click.option("--every", type=click.FloatRange(1, None), default=None, metavar="SECONDS",
               help="Keep-alive: repeat every SECONDS until interrupted (e.g. a quarter of offsets.retention.minutes).")
 @topic_option
+@exclude_option
 @json_option
-def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, force, every, topics, as_json):
+def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, force, every, topics, exclude,
+            as_json):
     """Re-commit the groups' Kafka offsets unchanged, so the broker does not drop them (offsets.retention.minutes
     after their last commit) while no consumer commits: a stopped group in the Kafka phase, or offsets written by
     copy/cutover before the new consumers start."""
@@ -300,7 +354,7 @@ def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
     check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
-        out = refresh_group(gofs, execute, force, topics)
+        out = refresh_group(gofs.exclude(exclude), execute, force, topics)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     if every is None:
         run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
@@ -315,6 +369,31 @@ def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
                 click.echo("refresh: this round ended with exit code %s; trying again in %.0f s" % (e.code, every),
                            err=True)
         _time.sleep(every)
+
+
+@cli.command("forget-topic", epilog=EXIT_CODES_HELP)
+@zookeeper_option
+@bootstrap_option
+@groups_options
+@click.option("--topic", "topics", multiple=True, required=True, metavar="TOPIC", callback=_validate_topics,
+              help="A topic the groups no longer read (repeatable).")
+@click.option("--store", type=click.Choice(FORGET_STORES), default="both", show_default=True,
+              help="Where to delete the topic's offsets.")
+@click.option("--execute", is_flag=True, help="Delete (default: show what would be deleted).")
+@backup_option
+@json_option
+def forget_topic(zookeeper, bootstrap, groups, all_groups, matching, parallel, topics, store, execute, backup_dir,
+                 as_json):
+    """Delete the groups' offsets of topics they no longer read (deleted topics, or leftovers that make verify
+    report missing offsets). Dry run unless --execute; a backup of both stores first; refused for a group while a
+    live member subscribes to the topic or owns one of its partitions."""
+    check_selection(groups, all_groups, matching)
+
+    def per_group(gofs):
+        out = forget_topics(gofs, list(topics), store, execute, backup_dir)
+        return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
+    run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
+                   render.forget_result, need_kafka=store != "zookeeper")
 
 
 def _parse_scope(values):
@@ -354,6 +433,18 @@ def _parse_datetime(text):
     return int(dt.timestamp() * 1000)
 
 
+def _parse_duration(text):
+    """An ISO 8601 duration as kafka-consumer-groups --by-duration takes it (``PnDTnHnMnS``, e.g. ``PT30M``,
+    ``P1DT2H``) -> milliseconds."""
+    import re as _re
+    m = _re.fullmatch(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", text.strip().upper())
+    if not m or text.strip().upper() in ("P", "PT") or not any(m.groups()):
+        raise click.BadParameter("%r is not an ISO 8601 duration PnDTnHnMnS (e.g. PT30M, P1DT2H)" % text,
+                                 param_hint="--by-duration")
+    d, h, mi, sec = (float(x) if x else 0.0 for x in m.groups())
+    return int((((d * 24 + h) * 60 + mi) * 60 + sec) * 1000)
+
+
 @cli.command("reset-offsets", epilog=EXIT_CODES_HELP)
 @zookeeper_option
 @bootstrap_option
@@ -361,34 +452,49 @@ def _parse_datetime(text):
 @click.option("--topic", "topic_scope", multiple=True, metavar="TOPIC[:P,P...]",
               help="Reset this topic (all its partitions, or the listed ones); repeatable.")
 @click.option("--all-topics", is_flag=True, help="Every topic the group has.")
-@click.option("--to-earliest", "spec", flag_value="earliest", help="The log start.")
-@click.option("--to-latest", "spec", flag_value="latest", help="The log end.")
+@click.option("--to-earliest", is_flag=True, help="The log start.")
+@click.option("--to-latest", is_flag=True, help="The log end.")
+@click.option("--to-current", is_flag=True, help="The current offset (clamped into the log range).")
 @click.option("--to-offset", type=click.IntRange(0, None), default=None, help="This offset.")
 @click.option("--to-datetime", default=None, metavar="ISO-8601",
               help="The first message at or after this time (no zone = UTC).")
 @click.option("--shift-by", type=int, default=None, help="The current offset plus N (N may be negative).")
+@click.option("--by-duration", default=None, metavar="PnDTnHnMnS",
+              help="The first message at or after now minus this ISO 8601 duration (e.g. PT30M, P1DT2H).")
 @click.option("--store", "store", type=click.Choice(RESET_STORES), default="auto",
-              show_default=True, help="Where to write: auto = every store that holds an offset for the partition "
-                                      "(ZooKeeper when none does).")
+              show_default=True, help="Where to write: auto = the stores the group's recorded phase reads "
+                                      "(zookeeper: ZooKeeper; dual, rollback: both; kafka, cutover or fenced: "
+                                      "Kafka) and every store that holds an offset for the partition (ZooKeeper "
+                                      "when none does and no phase is recorded).")
 @click.option("--execute", is_flag=True, help="Write (default: dry run).")
 @click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
 @backup_option
 @json_option
-def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, topic_scope, all_topics, spec,
-                  to_offset, to_datetime, shift_by, store, execute, force, backup_dir, as_json):
+def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, topic_scope, all_topics, to_earliest,
+                  to_latest, to_current, to_offset, to_datetime, shift_by, by_duration, store, execute, force,
+                  backup_dir, as_json):
     """Move a stopped group's offsets (kafka-consumer-groups --reset-offsets for ZooKeeper groups). Dry run unless
     --execute; a backup of both stores first; refused while the group is live."""
     check_selection(groups, all_groups, matching)
-    chosen = [(n, v) for n, v in (("earliest", spec == "earliest"), ("latest", spec == "latest"),
-                                  ("offset", to_offset), ("datetime", to_datetime), ("shift", shift_by))
+    chosen = [(n, v) for n, v in (("earliest", to_earliest), ("latest", to_latest), ("current", to_current),
+                                  ("offset", to_offset), ("datetime", to_datetime), ("shift", shift_by),
+                                  ("duration", by_duration))
               if v is not None and v is not False]
     if len(chosen) != 1:
-        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, "
-                               "--shift-by")
+        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-current, --to-offset, "
+                               "--to-datetime, --shift-by, --by-duration (%s given)"
+                               % (", ".join("--" + {"shift": "shift-by", "duration": "by-duration"}.get(n, "to-" + n)
+                                            for n, _ in chosen) or "none"))
     if bool(topic_scope) == all_topics:
         raise click.UsageError("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
     kind, value = chosen[0]
-    value = _parse_datetime(value) if kind == "datetime" else (None if kind in ("earliest", "latest") else value)
+    if kind == "duration":
+        import time as _time
+        kind, value = "datetime", int(_time.time() * 1000) - _parse_duration(value)
+    elif kind == "datetime":
+        value = _parse_datetime(value)
+    elif kind in ("earliest", "latest", "current"):
+        value = None
     scope = _parse_scope(topic_scope)
 
     def per_group(gofs):
@@ -399,7 +505,8 @@ def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, 
 
 
 def main():
-    cli(prog_name="zkmigrate")
+    import sys
+    cli(args=hoist_log_level(sys.argv[1:]), prog_name="zkmigrate")
 
 
 __all__ = ["cli", "main", "EXIT_USAGE"]

@@ -3,8 +3,13 @@
 1. wait (bounded by ``timeout``) until no ZooKeeper owner node remains (``/consumers/G/owners``) and no member is
    registered: the old members are stopped;
 2. make sure Kafka offsets >= ZooKeeper offsets for every partition: partitions where ZooKeeper is ahead or Kafka
-   has nothing are copied (only with ``execute``; never backwards);
-3. ready = no owner, no member and nothing left to copy.
+   has nothing are copied (only with ``execute``; never backwards; topics that no longer exist are skipped, and a
+   stale ZooKeeper offset refuses the group unless ``allow_stale``: :mod:`.stale`);
+3. with ``execute``: look again (a member that came back during the copy: not ready, nothing fenced), then fence
+   the group: ``/consumers/G/ids`` loses its create right (:mod:`.fence`: no member of any kind can register, JVM
+   members included; skipped with ``acl_fence=False``) and the phase record gets the fence (zkconsumer members
+   refuse to join, ``cutover.fence``); then look once more (a member that registered before the ACL changed);
+4. ready = no owner, no member, nothing left to copy (and, with ``execute``, the fence in place).
 """
 from __future__ import annotations
 
@@ -13,28 +18,39 @@ import time
 from zkconsumer import groups as zkgroups
 from zkconsumer.broker_group import describe_broker_group
 from zkconsumer.errors import ClusterUnavailableError
+from zkconsumer.layout import paths
 
+from . import state
+from .fence import FenceError, set_fence
+from .leftovers import skipped_report, split_gone
 from .transfer import backup_and_write, plan_copy
 
 __all__ = ["cutover"]
 
 
+def _occupied(zk, group):
+    own = zkgroups.owners(zk, group)
+    members = zkgroups.live_members(zk, group)
+    return ["%s-%d:%s" % (t, p, o) for (t, p), o in own.items()], sorted(members)
+
+
 def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=0.5, progress=None,
-            clock=time.monotonic, sleep=time.sleep) -> dict:
+            clock=time.monotonic, sleep=time.sleep, allow_stale=False, acl_fence=True) -> dict:
     """See the module docstring. The rolling path: members are stopped one at a time while this waits (give it a
     *timeout* long enough for the whole bounce); each departure is reported to *progress* (a callable taking a
     message), and between departures the broker-side group is checked: broker-coordinated consumers that start
     while ZooKeeper members still consume are a split brain, and the cutover stops at once (not ready)."""
     zk, group = gofs.zk, gofs.group
+    say = progress or (lambda msg: None)
     deadline = clock() + timeout
     seen_members = None
     next_guard = 0.0
     while True:
         own = zkgroups.owners(zk, group)
         members = zkgroups.live_members(zk, group)
-        if seen_members is not None and progress is not None:
+        if seen_members is not None:
             for m in sorted(set(seen_members) - set(members)):
-                progress("member %s left; %d ZooKeeper member(s) still live" % (m, len(members)))
+                say("member %s left; %d ZooKeeper member(s) still live" % (m, len(members)))
         seen_members = members
         if members and clock() >= next_guard and gofs.bootstrap_servers:
             next_guard = clock() + 2.0
@@ -52,24 +68,75 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
             break
         sleep(poll)
     out = {"group": group, "owners": ["%s-%d:%s" % (t, p, o) for (t, p), o in own.items()],
-           "zookeeper_members": sorted(members), "copied": {}, "to_copy": {}, "backup": [], "failed": {}}
+           "zookeeper_members": sorted(members), "copied": {}, "to_copy": {}, "backup": [], "failed": {},
+           "refused": {}, "warnings": []}
     if own or members:
         out["ready"] = False
         out["reason"] = "ZooKeeper members still own partitions after %.0f s; stop them first" % timeout
         return out
-    both = gofs.read_all(topics)
+    both, gone = split_gone(zk, gofs.read_all(topics))
+    out.update(skipped_report(gofs, gone))
     source = {tp: z for tp, (z, k) in both.items() if z is not None}
     plan = plan_copy(source, {tp: k for tp, (z, k) in both.items()}, allow_rewind=False)
     todo = plan["write"]
     out["to_copy"] = {"%s-%d" % tp: off for tp, off in todo.items()}
+    if not allow_stale:
+        from .stale import check_to_kafka
+        refused, notes = check_to_kafka(gofs, todo, both)
+        out["warnings"] += notes
+        if refused:
+            out["refused"] = {"%s-%d" % tp: why for tp, why in refused.items()}
+            out["ready"] = False
+            out["reason"] = ("%d partition(s) have stale ZooKeeper offsets that must not be copied to Kafka (see "
+                             "'refused'; nothing was written)" % len(refused))
+            return out
     if todo and execute:
         out["backup"], errors = backup_and_write(gofs, both, {"kafka": todo}, backup_dir or ".")
         failed = errors["kafka"]
         out["failed"] = {"%s-%d" % tp: e for tp, e in failed.items()}
         out["copied"] = {"%s-%d" % tp: off for tp, off in todo.items() if tp not in failed}
         todo = {tp: o for tp, o in todo.items() if tp in failed}
-    out["ready"] = not todo
-    if not out["ready"]:
+        say("copied %d offset(s) to Kafka" % len(out["copied"]))
+    if todo:
+        out["ready"] = False
         out["reason"] = ("%d partition(s) have ZooKeeper offsets ahead of Kafka; run again with --execute"
                          % len(todo)) if not execute else "%d partition(s) failed to copy" % len(todo)
+        return out
+    if not execute:
+        out["ready"] = True
+        return out
+    # members that came back while the offsets were copied: their commits since are not in Kafka
+    if _came_back(zk, group, out, "during the copy; nothing was fenced"):
+        return out
+    prev = state.fence_of(state.read_phase(zk, group))
+    fence = dict(prev) if prev else {"since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                     "by": "zkmigrate cutover"}
+    if acl_fence:
+        say("fencing %s (no create right: no member can register)" % paths.group_ids_path(group))
+        try:
+            acl = set_fence(zk, group)
+        except FenceError as e:
+            out["ready"] = False
+            out["reason"] = str(e)
+            return out
+        if acl["changed"]:
+            fence["ids_acl"] = acl["ids_acl"]
+        out["acl_fence"] = acl["path"]
+    out["recorded_phase"] = state.record_phase(zk, group, "cutover", "zkmigrate cutover", fence=fence)
+    say("recorded the cutover fence")
+    # a member that registered between the last look and the fence is still there: it must stop
+    if _came_back(zk, group, out, "before the fence was in place (the fence stays: stop them, then run cutover "
+                                  "again)"):
+        return out
+    out["ready"] = True
     return out
+
+
+def _came_back(zk, group, out, when) -> bool:
+    owners, members = _occupied(zk, group)
+    if not owners and not members:
+        return False
+    out["owners"], out["zookeeper_members"] = owners, members
+    out["ready"] = False
+    out["reason"] = ("ZooKeeper member(s) %s came back %s" % (", ".join(members or owners)[:300], when))
+    return True

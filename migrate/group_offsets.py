@@ -4,7 +4,8 @@ The group's partitions are every partition (from ``/brokers/topics``) of its Zoo
 ``offsets`` + live subscriptions, :func:`zkconsumer.groups.group_topics`) and of the explicitly named topics.
 Kafka's OffsetFetch cannot list "all topics of a group" on every broker (tansu times out on ``topics=null``), so
 with ``scan_all_topics=True`` (when Kafka is the source, e.g. a rollback) every topic registered in ZooKeeper is
-asked for and only the partitions that hold a Kafka offset are kept.
+asked for and only the partitions that hold a Kafka offset are kept. Topics given to :meth:`GroupOffsets.exclude`
+(``--exclude-topic``) are left out of everything.
 """
 from __future__ import annotations
 
@@ -34,6 +35,12 @@ class GroupOffsets:
         self.zk_store = ZooKeeperOffsetStore(zk, self.group, strict=True)
         self.kafka_store = KafkaOffsetStore(bootstrap_servers, self.group, config=config, security=self.security) \
             if bootstrap_servers else None
+        #: topics left out of :meth:`partitions` and :meth:`read_all` (``--exclude-topic``)
+        self.excluded: set = set()
+
+    def exclude(self, topics) -> "GroupOffsets":
+        self.excluded |= set(validate_topic(t) for t in topics)
+        return self
 
     def store(self, name):
         return self.zk_store if name == "zookeeper" else self.kafka_store
@@ -46,8 +53,8 @@ class GroupOffsets:
                 wanted |= set(self.zk.get_children(paths.broker_topics_path()))
             except Exception:
                 pass
-        parts = {(t, p) for t in wanted for p in zkgroups.topic_partitions(self.zk, t)}
-        parts |= set(zkgroups.zk_offsets(self.zk, self.group))
+        parts = {(t, p) for t in wanted - self.excluded for p in zkgroups.topic_partitions(self.zk, t)}
+        parts |= {tp for tp in zkgroups.zk_offsets(self.zk, self.group) if tp[0] not in self.excluded}
         return sorted(parts)
 
     def read(self, partitions) -> Dict[TP, Tuple[Optional[int], Optional[int]]]:

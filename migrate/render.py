@@ -40,8 +40,7 @@ def status(st: dict) -> None:
         click.echo("Kafka offsets expire (offsets.retention.minutes=%d) from %s (%s-%d, committed %s) unless "
                    "committed again" % ((st.get("offsets_retention_ms") or 0) // 60000, first["kafka_expires_at"],
                                         first["topic"], first["partition"], first["kafka_committed_at"]))
-    for w in st.get("warnings") or []:
-        click.echo("WARNING: %s" % w, err=True)
+    warnings(st)
     members = st["zookeeper_members"]
     modes = st.get("member_storage") or {}
     click.echo("ZooKeeper members: %s" % (", ".join("%s (%s)" % (m, modes.get(m) or "unknown") for m in members)
@@ -54,6 +53,11 @@ def status(st: dict) -> None:
             "to") else "", phase.get("since"), phase.get("by")))
     else:
         click.echo("Recorded phase: (none: no verify has passed yet)")
+    fence = st.get("fence")
+    if fence:
+        click.echo("Cutover fence: since %s (%s): ZooKeeper members cannot join%s; 'zkmigrate rollback --execute' "
+                   "lifts it" % (fence.get("since"), fence.get("by"), " (%s has no create right)" % st["fence_acl"]
+                                 if st.get("fence_acl") else ""))
     b = st["broker_group"]
     click.echo("Broker-side group: state %s, %d member(s)%s%s" % (
         b.get("state"), len(b.get("members") or []),
@@ -80,8 +84,11 @@ def copy_result(out: dict) -> None:
         click.echo("backup: %s" % p, err=True)
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)
-    for w in out.get("warnings") or []:
-        click.echo("WARNING: %s" % w, err=True)
+    refusals(out)
+    if out.get("fence_lifted"):
+        click.echo("lifted the cutover fence of group %s (%s accepts new members again)"
+                   % (out["group"], out["fence_lifted"]["path"]))
+    warnings(out)
 
 
 def import_result(result: dict, execute: bool, store: str) -> None:
@@ -103,6 +110,9 @@ def import_result(result: dict, execute: bool, store: str) -> None:
 def verify_result(rep: dict, phase: str) -> None:
     for p in rep["problems"]:
         click.echo("FAIL: %s" % p, err=True)
+    for n in rep.get("notes") or []:
+        click.echo("NOTE: %s" % n, err=True)
+    warnings(rep)
     click.echo("verify %s (phase %s, %d partition(s), next phase reads %s, settle %.0f s): %s"
                % (rep["group"], phase, rep["partitions"], rep["target_store"], rep.get("settle", 0),
                   "OK" if rep["ok"] else "FAILED"))
@@ -111,10 +121,10 @@ def verify_result(rep: dict, phase: str) -> None:
 def cutover_result(out: dict) -> None:
     for t, o in sorted(out["to_copy"].items()):
         click.echo("  %s %s -> %d" % ("copied" if t in out["copied"] else "to copy", t, o))
+    refusals(out)
     click.echo("cutover %s: %s" % (out["group"], "READY for broker-coordinated consumers" if out["ready"]
                                    else "NOT ready: %s" % out.get("reason")))
-    for w in out.get("warnings") or []:
-        click.echo("WARNING: %s" % w, err=True)
+    warnings(out)
 
 
 def reset_result(out: dict) -> None:
@@ -131,6 +141,7 @@ def reset_result(out: dict) -> None:
         click.echo("backup: %s" % p, err=True)
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)
+    warnings(out)
 
 
 def refresh_result(out: dict) -> None:
@@ -142,3 +153,29 @@ def refresh_result(out: dict) -> None:
                    % (len(out["offsets"]), out["group"]))
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)
+
+
+def forget_result(out: dict) -> None:
+    for t, stores in sorted(out["topics"].items()):
+        for store in ("zookeeper", "kafka"):
+            offs = stores.get(store) or {}
+            if offs:
+                click.echo("  %s %s: %s" % (t, store, " ".join("%s:%s" % (p, dash(o)) for p, o in sorted(offs.items()))))
+    if out["execute"]:
+        click.echo("deleted %d offset(s) of group %s" % (out["deleted"], out["group"]))
+    else:
+        click.echo("would delete %d offset(s) of group %s (dry run; add --execute)" % (out["to_delete"], out["group"]))
+    for p in out["backup"]:
+        click.echo("backup: %s" % p, err=True)
+    for t, e in sorted(out["failed"].items()):
+        click.echo("  FAILED %s: %s" % (t, e), err=True)
+
+
+def warnings(out: dict) -> None:
+    for w in out.get("warnings") or []:
+        click.echo("WARNING: %s" % w, err=True)
+
+
+def refusals(out: dict) -> None:
+    for t, why in sorted((out.get("refused") or {}).items()):
+        click.echo("REFUSED %s: %s" % (t, why), err=True)

@@ -11,19 +11,21 @@ The new offset per partition (:func:`plan_reset`, pure) is one of
   log start (N < 0) or the log end (N >= 0)...
 
 and is then clamped into the log's range [log start, log end] (an offset outside it would reset at the next start;
-the clamp is reported per partition). Written to the stores the group uses (``auto``: every store that holds an
-offset for the partition, ZooKeeper when none does: a dual-commit group reads the greater of the two, so a reset
-backwards must move both), after a backup of both stores; refused while the group has live ZooKeeper members or an
-active broker-side group (``--force`` for the former only): :func:`reset_group`.
+the clamp is reported per partition). Written to the stores the group uses (``auto``: the stores its recorded
+phase reads, :func:`phase_stores`, and every store that holds an offset for the partition, ZooKeeper when neither
+says anything: a dual-commit group reads the greater of the two, so a reset backwards must move both, and a
+Kafka-phase group reads Kafka only, so a reset written to ZooKeeper alone would change nothing), after a backup of
+both stores; refused while the group has live ZooKeeper members or an active broker-side group (``--force`` for the
+former only): :func:`reset_group`.
 """
 from __future__ import annotations
 
 from typing import Dict, Optional, Set, Tuple
 
-__all__ = ["plan_reset", "reset_group", "SPECS", "STORES"]
+__all__ = ["plan_reset", "reset_group", "phase_stores", "SPECS", "STORES"]
 
 TP = Tuple[str, int]
-SPECS = ("earliest", "latest", "offset", "datetime", "shift")
+SPECS = ("earliest", "latest", "current", "offset", "datetime", "shift")
 STORES = ("auto", "zookeeper", "kafka", "both")
 
 
@@ -43,6 +45,11 @@ def plan_reset(spec: str, value: Optional[int], current: Dict[TP, Optional[int]]
             new = lo
         elif spec == "latest":
             new = hi
+        elif spec == "current":
+            if cur is None:
+                out[tp] = {"current": cur, "new": None, "note": "no current offset: not changed"}
+                continue
+            new = cur
         elif spec == "offset":
             new = int(value)
         elif spec == "datetime":
@@ -64,9 +71,23 @@ def plan_reset(spec: str, value: Optional[int], current: Dict[TP, Optional[int]]
     return out
 
 
-def _targets(store: str, zk_offset: Optional[int], kafka_offset: Optional[int]) -> list:
+def phase_stores(rec: Optional[dict]) -> Tuple[str, ...]:
+    """The stores the members of a group read, by its phase record: ZooKeeper in the zookeeper phase, both in the
+    dual phase and after a rollback (the next members read both, or ZooKeeper alone), Kafka in the kafka phase and
+    once cut over (or fenced); nothing without a readable record."""
+    from .state import fence_of
+    if not isinstance(rec, dict) or "error" in rec:
+        return ()
+    if fence_of(rec) is not None:
+        return ("kafka",)
+    return {"zookeeper": ("zookeeper",), "dual": ("zookeeper", "kafka"), "rollback": ("zookeeper", "kafka"),
+            "kafka": ("kafka",), "cutover": ("kafka",)}.get(rec.get("phase"), ())
+
+
+def _targets(store: str, zk_offset: Optional[int], kafka_offset: Optional[int], reads: Tuple[str, ...] = ()) -> list:
     if store == "auto":
-        return [n for n, v in (("zookeeper", zk_offset), ("kafka", kafka_offset)) if v is not None] or ["zookeeper"]
+        held = {n for n, v in (("zookeeper", zk_offset), ("kafka", kafka_offset)) if v is not None}
+        return [n for n in ("zookeeper", "kafka") if n in held or n in reads] or ["zookeeper"]
     return ["zookeeper", "kafka"] if store == "both" else [store]
 
 
@@ -81,6 +102,7 @@ def reset_group(gofs, spec: str, value: Optional[int], scope: Dict[str, Optional
     from zkconsumer.errors import GroupConflictError
     from zkconsumer.groups import log_ranges
 
+    from .state import read_phase
     from .transfer import backup_and_write, check_no_live_members
     if store not in STORES:
         raise ValueError("reset store %r (expected one of %s)" % (store, ", ".join(STORES)))
@@ -89,7 +111,8 @@ def reset_group(gofs, spec: str, value: Optional[int], scope: Dict[str, Optional
     if broker.active:
         raise GroupConflictError("refusing to reset offsets of group %s: it is active as a broker-coordinated "
                                  "group (state %s); stop those consumers first" % (gofs.group, broker.state))
-    both = gofs.read_all(list(scope))
+    from .leftovers import skipped_report, split_gone
+    both, gone = split_gone(gofs.zk, gofs.read_all(list(scope)))
     parts = [tp for tp in both if all_topics or (tp[0] in scope and (scope[tp[0]] is None
                                                                        or tp[1] in scope[tp[0]]))]
     start, end, at = log_ranges(gofs.bootstrap_servers, parts, value if spec == "datetime" else None,
@@ -97,17 +120,18 @@ def reset_group(gofs, spec: str, value: Optional[int], scope: Dict[str, Optional
     current = {tp: max((v for v in both[tp] if v is not None), default=None) for tp in parts}
     planned = plan_reset(spec, value, current, start, end, at)
     writes: Dict[str, Dict[TP, int]] = {"zookeeper": {}, "kafka": {}}
+    reads = phase_stores(read_phase(gofs.zk, gofs.group))
     for tp, d in planned.items():
         if d["new"] is None:
             continue
-        d["stores"] = _targets(store, *both[tp])
+        d["stores"] = _targets(store, both[tp][0], both[tp][1], reads)
         for name in d["stores"]:
             if both[tp][0 if name == "zookeeper" else 1] != d["new"]:
                 writes[name][tp] = d["new"]
-    out = {"group": gofs.group, "execute": execute, "live_members": members, "reset": spec,
+    out = {"group": gofs.group, "execute": execute, "live_members": members, "reset": spec, "phase_reads": list(reads),
            "partitions": [dict(topic=tp[0], partition=tp[1], zookeeper_offset=both[tp][0],
                                kafka_offset=both[tp][1], **planned[tp]) for tp in sorted(planned)],
-           "backup": [], "failed": {}, "written": 0}
+           "backup": [], "failed": {}, "written": 0, **skipped_report(gofs, gone)}
     if execute and any(writes.values()):
         out["backup"], errors = backup_and_write(gofs, both, writes, backup_dir)
         for name, failed in errors.items():

@@ -1,17 +1,25 @@
 """What zkmigrate remembers: the phase each group is in (in ZooKeeper, beside the group) and where backups go.
 
-The phase record is a persistent node of our own, ``/consumers/[g]/zkconsumer/migration`` (JSON), written by the
-commands that move a group (``verify`` when it passes, ``copy``/``rollback``/``cutover``/``import`` when they wrote)
-and shown by ``status``::
+The phase record is a persistent node of our own, ``/consumers/[g]/zkconsumer/migration`` (JSON), written by
+``verify`` when it passes (unless ``--no-record``), by ``cutover --execute`` when the group is ready and by
+``rollback --execute`` when it lifts the fence, and shown by ``status``::
 
-    {"version": 1, "phase": "dual", "to": "kafka", "since": "2026-11-23T06:50:00Z", "by": "zkmigrate verify",
+    {"version": 1, "phase": "kafka", "to": null, "since": "2026-11-23T06:50:00Z", "by": "zkmigrate verify",
+     "fence": {"since": "2026-11-23T06:40:00Z", "by": "zkmigrate cutover", "ids_acl": [...]},
      "history": [...the previous records, newest first, at most 20...]}
+
+``fence`` is the cutover fence: set by ``cutover --execute``, carried over by every later record (a passing verify
+changes the phase, never the fence) and removed only by a ``rollback --execute`` that left nothing behind.
+ZooKeeper members refuse to join a fenced group (``cutover.fence``); ``ids_acl`` is the ACL ``/consumers/[g]/ids``
+had before cutover took its create right away (:mod:`.fence`), which the rollback puts back. A record of an older
+zkmigrate with ``"phase": "cutover"`` and no ``fence`` counts as fenced.
 
 Backups go to ``--backup-dir``, else ``$ZKMIGRATE_STATE_DIR/backups``, else ``~/.zkconsumer/migrate/backups``
 (never the current directory).
 """
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import time
@@ -21,10 +29,15 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from zkconsumer.layout import paths
 
-__all__ = ["migration_path", "read_phase", "record_phase", "default_backup_dir", "STATE_ENV"]
+__all__ = ["migration_path", "read_phase", "record_phase", "fence_of", "kafka_only_since", "default_backup_dir",
+           "STATE_ENV", "KEEP"]
 
 STATE_ENV = "ZKMIGRATE_STATE_DIR"
 HISTORY = 20
+#: record_phase(fence=KEEP): the previous record's fence is carried over
+KEEP = object()
+#: phases in which the members read and commit Kafka only (ZooKeeper's offsets are frozen)
+KAFKA_ONLY = ("kafka", "cutover")
 
 
 def migration_path(group: str) -> str:
@@ -62,8 +75,46 @@ def _decode(data: bytes) -> dict:
     return obj
 
 
-def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, clock=time.time) -> dict:
-    """Record that *group* is in *phase* (unchanged phase and direction: the record is kept as it is)."""
+def fence_of(rec: Optional[dict]) -> Optional[dict]:
+    """The cutover fence of a phase record (``{"since", "by", ["ids_acl"]}``), or None when the group is not fenced."""
+    if not isinstance(rec, dict):
+        return None
+    fence = rec.get("fence")
+    if isinstance(fence, dict):
+        return fence
+    if rec.get("phase") == "cutover" and "fence" not in rec:  # written before the fence had a field of its own
+        return {"since": rec.get("since"), "by": rec.get("by")}
+    return None
+
+
+def _epoch_ms(stamp) -> Optional[int]:
+    try:
+        return int(calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")) * 1000)
+    except (TypeError, ValueError):
+        return None
+
+
+def kafka_only_since(rec: Optional[dict]) -> Optional[int]:
+    """Since when (epoch ms) the record says the group has kept every offset in Kafka without a break: the oldest
+    ``since`` of the newest run of ``kafka`` and ``cutover`` records (a passing ``verify --phase kafka`` and a
+    ready cutover both found a Kafka offset for every partition then), or None when the latest record is another
+    phase. A partition whose ZooKeeper offset was written before then had a Kafka offset then; if Kafka has none
+    now, the broker removed it (expired, or its topic was deleted)."""
+    if not isinstance(rec, dict) or "error" in rec:
+        return None
+    history = rec.get("history") if isinstance(rec.get("history"), list) else []
+    since = None
+    for r in [rec] + [h for h in history if isinstance(h, dict)]:
+        if r.get("phase") not in KAFKA_ONLY:
+            break
+        since = _epoch_ms(r.get("since")) or since
+    return since
+
+
+def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, clock=time.time,
+                 fence=KEEP) -> dict:
+    """Record that *group* is in *phase* (unchanged phase, direction and fence: the record is kept as it is). The
+    previous record's fence is kept (*fence* = :data:`KEEP`), set (a dict) or lifted (None)."""
     path = migration_path(group)
     for _ in range(5):
         try:
@@ -74,13 +125,16 @@ def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, 
                 prev = {}
         except NoNodeError:
             prev, stat = {}, None
-        if prev.get("phase") == phase and prev.get("to") == to:
+        new_fence = fence_of(prev) if fence is KEEP else fence
+        if prev.get("phase") == phase and prev.get("to") == to and new_fence == fence_of(prev):
             return prev
         history = ([{k: prev[k] for k in ("phase", "to", "since", "by") if k in prev}] if prev.get("phase") else [])
         old = prev.get("history")
         history += (old if isinstance(old, list) else [])[:HISTORY - 1]
         rec = {"version": 1, "phase": phase, "to": to, "by": by,
                "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock())), "history": history}
+        if new_fence is not None:
+            rec["fence"] = new_fence
         body = json.dumps(rec, sort_keys=True).encode("utf-8")
         try:
             if stat is None:

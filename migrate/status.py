@@ -1,5 +1,6 @@
 """``zkmigrate status``: both stores, log-end offsets, lags and owners per partition; ZooKeeper members; the
-broker-side group.  Read-only."""
+broker-side group; the recorded phase and the cutover fence; topics that no longer exist (listed, not asked about).
+Read-only."""
 from __future__ import annotations
 
 import logging
@@ -20,8 +21,10 @@ def _lag(end, off):
 
 def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
     """``gofs``: a :class:`~migrate.group_offsets.GroupOffsets`.  Returns a JSON-able dict."""
+    from .leftovers import skipped_report, split_gone
     zk, group = gofs.zk, gofs.group
-    both = gofs.read_all(topics, scan_all_topics)
+    both, gone = split_gone(zk, gofs.read_all(topics, scan_all_topics))
+    skipped = skipped_report(gofs, gone)
     own = zkgroups.owners(zk, group)
     members = zkgroups.live_members(zk, group)
     lso, leo, _ = (zkgroups.log_ranges(gofs.bootstrap_servers, list(both), security=gofs.security) if both
@@ -37,9 +40,9 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
     except ClusterUnavailableError as e:
         broker = {"group": group, "state": "unknown", "members": [], "active": None, "error": str(e)}
     from zkconsumer.group_describe import member_infos
-    from .state import read_phase
+    from .state import fence_of, read_phase
     infos = member_infos(zk, group)
-    warnings = ["%s-%d: %s offset %d is beyond the log end %d (the next start resets)"
+    warnings = skipped["warnings"] + ["%s-%d: %s offset %d is beyond the log end %d (the next start resets)"
                 % (r["topic"], r["partition"], store, r["%s_offset" % store], r["log_end_offset"])
                 for r in rows for store in ("zookeeper", "kafka")
                 if r["%s_offset" % store] is not None and r["log_end_offset"] is not None
@@ -61,7 +64,20 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
         for r in rows:
             c, x = exp.get((r["topic"], r["partition"]), (None, None))
             r["kafka_committed_at"], r["kafka_expires_at"] = iso(c), iso(x)
-    return {"group": group, "partitions": rows, "zookeeper_members": sorted(members), "broker_group": broker,
-            "offsets_retention_ms": retention,
-            "member_storage": {m: (infos[m].mode if m in infos else None) for m in sorted(members)},
-            "phase": read_phase(zk, group), "warnings": warnings}
+    phase = read_phase(zk, group)
+    fence = fence_of(phase)
+    out = {"group": group, "partitions": rows, "zookeeper_members": sorted(members), "broker_group": broker,
+           "offsets_retention_ms": retention,
+           "member_storage": {m: (infos[m].mode if m in infos else None) for m in sorted(members)},
+           "phase": phase, "fence": fence, "gone_topics": skipped["gone_topics"],
+           "excluded_topics": skipped["excluded_topics"], "warnings": warnings}
+    if fence is not None:  # the fenced ids node (None: cut over with --no-acl-fence, or the ACL changed since)
+        from kazoo.exceptions import NoNodeError
+        from zkconsumer.layout import paths
+        from .fence import is_fenced
+        ids = paths.group_ids_path(group)
+        try:
+            out["fence_acl"] = ids if is_fenced(zk.get_acls(ids)[0]) else None
+        except NoNodeError:
+            out["fence_acl"] = None
+    return out

@@ -8,7 +8,12 @@ Rules (all checked before anything is written):
   commit concurrently and one of the two writes would be lost; ``force`` overrides;
 * before the first write, a backup of **both** stores (ExportZkOffsets format, ``backup-<group>-<store>-<time>.txt``)
   is written to the backup directory;
-* writes only the partitions that differ, so a second run (or a run after a crash half-way) changes nothing more.
+* writes only the partitions that differ, so a second run (or a run after a crash half-way) changes nothing more;
+* partitions of topics that no longer exist are skipped with a warning (:mod:`.leftovers`), and ``--exclude-topic``
+  leaves topics out;
+* an offset that would be carried over although it is stale (a frozen ZooKeeper offset whose Kafka successor was
+  removed, an offset of an earlier topic of the same name, an offset beyond the log end: :mod:`.stale`) refuses the
+  whole group, nothing written, unless ``allow_stale``.
 
 :func:`copy_group`, :func:`rollback_group` and :func:`import_group` apply these rules to one group and return the
 report the commands print (``--json`` prints it as it is); partitions are named ``topic-partition`` in it.
@@ -24,6 +29,7 @@ from zkconsumer.errors import GroupConflictError, OffsetStoreError
 
 from . import state
 from .expiry import expiry_warning
+from .leftovers import skipped_report, split_gone
 from .offsets_file import format_offsets
 
 __all__ = ["plan_copy", "apply_copy", "write_backup", "backup_and_write", "check_no_live_members", "copy_group",
@@ -114,11 +120,13 @@ def _name(tp: TP) -> str:
 
 
 def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bool = False, force: bool = False,
-               backup_dir: Optional[str] = None, topics=()) -> dict:
+               backup_dir: Optional[str] = None, topics=(), allow_stale: bool = False) -> dict:
     """Copy the group's offsets from store *src* to store *dst* (``zookeeper`` or ``kafka``) under the rules above;
-    a dry run unless *execute*. ``ok`` is false when anything was left behind (a skipped rewind, a failed write)."""
+    a dry run unless *execute*. ``ok`` is false when anything was left behind (a skipped rewind, a failed write, a
+    refused stale offset)."""
+    from .stale import check_to_kafka, check_to_zookeeper
     members = check_no_live_members(gofs.zk, gofs.group, force, "copy")
-    both = gofs.read_all(topics, scan_all_topics=(src == "kafka"))
+    both, gone = split_gone(gofs.zk, gofs.read_all(topics, scan_all_topics=(src == "kafka")))
     i, j = (0, 1) if src == "zookeeper" else (1, 0)
     source = {tp: v[i] for tp, v in both.items() if v[i] is not None}
     decision = plan_copy(source, {tp: v[j] for tp, v in both.items()}, allow_rewind)
@@ -130,28 +138,43 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
            "skipped_rewind": {} if allow_rewind else
            {_name(tp): {"destination": d, "source": s} for tp, (d, s) in rewind.items()},
            "rewound": {_name(tp): {"from": d, "to": s} for tp, (d, s) in rewind.items()} if allow_rewind else {},
-           "backup": [], "failed": {}, "written": 0}
-    if execute and todo:
+           "backup": [], "failed": {}, "written": 0, "refused": {}}
+    out.update(skipped_report(gofs, gone))
+    if not allow_stale:
+        if dst == "kafka":
+            refused, notes = check_to_kafka(gofs, todo, both)
+            out["warnings"] += notes
+        else:
+            refused = check_to_zookeeper(gofs, both)
+        out["refused"] = {_name(tp): why for tp, why in refused.items()}
+    if execute and todo and not out["refused"]:
         out["backup"], errors = backup_and_write(gofs, both, {dst: todo}, backup_dir)
         failed = errors[dst]
         out["failed"] = {_name(tp): e for tp, e in failed.items()}
         out["written"] = len(todo) - len(failed)
         if dst == "kafka" and out["written"]:
-            out["warnings"] = [expiry_warning(gofs)]
-    out["ok"] = not (out["failed"] or out["skipped_rewind"])
+            out["warnings"].append(expiry_warning(gofs))
+    out["ok"] = not (out["failed"] or out["skipped_rewind"] or out["refused"])
     return out
 
 
 def rollback_group(gofs, execute: bool = False, allow_rewind: bool = False, force: bool = False,
-                   backup_dir: Optional[str] = None, topics=()) -> dict:
-    """:func:`copy_group` from Kafka to ZooKeeper; a rollback that executed and left nothing behind also lifts the
-    cutover fence (records the ``rollback`` phase), so ZooKeeper members may join again."""
-    out = copy_group(gofs, "kafka", "zookeeper", execute, allow_rewind, force, backup_dir, topics)
+                   backup_dir: Optional[str] = None, topics=(), allow_stale: bool = False) -> dict:
+    """:func:`copy_group` from Kafka to ZooKeeper. A rollback that executed and left nothing behind records the
+    ``rollback`` phase and lifts the cutover fence, if any: the create right on ``/consumers/G/ids`` comes back
+    (:mod:`.fence`) and ZooKeeper members may join again. The dry run says whether it would lift one."""
+    from .fence import lift_fence
+    out = copy_group(gofs, "kafka", "zookeeper", execute, allow_rewind, force, backup_dir, topics, allow_stale)
+    fence = state.fence_of(state.read_phase(gofs.zk, gofs.group))
+    out["fence"] = fence
+    if fence is not None and not execute:
+        out["warnings"].append("group %s is fenced (cut over %s by %s): 'rollback --execute' lifts the fence once "
+                               "nothing is left behind" % (gofs.group, fence.get("since"), fence.get("by")))
     if execute and out["ok"]:
-        prev = state.read_phase(gofs.zk, gofs.group) or {}
-        if prev.get("phase") == "cutover":
-            out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "rollback", "zkmigrate rollback",
-                                                       "zookeeper")
+        if fence is not None:
+            out["fence_lifted"] = lift_fence(gofs.zk, gofs.group, fence.get("ids_acl"))
+        out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "rollback", "zkmigrate rollback",
+                                                   "zookeeper", fence=None)
     return out
 
 

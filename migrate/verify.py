@@ -11,8 +11,16 @@ Phases (what the members run now) and the store the *next* phase reads:
 ``kafka``          kafka, dual commit off            every partition has a Kafka offset and Kafka >= ZooKeeper
 =================  ================================  =======================================================
 
-In every phase an offset outside the partition's log (beyond its end, or below its start: deleted by retention) in
-either store fails too.
+**The log range.** The offset the members of the phase read must lie in the partition's log (not beyond its end,
+not below its start: deleted by retention), or they reset: ZooKeeper's in the zookeeper phase, Kafka's in the kafka
+phase, the greater of the two in the dual phase (members read max(ZooKeeper, Kafka)). An offset outside the log in
+the store the phase does not read (e.g. the frozen ZooKeeper offsets of the kafka phase, below the log start after
+one retention period) is reported in ``notes``, not failed.
+
+**Topics that no longer exist** (``/brokers/topics/T`` gone, offsets left behind) are listed in ``gone_topics``
+and warned about, not checked; ``--exclude-topic`` leaves out topics the group no longer reads. With the
+ZooKeeper store as the target, a ZooKeeper offset the stores' history shows stale (frozen while the group ran on
+Kafka and its Kafka offset since removed, or written before its topic was created again: :mod:`.stale`) fails.
 
 **Tolerance rule.** Dual commit writes both stores (Scala: Kafka first; zkconsumer: both at once while Kafka is
 healthy), so at any instant the two stores may differ by commits in flight, either way.  A partition whose target store is behind the other one is therefore not failed at
@@ -91,24 +99,51 @@ def _storage_problems(zk, group, members, phase):
     return out
 
 
+def _range_findings(tp, vals, phase, lso, leo):
+    """``(problems, notes)`` of one partition's offsets against its log range: the offset the phase's members
+    read is held to it, the other store's is only reported."""
+    read = {"zookeeper": vals[0], "kafka": vals[1]}
+    if phase == "dual":
+        top = max((v for v in vals if v is not None), default=None)
+        reads = {n for n, v in read.items() if v is not None and v == top}
+    else:
+        reads = {phase}
+    problems, notes = [], []
+    for name, off in read.items():
+        if off is None:
+            continue
+        bad = None
+        if tp in leo and off > leo[tp]:
+            bad = "beyond the log end %d (a rewind or recreated topic" % leo[tp]
+        elif tp in lso and off < lso[tp]:
+            bad = "below the log start %d (deleted by retention" % lso[tp]
+        if bad is None:
+            continue
+        if name in reads:
+            problems.append("%s-%d: %s offset %d is %s: the next start resets)" % (tp[0], tp[1], name, off, bad))
+        else:
+            notes.append("%s-%d: %s offset %d is %s; not read in the %s phase)" % (tp[0], tp[1], name, off, bad,
+                                                                                    phase))
+    return problems, notes
+
+
 def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_margin=86400.0) -> dict:
+    from .leftovers import skipped_report, split_gone
+    from . import state
     zk, group = gofs.zk, gofs.group
     target, other = _target(phase, to)
     idx = {"zookeeper": 0, "kafka": 1}
-    problems = []
-    both = gofs.read_all(topics, scan_all_topics=(phase == "kafka"))
+    problems, notes = [], []
+    both, gone = split_gone(zk, gofs.read_all(topics, scan_all_topics=(phase == "kafka")))
+    skipped = skipped_report(gofs, gone)
     lso, leo, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(both), security=gofs.security) if both else ({}, {}, None)
-    if not both:
+    if not both and not gone:
         problems.append("group %s has no partitions (no topics in ZooKeeper and none given with --topic)" % group)
     missing, behind = [], {}
     for tp, vals in sorted(both.items()):
-        for name, off in (("zookeeper", vals[0]), ("kafka", vals[1])):
-            if off is not None and tp in leo and off > leo[tp]:
-                problems.append("%s-%d: %s offset %d is beyond the log end %d (a rewind or recreated topic: the "
-                                "next start resets)" % (tp[0], tp[1], name, off, leo[tp]))
-            if off is not None and tp in lso and off < lso[tp]:
-                problems.append("%s-%d: %s offset %d is below the log start %d (deleted by retention: the next "
-                                "start resets)" % (tp[0], tp[1], name, off, lso[tp]))
+        more, also = _range_findings(tp, vals, phase, lso, leo)
+        problems += more
+        notes += also
         t_off = vals[idx[target]]
         if t_off is None:
             if all(v is None for v in vals) and leo.get(tp) == 0:
@@ -132,7 +167,17 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
         if waiting_missing:
             missing = [tp for tp in missing if now[tp][idx[target]] is None]
     for tp in missing:
-        problems.append("%s-%d has no offset in %s (the store the next phase reads)" % (tp[0], tp[1], target))
+        problems.append("%s-%d has no offset in %s (the store the next phase reads; if the group no longer reads "
+                        "topic %s: --exclude-topic %s, or 'zkmigrate forget-topic --group %s --topic %s')"
+                        % (tp[0], tp[1], target, tp[0], tp[0], group, tp[0]))
+    if target == "zookeeper" and both:
+        from .stale import evidence, to_zookeeper_refusals
+        frozen_since = state.kafka_only_since(state.read_phase(zk, group))
+        kept = {tp: v for tp, v in both.items() if v[0] is not None and v[1] is None}
+        if kept:
+            stale = to_zookeeper_refusals(group, kept, evidence(gofs, kept, leo), frozen_since, None,
+                                          keep="accept it ('zkmigrate rollback --execute --allow-stale')")
+            problems.extend(stale[tp] for tp in sorted(stale))
     for tp, (t_off, o_off) in sorted(behind.items()):
         problems.append("%s-%d: %s offset %s stays behind %s offset %d after %.0f s (not explained by in-flight "
                         "dual commits)" % (tp[0], tp[1], target, t_off, other, o_off, settle))
@@ -154,6 +199,10 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
             problems.extend(more)
         except ClusterUnavailableError as e:
             problems.append("cannot check when the Kafka offsets expire: %s" % e)
+    fence = state.fence_of(state.read_phase(zk, group))
+    if fence is not None and phase != "kafka":
+        notes.append("group %s is fenced (cut over %s by %s): ZooKeeper members cannot join until 'zkmigrate rollback "
+                     "--execute'" % (group, fence.get("since"), fence.get("by")))
     return {"group": group, "phase": phase, "to": to, "target_store": target, "ok": not problems, "expiry": expiry,
-            "problems": problems, "partitions": len(both), "zookeeper_members": sorted(members),
-            "broker_group": broker_d}
+            "problems": problems, "notes": notes, "partitions": len(both), "zookeeper_members": sorted(members),
+            "broker_group": broker_d, "fence": fence, **skipped}

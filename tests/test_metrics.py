@@ -13,7 +13,7 @@ def _scrape(port):
     text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10).read().decode()
     out = {}
     for line in text.splitlines():
-        m = re.match(r"^(zkconsumer_[a-z_]+)(\{[^}]*\})? ([0-9.eE+-]+)$", line)
+        m = re.match(r"^(zkconsumer_[a-z_]+)(\{.*\})? ([0-9.eE+-]+)$", line)
         if m:
             out.setdefault(m.group(1), []).append((m.group(2) or "", float(m.group(3))))
     return out
@@ -54,8 +54,10 @@ def _scraped_while_consuming(services, unique, conns, a, g, t, produced, port):
     assert _one(scr, "zkconsumer_bytes_total") >= sum(len(v) for _, _, v in produced)
     assert _one(scr, "zkconsumer_owned_partitions") == 2
     assert _one(scr, "zkconsumer_rebalances_total") >= 1
+    import socket
+    host = socket.gethostname()
     assert [lab for lab, v in scr["zkconsumer_state"] if v == 1.0] == [
-        '{client_id="%s",consumer_id="%s",group="%s",state="IDLE"}' % (g, a.consumer_id, g)]
+        '{client_id="%s",group="%s",host="%s",state="IDLE"}' % (g, g, host)]
     assert {lab.split('partition="')[1].split('"')[0] for lab, _ in scr["zkconsumer_consumer_lag"]} == {"0", "1"}
     wait_until(lambda: _one(_scrape(port), "zkconsumer_zookeeper_commits_total") >= 1, 10,
                message="an auto-commit counted")
@@ -97,3 +99,58 @@ def test_consume_cli_serves_metrics_on_the_port_it_prints(services, unique):
         p.terminate()
         p.communicate(timeout=60)
     assert p.returncode == 0
+
+
+def test_member_metrics_per_topic_fetch_commit_failures_session_expiries_and_info(services, unique, conns):
+    """Per-topic and all-topics counters, fetch requests and their time, the fetch queue, a failed commit, a
+    session expiry and zkconsumer_info; every series' labels are group, client_id and host (they survive a restart:
+    the generated consumer id is only in zkconsumer_info)."""
+    from kazoo.client import KazooClient
+    g = unique("met2")
+    t1, t2 = services.create_topic(unique("met2a"), 1), services.create_topic(unique("met2b"), 1)
+    produce_tracked(services.bootstrap_servers, t1, 30, partitions=1)
+    produce_tracked(services.bootstrap_servers, t2, 20, partitions=1)
+    a = connector(services, g, **{"auto.offset.reset": "smallest", "zookeeper.session.timeout.ms": "4000"})
+    conns.append(a)
+    server = start_metrics_server(a, 0)
+    try:
+        assert server.addr == "127.0.0.1"  # loopback unless told otherwise
+        streams = a.create_message_streams({t1: 1, t2: 1})
+        cols = [StreamCollector(streams[t][0]) for t in (t1, t2)]
+        for c in cols:
+            c.start()
+        wait_until(lambda: len(cols[0].seen(t1)) == 30 and len(cols[1].seen(t2)) == 20, 60,
+                   message="both topics read")
+        text = urllib.request.urlopen(server.url, timeout=10).read().decode()
+        scr = _scrape(server.port)
+        per_topic = {re.search(r'topic="([^"]+)"', lab).group(1): v for lab, v in scr["zkconsumer_topic_messages_total"]}
+        assert per_topic == {t1: 30, t2: 20} and _one(scr, "zkconsumer_messages_total") == 50
+        assert _one(scr, "zkconsumer_fetch_requests_total") > 0 and _one(scr, "zkconsumer_fetch_request_seconds_total") > 0
+        assert _one(scr, "zkconsumer_fetch_queue_chunks") >= 0 and _one(scr, "zkconsumer_fetch_errors_total") == 0
+        [(info, one)] = scr["zkconsumer_info"]
+        assert one == 1 and 'consumer_id="%s"' % a.consumer_id in info and 'engine="kafka-python"' in info
+        assert re.search(r'decoder="(c|python|kafka-python)"', info) and 'version="' in info
+        for name, series in scr.items():
+            if name != "zkconsumer_info":
+                for lab, _ in series:
+                    assert "consumer_id" not in lab, (name, lab)
+        assert "# TYPE zkconsumer_topic_bytes_total counter" in text or "# TYPE zkconsumer_topic_bytes counter" in text
+        # a commit fenced by an owner node someone else took is a failed commit
+        owner = "/consumers/%s/owners/%s/0" % (g, t1)
+        a.zk.delete(owner)
+        a.zk.create(owner, b"someone-else")
+        a.zk.set(owner, b"someone-else")  # version 1: the fence checks our node's version 0
+        a.rebalancer.parts[(t1, 0)].consumed = 29  # something to commit
+        a.commit_offsets()
+        wait_until(lambda: _one(_scrape(server.port), "zkconsumer_commit_failures_total") >= 1, 10,
+                   message="the fenced commit counted")
+        # the session expires (another client takes over its id and closes it): counted once it is noticed
+        sid, pwd = a.zk.client_id
+        thief = KazooClient(hosts=services.zookeeper_connect, client_id=(sid, pwd))
+        thief.start(timeout=10)
+        thief.stop()
+        thief.close()
+        wait_until(lambda: _one(_scrape(server.port), "zkconsumer_session_expiries_total") >= 1, 30,
+                   message="the session expiry counted")
+    finally:
+        server.close()

@@ -88,6 +88,21 @@ class ConsumerProc:
             self.proc.wait(10)
 
 
+def delete_topic(services, zk, topic):
+    """Delete *topic* (DeleteTopics) and wait until the brokers have removed it from ZooKeeper."""
+    from kafka import KafkaAdminClient
+    from zkconsumer.layout import paths
+    admin = KafkaAdminClient(bootstrap_servers=services.bootstrap_servers)
+    try:
+        admin.delete_topics([topic], timeout_ms=30000)
+    finally:
+        admin.close()
+    deadline = time.monotonic() + 60
+    while zk.exists(paths.topic_path(topic)) or zk.exists(paths.delete_topic_path(topic)):
+        assert time.monotonic() < deadline, "topic %s was not deleted within 60 s" % topic
+        time.sleep(0.2)
+
+
 def run_cli(cli, args, expect=None):
     """Run a click command in-process; returns (exit_code, stdout, stderr)."""
     runner = CliRunner()

@@ -32,10 +32,12 @@ def test_first_screen():
     assert "§" not in README
 
 
-def test_point_it_at_your_cluster(services, unique):
+def test_point_it_at_your_cluster(services, unique, zk):
     t = services.create_topic(unique("readme"), 2)
     produce_tracked(services.bootstrap_servers, t, 6, partitions=2)
     g = unique("readme-g")
+    for p in (0, 1):  # the production group: committed offsets at the start of the topic
+        zk.create("/consumers/%s/offsets/%s/%d" % (g, t, p), b"0", makepath=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
     bindir = os.path.dirname(sys.executable)
     ran = []
@@ -47,13 +49,18 @@ def test_point_it_at_your_cluster(services, unique):
         argv = shlex.split(cmd.replace(" orders", " " + t) if " consume " in cmd else cmd)
         if argv[1] == "consume":
             argv += ["--max-messages", "6", "--from-beginning"]
+        if argv[1] == "exporter":
+            argv += ["--once"]  # it serves until stopped: one page here
         argv[0] = os.path.join(bindir, argv[0])
         p = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
         assert p.returncode == 0, (cmd, p.stdout, p.stderr[-2000:])
-        ran.append((argv[1], p.stdout))
-    assert [r[0] for r in ran] == ["consume", "groups", "status", "plan"]
-    assert len(ran[0][1].splitlines()) == 6 and all(json.loads(x)["topic"] == t for x in ran[0][1].splitlines())
-    assert g in ran[1][1] and "CURRENT-OFFSET" in ran[1][1]
+        ran.append((argv[1], p.stdout, argv))
+    assert [r[0] for r in ran] == ["consume", "consume", "groups", "status", "plan", "exporter", "consume"]
+    for i in (0, 1, 6):
+        assert len(ran[i][1].splitlines()) == 6 and all(json.loads(x)["topic"] == t for x in ran[i][1].splitlines())
+    assert "--group" not in ran[0][2] and "--from-group" in ran[1][2] and "--group" in ran[6][2]
+    assert g in ran[2][1] and "CURRENT-OFFSET" in ran[2][1]
+    assert 'kafka_consumergroup_group_lag{' in ran[5][1] and g in ran[5][1]
 
 
 def test_python_snippet(services, unique):

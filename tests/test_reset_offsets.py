@@ -109,3 +109,30 @@ def test_reset_offsets_bad_input_before_connecting(services):
                          (["--group", "g", "--topic", "bad/topic", "--to-latest"], "illegal")):
         code, out, _ = zkmigrate_json(services, "reset-offsets", *args, expect=2)
         assert needle in json.dumps(out), (args, out)
+
+
+def test_reset_auto_writes_where_the_recorded_phase_reads(services, zk, unique, tmp_path):
+    """--store auto for a partition no store has an offset for yet (a partition added to a topic): a group in the
+    Kafka phase reads Kafka, so the reset goes there (ZooKeeper alone would change nothing); in the dual phase it
+    goes to both stores."""
+    from zkconsumer.offsets import ZooKeeperOffsetStore
+    from zkconsumer.offsets.kafka import KafkaOffsetStore
+    for phase, to, want in (("kafka", (), ["kafka"]), ("dual", ("--to", "kafka"), ["zookeeper", "kafka"])):
+        t = services.create_topic(unique("rp"), 2)
+        _produce(services.bootstrap_servers, t, 0, 10, "a")
+        g = unique("rp-g")
+        zs, ks = ZooKeeperOffsetStore(zk, g), KafkaOffsetStore(services.bootstrap_servers, g)
+        try:
+            zs.commit({(t, 0): 4}).raise_for_errors()
+            ks.commit({(t, 0): 6}).raise_for_errors()
+            code, rep, _ = zkmigrate_json(services, "verify", "--group", g, "--phase", phase, *to, "--settle", "0",
+                                          expect=0)  # partition 1 is empty: nothing to lose
+            assert rep["recorded_phase"]["phase"] == phase
+            _produce(services.bootstrap_servers, t, 1, 10, "b")
+            code, rep, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--topic", "%s:1" % t,
+                                          "--to-offset", "3", "--execute", "--backup-dir", str(tmp_path), expect=0)
+            assert rep["partitions"][0]["stores"] == want, rep
+            assert ks.fetch([(t, 1)]).get((t, 1)) == (3 if "kafka" in want else None)
+            assert zs.fetch([(t, 1)]).get((t, 1)) == (3 if "zookeeper" in want else None)
+        finally:
+            ks.close()

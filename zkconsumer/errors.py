@@ -83,7 +83,8 @@ class RebalanceError(ZkConsumerError):
 
 
 class RegistrationConflictError(RebalanceError):
-    """Our consumer id is registered by another live ZooKeeper session (a duplicate explicit consumer.id)."""
+    """Our consumer id is registered by another live ZooKeeper session (a duplicate explicit consumer.id), or
+    ZooKeeper refuses to create the registration (no CREATE right on ``/consumers/G/ids``: a fenced group)."""
 
 
 class OwnershipLostError(RebalanceError):

@@ -23,6 +23,28 @@ EXIT_CODES_HELP = ("Exit codes: 0 ok; 1 a check failed or something was left und
                    "check (ZooKeeper or Kafka unreachable).")
 
 
+def hoist_log_level(argv):
+    """``--log-level LEVEL`` (or ``--log-level=LEVEL``) given after the subcommand, moved in front of it, where
+    the root command takes it: both ``zkconsumer --log-level debug consume ...`` and ``zkconsumer consume ...
+    --log-level debug`` work."""
+    argv, moved, out, i = list(argv), [], [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            out += argv[i:]
+            break
+        if a == "--log-level" and i + 1 < len(argv):
+            moved += argv[i:i + 2]
+            i += 2
+            continue
+        if a.startswith("--log-level="):
+            moved.append(a)
+        else:
+            out.append(a)
+        i += 1
+    return moved + out
+
+
 def exit_code_for(error: BaseException) -> int:
     from ..zk_auth import ZkAuthError
     if isinstance(error, ZkAuthError):
@@ -208,9 +230,10 @@ def _remember_auth(ctx, param, value):
     return value
 
 
-def zookeeper_auth_options(f):
-    """``--zookeeper-auth``, ``--zookeeper-credentials FILE``, ``--zookeeper-set-acl``: the ``zookeeper.auth.*`` keys
-    for the tools (a credentials file, never a password option). Read back by :func:`connect_zookeeper`."""
+def zookeeper_auth_options(f, set_acl=True):
+    """``--zookeeper-auth``, ``--zookeeper-credentials FILE`` and, on commands that create znodes (*set_acl*),
+    ``--zookeeper-set-acl``: the ``zookeeper.auth.*`` keys for the tools (a credentials file, never a password
+    option). Read back by :func:`connect_zookeeper`."""
     opts = [
         click.option("--zookeeper-auth", "zk_auth_scheme", type=click.Choice(["none", "digest", "sasl"]),
                      default=None, envvar=ZK_AUTH_ENV, expose_value=False, callback=_remember_auth,
@@ -220,10 +243,12 @@ def zookeeper_auth_options(f):
                      envvar=ZK_CREDENTIALS_ENV, expose_value=False, callback=_remember_auth,
                      help="File with username= and password= (or JSON) for ZooKeeper; must not be world-readable "
                           "[default: $%s]." % ZK_CREDENTIALS_ENV),
-        click.option("--zookeeper-set-acl", "zk_set_acl", is_flag=True, default=False, expose_value=False,
-                     callback=_remember_auth,
-                     help="Znodes this command creates get creator-all + world-read ACLs (zookeeper.set.acl)."),
     ]
+    if set_acl:
+        opts.append(click.option("--zookeeper-set-acl", "zk_set_acl", is_flag=True, default=False,
+                                 expose_value=False, callback=_remember_auth,
+                                 help="Znodes this command creates get creator-all + world-read ACLs "
+                                      "(zookeeper.set.acl)."))
     for opt in reversed(opts):
         f = opt(f)
     return f
@@ -257,6 +282,12 @@ _zookeeper_connect_option = click.option("--zookeeper", "zookeeper", metavar="HO
 def zookeeper_option(f):
     """``--zookeeper`` and the ZooKeeper authentication options (:func:`zookeeper_auth_options`)."""
     return _zookeeper_connect_option(zookeeper_auth_options(f))
+
+
+def zookeeper_read_option(f):
+    """``--zookeeper`` and the authentication options of a command that creates no znode (no
+    ``--zookeeper-set-acl``: there would be nothing for it to do)."""
+    return _zookeeper_connect_option(zookeeper_auth_options(f, set_acl=False))
 
 
 def _remember_json(ctx, param, value):

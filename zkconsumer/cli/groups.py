@@ -10,7 +10,8 @@ from .. import zk as zkmod
 from ..group_describe import STORAGES, describe
 from .common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, bootstrap_option, check_group_choice, connect_zookeeper,
                      emit_json, group_options, json_option, kafka_security, print_table, resolve_bootstrap,
-                     resolve_zookeeper, selected_groups, zookeeper_option)
+                     resolve_zookeeper, selected_groups, zookeeper_option,
+                     zookeeper_read_option)
 
 
 def _dash(v):
@@ -27,7 +28,7 @@ def groups():
 
 
 @groups.command("list")
-@zookeeper_option
+@zookeeper_read_option
 @json_option
 def list_cmd(zookeeper, as_json):
     """Every group under /consumers (also groups that only hold offsets)."""
@@ -46,7 +47,7 @@ def list_cmd(zookeeper, as_json):
 @groups.command("describe", epilog=EXIT_CODES_HELP)
 @group_options()
 @click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="Only these topics (repeatable).")
-@zookeeper_option
+@zookeeper_read_option
 @bootstrap_option
 @click.option("--offsets-storage", type=click.Choice(STORAGES), default="auto", show_default=True,
               help="Where CURRENT-OFFSET is read: auto = where the group's members say they commit (dual = the "
@@ -84,7 +85,7 @@ def describe_cmd(groups, all_groups, topics, zookeeper, bootstrap, offsets_stora
 
 @groups.command("owners")
 @group_options()
-@zookeeper_option
+@zookeeper_read_option
 @json_option
 def owners_cmd(groups, all_groups, zookeeper, as_json):
     """Partition owners of each group and its live members."""
@@ -111,7 +112,7 @@ def owners_cmd(groups, all_groups, zookeeper, as_json):
 
 @groups.command("verify", epilog=EXIT_CODES_HELP)
 @group_options()
-@zookeeper_option
+@zookeeper_read_option
 @json_option
 def verify_cmd(groups, all_groups, zookeeper, as_json):
     """Every partition of every subscribed topic owned by a live member's thread; exit 1 otherwise."""

@@ -1,8 +1,9 @@
 """Root of the ``zkconsumer`` command."""
 import click
 
-from .common import ZkCommandGroup, setup_logging
+from .common import ZkCommandGroup, hoist_log_level, setup_logging
 from .consume import consume
+from .exporter import exporter
 from .local import local
 from .registry import registry
 from .tree import tree
@@ -22,6 +23,7 @@ def cli(log_level):
 
 
 cli.add_command(consume)
+cli.add_command(exporter)
 cli.add_command(local)
 cli.add_command(registry)
 cli.add_command(tree)
@@ -29,4 +31,5 @@ cli.add_command(__import__('zkconsumer.cli.groups', fromlist=['groups']).groups)
 
 
 def main():
-    cli(prog_name="zkconsumer")
+    import sys
+    cli(args=hoist_log_level(sys.argv[1:]), prog_name="zkconsumer")

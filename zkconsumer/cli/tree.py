@@ -2,7 +2,7 @@
 import click
 
 from .. import zk as zkmod
-from .common import connect_zookeeper, emit_json, json_option, resolve_zookeeper, zookeeper_option
+from .common import connect_zookeeper, emit_json, json_option, resolve_zookeeper, zookeeper_read_option
 
 
 def _walk(zk, path, depth, max_depth, out):
@@ -17,7 +17,7 @@ def _walk(zk, path, depth, max_depth, out):
 
 @click.command()
 @click.argument("path", default="/")
-@zookeeper_option
+@zookeeper_read_option
 @click.option("--depth", type=click.IntRange(0, None), default=None, help="Stop this many levels below PATH.")
 @json_option
 def tree(path, zookeeper, depth, as_json):

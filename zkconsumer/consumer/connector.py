@@ -71,7 +71,7 @@ class ZookeeperConsumerConnector:
         self._wildcard = False
         self.registration = None
         self.member_info = _member_info(config)
-        self.commit_counts = {"zookeeper": 0, "kafka": 0}  # successful commits per store (metrics)
+        self.commit_counts = {"zookeeper": 0, "kafka": 0, "failed": 0}  # commits per store, and failed ones (metrics)
         self.rebalancer = None
         self.fetchers = None
         self._bootstrap = bootstrap_servers
@@ -316,6 +316,7 @@ class ZookeeperConsumerConnector:
             if kind == "kafka" or (kind == "dual" and not result.degraded):
                 self.commit_counts["kafka"] += 1
         if result.failed:
+            self.commit_counts["failed"] += 1
             log.warning("offset commit failed for %d partition(s): %s", len(result.failed),
                         "; ".join("%s-%d: %s" % (t, p, e) for (t, p), e in sorted(result.failed.items())[:5]))
             rb.on_commit_result(result)

@@ -153,6 +153,9 @@ def fast_partition_records_class():
             log.warning("kafka-python's record decoding changed; using its stock decoder")
             return None
         _CLASS = cls
+        if DECODER == "python":
+            log.warning("the C record decoder is not built (no C compiler when zkconsumer was installed): records "
+                        "are decoded in Python, 3-10x slower (zkconsumer_info{decoder=\"python\"})")
     except Exception as e:  # any surprise: the stock path
         log.warning("fast record decoding unavailable (%s); using kafka-python's decoder", e)
         _CLASS = None
@@ -236,3 +239,9 @@ def install(consumer):
         return False
     fetcher.PartitionRecords = cls  # an instance attribute: only this consumer's fetcher uses it
     return True
+
+
+def decoder_in_use():
+    """The record decoder the fetchers use: ``c`` or ``python`` (zkconsumer's), or ``kafka-python`` (its stock
+    decoder, when this kafka-python does not look like the one zkconsumer's was written against)."""
+    return DECODER if fast_partition_records_class() is not None else "kafka-python"

@@ -82,6 +82,8 @@ class FetcherThread(threading.Thread):
         self._last_resolve = 0.0
         self.failures = 0           # consecutive failures of the fetch loop
         self.fetches = 0            # fetch passes completed (metrics: MinFetchRate)
+        self.fetch_seconds = 0.0    # time spent in those passes' fetch requests (metrics)
+        self.errors = 0             # fetch errors, retried or not (metrics)
         self.started_at = time.monotonic()
 
     # -- called by the rebalancer ------------------------------------------------------------------------------
@@ -282,6 +284,7 @@ class FetcherThread(threading.Thread):
                     return
                 except Exception as e:
                     self.failures += 1
+                    self.errors += 1
                     log.error("fetcher %s failed (%d in a row; retrying in 1 s): %s", self.name, self.failures, e,
                               exc_info=self.failures == 1)
                     self.on_error(None, e)
@@ -312,6 +315,7 @@ class FetcherThread(threading.Thread):
                 continue
             if self._unresolved and time.monotonic() - self._last_resolve >= 0.2:
                 self._resolve_resets()
+            polled_at = time.monotonic()
             try:
                 batches = self._consumer.poll(timeout_ms=20)  # short: assignment changes wait for this
             except OffsetOutOfRangeError as e:  # kafka-python resets nothing itself (auto_offset_reset="none")
@@ -322,6 +326,7 @@ class FetcherThread(threading.Thread):
                 self._truncated(e.divergent_offsets)
                 continue
             except RecordTooLargeError as e:
+                self.errors += 1
                 err = MessageTooLargeError("a message is larger than fetch.message.max.bytes=%d: %s"
                                            % (self.config.fetch_message_max_bytes, e))
                 log.error("%s", err)
@@ -329,6 +334,7 @@ class FetcherThread(threading.Thread):
                 self._wait_for_change(5.0)
                 continue
             except (KafkaError, OSError) as e:
+                self.errors += 1
                 log.warning("fetch error (retrying after refresh.leader.backoff.ms): %s", e)
                 self._wait_for_change(self.config.refresh_leader_backoff_ms / 1000.0)
                 continue
@@ -357,6 +363,7 @@ class FetcherThread(threading.Thread):
                 part.fetched = records[-1].offset + 1
             self.failures = 0  # a whole pass without failure
             self.fetches += 1
+            self.fetch_seconds += time.monotonic() - polled_at
 
     def _rewind(self):
         """After a failure, fetch again from what was handed over last: records polled but not put on a queue

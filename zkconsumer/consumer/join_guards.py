@@ -177,7 +177,9 @@ def kafka_ahead(conn: Any) -> Tuple[List[Tuple[str, int]], _Offsets, _Offsets]:
 
 def refuse_cut_over_group(conn: Any) -> None:
     """The fence ``zkmigrate cutover`` leaves: a group handed to broker-coordinated consumers is not joined by a
-    ZooKeeper member (an old deployment restarting) unless ``cutover.fence=ignore``."""
+    ZooKeeper member (an old deployment restarting) unless ``cutover.fence=ignore``. The record's ``fence`` field
+    holds it (later records, e.g. a passing ``zkmigrate verify``, carry it over; only a rollback removes it); a
+    record with phase ``cutover`` and no ``fence`` field (an older zkmigrate's) is fenced as well."""
     if conn.config.cutover_fence == "ignore":
         return
     try:
@@ -190,8 +192,14 @@ def refuse_cut_over_group(conn: Any) -> None:
         log.warning("ignoring the unreadable migration record %s (no cutover fence): %s",
                     paths.group_migration_path(conn.group), e)
         return
-    if isinstance(rec, dict) and rec.get("phase") == "cutover":
-        raise GroupConflictError(
-            "group %s was cut over to broker-coordinated consumers (%s, %s): a ZooKeeper-coordinated member "
-            "must not join it; after a deliberate rollback ('zkmigrate rollback --execute' clears the mark) "
-            "start again, or set cutover.fence=ignore" % (conn.group, rec.get("by"), rec.get("since")))
+    if not isinstance(rec, dict):
+        return
+    fence = rec.get("fence")
+    if not isinstance(fence, dict):
+        if rec.get("phase") != "cutover" or "fence" in rec:
+            return
+        fence = rec
+    raise GroupConflictError(
+        "group %s was cut over to broker-coordinated consumers (%s, %s): a ZooKeeper-coordinated member "
+        "must not join it; after a deliberate rollback ('zkmigrate rollback --execute' clears the mark) "
+        "start again, or set cutover.fence=ignore" % (conn.group, fence.get("by"), fence.get("since")))

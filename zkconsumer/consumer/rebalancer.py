@@ -93,7 +93,7 @@ class Rebalancer(threading.Thread):
         self.failures = 0
         self.stats = {"attempts": 0, "rebalances": 0, "failed_attempts": 0, "claim_waits": 0, "noop_attempts": 0,
                       "last_duration_ms": None, "last_zk_reads": None, "zk_reads": 0, "state_changes": 0,
-                      "rebalance_seconds": 0.0, "claim_resumes": 0}
+                      "rebalance_seconds": 0.0, "claim_resumes": 0, "session_expiries": 0}
         self.first_done = threading.Event()
         self._stopping = False
         self._suspended_timer = None
@@ -520,6 +520,7 @@ class Rebalancer(threading.Thread):
         self._unlocked(self.c.listener_call, name, partitions)
 
     def _revoke_lost(self):
+        self.stats["session_expiries"] += 1
         log.warning("ZK expired; release old broker parition ownership; re-register consumer %s",
                     self.consumer_id)
         with self.lock:

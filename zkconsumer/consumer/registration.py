@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 
 from ..errors import RegistrationConflictError
 from ..layout import codecs, paths
@@ -31,6 +31,12 @@ def register(zk, group, consumer_id, registration, wait_timeout):
             return path
         except NodeExistsError:
             pass
+        except NoAuthError:  # a failed start, as for a duplicate consumer.id; retried after a session expiry
+            raise RegistrationConflictError(
+                "ZooKeeper refused to create %s (no CREATE right on %s): 'zkmigrate cutover --execute' fences a "
+                "group it handed to broker-coordinated consumers this way, and 'zkmigrate rollback --execute' lifts "
+                "it; otherwise the group belongs to another ZooKeeper identity" % (path, paths.group_ids_path(group))
+            ) from None
         try:
             current, stat = zk.get(path)
         except NoNodeError:

@@ -64,6 +64,7 @@ class KafkaStream:
         self._part = None                   # the PartitionTopicInfo of the chunk being handed out
         self.messages = 0                   # records in the chunks taken (metrics: MessagesPerSec, per chunk)
         self.bytes = 0                      # their keys + values (BytesPerSec)
+        self.by_topic = {}                  # topic -> [messages, bytes] (the Scala per-topic ConsumerTopicMetrics)
         self._ended = False
         self._closing = False
         self._inflight = False
@@ -113,12 +114,16 @@ class KafkaStream:
                 continue  # fetched before a rebalance: the partition may belong to someone else now
             if isinstance(records, Exception):  # the fetcher's failure persists: tell the application
                 raise records
-            self._part = chunk.part
+            part = self._part = chunk.part
             self._chunk_gen = chunk.generation
             self._index = 0
-            self._records = chunk.records
-            self.messages += len(chunk.records)
+            self._records = records
+            n = len(records)
+            self.messages += n
             self.bytes += chunk.nbytes
+            counts = self.by_topic.setdefault(part.tp[0], [0, 0])
+            counts[0] += n
+            counts[1] += chunk.nbytes
             return True
 
     def give_back(self, rec):

@@ -18,12 +18,12 @@ from __future__ import annotations
 import logging
 import struct
 import time
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Dict, Iterable, NamedTuple, Optional, Tuple
 
 from ..errors import ClusterUnavailableError
 
-__all__ = ["java_string_hash", "offsets_topic_partition", "parse_commit_record", "read_commit_times",
-           "offsets_retention_ms", "OFFSETS_TOPIC"]
+__all__ = ["java_string_hash", "offsets_topic_partition", "parse_commit_record", "parse_commit", "read_commit_times",
+           "read_commit_log", "LastCommit", "offsets_retention_ms", "OFFSETS_TOPIC"]
 
 from ..kafka_connect_errors import connect_error
 from ..kafka_security import PLAINTEXT
@@ -97,6 +97,13 @@ class _Reader:
 def parse_commit_record(key: Optional[bytes], value: Optional[bytes]):
     """``(group, topic, partition, commit_timestamp_ms or None)`` for an offset commit record (None = tombstone:
     the offset was deleted or expired); ``None`` for the other records of the topic (group metadata)."""
+    parsed = parse_commit(key, value)
+    return None if parsed is None else parsed[:3] + (parsed[4],)
+
+
+def parse_commit(key: Optional[bytes], value: Optional[bytes]):
+    """``(group, topic, partition, offset, commit_timestamp_ms)`` for an offset commit record (both None for a
+    tombstone); ``None`` for the other records of the topic (group metadata)."""
     if not key or len(key) < 2:
         return None
     r = _Reader(key)
@@ -105,14 +112,11 @@ def parse_commit_record(key: Optional[bytes], value: Optional[bytes]):
         return None  # 2 = group metadata, others unknown
     group, topic, partition = r.string(), r.string(), r.take(">i")
     if value is None:
-        return group, topic, partition, None
+        return group, topic, partition, None, None
     v = _Reader(value)
     vv = v.take(">h")
-    v.take(">q")  # offset
-    if vv == 0:
-        v.string()
-        ts = v.take(">q")
-    elif vv in (1, 2):
+    offset = v.take(">q")
+    if vv in (0, 1, 2):
         v.string()
         ts = v.take(">q")
     elif vv == 3:
@@ -125,13 +129,31 @@ def parse_commit_record(key: Optional[bytes], value: Optional[bytes]):
         ts = v.take(">q")
     else:
         raise ValueError("offset commit value version %d" % vv)
-    return group, topic, partition, ts
+    return group, topic, partition, offset, ts
 
 
 def read_commit_times(bootstrap_servers, group: str, partitions: Optional[Iterable[TP]] = None,
                       timeout_s: float = 30.0, security=None) -> Dict[TP, int]:
     """``{(topic, partition): last commit timestamp (epoch ms)}`` of *group*'s offsets in Kafka, read from its
     partition of ``__consumer_offsets`` up to the end (latest record wins, tombstones remove)."""
+    return {tp: c.committed_ms for tp, c in read_commit_log(bootstrap_servers, group, partitions, timeout_s,
+                                                            security).items()
+            if not c.removed and c.committed_ms is not None}
+
+
+class LastCommit(NamedTuple):
+    """The last offset commit of a partition in ``__consumer_offsets`` and whether a tombstone followed it (the
+    broker removed the offset: expired, its topic deleted, or OffsetDelete). The values of a removed offset are
+    those of its last commit while the log still holds it (compaction drops them later); None when it does not."""
+    offset: Optional[int]
+    committed_ms: Optional[int]
+    removed: bool
+
+
+def read_commit_log(bootstrap_servers, group: str, partitions: Optional[Iterable[TP]] = None,
+                    timeout_s: float = 30.0, security=None) -> Dict[TP, LastCommit]:
+    """``{(topic, partition): LastCommit}`` for *group*'s offsets (also the removed ones) from its partition of
+    ``__consumer_offsets``, read from the beginning to the end within *timeout_s*."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import KafkaError
     wanted = None if partitions is None else set((t, int(p)) for t, p in partitions)
@@ -150,7 +172,7 @@ def read_commit_times(bootstrap_servers, group: str, partitions: Optional[Iterab
         consumer.assign([tp])
         consumer.seek_to_beginning(tp)
         end = consumer.end_offsets([tp])[tp]
-        out: Dict[TP, int] = {}
+        out: Dict[TP, LastCommit] = {}
         deadline = time.monotonic() + timeout_s
         while consumer.position(tp) < end:
             if time.monotonic() > deadline:
@@ -159,7 +181,7 @@ def read_commit_times(bootstrap_servers, group: str, partitions: Optional[Iterab
             for records in consumer.poll(timeout_ms=500).values():
                 for rec in records:
                     try:
-                        parsed = parse_commit_record(rec.key, rec.value)
+                        parsed = parse_commit(rec.key, rec.value)
                     except ValueError as e:
                         log.debug("skipping a record of %s: %s", OFFSETS_TOPIC, e)
                         continue
@@ -168,10 +190,12 @@ def read_commit_times(bootstrap_servers, group: str, partitions: Optional[Iterab
                     key = (parsed[1], parsed[2])
                     if wanted is not None and key not in wanted:
                         continue
-                    if parsed[3] is None:
-                        out.pop(key, None)
+                    if parsed[4] is None:
+                        last = out.get(key)
+                        out[key] = LastCommit(last.offset if last else None, last.committed_ms if last else None,
+                                              True)
                     else:
-                        out[key] = parsed[3]
+                        out[key] = LastCommit(parsed[3], parsed[4], False)
         return out
     except KafkaError as e:
         raise ClusterUnavailableError("cannot read %s for group %s: %s" % (OFFSETS_TOPIC, group, e)) from e

@@ -1,0 +1,232 @@
+"""Offsets that must not be carried from one store to the other although "never backwards" would allow it.
+
+``copy`` and ``cutover`` write a ZooKeeper offset to Kafka where Kafka has none or a smaller one, and ``rollback``
+keeps a ZooKeeper offset where Kafka has none. That is right for a group that committed there last, and wrong for:
+
+* **a frozen ZooKeeper offset**: the group went on in Kafka (``offsets.storage=kafka``, dual commit off: ZooKeeper is
+  not written any more) and its Kafka offset is gone: expired on the broker ``offsets.retention.minutes`` after the
+  group stopped, or removed with its topic. The ZooKeeper value is where the group stood weeks ago;
+* **an offset of an earlier topic of the same name**: the topic was deleted and created again after the offset was
+  written (a new topic id, a new log that starts at 0): the old offset is beyond the new log end (the consumers reset)
+  or points into unrelated records.
+
+Evidence, in the order it is read (each from a source of record, not a guess):
+
+* the phase record: since a passing ``verify --phase kafka`` or a ready ``cutover`` every partition had a Kafka
+  offset (:func:`~.state.kafka_only_since`); a partition without one now, whose ZooKeeper offset is older, lost it;
+* ``__consumer_offsets``: the last commit of a removed Kafka offset, while the log still holds it
+  (:func:`zkconsumer.offsets.expiry.read_commit_log`): a removed Kafka offset greater than ZooKeeper's;
+* for a rollback, the age of the ZooKeeper offset: older than ``offsets.retention.minutes`` with no Kafka offset
+  (whatever the group committed to Kafka after it has had time to expire);
+* ZooKeeper's own clock: the offset node's ``mtime`` against the ``ctime`` of ``/brokers/topics/T`` (the topic was
+  created after the offset was written) and the topic id the broker stored there;
+* the log end (ListOffsets): an offset beyond it.
+
+A refused partition names the group, the partition, the evidence and the ways out: ``reset-offsets`` to the
+position wanted, ``--exclude-topic`` for a topic the group no longer reads, or ``--allow-stale`` to write (or
+keep) the offset anyway. :func:`to_kafka_refusals` and :func:`to_zookeeper_refusals` are pure.
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Dict, NamedTuple, Optional, Tuple
+
+from kazoo.exceptions import NoNodeError
+
+from zkconsumer.layout import paths
+
+from .expiry import iso
+
+__all__ = ["Evidence", "evidence", "to_kafka_refusals", "to_zookeeper_refusals", "zk_offset_mtimes",
+           "topic_births", "check_to_kafka", "check_to_zookeeper"]
+
+TP = Tuple[str, int]
+
+
+class Evidence(NamedTuple):
+    """What is known about one partition besides its two offsets (None: not known)."""
+    zk_mtime: Optional[int] = None          # ms, when its ZooKeeper offset node was last written
+    topic_ctime: Optional[int] = None       # ms, when /brokers/topics/T was created
+    topic_id: Optional[str] = None
+    log_end: Optional[int] = None
+    removed: Optional[Tuple[Optional[int], Optional[int]]] = None  # (offset, committed ms) the broker removed
+
+
+def zk_offset_mtimes(zk, group: str, partitions) -> Dict[TP, int]:
+    """``{tp: mtime (ms)}`` of the ZooKeeper offset nodes of *partitions* that exist."""
+    pending = {tp: zk.exists_async(paths.partition_offset_path(group, tp[0], tp[1])) for tp in partitions}
+    out = {}
+    for tp, res in pending.items():
+        stat = res.get()
+        if stat is not None:
+            out[tp] = int(stat.mtime)
+    return out
+
+
+def topic_births(zk, topics) -> Dict[str, Tuple[int, Optional[str]]]:
+    """``{topic: (ctime ms of /brokers/topics/T, its topic_id or None)}`` for the topics registered."""
+    pending = {t: zk.get_async(paths.topic_path(t)) for t in set(topics)}
+    out = {}
+    for t, res in pending.items():
+        try:
+            data, stat = res.get()
+        except NoNodeError:
+            continue
+        try:
+            tid = json.loads(data.decode("utf-8")).get("topic_id")
+        except (ValueError, AttributeError, RecursionError):
+            tid = None
+        out[t] = (int(stat.ctime), tid if isinstance(tid, str) else None)
+    return out
+
+
+def evidence(gofs, partitions, log_end: Dict[TP, int], removed=None) -> Dict[TP, Evidence]:
+    """:class:`Evidence` of *partitions* from ZooKeeper (offset mtimes, topic births) and the given log ends and
+    removed Kafka offsets (``{tp: LastCommit}``)."""
+    partitions = list(partitions)
+    mtimes = zk_offset_mtimes(gofs.zk, gofs.group, partitions)
+    births = topic_births(gofs.zk, {t for t, _ in partitions})
+    out = {}
+    for tp in partitions:
+        born = births.get(tp[0], (None, None))
+        gone = (removed or {}).get(tp)
+        out[tp] = Evidence(mtimes.get(tp), born[0], born[1], log_end.get(tp),
+                           (gone.offset, gone.committed_ms) if gone is not None and gone.removed else None)
+    return out
+
+
+def _age(ms: float) -> str:
+    s = ms / 1000.0
+    if s < 120:
+        return "%.0f s" % s
+    if s < 7200:
+        return "%.0f min" % (s / 60)
+    if s < 172800:
+        return "%.1f h" % (s / 3600)
+    return "%.1f days" % (s / 86400)
+
+
+def _ways(group: str, tp: TP, store: str, keep: str) -> str:
+    return ("Ways out: set the position with 'zkmigrate reset-offsets --group %s --topic %s:%d --store %s "
+            "--to-earliest' (or --to-offset N, --to-datetime T), '--exclude-topic %s' if the group no longer reads "
+            "the topic, or %s" % (group, tp[0], tp[1], store, tp[0], keep))
+
+
+def _predates(group, tp, zk_off, ev: Evidence) -> Optional[str]:
+    if ev.zk_mtime is None or ev.topic_ctime is None or ev.zk_mtime >= ev.topic_ctime:
+        return None
+    return ("group %s, %s-%d: its ZooKeeper offset %d was written %s, before topic %s was created (%s%s): it belongs "
+            "to an earlier topic of that name (deleted and created again)"
+            % (group, tp[0], tp[1], zk_off, iso(ev.zk_mtime), tp[0], iso(ev.topic_ctime),
+               ", topic id %s" % ev.topic_id if ev.topic_id else ""))
+
+
+def to_kafka_refusals(group: str, todo: Dict[TP, int], both: Dict[TP, tuple], ev: Dict[TP, Evidence],
+                      frozen_since: Optional[int]) -> Dict[TP, str]:
+    """Of the ZooKeeper offsets *todo* that copy or cutover would write to Kafka, the ones refused, with why."""
+    out = {}
+    for tp, zk_off in sorted(todo.items()):
+        e = ev.get(tp, Evidence())
+        kafka = both[tp][1]
+        why = None
+        if e.log_end is not None and zk_off > e.log_end:
+            why = ("group %s, %s-%d: its ZooKeeper offset %d is beyond the log end %d (the topic was created again, "
+                   "or the log truncated): the consumers would reset" % (group, tp[0], tp[1], zk_off, e.log_end))
+        if why is None:
+            why = _predates(group, tp, zk_off, e)
+        if why is None and kafka is None and frozen_since is not None and e.zk_mtime is not None \
+                and e.zk_mtime < frozen_since:
+            why = ("group %s, %s-%d: Kafka holds no offset for it, although the group has kept every offset in "
+                   "Kafka since %s (recorded phase); its ZooKeeper offset %d was last written %s, before that: it "
+                   "is frozen, and the Kafka offset that replaced it was removed (expired after "
+                   "offsets.retention.minutes, or deleted)" % (group, tp[0], tp[1], iso(frozen_since), zk_off,
+                                                                iso(e.zk_mtime)))
+        if why is None and kafka is None and e.removed is not None and e.removed[0] is not None \
+                and e.removed[0] > zk_off:
+            why = ("group %s, %s-%d: Kafka held offset %d (committed %s) until the broker removed it (expired after "
+                   "offsets.retention.minutes, or deleted); its ZooKeeper offset %d is older and smaller: it is "
+                   "frozen" % (group, tp[0], tp[1], e.removed[0], iso(e.removed[1]), zk_off))
+        if why is not None:
+            out[tp] = "%s. %s" % (why, _ways(group, tp, "kafka", "--allow-stale to copy it anyway"))
+    return out
+
+
+def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], frozen_since: Optional[int],
+                          retention_ms: Optional[int], now_ms: Optional[float] = None,
+                          keep: str = "--allow-stale to roll back anyway") -> Dict[TP, str]:
+    """Of the partitions a rollback (Kafka -> ZooKeeper) handles, the ones refused, with why: a Kafka offset beyond
+    the log end, or a ZooKeeper offset kept (no Kafka offset) that is frozen, older than the retention, or of an
+    earlier topic."""
+    now = time.time() * 1000 if now_ms is None else now_ms
+    out = {}
+    for tp, (zk_off, kafka) in sorted(both.items()):
+        e = ev.get(tp, Evidence())
+        why = None
+        if kafka is not None and e.log_end is not None and kafka > e.log_end:
+            why = ("group %s, %s-%d: its Kafka offset %d is beyond the log end %d (the topic was created again, or "
+                   "the log truncated): the consumers would reset" % (group, tp[0], tp[1], kafka, e.log_end))
+        elif kafka is None and zk_off is not None:
+            why = _predates(group, tp, zk_off, e)
+            if why is None and frozen_since is not None and e.zk_mtime is not None and e.zk_mtime < frozen_since:
+                why = ("group %s, %s-%d: Kafka holds no offset for it, although the group has kept every offset in "
+                       "Kafka since %s (recorded phase); ZooKeeper keeps %d, last written %s: frozen since then, and "
+                       "the rollback would resume there" % (group, tp[0], tp[1], iso(frozen_since), zk_off,
+                                                            iso(e.zk_mtime)))
+            if why is None and retention_ms is not None and e.zk_mtime is not None \
+                    and now - e.zk_mtime > retention_ms:
+                why = ("group %s, %s-%d: Kafka holds no offset for it and ZooKeeper keeps %d, last written %s (%s "
+                       "ago, longer than offsets.retention.minutes=%d): if the group committed to Kafka since, that "
+                       "offset expired, and the rollback would resume from the old ZooKeeper offset"
+                       % (group, tp[0], tp[1], zk_off, iso(e.zk_mtime), _age(now - e.zk_mtime),
+                          retention_ms // 60000))
+        if why is not None:
+            out[tp] = "%s. %s" % (why, _ways(group, tp, "zookeeper", keep))
+    return out
+
+
+def _retention(gofs) -> Optional[int]:
+    from zkconsumer.offsets.expiry import offsets_retention_ms
+    return offsets_retention_ms(gofs.bootstrap_servers, security=gofs.security)
+
+
+def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> Tuple[Dict[TP, str], list]:
+    """``(refusals, notes)`` for the ZooKeeper offsets *todo* that copy or cutover would write to Kafka. Reads the
+    log ends of *todo*, ZooKeeper's stats, the phase record and, only when a partition without a Kafka offset has
+    a ZooKeeper offset older than the retention (so a removed Kafka offset could be behind it), the group's
+    partition of ``__consumer_offsets``; when that cannot be read, a note says so and the rest still counts."""
+    from zkconsumer import groups as zkgroups
+    from zkconsumer.errors import ClusterUnavailableError
+    from . import state
+    if not todo:
+        return {}, []
+    _, end, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(todo), security=gofs.security)
+    frozen_since = state.kafka_only_since(state.read_phase(gofs.zk, gofs.group))
+    ev = evidence(gofs, todo, end)
+    notes = []
+    candidates = [tp for tp in todo if both[tp][1] is None and ev[tp].zk_mtime is not None]
+    if candidates:
+        retention = _retention(gofs)
+        now = time.time() * 1000
+        if any(now - ev[tp].zk_mtime > retention for tp in candidates):
+            from zkconsumer.offsets.expiry import read_commit_log
+            try:
+                removed = read_commit_log(gofs.bootstrap_servers, gofs.group, candidates, security=gofs.security)
+                ev = evidence(gofs, todo, end, removed)
+            except ClusterUnavailableError as e:
+                notes.append("could not read %s to tell whether Kafka offsets older than the ZooKeeper ones were "
+                             "removed: %s" % ("__consumer_offsets", e))
+    return to_kafka_refusals(gofs.group, todo, both, ev, frozen_since), notes
+
+
+def check_to_zookeeper(gofs, both: Dict[TP, tuple]) -> Dict[TP, str]:
+    """The refusals of a rollback of the partitions *both* (Kafka -> ZooKeeper)."""
+    from zkconsumer import groups as zkgroups
+    from . import state
+    if not both:
+        return {}
+    _, end, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(both), security=gofs.security)
+    frozen_since = state.kafka_only_since(state.read_phase(gofs.zk, gofs.group))
+    ev = evidence(gofs, both, end)
+    kept = [tp for tp, (z, k) in both.items() if k is None and z is not None]
+    return to_zookeeper_refusals(gofs.group, both, ev, frozen_since, _retention(gofs) if kept else None)

@@ -1,0 +1,149 @@
+"""``zkconsumer exporter``: committed-offset lag per group/topic/partition under kafka-lag-exporter's names, read
+from the store the group's phase says it uses, so the lag stays right through a migration (ZooKeeper offsets freeze
+in the Kafka phase); kept by watches (a scrape reads nothing from ZooKeeper); lag of a group whose member died by
+kill -9 at the default settings keeps being exported. Real ZooKeeper + Apache Kafka."""
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+
+from consumer_helpers import produce_tracked, wait_until
+from zkconsumer.lag_exporter import LagCache, LagCollector
+from zkconsumer.metrics import new_registry
+from zkconsumer.metrics_server import MetricsServer
+from zkconsumer_migrate import state
+
+
+def _series(url):
+    out = {}
+    for line in urllib.request.urlopen(url, timeout=10).read().decode().splitlines():
+        m = re.match(r"^([a-z_]+)\{(.*)\} ([0-9.eE+-]+)$", line)
+        if m:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+            out.setdefault(m.group(1), []).append((labels, float(m.group(3))))
+    return out
+
+
+def _lag(url, group, topic=None):
+    return {int(lab["partition"]): v for lab, v in _series(url).get("kafka_consumergroup_group_lag", [])
+            if lab["group"] == group and (topic is None or lab["topic"] == topic)}
+
+
+def _kafka_commit(services, group, offsets):
+    from zkconsumer.offsets.kafka import KafkaOffsetStore
+    store = KafkaOffsetStore(services.bootstrap_servers, group)
+    try:
+        store.commit(offsets).raise_for_errors()
+    finally:
+        store.close()
+
+
+def test_lag_follows_the_phase_through_a_migration_and_scrapes_read_no_zookeeper(services, unique, zk):
+    g, t = unique("exp"), services.create_topic(unique("exp"), 2)
+    produce_tracked(services.bootstrap_servers, t, 20, partitions=2)
+    for p in (0, 1):
+        zk.create("/consumers/%s/offsets/%s/%d" % (g, t, p), b"4", makepath=True)
+    cache = LagCache(zk, lambda name: name == g, services.bootstrap_servers, interval_s=0.5).start()
+    server = MetricsServer(_registry(cache), 0)
+    try:
+        wait_until(lambda: _lag(server.url, g) == {0: 6, 1: 6}, 30, message="lag from ZooKeeper (no phase, "
+                   "no member: the greater of both stores, Kafka has none)")
+        store = [lab["store"] for lab, _ in _series(server.url)["zkconsumer_group_offsets_store"] if lab["group"] == g]
+        assert store == ["dual"]
+        # a commit in ZooKeeper is seen through its watch
+        reads = cache.zk_reads
+        zk.set("/consumers/%s/offsets/%s/0" % (g, t), b"9")
+        wait_until(lambda: _lag(server.url, g)[0] == 1, 30, message="the new ZooKeeper offset")
+        assert cache.zk_reads - reads <= 2  # that node only (and its watch), not the group
+        reads = cache.zk_reads
+        for _ in range(10):
+            _series(server.url)
+        assert cache.zk_reads == reads, "a scrape reads nothing from ZooKeeper"
+        # the Kafka phase: members commit to Kafka only, ZooKeeper's offsets freeze
+        state.record_phase(zk, g, "kafka", "test")
+        _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+        wait_until(lambda: _lag(server.url, g) == {0: 0, 1: 0}, 30, message="lag from Kafka in the Kafka phase")
+        assert [lab["phase"] for lab, _ in _series(server.url)["zkconsumer_group_phase"] if lab["group"] == g] == \
+            ["kafka"]
+        # dual: the greater of the two, per partition
+        state.record_phase(zk, g, "dual", "test", "zookeeper")
+        zk.set("/consumers/%s/offsets/%s/1" % (g, t), b"10")
+        _kafka_commit(services, g, {(t, 0): 7, (t, 1): 8})
+        wait_until(lambda: _lag(server.url, g) == {0: 1, 1: 0}, 30, message="max(ZooKeeper, Kafka) while dual")
+        s = _series(server.url)
+        assert [v for lab, v in s["kafka_partition_latest_offset"] if lab["topic"] == t] == [10.0, 10.0]
+        assert [v for lab, v in s["kafka_consumergroup_group_sum_lag"] if lab["group"] == g] == [1.0]
+    finally:
+        server.close()
+        cache.close()
+
+
+def _registry(cache, name="test"):
+    registry = new_registry("--port", "0")
+    registry.register(LagCollector(cache, name))
+    return registry
+
+
+def test_exporter_cli_keeps_exporting_lag_after_kill_9_at_default_settings(services, unique, tmp_path):
+    """A member at the default settings (auto.offset.reset=largest, auto.commit.interval.ms=60000) stops with
+    SIGTERM (committing), a second one is killed with kill -9 (no commit): the exporter's lag grows with what is
+    produced afterwards, and the group's members count drops to 0."""
+    g, t = unique("expk"), services.create_topic(unique("expk"), 1)
+    base = [sys.executable, "-m", "zkconsumer"]
+    member = subprocess.Popen(base + ["consume", "--zookeeper", services.zookeeper_connect, "--group", g, "--topic",
+                                      t, "--events"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    exporter = subprocess.Popen(base + ["exporter", "--zookeeper", services.zookeeper_connect, "--group", g,
+                                        "--port", "0", "--interval", "1"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    second = None
+    try:
+        line = member.stderr.readline()
+        while '"assign"' not in line:  # joined (largest: it starts at the log end)
+            assert line, "the member exited"
+            line = member.stderr.readline()
+        produce_tracked(services.bootstrap_servers, t, 5, partitions=1)
+        assert all(member.stdout.readline() for _ in range(5))
+        member.send_signal(signal.SIGTERM)
+        assert member.wait(60) == 0  # committed 5 at its graceful stop
+        second = subprocess.Popen(base + ["consume", "--zookeeper", services.zookeeper_connect, "--group", g,
+                                          "--topic", t], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        url = None
+        while url is None:
+            line = exporter.stderr.readline()
+            assert line, "the exporter exited"
+            m = re.search(r"serving group lag at (http://\S+)", line)
+            url = m.group(1) if m else None
+        wait_until(lambda: [v for lab, v in _series(url).get("zkconsumer_group_members", [])
+                            if lab["group"] == g] == [1.0], 30, message="the second member seen")
+        produce_tracked(services.bootstrap_servers, t, 7, partitions=1)
+        assert all(second.stdout.readline() for _ in range(7))  # delivered, not committed (60 s interval)
+        second.kill()
+        second.wait(10)
+        produce_tracked(services.bootstrap_servers, t, 3, partitions=1)
+        wait_until(lambda: _lag(url, g) == {0: 10}, 60, message="lag = 7 delivered but uncommitted + 3 new")
+        wait_until(lambda: [v for lab, v in _series(url)["zkconsumer_group_members"] if lab["group"] == g] == [0.0],
+                   30, message="the killed member's registration gone with its session")
+    finally:
+        for p in (member, second, exporter):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait(10)
+
+
+def test_exporter_once_json_and_bad_input(services, unique, zk):
+    g, t = unique("exp1"), services.create_topic(unique("exp1"), 1)
+    zk.create("/consumers/%s/offsets/%s/0" % (g, t), b"0", makepath=True)
+    base = [sys.executable, "-m", "zkconsumer", "exporter", "--zookeeper", services.zookeeper_connect]
+    r = subprocess.run(base + ["--groups-matching", re.escape(g), "--once", "--json"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    import json
+    out = json.loads(r.stdout)
+    assert out["groups"][g]["zookeeper_offsets"] == {"%s:0" % t: 0} and out["groups"][g]["store"] == "dual"
+    r = subprocess.run(base + ["--group", g, "--all-groups", "--once"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "give one of" in r.stderr
+    r = subprocess.run(base + ["--groups-matching", "(", "--once"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--groups-matching" in r.stderr
+    r = subprocess.run(base + ["--all-groups", "--zookeeper-set-acl"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "No such option" in r.stderr  # read-only: nothing to set ACLs on
