@@ -8,6 +8,7 @@ reset point waited ``socket.timeout.ms`` per leaderless partition inside the reb
 timed out after 30 s, the attempt failed and the next one started over.
 """
 import json
+import time
 
 from chaos_support import own_cluster_fixture
 from consumer_helpers import StreamCollector, connector, produce_tracked, wait_until
@@ -43,6 +44,7 @@ def test_a_leaderless_partition_is_fetched_when_its_leader_is_back(own, unique, 
         own.stop("broker-1")
         stopped = True
         wait_until(lambda: _leader(zk, t, 1) == -1, 30, message="partition 1 without a leader")
+        started = time.monotonic()
         a = connector(own, g, **DEFAULTS)
         conns.append(a)
         [stream] = a.create_message_streams({t: 1})[t]
@@ -55,20 +57,25 @@ def test_a_leaderless_partition_is_fetched_when_its_leader_is_back(own, unique, 
             produced.extend(produce_tracked(own.bootstrap_servers, t, 1, partition=0, tag="p0-%d" % len(produced)))
             return any(p == 0 for _, p, _ in col.seen(t))
         wait_until(delivered_p0, 20, interval=0.5, message="partition 0 delivered while partition 1 has no leader")
+        first_p0 = time.monotonic() - started
         assert a.commit_offsets(raise_errors=True) is not None  # the ownership lock is free: commits go through
         own.start("broker-1")
         stopped = False
         wait_until(lambda: _leader(zk, t, 1) == 1, 60, message="partition 1 led again")
+        led = time.monotonic()
         probes = []
 
         def delivered_p1():
             probes.extend(produce_tracked(own.bootstrap_servers, t, 1, partition=1, tag="p1-%d" % len(probes)))
             return any(p == 1 for _, p, _ in col.seen(t))
         wait_until(delivered_p1, 40, interval=0.5, message="partition 1 delivered once its leader is back")
+        back_p1 = time.monotonic() - led
         # its reset point was committed when it was resolved, not at the first auto-commit a minute later
         path = paths.partition_offset_path(g, t, 1)
         assert zk.exists(path) and int(zk.get(path)[0]) <= min(o for _, p, o in col.seen(t) if p == 1)
         assert a.rebalancer.stats["failed_attempts"] == 0, a.rebalancer.stats
+        print("\nleaderless partition: partition 0 delivered %.1f s after the member started, partition 1 %.1f s "
+              "after its leader was back" % (first_p0, back_p1))
     finally:
         if stopped:
             own.start("broker-1")

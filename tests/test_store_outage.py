@@ -11,6 +11,7 @@
   for it, and its final commit still goes through.
 """
 import threading
+import time
 
 import pytest
 
@@ -63,12 +64,16 @@ def test_a_frozen_kafka_store_does_not_hold_up_the_release(own, zk, unique, conn
     wait_until(lambda: len(col.seen(t)) == len(produced), 30, message="b to consume")
     own.freeze("broker")
     try:
+        joined = time.monotonic()
         _fake_member(zk, g, "a", t)  # "a" sorts first: partition 0 goes to it
         wait_until(lambda: owners(zk, g, [t]) == {(t, 1): "%s_b-0" % g}, 30,
                    message="b to release partition 0 while the Kafka store cannot commit it")
+        released = time.monotonic() - joined
         wait_until(lambda: b.state == "IDLE", 10, message="b's rebalance to end")
     finally:
         own.thaw("broker")
+    print("\nfrozen Kafka store: partition 0 released %.1f s after the join (bound: zookeeper.session.timeout.ms, "
+          "6 s)" % released)
 
 
 def _dual_store(own, zk, g):
@@ -144,9 +149,12 @@ def test_shutdown_keeps_its_bound_and_commits_with_a_fetcher_stuck_on_unreachabl
         a.shutdown()  # b gets partition 0: its fetcher's first client waits socket.timeout.ms for the brokers
         wait_until(lambda: b.owned_partitions().get((t, 0)), 30, message="b to claim partition 0")
         done = threading.Event()
+        t0 = time.monotonic()
         threading.Thread(target=lambda: (b.shutdown(), done.set()), daemon=True).start()
         bound = b.shutdown_bound_s()
         assert done.wait(bound + 5), "shutdown took longer than its bound (%.0f s)" % bound
+        print("\nshutdown with a fetcher stuck on unreachable brokers: %.1f s (bound %.0f s)"
+              % (time.monotonic() - t0, bound))
         assert int(zk.get(paths.partition_offset_path(g, t, 1))[0]) == produced[-1][1] + 1, \
             "the final commit of partition 1 was not made"
     finally:
