@@ -4,6 +4,8 @@
   ``--events`` line with ``time.monotonic()`` at the moment the test reads it, and knows when it was killed;
 * :func:`ownership_intervals` / :func:`check_deliveries` — the split-brain invariant, defined on those stamps;
 * :func:`recovery_times` — kill -> every partition the dead member owned re-assigned to a live member;
+* :func:`counted_from_first_delivery` / :func:`delivered_after_waiting` — what must be delivered under ``largest``
+  (from the group's first delivered offset of each partition on), and what was;
 * :class:`OwnCluster` — a private :class:`LocalCluster` whose ZooKeeper / broker processes may be stopped,
   frozen (SIGSTOP) and restarted *on the same port* (the session-wide services are never touched);
 * :func:`zk_tree` — a snapshot of a whole ZooKeeper tree (path -> (data, mzxid)).
@@ -13,7 +15,7 @@ import os
 import signal
 import time
 
-from consumer_helpers import CliConsumer
+from consumer_helpers import CliConsumer, wait_until
 from zkconsumer.local import LocalCluster
 
 TOL = 1.0   # seconds: skew allowed between a consumer's stdout and stderr pipes as the test reads them
@@ -213,6 +215,28 @@ def recovery_times(consumers, topic):
     return out
 
 
+def counted_from_first_delivery(consumers, topic, produced):
+    """{(partition, offset)} of the ``produced`` (partition, offset, value) records at or above the first offset any
+    of ``consumers`` delivered of their partition: under ``largest``, the group's reset point when a producer
+    runs throughout (what lies below was written before the group had a position there)."""
+    first = {}
+    for c in consumers:
+        for p, o in c.seen(topic):
+            first[p] = min(first.get(p, o), o)
+    return {(p, o) for p, o, _ in produced if p in first and o >= first[p]}
+
+
+def delivered_after_waiting(consumers, topic, want, timeout=30):
+    """Wait (bounded) until ``want`` was delivered; return every (partition, offset) delivered, in print order per
+    consumer. Not delivering everything is left to the caller to report, with its figures."""
+    def union():
+        return [x for c in consumers for x in c.seen(topic)]
+    deadline = time.monotonic() + timeout
+    while not want <= set(union()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return union()
+
+
 # -- ZooKeeper tree snapshot ------------------------------------------------------------------------------------
 def zk_tree(zk, root="/"):
     """{path: (data, mzxid)} of every node under root (ZooKeeper's own /zookeeper subtree excluded)."""
@@ -296,6 +320,20 @@ class OwnCluster:
 
     def start_zookeeper(self, timeout=60):
         self.start("zookeeper", timeout)
+
+    # -- a ZooKeeper ensemble (up_kw zookeepers=3) -----------------------------------------------------------
+    def zookeeper_modes(self):
+        """{server name: leader / follower / not serving, or None when down}."""
+        return self.cluster.zookeeper_modes()
+
+    def wait_for_quorum(self, serving, timeout=60):
+        """Wait until exactly one server leads and ``serving`` servers in all serve; return the leader's name."""
+        def check():
+            modes = self.zookeeper_modes()
+            leaders = [n for n, m in modes.items() if m == "leader"]
+            ok = len(leaders) == 1 and sum(m in ("leader", "follower") for m in modes.values()) == serving
+            return leaders[0] if ok else None
+        return wait_until(check, timeout, interval=0.05, message="%d ZooKeeper servers serving" % serving)
 
     def start_broker(self, timeout=90):
         self.start("broker", timeout)

@@ -7,6 +7,10 @@
 * :func:`expected_range` — what Scala's range assignor decides for the group's *registered* members;
 * :class:`CliConsumer` — one ``zkconsumer consume`` process, its stdout/stderr read by threads;
 * :class:`StreamCollector` — a thread draining one in-process :class:`KafkaStream`.
+
+Members get :data:`FAST_PROPS` (``smallest``, 200 ms commits, 4 s sessions) unless started with
+``defaults=True``: then they run on :data:`PRODUCTION_PROPS`, i.e. the settings users run (``largest``, a 60 s
+auto-commit interval, 6 s sessions, the default rebalance back-off), for tests whose claim is about the defaults.
 """
 import json
 import os
@@ -33,10 +37,18 @@ FAST_PROPS = {
     "rebalance.max.retries": "20",
     "auto.offset.reset": "smallest",
 }
+# nothing but the documented defaults of ConsumerConfig (a test may add what its claim does not depend on)
+PRODUCTION_PROPS = {}
 # ZKCONSUMER_TEST_FETCH_ENGINE=librdkafka runs every member the tests start on the librdkafka fetch engine
 # (tests/test_fetch_engine.py runs the core scenarios on it in every run)
 if os.environ.get("ZKCONSUMER_TEST_FETCH_ENGINE"):
     FAST_PROPS["fetch.engine"] = os.environ["ZKCONSUMER_TEST_FETCH_ENGINE"]
+    PRODUCTION_PROPS["fetch.engine"] = os.environ["ZKCONSUMER_TEST_FETCH_ENGINE"]
+
+
+def base_props(defaults=False):
+    """A copy of the settings a helper-started member starts from: PRODUCTION_PROPS or FAST_PROPS."""
+    return dict(PRODUCTION_PROPS if defaults else FAST_PROPS)
 
 
 def wait_until(predicate, timeout, interval=0.1, message="condition"):
@@ -108,6 +120,46 @@ class BackgroundProducer(threading.Thread):
         return list(self.produced)
 
 
+class SteadyProducer(threading.Thread):
+    """One producer (acks=1) writing one record to every partition per round, ``pause`` s apart, until stop();
+    .produced holds the acknowledged (partition, offset, value). Its steady cadence makes a gap in delivery
+    measurable to a few tens of milliseconds (BackgroundProducer opens a producer per batch)."""
+
+    def __init__(self, bootstrap, topic, partitions, pause=0.02, tag="steady"):
+        super().__init__(daemon=True, name="test-steady-producer")
+        self.args = (bootstrap, topic, partitions, pause, tag)
+        self.produced = []
+        self.error = None
+        self._halt = threading.Event()
+
+    def run(self):
+        from kafka import KafkaProducer
+        bootstrap, topic, partitions, pause, tag = self.args
+        try:
+            producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, acks=1, enable_idempotence=False)
+        except Exception as e:
+            self.error = e
+            return
+        n = 0
+        try:
+            while not self._halt.is_set():
+                sent = []
+                for p in range(partitions):
+                    value = "%s-%d" % (tag, n)
+                    n += 1
+                    sent.append((value, producer.send(topic, key=value.encode(), value=value.encode(), partition=p)))
+                for value, fut in sent:
+                    md = fut.get(timeout=30)
+                    self.produced.append((md.partition, md.offset, value))
+                self._halt.wait(pause)
+        except Exception as e:  # surfaced by stop()
+            self.error = e
+        finally:
+            producer.close(timeout=10)
+
+    stop = BackgroundProducer.stop
+
+
 def group_members(zk, group):
     """{consumer id: ConsumerRegistration} of the registered members."""
     base = paths.group_ids_path(group)
@@ -166,16 +218,20 @@ def duplicates(seen):
 
 class CliConsumer:
     """A ``zkconsumer consume --format jsonl --events`` process. stdout lines -> .records, stderr event lines ->
-    .events (other stderr lines -> .log). Always call .kill() (idempotent) in a finally/fixture."""
+    .events (other stderr lines -> .log). Always call .kill() (idempotent) in a finally/fixture.
 
-    def __init__(self, services, group, topics, consumer_id=None, props=None, streams=1, extra_args=()):
+    ``props`` go on top of FAST_PROPS, or of PRODUCTION_PROPS with ``defaults=True``."""
+
+    def __init__(self, services, group, topics, consumer_id=None, props=None, streams=1, extra_args=(),
+                 defaults=False):
         self.name = consumer_id or "anon"
         cmd = [sys.executable, "-m", "zkconsumer", "consume", "--zookeeper", services.zookeeper_connect,
                "--group", group, "--format", "jsonl", "--events", "--streams", str(streams)]
         for t in topics:
             cmd += ["--topic", t]
-        merged = dict(FAST_PROPS)
+        merged = base_props(defaults)
         merged.update(props or {})
+        self.props = dict(merged)
         if consumer_id:
             merged["consumer.id"] = consumer_id
         for k, v in merged.items():
@@ -280,9 +336,10 @@ class CliConsumer:
                                                              "\n".join(self.log[-20:]))
 
 
-def connector(services, group, listener=None, **props):
-    """An in-process ZookeeperConsumerConnector with FAST_PROPS (+ props, '_' in keys stays as given)."""
-    merged = dict(FAST_PROPS)
+def connector(services, group, listener=None, defaults=False, **props):
+    """An in-process ZookeeperConsumerConnector with FAST_PROPS, or PRODUCTION_PROPS with ``defaults=True``
+    (+ props, '_' in keys stays as given)."""
+    merged = base_props(defaults)
     merged.update({"group.id": group, "zookeeper.connect": services.zookeeper_connect})
     merged.update(props)
     return ZookeeperConsumerConnector(ConsumerConfig.from_properties(merged), listener=listener)

@@ -375,6 +375,141 @@ def test_down_leaves_no_process_and_stopped_cluster_is_a_clear_error(tmp_path, b
     assert p.returncode == 0 and "nothing was running" in p.stdout
 
 
+# -- a ZooKeeper ensemble: --zookeepers 3 ---------------------------------------------------------------------------
+
+def _status(directory):
+    p = zkc("local", "status", "--json", "--dir", directory)
+    return p.returncode, json.loads(p.stdout)
+
+
+def _one_leader(directory, serving):
+    """Wait (bounded) until one server leads and `serving` servers serve; return {name: mode}."""
+    deadline = time.monotonic() + 60
+    while True:
+        modes = LocalCluster(directory).zookeeper_modes()
+        if list(modes.values()).count("leader") == 1 and \
+                sum(m in ("leader", "follower") for m in modes.values()) == serving:
+            return modes
+        assert time.monotonic() < deadline, "no ZooKeeper leader among %d servers: %s" % (serving, modes)
+        time.sleep(0.2)
+
+
+def test_ensemble_of_three_up_status_stop_start_down(tmp_path):
+    """``local up --zookeepers 3``: three ZooKeeper servers in one ensemble, the broker and every client on all of
+    them; ``local status`` shows who leads; ``local stop zookeeper-leader --kill`` forces an election that keeps
+    client sessions; ``local start`` brings the server back as a follower; ``local down`` leaves nothing."""
+    directory = str(tmp_path / "ensemble")
+    client = None
+    try:
+        info = zkc_json("local", "up", "--broker", "kafka", "--zookeepers", "3", "--json", "--dir", directory)
+        names = ["zookeeper-1", "zookeeper-2", "zookeeper-3"]
+        assert sorted(info["processes"]) == ["broker-0"] + names
+        assert info["zookeepers"] == 3 and info["running"] is True
+        hosts = info["zookeeper_connect"].split(",")
+        assert len(hosts) == 3 and len(set(hosts)) == 3
+        # each server of the connect string answers for itself, one leads
+        answers = [zk_srvr(h) for h in hosts]
+        assert sorted(a.split("Mode: ")[1].split()[0] for a in answers) == ["follower", "follower", "leader"]
+        assert sorted(p["mode"] for n, p in info["processes"].items() if n in names) == \
+            ["follower", "follower", "leader"]
+        assert info["processes"]["broker-0"].get("mode") is None
+        with open(os.path.join(directory, "broker-0", "server.properties")) as f:
+            assert "zookeeper.connect=%s\n" % info["zookeeper_connect"] in f.read()
+
+        p = zkc("local", "status", "--dir", directory)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "%s (ensemble of 3 servers)" % info["zookeeper_connect"] in p.stdout, p.stdout
+        lines = {ln.split()[0]: ln for ln in p.stdout.splitlines() if ln.startswith("  ")}
+        assert sum(" leader " in lines[n] for n in names) == 1 and sum(" follower " in lines[n] for n in names) == 2
+
+        client = zk_client(info["zookeeper_connect"])
+        client.create("/ensemble-probe", b"before")
+        session = client.client_id[0]
+
+        # kill -9 the leader: the two others elect a new one; the client keeps its session
+        leader = [n for n in names if info["processes"][n]["mode"] == "leader"][0]
+        out = zkc_json("local", "stop", "zookeeper-leader", "--kill", "--json", "--dir", directory)
+        assert out == {"stopped": leader, "pid": info["processes"][leader]["pid"], "signal": "SIGKILL"}
+        assert not pid_exists(out["pid"])
+        modes = _one_leader(directory, serving=2)
+        assert modes[leader] is None
+        rc, st = _status(directory)
+        assert rc == 1 and st["running"] is False and st["processes"][leader]["alive"] is False
+        p = zkc("local", "status", "--dir", directory)
+        assert p.returncode == 1 and "DEGRADED (not running: %s)" % leader in p.stdout, p.stdout
+        client.set("/ensemble-probe", b"after")
+        assert client.get("/ensemble-probe")[0] == b"after" and client.client_id[0] == session
+        assert client.get_children("/brokers/ids") == [str(KAFKA_BROKER_ID)]
+
+        # back on the same ports and data, as a follower
+        out = zkc_json("local", "start", leader, "--json", "--dir", directory)
+        assert out["started"] == leader and out["mode"] == "follower" and pid_exists(out["pid"])
+        assert out["was_running"] is False
+        assert "Mode: follower" in zk_srvr(hosts[names.index(leader)])  # the connect string lists them in order
+        _one_leader(directory, serving=3)
+
+        # a follower stopped (SIGTERM) and started: no election
+        before = _one_leader(directory, serving=3)
+        out = zkc_json("local", "stop", "zookeeper-follower", "--json", "--dir", directory)
+        assert before[out["stopped"]] == "follower" and out["signal"] == "SIGTERM"
+        after = _one_leader(directory, serving=2)
+        assert [n for n, m in after.items() if m == "leader"] == [n for n, m in before.items() if m == "leader"]
+        p = zkc("local", "start", out["stopped"], "--dir", directory)
+        assert p.returncode == 0 and "started %s" % out["stopped"] in p.stdout and "follower" in p.stdout, p.stdout
+        assert zkc("local", "status", "--dir", directory).returncode == 0
+        assert client.get("/ensemble-probe")[0] == b"after" and client.client_id[0] == session
+
+        p = zkc("local", "start", "zookeeper-2", "--dir", directory)  # running: nothing happens
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "already running: zookeeper-2 (pid %d, " % recorded_pids(directory)["zookeeper-2"] in p.stdout
+        p = zkc("local", "stop", "zookeeper-9", "--dir", directory)
+        assert p.returncode == 1 and "no process 'zookeeper-9'" in p.stderr and "zookeeper-1" in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr
+        client.stop()
+        client.close()
+        client = None
+
+        pids = recorded_pids(directory)
+        p = zkc("local", "down", "--json", "--dir", directory)
+        assert p.returncode == 0, p.stderr
+        assert sorted(json.loads(p.stdout)["stopped"]) == sorted(pids)
+    except BaseException:
+        _force_down(directory)
+        raise
+    finally:
+        if client is not None:
+            client.stop()
+            client.close()
+    assert not [n for n, pid in pids.items() if pid_exists(pid)]
+    assert pgrep(directory) == [] and processes_with_cwd_under(directory) == []
+    for h in hosts:
+        with pytest.raises(OSError):
+            socket.create_connection(split_hostport(h), timeout=1).close()
+    p = zkc("local", "stop", "zookeeper-leader", "--dir", directory)
+    assert p.returncode == 1 and "not running" in p.stderr and "zkconsumer local up" in p.stderr, p.stderr
+
+
+def test_a_standalone_zookeeper_has_no_leader_to_stop(cli_cluster):
+    directory, info = cli_cluster
+    assert info["zookeepers"] == 1 and info["processes"]["zookeeper"]["mode"] == "standalone"
+    p = zkc("local", "stop", "zookeeper-leader", "--dir", directory)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "no ZooKeeper server of %s is a leader now (zookeeper standalone)" % directory in p.stderr, p.stderr
+    assert zkc("local", "status", "--dir", directory).returncode == 0  # nothing was stopped
+
+
+@pytest.mark.parametrize("count", ["2", "0", "9"])
+def test_an_ensemble_size_that_is_not_1_3_5_or_7_is_refused_before_anything_starts(tmp_path, count):
+    directory = tmp_path / "refused"
+    p = zkc("local", "up", "--zookeepers", count, "--dir", directory)
+    assert p.returncode == 2 and "--zookeepers" in p.stderr and "'1', '3', '5', '7'" in p.stderr, p.stderr
+    assert not directory.exists()
+    with pytest.raises(LocalClusterError, match=r"zookeepers=%s: choose one of 1, 3, 5, 7" % count):
+        LocalCluster(str(directory)).up(zookeepers=int(count))
+    assert not (directory / "state.json").exists() and not list(directory.glob("zookeeper*"))
+    assert processes_with_cwd_under(str(directory)) == []
+
+
 # -- discovery: pure code, search functions monkeypatched --------------------------------------------------------------
 
 DEBIAN_JAR = "/usr/share/java/zookeeper.jar"

@@ -7,14 +7,14 @@ import click
 from ..errors import LocalClusterError
 from ..layout.names import validate_topic
 from ..local import LocalCluster
-from ..local.cluster import BROKER_KINDS
-from ..local import maven, tools
+from ..local.cluster import BROKER_KINDS, ZOOKEEPER_COUNTS
+from ..local import maven, processes, tools
 from .common import emit_json, json_option, local_dir_option
 
 
 @click.group()
 def local():
-    """Run a real ZooKeeper and a broker on loopback (for demos, tests and development).
+    """Run a real ZooKeeper (one server or an ensemble) and a broker on loopback (demos, tests, development).
 
     The broker is Apache Kafka 3.9 in ZooKeeper mode (fetched once with Maven into ~/.cache/zkconsumer, or taken
     from $KAFKA_HOME), Apache Kafka in KRaft mode plus the registry mirror, or the tansu fallback plus the mirror.
@@ -34,42 +34,100 @@ def local():
 @click.option("--kafka4", is_flag=True,
               help="Run the KRaft node on Apache Kafka 4.1 instead of 3.9 (--broker kraft only): groups of the "
                    "consumer group protocol (KIP-848, group.protocol=consumer) are on.")
-def up(directory, as_json, timeout, broker, brokers, kafka4):
+@click.option("--zookeepers", type=click.Choice([str(n) for n in ZOOKEEPER_COUNTS]), default="1", show_default=True,
+              help="ZooKeeper servers: 1 (standalone) or an ensemble of 3, 5 or 7 (servers zookeeper-1 ...; it "
+                   "serves while a majority is up). The connect string lists every server; 'local status' shows "
+                   "which one leads, 'local stop zookeeper-leader' forces an election.")
+def up(directory, as_json, timeout, broker, brokers, kafka4, zookeepers):
     """Start ZooKeeper and the broker(s) on free loopback ports (plus the registry mirror for kraft/tansu)."""
     if kafka4 and broker != "kraft":
         raise click.UsageError("--kafka4 needs --broker kraft (Apache Kafka 4 has no ZooKeeper mode)")
     cluster = LocalCluster(directory)
     info = cluster.up(start_timeout=timeout, broker=broker, brokers=brokers, kafka_jars="kafka4" if kafka4 else "kafka",
+                      zookeepers=int(zookeepers),
                       log=(lambda m: None) if as_json else (lambda m: click.echo(m, err=True)))
     if as_json:
         emit_json(info)
         return
     click.echo("Broker:            %s%s" % (info["broker"], " + registry mirror" if info["registry_mirror"] else ""))
-    click.echo("ZooKeeper:         %s" % info["zookeeper_connect"])
+    click.echo("ZooKeeper:         %s%s" % (info["zookeeper_connect"], _ensemble_note(info)))
     click.echo("Bootstrap servers: %s" % info["bootstrap_servers"])
     click.echo("State directory:   %s" % info["dir"])
     click.echo("export ZK_CONNECT=%s KAFKA_BOOTSTRAP=%s" % (info["zookeeper_connect"], info["bootstrap_servers"]))
+
+
+def _ensemble_note(info):
+    return " (ensemble of %d servers)" % info["zookeepers"] if info.get("zookeepers", 1) > 1 else ""
 
 
 @local.command()
 @local_dir_option
 @json_option
 def status(directory, as_json):
-    """Show whether the local cluster runs; exit code 1 if it does not."""
+    """Show whether the local cluster runs, and each ZooKeeper server's mode (leader, follower, standalone);
+    exit code 1 if it does not run or a process of it is down."""
     info = LocalCluster(directory).info()
     if as_json:
         emit_json(info)
     elif not info.get("processes"):
         click.echo("local cluster not running (state directory %s)" % info["dir"])
     else:
-        click.echo("local cluster %s" % ("running" if info["running"] else "DEGRADED (a process died)"))
+        dead = sorted(n for n, p in info["processes"].items() if not p["alive"])
+        click.echo("local cluster %s" % ("running" if info["running"] else "DEGRADED (not running: %s)"
+                                         % ", ".join(dead)))
         click.echo("Broker:            %s%s" % (info.get("broker"),
                                                 " + registry mirror" if info.get("registry_mirror") else ""))
-        click.echo("ZooKeeper:         %s" % info["zookeeper_connect"])
+        click.echo("ZooKeeper:         %s%s" % (info["zookeeper_connect"], _ensemble_note(info)))
         click.echo("Bootstrap servers: %s" % info["bootstrap_servers"])
         for name, p in sorted(info["processes"].items()):
-            click.echo("  %-10s pid %-8s %s  log %s" % (name, p["pid"], "alive" if p["alive"] else "DEAD", p["log"]))
+            mode = ("  %-11s" % (p["mode"] or "no answer")) if "mode" in p else ""
+            click.echo("  %-12s pid %-8s %-5s%s  log %s" % (name, p["pid"], "alive" if p["alive"] else "DEAD", mode,
+                                                            p["log"]))
     sys.exit(0 if info.get("running") else 1)
+
+
+@local.command("stop")
+@click.argument("server")
+@click.option("--kill", "kill", is_flag=True, help="SIGKILL (kill -9) instead of SIGTERM.")
+@local_dir_option
+@json_option
+def stop_server(server, kill, directory, as_json):
+    """Stop one SERVER of the local cluster (the others keep running); 'local start' brings it back on the same
+    ports with the same data.
+
+    SERVER is a process name from 'local status' (zookeeper-2, broker-0, ...), or zookeeper-leader /
+    zookeeper-follower: the ensemble server that leads now / the first one that follows now. Stopping the leader
+    makes the others elect a new one; clients keep their sessions while a majority of the servers is up.
+    """
+    cluster = LocalCluster(directory)
+    _running_or_degraded(cluster)
+    name = cluster.resolve_server(server)
+    pid = cluster.record(name).get("pid")
+    cluster.stop(name, kill=kill)
+    if as_json:
+        emit_json({"stopped": name, "pid": pid, "signal": "SIGKILL" if kill else "SIGTERM"})
+    else:
+        click.echo("stopped %s (pid %s, %s)" % (name, pid, "SIGKILL" if kill else "SIGTERM"))
+
+
+@local.command("start")
+@click.argument("server")
+@click.option("--timeout", default=90.0, show_default=True, help="Seconds to wait for the server to answer.")
+@local_dir_option
+@json_option
+def start_server(server, timeout, directory, as_json):
+    """Start one stopped SERVER of the local cluster again (same ports, same data; a ZooKeeper server rejoins its
+    ensemble); nothing happens when it runs. SERVER is a process name from 'local status'."""
+    cluster = LocalCluster(directory)
+    _running_or_degraded(cluster)
+    was_running = processes.is_alive(cluster.record(server).get("pid"))
+    pid = cluster.start(server, timeout=timeout)
+    mode = cluster.zookeeper_modes().get(server)
+    if as_json:
+        emit_json({"started": server, "pid": pid, "mode": mode, "was_running": was_running})
+    else:
+        click.echo("%s %s (pid %d%s)" % ("already running:" if was_running else "started", server, pid,
+                                         ", %s" % mode if mode else ""))
 
 
 @local.command()
@@ -82,6 +140,12 @@ def down(directory, as_json):
         emit_json({"stopped": stopped})
     else:
         click.echo("stopped: %s" % (", ".join(stopped) if stopped else "nothing was running"))
+
+
+def _running_or_degraded(cluster):
+    if not cluster.read_state():
+        raise LocalClusterError("the local cluster is not running (state directory %s); start it with "
+                                "'zkconsumer local up'" % cluster.dir)
 
 
 def _running(directory):

@@ -1,4 +1,9 @@
-"""The embedded local cluster: a real ZooKeeper server and a broker, on free loopback ports.
+"""The embedded local cluster: a real ZooKeeper server (or an ensemble) and a broker, on free loopback ports.
+
+ZooKeeper (``LocalCluster.up(zookeepers=...)``): one standalone server (``zookeeper``, the default), or an
+ensemble of 3, 5 or 7 servers (``zookeeper-1`` ...) whose connect string lists them all. With an ensemble,
+:meth:`LocalCluster.zookeeper_modes` says which server leads, and ``stop(name)`` / ``start(name)`` take one server
+away and bring it back (leader elections under a running group).
 
 Brokers (``LocalCluster.up(broker=...)``):
 
@@ -32,6 +37,7 @@ from .servers import zk_four_letter  # noqa: F401  (re-exported: tests and tools
 DEFAULT_DIR_ENV = "ZKCONSUMER_LOCAL_DIR"
 BROKER_KINDS = ("auto", "kafka", "kraft", "tansu")
 KRAFT_JAR_SETS = ("kafka", "kafka4")
+ZOOKEEPER_COUNTS = (1, 3, 5, 7)
 Log = Callable[[str], None]
 
 
@@ -70,20 +76,33 @@ class LocalCluster(ProcessRecords):
     def up(self, start_timeout: float = 90.0, log: Log = lambda msg: None, broker: str = "auto", brokers: int = 1,
            broker_config: Optional[Dict[str, Any]] = None, kafka_jars: str = "kafka",
            security: Optional[BrokerSecurity] = None,
-           zookeeper_sasl_users: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+           zookeeper_sasl_users: Optional[Dict[str, str]] = None, zookeepers: int = 1) -> Dict[str, Any]:
         """Start ZooKeeper and the broker(s) (and the mirror where the broker does not register in ZooKeeper).
+
+        ``zookeepers`` is 1 (a standalone server) or the size of an ensemble (3, 5 or 7: a majority must stay up,
+        so an even size adds nothing); every client of the cluster gets the connect string of all of them.
 
         ``kafka_jars`` names the jar set (:mod:`.maven`) of the KRaft node: ``kafka`` (3.9) or ``kafka4`` (4.1).
         ``security`` (``broker="kafka"`` only) adds SSL/SASL listeners to every broker and creates its SCRAM users
         before the brokers start; ``info()["listeners"]`` then maps each listener name to its bootstrap list.
         ``zookeeper_sasl_users`` (name -> password) starts ZooKeeper with SASL DIGEST-MD5 authentication on."""
+        if zookeepers not in ZOOKEEPER_COUNTS:
+            raise LocalClusterError("zookeepers=%r: choose one of %s (one standalone server, or an ensemble of an odd "
+                                    "size: it keeps serving while a majority is up)"
+                                    % (zookeepers, ", ".join(map(str, ZOOKEEPER_COUNTS))))
         os.makedirs(self.dir, exist_ok=True)
         state = self.read_state()
         if state and self.is_running(state):
-            log("local cluster already running (state %s)" % self.state_path)
+            have = len(self.zookeeper_names(state))
+            log("local cluster already running (state %s)%s" % (self.state_path, "" if have == zookeepers else (
+                ", with %d ZooKeeper server(s), not %d: 'zkconsumer local down' first to change that"
+                % (have, zookeepers))))
             return self.info(state)
         if state:
-            log("cleaning up a previous local cluster that is no longer complete")
+            dead = [n for n in self.process_names(state)
+                    if not processes.is_alive(state.get("processes", {}).get(n, {}).get("pid"))]
+            log("cleaning up a previous local cluster that is no longer complete (not running: %s; 'zkconsumer local "
+                "start NAME' would have brought one server back instead)" % ", ".join(dead))
             self.down()
         if kafka_jars not in KRAFT_JAR_SETS or (kafka_jars != "kafka" and broker != "kraft"):
             raise LocalClusterError("kafka_jars=%r: choose one of %s (%s only with broker kraft: Apache Kafka 4 has "
@@ -96,16 +115,15 @@ class LocalCluster(ProcessRecords):
         state = {"dir": self.dir, "broker_kind": kind, "processes": {}, "order": []}
         try:
             # resolves java and the ZooKeeper jars before starting anything
-            zk = servers.plan_zookeeper(self.dir, zookeeper_sasl_users)
-            self._start_new(state, "zookeeper", zk, start_timeout, log, "starting ZooKeeper on %s" % zk["connect"])
+            zk_connect = self._start_zookeeper(state, zookeepers, zookeeper_sasl_users, start_timeout, log)
             if security is not None and security.scram_users:
-                self._create_scram_users(zk["connect"], security, log)
+                self._create_scram_users(zk_connect, security, log)
             if kind == "kafka":
                 classpath = maven.classpath("kafka", log)
                 heap = "512m" if brokers == 1 else "384m"
                 state["kafka_version"] = maven.jar_version(maven.libs_dir("kafka"), "kafka")
                 for i in range(brokers):
-                    rec = servers.plan_kafka(self.dir, classpath, i, zk["connect"], brokers, heap, broker_config,
+                    rec = servers.plan_kafka(self.dir, classpath, i, zk_connect, brokers, heap, broker_config,
                                              security)
                     self._start_new(state, "broker-%d" % i, rec, start_timeout, log,
                                     "starting Apache Kafka %s (ZooKeeper mode) broker %d on %s"
@@ -125,7 +143,7 @@ class LocalCluster(ProcessRecords):
             if kind in ("kraft", "tansu"):
                 bootstrap = self.bootstrap(state)
                 assert bootstrap is not None  # the broker was just started
-                mirror = servers.plan_mirror(self.dir, zk["connect"], bootstrap)
+                mirror = servers.plan_mirror(self.dir, zk_connect, bootstrap)
                 self._start_new(state, "mirror", mirror, start_timeout, log,
                                 "starting the registry mirror (the %s broker does not register in ZooKeeper)" % kind)
             if kind in ("kafka", "kraft"):
@@ -137,6 +155,34 @@ class LocalCluster(ProcessRecords):
             self.down()
             raise
         return self.info(state)
+
+    def _start_zookeeper(self, state: Dict[str, Any], count: int, sasl_users: Optional[Dict[str, str]],
+                         timeout: float, log: Log) -> str:
+        """Start the standalone server, or every server of the ensemble before waiting for any (none serves
+        before a majority runs); return the connect string."""
+        if count == 1:
+            zk = servers.plan_zookeeper(self.dir, sasl_users)
+            self._start_new(state, "zookeeper", zk, timeout, log, "starting ZooKeeper on %s" % zk["connect"])
+            return str(zk["connect"])
+        # resolves java and the ZooKeeper jars before starting anything
+        records = servers.plan_zookeeper_ensemble(self.dir, count, sasl_users)
+        connect = ",".join(r["connect"] for r in records)
+        log("starting a ZooKeeper ensemble of %d servers on %s" % (count, connect))
+        started = []
+        for rec in records:
+            name = "zookeeper-%d" % rec["server_id"]
+            state["processes"][name] = rec
+            state["order"].append(name)
+            self._write_state(state)
+            proc = servers.spawn(rec, self.dir)
+            rec["pid"] = proc.pid
+            self._write_state(state)
+            started.append((rec, proc))
+        for rec, proc in started:
+            servers.wait_ready(rec, proc, timeout)
+        log("ZooKeeper ensemble serving: %s" % ", ".join(
+            "%s %s" % (name, mode) for name, mode in sorted(self.zookeeper_modes(state).items())))
+        return connect
 
     @staticmethod
     def _create_scram_users(zookeeper_connect: str, security: BrokerSecurity, log: Log) -> None:
@@ -185,6 +231,49 @@ class LocalCluster(ProcessRecords):
         self._write_state(state)
         return int(rec["pid"])
 
+    # -- ZooKeeper servers -------------------------------------------------------------------------------------
+    @staticmethod
+    def zookeeper_names(state: Dict[str, Any]) -> List[str]:
+        """The ZooKeeper servers' process names, in start order (``zookeeper``, or ``zookeeper-1`` ...)."""
+        procs = state.get("processes", {})
+        return [n for n in state.get("order", []) if procs.get(n, {}).get("kind") == "zookeeper"]
+
+    @classmethod
+    def zookeeper_connect(cls, state: Dict[str, Any]) -> Optional[str]:
+        """The connect string of every ZooKeeper server of the cluster."""
+        procs = state.get("processes", {})
+        return ",".join(procs[n]["connect"] for n in cls.zookeeper_names(state)) or None
+
+    def zookeeper_modes(self, state: Optional[Dict[str, Any]] = None) -> Dict[str, Optional[str]]:
+        """{server name: ``leader`` / ``follower`` / ``standalone`` / ``not serving``, or None when it does not
+        answer} from each server's four-letter ``srvr``."""
+        state = state if state is not None else (self.read_state() or {})
+        procs = state.get("processes", {})
+        return {n: servers.zookeeper_mode(procs[n]) for n in self.zookeeper_names(state)}
+
+    def zookeeper_leader(self) -> Optional[str]:
+        """The name of the ensemble server that leads now (None while there is none, or for a standalone one)."""
+        leaders = [n for n, mode in self.zookeeper_modes().items() if mode == "leader"]
+        return leaders[0] if len(leaders) == 1 else None
+
+    def zookeeper_followers(self) -> List[str]:
+        """The names of the ensemble servers that follow the leader now."""
+        return [n for n, mode in self.zookeeper_modes().items() if mode == "follower"]
+
+    def resolve_server(self, name: str) -> str:
+        """A process name, or ``zookeeper-leader`` / ``zookeeper-follower`` (the server that leads now, the first
+        server that follows now) of an ensemble."""
+        if name not in ("zookeeper-leader", "zookeeper-follower"):
+            self.record(name)  # an error naming the processes there are when there is no such one
+            return name
+        found = [self.zookeeper_leader()] if name == "zookeeper-leader" else self.zookeeper_followers()
+        if not found or found[0] is None:
+            modes = self.zookeeper_modes()
+            raise LocalClusterError("%s: no ZooKeeper server of %s is a %s now (%s)" % (
+                name, self.dir, name.split("-")[1], ", ".join("%s %s" % (n, m or "down")
+                                                               for n, m in sorted(modes.items())) or "no servers"))
+        return str(found[0])
+
     # -- status / down -----------------------------------------------------------------------------------------
     @staticmethod
     def bootstrap(state: Dict[str, Any], listener: str = "PLAINTEXT") -> Optional[str]:
@@ -204,7 +293,8 @@ class LocalCluster(ProcessRecords):
         procs = state.get("processes", {})
         out: Dict[str, Any] = {"running": self.is_running(state), "dir": self.dir,
                                "broker": state.get("broker_kind"),
-                               "zookeeper_connect": procs.get("zookeeper", {}).get("connect"),
+                               "zookeeper_connect": self.zookeeper_connect(state),
+                               "zookeepers": len(self.zookeeper_names(state)),
                                "bootstrap_servers": self.bootstrap(state),
                                "registry_mirror": "mirror" in procs,
                                "kafka_version": state.get("kafka_version"),
@@ -215,4 +305,6 @@ class LocalCluster(ProcessRecords):
             p = procs[name]
             out["processes"][name] = {"pid": p.get("pid"), "alive": processes.is_alive(p.get("pid")),
                                       "log": p.get("log"), "kind": p.get("kind")}
+        for name, mode in self.zookeeper_modes(state).items():
+            out["processes"][name]["mode"] = mode
         return out

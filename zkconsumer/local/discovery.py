@@ -14,6 +14,8 @@ import shutil
 from ..errors import LocalClusterError
 
 ZK_MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+# a server of an ensemble (the same jars)
+ZK_QUORUM_MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
 ZK_INSTALL_HINT = (
     "install one of: the project's test/spark extras (pip install -e '.[test,spark]' brings pyspark, whose jars "

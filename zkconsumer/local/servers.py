@@ -5,7 +5,7 @@ Every ``plan_*`` function writes the server's configuration files into the clust
 serves. :func:`spawn_ready` starts a record's ``argv`` and waits until it is ready, so the cluster can start a
 server the first time and start it again later (chaos tests) from the same record, on the same ports.
 
-Servers: a ZooKeeper server (jar from :mod:`.discovery`), Apache Kafka (jars from :mod:`.maven`) in ZooKeeper mode
+Servers: a ZooKeeper server or an ensemble of several (jars from :mod:`.discovery`), Apache Kafka (jars from :mod:`.maven`) in ZooKeeper mode
 (it registers itself under ``/brokers/ids``) or in KRaft mode (no ZooKeeper; the registry mirror writes
 ``/brokers``), the tansu broker (memory only; mirror as well), and the registry mirror (``zkconsumer registry
 sync``).
@@ -106,15 +106,8 @@ def _write_server_jaas(directory: str, sasl_users: Dict[str, str]) -> str:
     return path
 
 
-def plan_zookeeper(directory: str, sasl_users: Optional[Dict[str, str]] = None) -> Record:
-    """A standalone ZooKeeper server. ``sasl_users`` (name -> password) turns on SASL DIGEST-MD5 authentication
-    (``SASLAuthenticationProvider`` and a ``Server`` JAAS section); the digest scheme needs nothing on the server.
-    Clients that do not authenticate are still served (ACLs decide what they may do), as in a shared ZooKeeper."""
-    java, classpath = discovery.find_java(), discovery.find_zookeeper_classpath()  # before writing anything
-    port = processes.free_port()
-    data_dir = os.path.join(directory, "zookeeper-data")
-    os.makedirs(data_dir, exist_ok=True)
-    cfg = _write(os.path.join(directory, "zoo.cfg"), "\n".join([
+def _zookeeper_config(data_dir: str, port: int, sasl: bool, extra: List[str]) -> str:
+    return "\n".join([
         "tickTime=500", "initLimit=10", "syncLimit=5",
         "dataDir=%s" % data_dir,
         "clientPort=%d" % port, "clientPortAddress=%s" % HOST,
@@ -122,13 +115,72 @@ def plan_zookeeper(directory: str, sasl_users: Optional[Dict[str, str]] = None) 
         "minSessionTimeout=1000", "maxSessionTimeout=60000",
         "maxClientCnxns=0",
         "4lw.commands.whitelist=srvr,ruok,stat,mntr,cons",
-        ] + (["authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"] if sasl_users else [])
-        + [""]))
+        ] + (["authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"] if sasl else [])
+        + extra + [""])
+
+
+def _zookeeper_argv(directory: str, classpath: str, main_class: str, cfg: str, heap: str,
+                    sasl_users: Optional[Dict[str, str]]) -> List[str]:
     jvm = ["-Djava.security.auth.login.config=%s" % _write_server_jaas(directory, sasl_users)] if sasl_users else []
-    argv = [java, "-Xmx512m", "-Dzookeeper.admin.enableServer=false"] + jvm + ["-cp", classpath,
-                                                                                discovery.ZK_MAIN_CLASS, cfg]
+    return [discovery.find_java(), "-Xmx%s" % heap, "-Dzookeeper.admin.enableServer=false"] + jvm + [
+        "-cp", classpath, main_class, cfg]
+
+
+def plan_zookeeper(directory: str, sasl_users: Optional[Dict[str, str]] = None) -> Record:
+    """A standalone ZooKeeper server. ``sasl_users`` (name -> password) turns on SASL DIGEST-MD5 authentication
+    (``SASLAuthenticationProvider`` and a ``Server`` JAAS section); the digest scheme needs nothing on the server.
+    Clients that do not authenticate are still served (ACLs decide what they may do), as in a shared ZooKeeper."""
+    discovery.find_java()
+    classpath = discovery.find_zookeeper_classpath()  # before writing anything
+    port = processes.free_port()
+    data_dir = os.path.join(directory, "zookeeper-data")
+    os.makedirs(data_dir, exist_ok=True)
+    cfg = _write(os.path.join(directory, "zoo.cfg"), _zookeeper_config(data_dir, port, bool(sasl_users), []))
+    argv = _zookeeper_argv(directory, classpath, discovery.ZK_MAIN_CLASS, cfg, "512m", sasl_users)
     return {"kind": "zookeeper", "argv": argv, "port": port, "connect": "%s:%d" % (HOST, port),
             "log": os.path.join(directory, "zookeeper.log"), "data_dir": data_dir, "ready": "zookeeper"}
+
+
+def plan_zookeeper_ensemble(directory: str, servers: int, sasl_users: Optional[Dict[str, str]] = None
+                            ) -> List[Record]:
+    """``servers`` ZooKeeper servers forming one ensemble (``QuorumPeerMain``, static configuration): server *i*
+    (from 1) has ``DIR/zookeeper-i/zoo.cfg``, its data (and ``myid``) in ``DIR/zookeeper-i/data`` and its log in
+    ``DIR/zookeeper-i.log``; each listens for clients, for followers (quorum port) and for leader election on
+    ports of its own. No server answers clients before a majority has elected a leader, so the records are
+    started together and then waited for (:func:`spawn` / :func:`wait_ready`)."""
+    discovery.find_java()
+    classpath = discovery.find_zookeeper_classpath()
+    ids = list(range(1, servers + 1))
+    ports = {i: (processes.free_port(), processes.free_port(), processes.free_port()) for i in ids}
+    peers = ["server.%d=%s:%d:%d" % (i, HOST, quorum, election) for i, (_, quorum, election) in ports.items()]
+    records = []
+    for i in ids:
+        d = os.path.join(directory, "zookeeper-%d" % i)
+        data_dir = os.path.join(d, "data")
+        os.makedirs(data_dir, exist_ok=True)
+        _write(os.path.join(data_dir, "myid"), "%d\n" % i)
+        port = ports[i][0]
+        cfg = _write(os.path.join(d, "zoo.cfg"), _zookeeper_config(data_dir, port, bool(sasl_users), peers))
+        argv = _zookeeper_argv(directory, classpath, discovery.ZK_QUORUM_MAIN_CLASS, cfg, "256m", sasl_users)
+        records.append({"kind": "zookeeper", "argv": argv, "port": port, "connect": "%s:%d" % (HOST, port),
+                        "server_id": i, "quorum_port": ports[i][1], "election_port": ports[i][2],
+                        "log": os.path.join(directory, "zookeeper-%d.log" % i), "data_dir": data_dir,
+                        "ready": "zookeeper"})
+    return records
+
+
+def zookeeper_mode(rec: Record) -> Optional[str]:
+    """What ZooKeeper's ``srvr`` says of the server: ``leader``, ``follower``, ``standalone`` (``observer``),
+    ``not serving`` (up, but not in a quorum: an election is going on or no majority is up), or None when
+    nothing answers on its client port."""
+    try:
+        answer = zk_four_letter(HOST, rec["port"], b"srvr")
+    except OSError:
+        return None
+    for line in answer.splitlines():
+        if line.startswith("Mode:"):
+            return line.split(":", 1)[1].strip()
+    return "not serving"
 
 
 # -- Apache Kafka -----------------------------------------------------------------------------------------------
@@ -249,17 +301,27 @@ def _package_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def spawn_ready(rec: Record, cwd: str, timeout: float) -> int:
-    """Start rec's argv (detached, log appended) and wait until it is ready; return its pid."""
+def spawn(rec: Record, cwd: str) -> "subprocess.Popen[bytes]":
+    """Start rec's argv, detached, its output appended to its log."""
     env = dict(os.environ)
     if rec["kind"] == "mirror":
         env["PYTHONPATH"] = os.pathsep.join([p for p in [_package_root(), env.get("PYTHONPATH")] if p])
-    proc = processes.spawn(rec["argv"], rec["log"], cwd=cwd, env=env)
+    return processes.spawn(rec["argv"], rec["log"], cwd=cwd, env=env)
+
+
+def wait_ready(rec: Record, proc: "subprocess.Popen[bytes]", timeout: float) -> None:
+    """Wait until the started record answers (stopping it when it does not)."""
     try:
         WAITS[rec["ready"]](rec, proc, timeout)
     except BaseException:
         processes.stop(proc.pid)
         raise
+
+
+def spawn_ready(rec: Record, cwd: str, timeout: float) -> int:
+    """Start rec's argv (detached, log appended) and wait until it is ready; return its pid."""
+    proc = spawn(rec, cwd)
+    wait_ready(rec, proc, timeout)
     return proc.pid
 
 
