@@ -5,17 +5,13 @@ A reset (no committed offset, or one the log no longer has) becomes the member's
 at once, as the Scala consumer recorded it in ``PartitionTopicInfo.resetConsumeOffset`` (Kafka 1.1.1
 ``ConsumerFetcherThread.handleOffsetOutOfRange``) and then some: Scala wrote it only at the next auto-commit, so a
 member killed before its first commit left no offset, and its successor reset to the end again and skipped what was
-produced meanwhile. Every member here is a ``zkconsumer consume`` process run with the defaults (``DEFAULTS`` undoes
-the tests' fast settings), except where a test says otherwise.
+produced meanwhile. Every member here is a ``zkconsumer consume`` process run with the defaults
+(``consumer_helpers.PRODUCTION_PROPS``), except where a test says otherwise.
 """
 import pytest
 
 from consumer_helpers import CliConsumer, produce_tracked, wait_until
 from zkconsumer.layout import paths
-
-# the defaults of every key consumer_helpers.FAST_PROPS changes (the members run exactly as users run them)
-DEFAULTS = {"auto.offset.reset": "largest", "auto.commit.interval.ms": "60000", "zookeeper.session.timeout.ms": "6000",
-            "rebalance.backoff.ms": "2000", "rebalance.max.retries": "4"}
 
 
 def _zk_offset(zk, g, t, p=0):
@@ -73,12 +69,13 @@ def test_the_reset_of_an_out_of_range_offset_is_committed(services, zk, unique, 
     else:
         _set_zk_offset(zk, g, t, 5)
         _delete_records_before(services, t, 15)
-    first = CliConsumer(services, g, [t], consumer_id="first", props=dict(DEFAULTS, **{"auto.commit.interval.ms": "1000"}))
+    first = CliConsumer(services, g, [t], consumer_id="first", props={"auto.commit.interval.ms": "1000"},
+                        defaults=True)
     procs.append(first)
     wait_until(lambda: _zk_offset(zk, g, t) == 20, 30, message="the reset point 20 committed (%s)" % first.describe())
     assert first.terminate() == 0, first.describe()
     produced = produce_tracked(services.bootstrap_servers, t, 5, partition=0, tag="after")
-    again = CliConsumer(services, g, [t], consumer_id="again", props=DEFAULTS)
+    again = CliConsumer(services, g, [t], consumer_id="again", defaults=True)
     procs.append(again)
     _delivers(services, again, t, produced)
     assert not any(o < 20 for _, o in again.seen(t)), again.seen(t)
@@ -90,12 +87,12 @@ def test_an_out_of_range_reset_survives_kill_9_before_the_first_auto_commit(serv
     g, t = unique("oor9"), services.create_topic(unique("oor9"), 1)
     produce_tracked(services.bootstrap_servers, t, 20, partition=0, tag="old")
     _set_zk_offset(zk, g, t, 1000000000)
-    first = CliConsumer(services, g, [t], consumer_id="first", props=DEFAULTS)
+    first = CliConsumer(services, g, [t], consumer_id="first", defaults=True)
     procs.append(first)
     _caught_up(services, first, t)
     first.kill()
     produced = produce_tracked(services.bootstrap_servers, t, 5, partition=0, tag="while-down")
-    again = CliConsumer(services, g, [t], consumer_id="again", props=DEFAULTS)
+    again = CliConsumer(services, g, [t], consumer_id="again", defaults=True)
     procs.append(again)
     _delivers(services, again, t, produced)
 
@@ -106,10 +103,10 @@ def test_the_first_reset_point_is_committed_at_the_claim(services, zk, unique, p
     store (both stores for dual commit), so a member killed before its first 60 s auto-commit resumes from it."""
     g, t = unique("claim"), services.create_topic(unique("claim"), 1)
     produce_tracked(services.bootstrap_servers, t, 3, partition=0, tag="old")  # before the group: not for it
-    props = dict(DEFAULTS)
+    props = {}
     if storage != "zookeeper":
         props.update({"offsets.storage": "kafka", "dual.commit.enabled": "true" if storage == "dual" else "false"})
-    first = CliConsumer(services, g, [t], consumer_id="first", props=props)
+    first = CliConsumer(services, g, [t], consumer_id="first", props=props, defaults=True)
     procs.append(first)
     probe = _caught_up(services, first, t)
     first.kill()
@@ -127,7 +124,7 @@ def test_the_first_reset_point_is_committed_at_the_claim(services, zk, unique, p
     assert all(c is not None and 3 <= c <= probe + 1 for c in committed), \
         "no reset point committed before the first auto-commit (%s)" % committed
     produced = produce_tracked(services.bootstrap_servers, t, 5, partition=0, tag="while-down")
-    again = CliConsumer(services, g, [t], consumer_id="again", props=props)
+    again = CliConsumer(services, g, [t], consumer_id="again", props=props, defaults=True)
     procs.append(again)
     _delivers(services, again, t, produced)
     assert min(o for _, o in again.seen(t)) == max(committed), again.seen(t)  # from there: no older record

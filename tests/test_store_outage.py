@@ -23,9 +23,6 @@ from zkconsumer.layout import codecs, paths
 
 own = own_cluster_fixture("store-outage")
 
-# production defaults for every key the tests' fast settings change
-DEFAULTS = {"auto.offset.reset": "largest", "auto.commit.interval.ms": "60000", "zookeeper.session.timeout.ms": "6000",
-            "rebalance.backoff.ms": "2000", "rebalance.max.retries": "4"}
 
 
 @pytest.fixture
@@ -54,8 +51,8 @@ def _fake_member(zk, g, name, topic):
 
 def test_a_frozen_kafka_store_does_not_hold_up_the_release(own, zk, unique, conns):
     g, t = unique("frozen"), _topic(own, unique("frozen"), 2)
-    b = connector(own, g, **dict(DEFAULTS, **{"consumer.id": "b", "offsets.storage": "kafka",
-                                              "dual.commit.enabled": "false"}))
+    b = connector(own, g, defaults=True, **{"consumer.id": "b", "offsets.storage": "kafka",
+                                           "dual.commit.enabled": "false"})
     conns.append(b)
     [stream] = b.create_message_streams({t: 1})[t]
     col = StreamCollector(stream)
@@ -131,11 +128,11 @@ def test_a_dual_commit_retry_after_the_partition_moved_writes_nothing(own, zk, u
 
 def test_shutdown_keeps_its_bound_and_commits_with_a_fetcher_stuck_on_unreachable_brokers(own, zk, unique, conns):
     g, t = unique("stuck"), _topic(own, unique("stuck"), 2)
-    props = dict(DEFAULTS, **{"num.consumer.fetchers": "2"})
-    a = connector(own, g, **dict(props, **{"consumer.id": "a"}))
+    a = connector(own, g, defaults=True, **{"num.consumer.fetchers": "2", "consumer.id": "a"})
     conns.append(a)
     a.create_message_streams({t: 1})
-    b = connector(own, g, **dict(props, **{"consumer.id": "b"}))  # partition 0's fetcher has no client yet
+    b = connector(own, g, defaults=True, **{"num.consumer.fetchers": "2", "consumer.id": "b"})  # partition 0's
+    # fetcher has no client yet
     conns.append(b)
     [stream] = b.create_message_streams({t: 1})[t]
     col = StreamCollector(stream)
