@@ -57,6 +57,7 @@ class KafkaStream:
         self._timeout = None if timeout_ms is None or timeout_ms < 0 else timeout_ms / 1000.0
         self.name = name
         self._records = ()
+        self._count = 0                     # len(self._records)
         self._index = 0
         self._chunk_gen = -1
         self._lease = lease if lease is not None else NoLease()
@@ -79,9 +80,8 @@ class KafkaStream:
             self._inflight = True
             try:  # the flag always comes down, even if an exception lands in the hand-out (no wedged fence)
                 i = self._index
-                records = self._records
-                if i < len(records) and self._chunk_gen == self._generation.value and not self._closing:
-                    rec = records[i]
+                if i < self._count and self._chunk_gen == self._generation.value and not self._closing:
+                    rec = self._records[i]
                     self._part.consumed = rec.offset + 1
                     self._index = i + 1
                     return rec
@@ -94,6 +94,7 @@ class KafkaStream:
         """Block for the next chunk of the current generation; False when the stream has ended. Raises
         ConsumerTimeoutError after consumer.timeout.ms."""
         self._records = ()
+        self._count = 0
         self._index = 0
         while True:
             if self._ended or self._closing:
@@ -118,7 +119,7 @@ class KafkaStream:
             self._chunk_gen = chunk.generation
             self._index = 0
             self._records = records
-            n = len(records)
+            n = self._count = len(records)
             self.messages += n
             self.bytes += chunk.nbytes
             counts = self.by_topic.setdefault(part.tp[0], [0, 0])
