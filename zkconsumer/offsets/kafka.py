@@ -267,22 +267,30 @@ class KafkaOffsetStore(OffsetStore):
                     offsets.pop(tp)
             if not offsets:
                 return result
-            refence = None
-            if fence is not None and self.zk is not None:
-                def refence(pending):  # every retry is fenced again, every owner node read again: ownership
-                    return fence.precheck(self.zk, list(pending), fresh=True)  # may have moved while we waited
-            done, failed, _ = self._attempts(self._async_commit, offsets, "commit", refence)
+            done, failed, _ = self._attempts(self._async_commit, offsets, "commit", self._refence(fence))
         return self._commit_result(offsets, done, failed, result)
 
-    def begin_commit(self, offsets) -> Callable[[], CommitResult]:
+    def _refence(self, fence):
+        """``refence(pending) -> {tp: OwnershipLostError}`` for the retries of a fenced commit (None without a
+        fence): every retry is fenced again, every owner node read again, as ownership may have moved while the
+        commit waited (a late retry must not overwrite a successor's offset with an older one)."""
+        if fence is None or self.zk is None:
+            return None
+
+        def refence(pending):
+            return fence.precheck(self.zk, list(pending), fresh=True)
+        return refence
+
+    def begin_commit(self, offsets, fence=None) -> Callable[[], CommitResult]:
         """Send the OffsetCommit of *offsets* now and return a function that waits for its answer (and does what
         :meth:`commit` does after the first attempt: retries, errors) and returns the :class:`CommitResult`.
 
         The dual store calls it as soon as ZooKeeper's multi-op is handed to kazoo, and waits for both answers;
         the request leaves from the calling thread's hand-off to the client's IO thread, not from another thread
-        of ours, which would wait up to the interpreter's switch interval (5 ms) for the interpreter lock. No fence (the dual store checks it before). The returned function raises
-        like :meth:`commit`. When the coordinator cannot be found now, or kafka-python runs no IO thread, it is
-        :meth:`commit` itself, run when called.
+        of ours, which would wait up to the interpreter's switch interval (5 ms) for the interpreter lock. The
+        first attempt is not fenced here (the dual store checks the *fence* just before); every retry is. The
+        returned function raises like :meth:`commit`. When the coordinator cannot be found now, or kafka-python
+        runs no IO thread, it is :meth:`commit` itself (with the fence), run when called.
         """
         offsets = normalize_offsets(offsets)
         if not offsets:
@@ -295,7 +303,7 @@ class KafkaOffsetStore(OffsetStore):
             node = self._coordinator()
             future = manager.call_soon(self._async_commit, node, offsets)  # our own copy: nobody changes it
         except Exception:  # the ordinary path, in the caller's time
-            return lambda: self.commit(offsets)
+            return lambda: self.commit(offsets, fence=fence)
         answered = threading.Event()
         future.add_both(lambda _: answered.set())
 
@@ -310,7 +318,8 @@ class KafkaOffsetStore(OffsetStore):
 
         def finish() -> CommitResult:
             with self._lock:
-                done, failed, _ = self._attempts(self._async_commit, offsets, "commit", first=(node, wait))
+                done, failed, _ = self._attempts(self._async_commit, offsets, "commit", self._refence(fence),
+                                                 first=(node, wait))
             return self._commit_result(offsets, done, failed, CommitResult())
         return finish
 
