@@ -17,7 +17,8 @@ import tempfile
 import threading
 import time
 
-from .common import Result, median, unique
+from . import goals
+from .common import median, unique
 
 MEMBERS, PARTITIONS = 4, 16
 
@@ -175,21 +176,20 @@ def run(cluster, quick=False, log=print):
     kills = 2 if quick else 3
     ours = latencies(cluster, _zkconsumer, kills, log, "zkconsumer")
     value = median(ours)
-    out = [Result("churn: kill -9 of 1 of %d members (%d partitions), its partitions consumed again, zkconsumer"
-                  % (MEMBERS, PARTITIONS), round(value, 2), "s", None, None, "report the time", None,
-                  "zkconsumer CLI members, defaults (6 s session); %s" % ", ".join("%.2f" % x for x in ours))]
+    out = [goals.row("churn", "churn: kill -9 of 1 of %d members (%d partitions), its partitions consumed again, "
+                     "zkconsumer" % (MEMBERS, PARTITIONS), round(value, 2), "s", None, None,
+                     "zkconsumer CLI members, defaults (6 s session); %s" % ", ".join("%.2f" % x for x in ours))]
     for name, spawn in (("pykafka", _pykafka), ("scala: Kafka 1.1.1's ZookeeperConsumerConnector", _scala)):
         metric = "churn: kill -9 of 1 of %d members, its partitions consumed again, vs %s" % (MEMBERS, name)
         try:
             peer = latencies(cluster, spawn, kills, log, name)
         except Exception as e:  # noqa: BLE001 — reported in the row
             log("churn %s failed: %r" % (name, e))
-            out.append(Result(metric, round(value, 2), "s", None, None, "report the time", None,
-                              "%s not measured: %r" % (name, e)))
+            out.append(goals.row("churn", metric, round(value, 2), "s", None, None, "%s not measured: %r" % (name, e)))
             continue
         b = median(peer)
-        out.append(Result(metric, round(value, 2), "s", round(b, 2), round(value / b, 2), "report the time", None,
-                          "%s, defaults (6 s session): %s" % (name, ", ".join("%.2f" % x for x in peer))))
+        out.append(goals.row("churn", metric, round(value, 2), "s", round(b, 2), round(value / b, 2),
+                             "%s, defaults (6 s session): %s" % (name, ", ".join("%.2f" % x for x in peer))))
     return out
 
 

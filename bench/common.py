@@ -19,6 +19,7 @@ class Result:
     goal: str
     met: Optional[bool] = None
     note: str = ""
+    key: str = ""  # its goal's key in bench.goals.GOALS ("" for a row judged by no goal of the table)
 
 
 def unique(prefix):
@@ -29,24 +30,50 @@ def median(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+def spread(xs, fmt="%.0f"):
+    """'min / median / max of n' of a client's samples, for a row's note."""
+    if not xs:
+        return "no samples"
+    return "min %s / median %s / max %s of %d" % (fmt % min(xs), fmt % statistics.median(xs), fmt % max(xs), len(xs))
+
+
+def percentile(xs, q):
+    """The q-th percentile (0-100) of xs by linear interpolation between closest ranks (NaN when empty)."""
+    if not xs:
+        return float("nan")
+    ys = sorted(xs)
+    k = (len(ys) - 1) * q / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(ys) - 1)
+    return ys[lo] + (ys[hi] - ys[lo]) * (k - lo)
+
+
 class Cluster:
     """The bench runs on the embedded local cluster (or ZK_CONNECT/KAFKA_BOOTSTRAP when both are set)."""
 
-    def __init__(self, directory):
-        self.local = None
-        zk, kafka = os.environ.get("ZK_CONNECT"), os.environ.get("KAFKA_BOOTSTRAP")
+    def __init__(self, directory, zookeepers=1, zk_connect=None, bootstrap=None):
+        """``zookeepers``: servers in the embedded cluster's ZooKeeper ensemble; ``zk_connect``/``bootstrap``: an
+        external cluster (default: $ZK_CONNECT and $KAFKA_BOOTSTRAP when both are set)."""
+        self.local, self.directory = None, directory
+        zk = zk_connect or os.environ.get("ZK_CONNECT")
+        kafka = bootstrap or os.environ.get("KAFKA_BOOTSTRAP")
         if zk and kafka:
             self.zookeeper_connect, self.bootstrap_servers = zk, kafka
-            self.broker = "the cluster at ZK_CONNECT/KAFKA_BOOTSTRAP (%s)" % kafka
+            self.broker = "the cluster at %s (%s)" % (zk, kafka)
         else:
             from zkconsumer.local import LocalCluster
             self.local = LocalCluster(directory)
-            info = self.local.up()
+            info = self.local.up(**({"zookeepers": zookeepers} if zookeepers != 1 else {}))
             self.zookeeper_connect, self.bootstrap_servers = info["zookeeper_connect"], info["bootstrap_servers"]
             self.broker = {"kafka": "Apache Kafka %s (ZooKeeper mode), 1 broker" % info.get("kafka_version"),
                            "kraft": "Apache Kafka %s (KRaft), 1 node" % info.get("kafka_version"),
                            "tansu": "tansu (stand-in broker)"}.get(info.get("broker"), str(info.get("broker")))
             self.broker += ", ZooKeeper on loopback"
+
+    @property
+    def zookeeper_servers(self):
+        """The number of servers in the ZooKeeper connect string (the ensemble the clients know of)."""
+        return len(self.zookeeper_connect.split("/", 1)[0].split(","))
 
     def create_topic(self, name, partitions):
         from zkconsumer.local import tools
@@ -54,26 +81,30 @@ class Cluster:
         tools.wait_for_zk_topic(self.zookeeper_connect, name, partitions, timeout=60)
         return name
 
-    def produce_fast(self, topic, partitions, count, size=100):
-        """count messages of `size` bytes spread evenly over the partitions, as fast as kafka-python goes."""
+    def produce_fast(self, topic, partitions, count, size=100, compression=None, key_size=0, headers=0):
+        """count messages of `size` bytes spread evenly over the partitions (message i to partition i % partitions),
+        as fast as kafka-python goes; ``compression``: a kafka-python compression_type; ``key_size``: a key of that
+        many bytes on every message; ``headers``: that many headers on every message."""
         from kafka import KafkaProducer
         p = KafkaProducer(bootstrap_servers=self.bootstrap_servers, linger_ms=20, batch_size=512 * 1024,
-                          acks=1, enable_idempotence=False)
+                          acks=1, enable_idempotence=False, compression_type=compression)
         value = b"x" * size
+        key = b"k" * key_size if key_size else None
+        hdrs = [("h%d" % i, b"header-value-%d" % i) for i in range(headers)] or None
         for i in range(count):
-            p.send(topic, value=value, partition=i % partitions)
+            p.send(topic, value=value, key=key, headers=hdrs, partition=i % partitions)
         p.flush(timeout=300)
         p.close()
 
     def server_pids(self):
-        """``{"zookeeper": pid, "kafka": pid}`` of the embedded cluster's servers (first broker); {} when the
-        cluster is external."""
+        """``{"zookeeper": pid, "kafka": pid}`` of the embedded cluster's servers (the first ZooKeeper server of an
+        ensemble, the first broker); {} when the cluster is external."""
         if self.local is None:
             return {}
         out = {}
         for name, proc in self.local.info().get("processes", {}).items():
-            kind = "zookeeper" if name == "zookeeper" else "kafka" if proc.get("kind") in ("kafka", "kraft", "tansu") \
-                else None
+            kind = "zookeeper" if name.startswith("zookeeper") else "kafka" \
+                if proc.get("kind") in ("kafka", "kraft", "tansu") else None
             if kind and kind not in out and proc.get("pid"):
                 out[kind] = int(proc["pid"])
         return out

@@ -11,9 +11,10 @@ pipelined with kazoo's async calls).
 """
 import time
 
-from .common import Result, median, unique
+from . import goals
+from .common import median, unique
 
-TIME_GOES = ("**exporter**: ZooKeeper is read once per node (a watch on each) and again only when the node "
+TIME_GOES = ("ZooKeeper is read once per node (a watch on each) and again only when the node "
              "changes; a scrape renders the cache (~12 series per group) with prometheus_client's encoder, which is "
              "most of its CPU; Kafka is asked every --interval: one ListOffsets pass and one batched OffsetFetch "
              "(v8) for every group that uses Kafka.")
@@ -86,24 +87,21 @@ def run(cluster, quick=False, log=print):
                                                                  scrape_reads, baseline * 1000, change, change_reads))
         what = "%s groups x %d partitions" % ("{:,}".format(n_groups), partitions)
         return [
-            Result("exporter: time per scrape, %s (the page rendered from the cache)" % what, round(scrape, 1), "ms",
-                   round(baseline * 1000, 1), round(scrape / (baseline * 1000), 3),
-                   "reported (the issue sets no threshold)", None,
-                   "baseline: one full read of the same offsets from ZooKeeper (children lists and values, "
+            goals.row("exporter.reported", "exporter: time per scrape, %s (the page rendered from the cache)" % what,
+                      round(scrape, 1), "ms", round(baseline * 1000, 1), round(scrape / (baseline * 1000), 3),
+                      "baseline: one full read of the same offsets from ZooKeeper (children lists and values, "
                    "pipelined), what an exporter without the cache does per scrape before rendering the same page; "
-                   "%.1f ms of CPU per scrape, %d bytes per page (%d lag and offset series each), median of %d "
-                   "scrapes" % (scrape_cpu, sizes[0], n_groups * partitions, len(cpu))),
-            Result("exporter: ZooKeeper reads per scrape, %s" % what, scrape_reads, "reads", None, None,
-                   "0 (one watch-driven cache, not a full read per scrape)", scrape_reads == 0,
-                   "%d scrapes" % len(cpu)),
-            Result("exporter: first fill of the cache, %s" % what, round(fill, 2), "s", None, None, "reported", None,
-                   "%d ZooKeeper reads (each sets a watch)" % fill_reads),
-            Result("exporter: one Kafka refresh, %s" % what, round(refresh, 2), "s", None, None,
-                   "< 30 s (the default --interval)", refresh < 30,
-                   "ListOffsets of the partitions, one batched OffsetFetch for every group"),
-            Result("exporter: 100 committed offsets changed in ZooKeeper, until the cache has them", round(change, 2),
-                   "s", None, None, "reported", None, "%d ZooKeeper reads (the changed nodes, each re-watched)"
-                   % change_reads),
+                      "%.1f ms of CPU per scrape, %d bytes per page (%d lag and offset series each), median of %d "
+                      "scrapes" % (scrape_cpu, sizes[0], n_groups * partitions, len(cpu))),
+            goals.row("exporter.scrape-reads", "exporter: ZooKeeper reads per scrape, %s" % what, scrape_reads,
+                      "reads", None, None, "%d scrapes" % len(cpu)),
+            goals.row("exporter.reported", "exporter: first fill of the cache, %s" % what, round(fill, 2), "s", None,
+                      None, "%d ZooKeeper reads (each sets a watch)" % fill_reads),
+            goals.row("exporter.refresh", "exporter: one Kafka refresh, %s" % what, round(refresh, 2), "s", None, None,
+                      "ListOffsets of the partitions, one batched OffsetFetch for every group"),
+            goals.row("exporter.reported", "exporter: 100 committed offsets changed in ZooKeeper, until the cache has "
+                      "them", round(change, 2), "s", None, None, "%d ZooKeeper reads (the changed nodes, each "
+                      "re-watched)" % change_reads),
         ]
     finally:
         if cache is not None:

@@ -3,7 +3,8 @@ log ends, split-brain and expiry checks) with --parallel 8, against the same ver
 (--parallel 1, the baseline: what a script looping over groups gets)."""
 import time
 
-from .common import Result, unique
+from . import goals
+from .common import unique
 
 GROUPS, PARTITIONS = 500, 12
 
@@ -48,9 +49,9 @@ def run(cluster, quick=False, log=print):
         ours = _verify(cluster, prefix, 8)
     finally:
         zkmod.close(zk)
-    return [Result("zkmigrate verify of %d groups x %d partitions (dual phase), --parallel 8" % (groups, PARTITIONS),
-                   round(ours, 1), "s", round(base, 1), round(base / ours, 2), "report the time", True,
-                   "baseline = the same verify with --parallel 1")]
+    return [goals.row("fleet", "zkmigrate verify of %d groups x %d partitions (dual phase), --parallel 8"
+                      % (groups, PARTITIONS), round(ours, 1), "s", round(base, 1), round(base / ours, 2),
+                      "baseline = the same verify with --parallel 1; ratio = baseline / --parallel 8 (a speed-up)")]
 
 
 TIME_GOES = ("verify reads each group's registrations, owners and offsets in ZooKeeper and its Kafka offsets, log "

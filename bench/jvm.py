@@ -1,7 +1,9 @@
-"""Kafka 1.1.1's Scala consumer as a bench peer: bench/jvm/*.java compiled against the legacy jars (as
-tests/jvm_helpers.py does for the interop tests) and run with the JDK found by zkconsumer.local.discovery."""
+"""The bench's JVM peers: bench/jvm/*.java compiled against Kafka 1.1.1's jars (as tests/jvm_helpers.py does for
+the interop tests) and run with the JDK found by zkconsumer.local.discovery: Kafka 1.1.1's Scala consumer, and
+Kafka 3.9's ConsumerPerformance (JavaConsumerPerf.java loads it by reflection, so it runs on the 3.9 jars)."""
 import json
 import os
+import queue
 import shutil
 import subprocess
 import tempfile
@@ -54,10 +56,67 @@ def write_props(path, props):
     return path
 
 
-def command(main_class, args, jvm_opts=()):
+def command(main_class, args, jvm_opts=(), jars="kafka-legacy"):
+    """The java command line running *main_class* on *jars* (a jar set of zkconsumer.local.maven) and the compiled
+    bench classes."""
     cp = classpath()
+    if jars != "kafka-legacy":
+        from zkconsumer.local import maven
+        try:
+            cp = maven.classpath(jars) + os.pathsep + _compiled["dir"]
+        except Exception as e:
+            raise Unavailable("the %s jars: %s" % (jars, str(e).splitlines()[0]))
     log4j = os.path.join(_compiled["dir"], "log4j.properties")
     return [java()] + list(jvm_opts) + ["-Dlog4j.configuration=file:" + log4j, "-cp", cp, main_class] + list(args)
+
+
+class Driver:
+    """A long-lived JVM that answers each command line on its stdin with lines on its stdout (bench/jvm's
+    ScalaConsumerCount and JavaConsumerPerf): one JVM for all of a suite's runs, so its JIT is warm."""
+
+    def __init__(self, main_class, jvm_opts=(), jars="kafka-legacy"):
+        self._err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(command(main_class, [], jvm_opts, jars), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._err, text=True, bufsize=1)
+        self._lines = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self._lines.put(line.rstrip("\n"))
+        self._lines.put(None)
+
+    def ask(self, line, until=None, timeout=300.0):
+        """Send *line*; the lines answered, up to the first that starts with "{" (``until`` None) or equals
+        *until*. Raises RuntimeError (with the JVM's stderr) when it exits or takes longer than *timeout* s."""
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        out, deadline = [], time.monotonic() + timeout
+        while True:
+            try:
+                got = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                got = None
+            if got is None:
+                self._err.seek(0)
+                raise RuntimeError("the JVM (%s) did not answer %r: %s" % (
+                    " ".join(self.proc.args[-1:]), line, self._err.read().decode(errors="replace")[-2000:]))
+            if until is None and got.startswith("{"):
+                return out + [got]
+            if until is not None and got == until:
+                return out
+            out.append(got)
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.flush()
+                self.proc.wait(30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait(10)
+        self._err.close()
 
 
 class Member:

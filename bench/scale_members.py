@@ -2,14 +2,15 @@
 
 The scale suite (bench/scale.py) spreads a group's members over a few of these processes, as a group's members run
 on many hosts: all 300 sessions in one interpreter measured one core taking turns over 300 members' work (and 1,500
-threads contending for one interpreter lock), not the group protocol. Each process runs its members (coordination
-only, no fetchers: bench/scale.py) and answers one JSON command per line on stdin with one JSON line on stdout:
+threads contending for one interpreter lock), not the group protocol. Each process runs its members (as users run
+them: fetchers, auto-commit and the start-up checks on) and answers one JSON command per line on stdin with one JSON line on stdout:
 
 * ``{"cmd": "start", "names": [consumer.id, ...]}``: starts a member per name (its ``consumer.id``), STARTERS at
-  a time, each returning once its first rebalance is done -> ``{"ids": [consumer ids]}``;
+  a time, each returning once its first rebalance is done -> ``{"ids": [consumer ids], "failed": ["name: why"]}``
+  (a member that could not start, e.g. refused by a start-up check, is shut down and named);
 * ``{"cmd": "converged", "threads": [every thread id of the group], "partitions": P, "since": {id: attempts},
   "timeout": S}``: polls every 5 ms until each of its members has finished an attempt since *since* (the attempt
-  counts the ``stats`` command gave), is IDLE, and owns exactly its share of the range assignment of *threads*
+  counts the ``stats`` command gave), is IDLE and fetching, and owns exactly its share of the range assignment of *threads*
   -> ``{"ok": true, "at": time.perf_counter() when that first held}`` (CLOCK_MONOTONIC: one clock for every
   process of the machine), or ``{"ok": false, "why": ...}`` after *timeout* seconds;
 * ``{"cmd": "settle", "quiet": S}``: waits until none of its members has started an attempt for S seconds (at most
@@ -31,20 +32,14 @@ STARTERS = 5  # members starting at once in one process (each waits for its firs
 
 
 def make_member(zookeeper_connect, bootstrap_servers, group, name):
-    """A coordination-only member (the full group protocol without fetchers) with ``consumer.id`` *name*."""
+    """A member with ``consumer.id`` *name*, as users run it: fetchers, auto-commit and the start-up checks on, the
+    defaults but a 30 s ZooKeeper session (the mass start of hundreds of members on 2 cores, before the measured
+    join, would expire 6 s sessions)."""
     from zkconsumer.config import ConsumerConfig
     from zkconsumer.consumer import ZookeeperConsumerConnector
-
-    class CoordinationOnly(ZookeeperConsumerConnector):
-        def _make_fetchers(self):
-            return _NoFetch()
-
     cfg = ConsumerConfig.from_properties({"group.id": group, "zookeeper.connect": zookeeper_connect, "consumer.id": name,
-                                          "rebalance.backoff.ms": "500", "auto.commit.enable": "false",
-                                          "zookeeper.session.timeout.ms": "30000",
-                                          # coordination only: the start-up checks that ask Kafka are not measured
-                                          "split.brain.check": "off", "offsets.storage.switch.check": "off"})
-    return CoordinationOnly(cfg, bootstrap_servers=bootstrap_servers)
+                                          "zookeeper.session.timeout.ms": "30000"})
+    return ZookeeperConsumerConnector(cfg, bootstrap_servers=bootstrap_servers)
 
 
 # ZooKeeper opcodes (ZooDefs.OpCode) of the requests that change znodes (create, delete, setData, setACL, multi,
@@ -69,17 +64,6 @@ def count_requests(member, into):
     return member
 
 
-class _NoFetch:
-    def assign(self, generation, work):
-        pass
-
-    def stop_all(self, generation):
-        pass
-
-    def shutdown(self, timeout=None):
-        pass
-
-
 def expected_share(threads, partitions, mine, topic):
     """``{consumer id: {(topic, p): thread id}}`` for the members in *mine*: their part of the range assignment
     (the global one, computed whole) of *threads* over *partitions* partitions (one stream per member)."""
@@ -93,11 +77,11 @@ def expected_share(threads, partitions, mine, topic):
 
 
 def share_converged(members, expected, since=None):
-    """True when every member of *members* ({id: connector}) is IDLE, has finished an attempt since *since*
-    ({id: attempts}, optional) and owns exactly ``expected[id]``."""
+    """True when every member of *members* ({id: connector}) is IDLE and fetching, has finished an attempt since
+    *since* ({id: attempts}, optional) and owns exactly ``expected[id]``."""
     for cid, m in members.items():
         rb = m.rebalancer
-        if rb is None or rb.state != "IDLE":
+        if rb is None or rb.state != "IDLE" or not rb.fetching:
             return False
         if since is not None and rb.stats["attempts"] <= since.get(cid, -1):
             return False
@@ -133,14 +117,21 @@ def main(argv=None):
         cmd = req["cmd"]
         if cmd == "start":
             def start(name):
-                m = count_requests(make_member(zookeeper_connect, bootstrap_servers, group, name), requests)
-                m.create_message_streams({topic: 1})
-                return m
+                m = None
+                try:
+                    m = count_requests(make_member(zookeeper_connect, bootstrap_servers, group, name), requests)
+                    m.create_message_streams({topic: 1})
+                    return m, None
+                except Exception as e:  # e.g. a start-up check that refuses to join: reported, not fatal
+                    if m is not None:
+                        m.shutdown()
+                    return None, "%s: %s: %s" % (name, type(e).__name__, e)
             with ThreadPoolExecutor(STARTERS) as pool:
-                started = list(pool.map(start, req["names"]))
+                results = list(pool.map(start, req["names"]))
+            started = [m for m, _ in results if m is not None]
             for m in started:
                 members[m.consumer_id] = m
-            reply = {"ids": [m.consumer_id for m in started]}
+            reply = {"ids": [m.consumer_id for m in started], "failed": [why for _, why in results if why]}
         elif cmd == "converged":
             expected = expected_share(req["threads"], req["partitions"], members, topic)
             deadline = time.perf_counter() + req["timeout"]

@@ -17,24 +17,27 @@ def test_expected_share_is_each_members_part_of_the_range_assignment():
 
 
 class _Member:
-    def __init__(self, state, owned, attempts):
-        self.rebalancer = type("R", (), {"state": state, "owned": owned, "stats": {"attempts": attempts}})()
+    def __init__(self, state, owned, attempts, fetching=True):
+        self.rebalancer = type("R", (), {"state": state, "owned": owned, "stats": {"attempts": attempts},
+                                         "fetching": fetching})()
 
 
-def test_converged_needs_idle_members_an_attempt_since_the_join_and_exactly_their_share():
+def test_converged_needs_idle_fetching_members_an_attempt_since_the_join_and_exactly_their_share():
     want = {"a": {("t", 0): "a-0"}, "b": {("t", 1): "b-0"}}
     done = {"a": _Member("IDLE", {("t", 0): "a-0"}, 3), "b": _Member("IDLE", {("t", 1): "b-0"}, 5)}
     assert share_converged(done, want) and share_converged(done, want, since={"a": 2, "b": 4})
     assert not share_converged(done, want, since={"a": 3, "b": 4})  # a has not attempted since the join
     assert not share_converged(dict(done, b=_Member("CLAIMING", {("t", 1): "b-0"}, 5)), want)
     assert not share_converged(dict(done, b=_Member("IDLE", {("t", 1): "b-0", ("t", 2): "b-0"}, 5)), want)
+    assert not share_converged(dict(done, b=_Member("IDLE", {("t", 1): "b-0"}, 5, fetching=False)), want)
 
 
 def test_the_scale_suite_runs_its_members_in_processes(services):
     logged = []
-    row = scale._run(services, 6, 60, logged.append, processes=2)
+    row = scale._run(services, 6, 60, logged.append, "scale.100", processes=2)
     assert row.met, (row, logged)
-    assert row.metric == "scale: 6 consumers x 60 partitions, one joins: time to converge"
+    assert row.metric == "scale: 6 consumers x 60 partitions, one joins: time until every member fetches its share"
+    assert "fetching, auto-commit and start-up checks on; ZooKeeper: 1 server(s)" in row.note
     assert "members in 2 processes" in row.note and " 0 failed" in row.note
     # the ZooKeeper requests the rebalance cost, counted at the members' clients: the joiner's registration, then
     # a release and a claim (one multi-op each) by the members whose ranges change, and every member's reads

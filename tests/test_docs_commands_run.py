@@ -20,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
 
 HERE = "tests/test_docs_commands_run.py"
+RUNBOOKS = "tests/test_migrate_runbooks.py (migration.md's rollback runbooks, run as written)"
 WALKTHROUGH = "tests/test_walkthrough.py (.ci/walkthrough)"
 README = "tests/test_readme.py"
 NAME = "names a command, runs nothing"
@@ -57,7 +58,17 @@ WHERE = {
     "zkmigrate export --group orders-app --store zookeeper --output orders-app.txt": WALKTHROUGH,
     "zkmigrate reset-offsets --group orders-app --topic orders:0 --shift-by -10": WALKTHROUGH,
     "zkmigrate cutover --group orders-app --execute": WALKTHROUGH,
+    # docs/migration.md: the rollback runbooks
+    "zkconsumer consume --group orders-app --topic orders --consumer-property offsets.storage=zookeeper": RUNBOOKS,
+    "zkconsumer consume --group orders-app --topic orders --consumer-property offsets.storage=kafka "
+    "--consumer-property dual.commit.enabled=true": RUNBOOKS,
+    "zkconsumer groups verify --group orders-app": RUNBOOKS,
+    "zkmigrate rollback --group orders-app": RUNBOOKS,
+    "zkmigrate rollback --group orders-app --execute": RUNBOOKS,
     # docs/migration.md: in the text
+    "zkmigrate restore BACKUP": "tests/test_migrate_restore.py (the manifest a command's backup wrote)",
+    "zkmigrate restore BACKUP --execute": "tests/test_migrate_restore.py (the manifest a command's backup wrote)",
+    "zkmigrate refresh --execute --every SECONDS": FRAGMENT + " (tests/test_migrate_outages.py runs refresh --every)",
     "zkmigrate verify --groups-matching 'orders-.*' --phase dual --to kafka --parallel 8": HERE,
     "zkmigrate cutover --group G --execute --timeout 900": HERE,
     "zkmigrate rollback --group G --execute": HERE,

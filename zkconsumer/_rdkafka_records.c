@@ -33,6 +33,57 @@ static inline PyObject *call0(PyObject *obj, PyObject *name)
     return PyObject_VectorcallMethod(name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
+/* The Message methods of one type, looked up once per from_messages() call: calling a method descriptor directly
+ * skips the attribute lookup that PyObject_VectorcallMethod makes on every call (8 per message). Used only for
+ * messages of exactly that type; any other object goes through call0. */
+typedef struct {
+    PyTypeObject *type;
+    PyObject *error, *topic, *partition, *offset, *key, *value, *headers, *timestamp;
+} Methods;
+
+static void methods_clear(Methods *ms)
+{
+    Py_CLEAR(ms->error);
+    Py_CLEAR(ms->topic);
+    Py_CLEAR(ms->partition);
+    Py_CLEAR(ms->offset);
+    Py_CLEAR(ms->key);
+    Py_CLEAR(ms->value);
+    Py_CLEAR(ms->headers);
+    Py_CLEAR(ms->timestamp);
+    ms->type = NULL;
+}
+
+/* fills *ms for the type of m; leaves ms->type NULL (call0 for every call) when a method is missing */
+static void methods_for(Methods *ms, PyObject *m)
+{
+    PyObject *type = (PyObject *)Py_TYPE(m);
+#define LOOKUP(field, name) if (!(ms->field = PyObject_GetAttr(type, name))) goto missing
+    LOOKUP(error, s_error);
+    LOOKUP(topic, s_topic);
+    LOOKUP(partition, s_partition);
+    LOOKUP(offset, s_offset);
+    LOOKUP(key, s_key);
+    LOOKUP(value, s_value);
+    LOOKUP(headers, s_headers);
+    LOOKUP(timestamp, s_timestamp);
+#undef LOOKUP
+    ms->type = Py_TYPE(m);
+    return;
+missing:
+    PyErr_Clear();
+    methods_clear(ms);
+}
+
+static inline PyObject *callm(const Methods *ms, PyObject *method, PyObject *m, PyObject *name)
+{
+    if (ms->type == Py_TYPE(m)) {
+        PyObject *args[1] = {m};
+        return PyObject_Vectorcall(method, args, 1, NULL);
+    }
+    return call0(m, name);
+}
+
 static PyObject *size_or_minus_one(PyObject *b)
 {
     if (b == Py_None)
@@ -93,14 +144,15 @@ fail:
 }
 
 /* the record of one message without error; NULL on error */
-static PyObject *make_record(PyTypeObject *record_cls, PyObject *m, PyObject *topic, PyObject *partition,
-                             PyObject *minus_one)
+static PyObject *make_record(const Methods *ms, PyTypeObject *record_cls, PyObject *m, PyObject *topic,
+                             PyObject *partition, PyObject *minus_one)
 {
     PyObject *offset = NULL, *key = NULL, *value = NULL, *headers = NULL, *hs = NULL, *ts = NULL;
     PyObject *ksize = NULL, *vsize = NULL, *hsize = NULL, *rec = NULL;
     Py_ssize_t header_size;
-    if (!(offset = call0(m, s_offset)) || !(key = call0(m, s_key)) || !(value = call0(m, s_value)) ||
-        !(headers = call0(m, s_headers)) || !(ts = call0(m, s_timestamp)))
+    if (!(offset = callm(ms, ms->offset, m, s_offset)) || !(key = callm(ms, ms->key, m, s_key)) ||
+        !(value = callm(ms, ms->value, m, s_value)) || !(headers = callm(ms, ms->headers, m, s_headers)) ||
+        !(ts = callm(ms, ms->timestamp, m, s_timestamp)))
         goto done;
     if (!PyTuple_Check(ts) || PyTuple_GET_SIZE(ts) != 2) {
         PyErr_Format(PyExc_TypeError, "Message.timestamp() is not a (type, timestamp) pair: %R", ts);
@@ -158,13 +210,16 @@ static PyObject *from_messages(PyObject *Py_UNUSED(self), PyObject *args)
     PyObject *out = PyDict_New(), *error = NULL, *result = NULL, *minus_one = PyLong_FromLong(-1);
     PyObject *last_topic = NULL, *last_partition = NULL, *bucket = NULL;  /* borrowed from the record/bucket */
     PyObject *topic = NULL, *partition = NULL;
+    Methods ms = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     if (!out || !minus_one)
         goto done;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject **items = PySequence_Fast_ITEMS(seq);
+    if (n > 0)
+        methods_for(&ms, items[0]);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *m = items[i];
-        PyObject *err = call0(m, s_error);
+        PyObject *err = callm(&ms, ms.error, m, s_error);
         if (!err)
             goto done;
         if (err != Py_None) {
@@ -183,7 +238,7 @@ static PyObject *from_messages(PyObject *Py_UNUSED(self), PyObject *args)
             break;
         }
         Py_DECREF(err);
-        if (!(topic = call0(m, s_topic)) || !(partition = call0(m, s_partition)))
+        if (!(topic = callm(&ms, ms.topic, m, s_topic)) || !(partition = callm(&ms, ms.partition, m, s_partition)))
             goto done;
         int same = 0;
         if (last_topic) {
@@ -204,7 +259,7 @@ static PyObject *from_messages(PyObject *Py_UNUSED(self), PyObject *args)
             if (!bucket)
                 goto done;
         }
-        PyObject *rec = make_record(record_cls, m, topic, partition, minus_one);
+        PyObject *rec = make_record(&ms, record_cls, m, topic, partition, minus_one);
         if (!rec)
             goto done;
         int failed = PyList_Append(bucket, rec);
@@ -219,6 +274,7 @@ static PyObject *from_messages(PyObject *Py_UNUSED(self), PyObject *args)
     }
     result = PyTuple_Pack(2, out, error ? error : Py_None);
 done:
+    methods_clear(&ms);
     Py_XDECREF(topic);
     Py_XDECREF(partition);
     Py_XDECREF(error);
