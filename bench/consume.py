@@ -16,7 +16,8 @@ Method (docs/contributors.md has the settings of every client and where each com
 * after every read, a check of what was read: the count, each partition's last offset (the log end - 1) and no
   duplicate (each record's offset is the one after the previous record of its partition; the topic's offsets are
   contiguous from 0). ConsumerPerformance cannot be asked: its count is checked, and its group's committed offsets
-  (the tool commits when it closes) must equal the log ends;
+  (the tool commits when it closes) must equal the log ends. A client whose read fails the check (or fails, or
+  waits READ_TIMEOUT_MS for a record) reads no more: its rows are void, saying why, whatever its earlier reads;
 * data variants: uncompressed 100 B values (the goal rows), lz4, zstd, and 100 B values with 16 B keys and two
   headers (zkconsumer against tuned confluent-kafka and the Java consumer).
 
@@ -39,6 +40,8 @@ from .common import median, spread, unique
 
 PARTITIONS = 8
 ROUNDS = 5  # measured rounds after the warm-up round (each client: one sample per round)
+# how long any client waits for its next record before its read ends short (the read check then voids the read)
+READ_TIMEOUT_MS = 30_000
 
 # librdkafka CONFIGURATION.md (confluent-kafka 2.x): raise the prefetch queue thresholds, cut the 1 s backoff that
 # follows a full queue, allow larger fetches; confluent-kafka's Consumer.consume(num_messages) for batches
@@ -148,9 +151,10 @@ def _zkconsumer(cluster, topic, total, ends, engine="kafka-python", scrape=None)
     for a scraper of its endpoint. Returns (msg/s, extra) with extra {"cpu_share", "scrapes"} when scraped."""
     from zkconsumer.config import ConsumerConfig
     from zkconsumer.consumer import ZookeeperConsumerConnector
+    from zkconsumer.errors import ConsumerTimeoutError
     cfg = ConsumerConfig.from_properties({
         "group.id": unique("bench-consume"), "zookeeper.connect": cluster.zookeeper_connect,
-        "auto.offset.reset": "smallest", "consumer.timeout.ms": "30000", "fetch.engine": engine})
+        "auto.offset.reset": "smallest", "consumer.timeout.ms": str(READ_TIMEOUT_MS), "fetch.engine": engine})
     conn = ZookeeperConsumerConnector(cfg)
     scraper = None
     try:
@@ -161,22 +165,25 @@ def _zkconsumer(cluster, topic, total, ends, engine="kafka-python", scrape=None)
         nxt, bad, n, nbytes = [0] * PARTITIONS, 0, 0, 0
         t_first = cpu_first = None
         served_first = (0.0, 0)
-        for m in stream:
-            p = m.partition
-            o = m.offset
-            if o != nxt[p]:
-                bad += 1
-            nxt[p] = o + 1
-            nbytes += len(m.value)
-            n += 1
-            if n == 1:
-                t_first, cpu_first = time.perf_counter(), time.process_time()
-                served_first = scraper.served() if scraper else served_first
-            if n >= total:
-                break
+        try:
+            for m in stream:
+                p = m.partition
+                o = m.offset
+                if o != nxt[p]:
+                    bad += 1
+                nxt[p] = o + 1
+                nbytes += len(m.value)
+                n += 1
+                if n == 1:
+                    t_first, cpu_first = time.perf_counter(), time.process_time()
+                    served_first = scraper.served() if scraper else served_first
+                if n >= total:
+                    break
+        except ConsumerTimeoutError:
+            pass  # a short read: the check below says so
         t_last = time.perf_counter()
         extra = {}
-        if scraper is not None:
+        if scraper is not None and n:
             cpu, (served, scrapes) = time.process_time() - cpu_first, scraper.served()
             extra = {"cpu_share": (served - served_first[0]) / cpu if cpu > 0 else 0.0,
                      "scrapes": scrapes - served_first[1]}
@@ -197,8 +204,12 @@ def _confluent(cluster, topic, total, ends):
     try:
         c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         nxt, bad, n, nbytes, t_first = [0] * PARTITIONS, 0, 0, 0, None
-        while n < total:
-            for m in c.consume(num_messages=CONFLUENT_BATCH, timeout=1.0):
+        idle_until = time.monotonic() + READ_TIMEOUT_MS / 1000.0
+        while n < total and time.monotonic() < idle_until:
+            batch = c.consume(num_messages=CONFLUENT_BATCH, timeout=1.0)
+            if batch:
+                idle_until = time.monotonic() + READ_TIMEOUT_MS / 1000.0
+            for m in batch:
                 if m.error() is not None:
                     continue
                 p = m.partition()
@@ -228,8 +239,12 @@ def _kafka_python(cluster, topic, total, ends):
         for tp in tps:
             c.position(tp)  # resolved before the clock, as zkconsumer's are
         nxt, bad, n, nbytes, t_first = [0] * PARTITIONS, 0, 0, 0, None
-        while n < total:
-            for records in c.poll(timeout_ms=1000).values():
+        idle_until = time.monotonic() + READ_TIMEOUT_MS / 1000.0
+        while n < total and time.monotonic() < idle_until:
+            polled = c.poll(timeout_ms=1000)
+            if polled:
+                idle_until = time.monotonic() + READ_TIMEOUT_MS / 1000.0
+            for records in polled.values():
                 for m in records:
                     p = m.partition
                     o = m.offset
@@ -254,7 +269,7 @@ def _pykafka(cluster, topic, total, ends, tuned=True):
     client = KafkaClient(hosts=cluster.bootstrap_servers, broker_version="1.0.0")  # >= 0.10: ApiVersions discovery
     c = client.topics[topic].get_balanced_consumer(
         consumer_group=unique("bench-pykafka").encode(), managed=False, zookeeper_connect=cluster.zookeeper_connect,
-        auto_commit_enable=False, auto_offset_reset=-2, consumer_timeout_ms=30000,  # -2: OffsetType.EARLIEST
+        auto_commit_enable=False, auto_offset_reset=-2, consumer_timeout_ms=READ_TIMEOUT_MS,  # -2: EARLIEST
         **(PYKAFKA_TUNED if tuned else {}))
     try:
         nxt, bad, n, nbytes, t_first = [0] * PARTITIONS, 0, 0, 0, None
@@ -298,7 +313,8 @@ def _scala(jvms, cluster, topic, total, ends, tuned=False):
     if jvms.scala is None:
         jvms.scala = jvm.Driver("ScalaConsumerCount", ("-Xmx1g",))
     props = dict({"group.id": unique("bench-scala"), "zookeeper.connect": cluster.zookeeper_connect,
-                  "auto.offset.reset": "smallest", "auto.commit.enable": "false", "consumer.timeout.ms": "30000"},
+                  "auto.offset.reset": "smallest", "auto.commit.enable": "false",
+                  "consumer.timeout.ms": str(READ_TIMEOUT_MS)},
                  **(SCALA_TUNED if tuned else {}))
     path = jvm.write_props(os.path.join(jvms.tmp, props["group.id"] + ".properties"), props)
     r = json.loads(jvms.scala.ask("run %s %s %d %d" % (path, topic, total, PARTITIONS))[-1])
@@ -313,8 +329,8 @@ def _java(jvms, cluster, topic, total, ends):
     if jvms.java is None:
         jvms.java = jvm.Driver("JavaConsumerPerf", ("-Xmx1g",), jars="kafka")
     group = unique("bench-java")
-    lines = jvms.java.ask("--bootstrap-server %s --topic %s --messages %d --group %s --timeout 30000 --hide-header"
-                          % (cluster.bootstrap_servers, topic, total, group), until="done")
+    lines = jvms.java.ask("--bootstrap-server %s --topic %s --messages %d --group %s --timeout %d --hide-header"
+                          % (cluster.bootstrap_servers, topic, total, group, READ_TIMEOUT_MS), until="done")
     rows = [ln.split(", ") for ln in lines if ln.count(", ") == 9]
     if not rows:
         raise RuntimeError("ConsumerPerformance printed no figures: %s" % " | ".join(lines)[-1000:])
@@ -360,8 +376,8 @@ def _order(clients, r):
 
 
 def _rounds(clients, cluster, topic, total, ends, rounds, log, what):
-    """A warm-up round, then *rounds* rounds, the order rotated by one client (or block) per round; a client that
-    fails is dropped from the later rounds (its row says why)."""
+    """A warm-up round, then *rounds* rounds, the order rotated by one client (or block) per round; a client whose
+    read fails (its check, or an error) reads no more and its rows are void (they say why)."""
     for r in range(rounds + 1):
         for c in _order(clients, r):
             if c.failure:
@@ -439,10 +455,22 @@ def run(cluster, quick=False, log=print):
     return out
 
 
+def _void(by, *keys):
+    """Why the rows of these clients are void ("" when they are not): a client that failed a read (its check, or an
+    error) has no row from its other reads, nor does one with no samples."""
+    for k in keys:
+        if by[k].failure:
+            return by[k].failure
+    for k in keys:
+        if not by[k].samples:
+            return "%s: no samples" % by[k].label
+    return ""
+
+
 def _against(by, ours, theirs):
-    """(our median, their median, ratio of medians, note) or None when either has no samples."""
+    """(our median, their median, ratio of medians, note) or None when either client's reads are void."""
     a, b = by[ours], by[theirs]
-    if not a.samples or not b.samples:
+    if _void(by, ours, theirs):
         return None
     m, bm = median(a.samples), median(b.samples)
     return m, bm, m / bm, "%s: %s msg/s; %s: %s msg/s" % (a.label, spread(a.samples), b.label, spread(b.samples))
@@ -451,8 +479,8 @@ def _against(by, ours, theirs):
 def _peer_row(key, metric, by, ours, theirs, extra_note=""):
     got = _against(by, ours, theirs)
     if got is None:
-        why = by[theirs].failure or by[ours].failure or "no samples"
-        return goals.row(key, metric + " (not measured)", float("nan"), "msg/s", None, None, why)
+        return goals.row(key, metric + " (void: not measured)", float("nan"), "msg/s", None, None,
+                         _void(by, ours, theirs))
     m, bm, ratio, note = got
     return goals.row(key, metric, round(m), "msg/s", round(bm), round(ratio, 2),
                      note + ("; " + extra_note if extra_note else ""))
@@ -505,9 +533,9 @@ def _metrics_rows(by):
     for key, which, every in (("metrics.15s", "zk-m15", "15 s"), ("metrics.stress", "zk-m100", "100 ms")):
         c = by[which]
         metric = "consume msg/s with the Prometheus endpoint scraped every %s vs unscraped" % every
-        if not c.samples or not by["zk"].samples:
-            rows.append(goals.row(key, metric + " (not measured)", float("nan"), "msg/s", None, None,
-                                  c.failure or "no samples"))
+        why = _void(by, which, "zk")
+        if why:
+            rows.append(goals.row(key, metric + " (void: not measured)", float("nan"), "msg/s", None, None, why))
             continue
         ratios = _paired(by, which)
         scrapes = sum(e["scrapes"] for e in c.extras)
