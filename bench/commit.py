@@ -66,8 +66,8 @@ def run(cluster, quick=False, log=print):
         check = store.fetch(tps[:3])
         last = pairs - 1  # the last pair's later commit is in ZooKeeper
         assert all(v == (3000 if last % 2 == 0 else 2000) + last for v in check.values()), check
-        cpu = _cpu_per_commit(cluster.server_pids(), ((store.commit, "zk", 5000), (dual_store.commit, "dual", 6000)),
-                              tps)
+        servers = cluster.server_pids()
+        cpu = _cpu_per_commit(servers, ((store.commit, "zk", 5000), (dual_store.commit, "dual", 6000)), tps)
         overlapped = dual_store.stats["overlapped"]
         dual_store.close()
     finally:
@@ -78,9 +78,9 @@ def run(cluster, quick=False, log=print):
     log("commit: sequential set %.1f ms (median of %d), zookeeper store %.1f ms, dual %.1f ms (medians of %d pairs; "
         "median pair ratio %.2f)" % (b, rounds, o, d, pairs, paired))
     log("commit CPU ms per commit, %d back to back: %s" % (CPU_COMMITS, cpu))
-    cpu_note = ""
-    if cpu:
-        z, du = cpu["zk"], cpu["dual"]
+    cpu_note = "; the servers' CPU is not ours to read (an external cluster)"
+    z, du = cpu["zk"], cpu["dual"]
+    if servers:
         work = sum(du["cpu"].values())
         cpu_note = ("; CPU per commit: ZooKeeper-only %.1f ms wall, this process %.1f ms + "
                     "ZooKeeper %.1f ms; dual %.1f ms wall, this process %.1f ms + ZooKeeper %.1f ms + Kafka %.1f ms = "
@@ -99,12 +99,9 @@ def run(cluster, quick=False, log=print):
                   "median of the %d pairs' ratios is %.2f); dual %s ms; %d of %d dual commits overlapped (Kafka "
                   "healthy)" % (pairs, paired, spread(dual, "%.1f"), overlapped, pairs + WARM_UP + CPU_COMMITS)),
     ]
-    if cpu:
-        z, du = cpu["zk"], cpu["dual"]
-        rows.append(goals.row("dual.back-to-back", "commit 1,000 partition offsets, dual, back to back (%d of each)"
-                              % CPU_COMMITS, round(du["wall"], 1), "ms", round(z["wall"], 1),
-                              round(du["wall"] / z["wall"], 2), "baseline: ZooKeeper-only commits back to back" +
-                              cpu_note))
+    rows.append(goals.row("dual.back-to-back", "commit 1,000 partition offsets, dual, back to back (%d of each)"
+                          % CPU_COMMITS, round(du["wall"], 1), "ms", round(z["wall"], 1),
+                          round(du["wall"] / z["wall"], 2), "baseline: ZooKeeper-only commits back to back" + cpu_note))
     rows.append(goals.row("commit.zk-10000", "commit 10,000 partition offsets, ZooKeeper store", round(big, 1), "ms",
                           round(big_base, 1), round(big / big_base, 3),
                           "baseline: kazoo set_async of the same 10,000 nodes, all in flight at once, then collected"))
@@ -113,9 +110,8 @@ def run(cluster, quick=False, log=print):
 
 def _cpu_per_commit(servers, kinds, tps):
     """``{kind: {"wall": ms, "cpu": {"client"|"zookeeper"|"kafka": ms}}}`` per commit over CPU_COMMITS commits of
-    each kind back to back; {} when the servers' processes are not ours to read (an external cluster)."""
-    if not servers:
-        return {}
+    each kind back to back; the servers' CPU only when their processes are ours to read (*servers*, {} for an
+    external cluster)."""
     out = {}
     for commit, kind, first in kinds:
         before, t0 = _cpu(servers), time.perf_counter()
