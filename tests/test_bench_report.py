@@ -179,6 +179,15 @@ def test_the_issue_goals_are_frozen_as_worded():
     assert goals.GOALS["scale.300"].on == "value"
 
 
+def test_the_issue_sample_sizes_are_kept():
+    """What the performance issue fixes besides the goals: >= 5 samples of every consume client (after a discarded
+    warm-up round), >= 15 joins and 15 leaves per rebalance peer, 300 members x 3,000 partitions for scale."""
+    from bench import consume, rebalance, scale
+    assert consume.ROUNDS >= 5
+    assert rebalance.EVENTS >= 15
+    assert (300, 3000, "scale.300") in scale.GROUPS
+
+
 def test_consume_rounds_rotate_and_keep_blocks_together():
     from bench.consume import Client, _order
     clients = [Client("zk", "", None, block="zk"), Client("ck", "", None), Client("java", "", None),
