@@ -53,12 +53,16 @@ CONFLUENT_BATCH = 10_000
 # (zkconsumer.consumer.fetcher.consumer_settings at zkconsumer's defaults)
 KAFKA_PYTHON_TUNED = {"max_poll_records": 100_000, "fetch_max_bytes": 52_428_800,
                       "max_partition_fetch_bytes": 1_048_576, "fetch_max_wait_ms": 100}
-# pykafka 2.8's README ("use_rdkafka=True" for speed) and BalancedConsumer's docs (queued_max_messages,
-# fetch_message_max_bytes). Its rdkafka consumer sets receive.message.max.bytes to fetch_message_max_bytes x
-# (partitions + 1) and leaves librdkafka's fetch.max.bytes (50 MiB) alone, which today's librdkafka refuses unless
-# the former is larger: 8 MiB x 9 is the smallest power of two that starts; its queued.max.messages.kbytes is
-# queued_max_messages x fetch_message_max_bytes / 1024, capped by librdkafka at 2,097,151: 250 messages
-PYKAFKA_TUNED = {"use_rdkafka": True, "fetch_message_max_bytes": 8 * 1024 * 1024, "queued_max_messages": 250}
+# pykafka 2.8's README ("use_rdkafka=True" for speed) and BalancedConsumer's docs (queued_max_messages, the
+# prefetch its rdkafka consumer hands librdkafka as queued.min.messages; fetch_message_max_bytes). That consumer sets
+# receive.message.max.bytes to fetch_message_max_bytes x (partitions + 1) and leaves librdkafka's fetch.max.bytes
+# (50 MiB) alone; librdkafka refuses a receive.message.max.bytes under fetch.max.bytes + 512, and caps
+# queued.max.messages.kbytes (pykafka: queued_max_messages x fetch_message_max_bytes / 1024) at 2,097,151. So the
+# smallest fetch_message_max_bytes that starts, and the most queued_max_messages it allows (5,825,480 B and 368 on
+# 8 partitions; one byte less, or one message more, and the consumer does not start)
+PYKAFKA_FETCH_BYTES = -(-(50 * 1024 * 1024 + 512) // (PARTITIONS + 1))
+PYKAFKA_TUNED = {"use_rdkafka": True, "fetch_message_max_bytes": PYKAFKA_FETCH_BYTES,
+                 "queued_max_messages": 2_097_151 * 1024 // PYKAFKA_FETCH_BYTES}
 # Kafka 1.1.1's ConsumerConfig: each fetch up to fetch.message.max.bytes per partition (default 1 MiB), up to
 # queued.max.message.chunks fetched chunks queued per stream (default 2)
 SCALA_TUNED = {"fetch.message.max.bytes": 4 * 1024 * 1024, "queued.max.message.chunks": 10}

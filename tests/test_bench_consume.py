@@ -29,6 +29,16 @@ def test_a_client_that_failed_a_later_read_has_a_void_row():
     assert goals.GOALS[rows["metrics.15s"].key].headline
 
 
+def test_pykafka_gets_the_most_prefetch_librdkafka_lets_it_start_with():
+    """queued_max_messages is librdkafka's queued.min.messages for pykafka's rdkafka consumer: the most that starts
+    (the fetch size as small as librdkafka accepts with pykafka's receive.message.max.bytes, the queue's kbytes
+    under librdkafka's cap)."""
+    fetch, queued = consume.PYKAFKA_TUNED["fetch_message_max_bytes"], consume.PYKAFKA_TUNED["queued_max_messages"]
+    assert fetch * (consume.PARTITIONS + 1) >= 50 * 1024 * 1024 + 512 > (fetch - 1) * (consume.PARTITIONS + 1)
+    assert queued * fetch // 1024 <= 2_097_151 < (queued + 1) * fetch // 1024
+    assert consume.PYKAFKA_TUNED["use_rdkafka"] is True
+
+
 @pytest.fixture(scope="module")
 def backlog(services):
     """(cluster, topic, total, ends): 1,000 records of 100 B over the suite's 8 partitions."""
