@@ -420,36 +420,44 @@ def _pykafka_available():
         return ("pykafka's rdkafka extension is not built (%s): .ci/bootstrap builds it against librdkafka-dev" % e)
 
 
+def clients(jvms, main, quick, pykafka_why):
+    """The clients of one data variant: zkconsumer, tuned confluent-kafka and the Java consumer for every variant;
+    for the main one (*main*) also the librdkafka engine, the scraped reads, kafka-python, the Scala consumer
+    (defaults and tuned) and pykafka: with its rdkafka extension unless *pykafka_why* says why not, and pure Python
+    in full runs or beside a missing rdkafka figure."""
+    out = [Client("zk", "zkconsumer", lambda *a: _zkconsumer(*a), block="zk"),
+           Client("ck", "confluent-kafka (tuned)", _confluent),
+           Client("java", "Kafka 3.9 ConsumerPerformance", lambda *a: _java(jvms, *a))]
+    if not main:
+        return out
+    out += [Client("zk-rd", "zkconsumer, fetch.engine=librdkafka", lambda *a: _zkconsumer(*a, engine="librdkafka")),
+            Client("zk-m15", "zkconsumer, endpoint scraped every 15 s",
+                   lambda *a: _zkconsumer(*a, scrape=(15.0, random.uniform(0, 15.0))), block="zk"),
+            Client("zk-m100", "zkconsumer, endpoint scraped every 100 ms",
+                   lambda *a: _zkconsumer(*a, scrape=(0.1, 0.0)), block="zk"),
+            Client("kp", "kafka-python (tuned)", _kafka_python),
+            Client("scala", "the Scala consumer (defaults)", lambda *a: _scala(jvms, *a)),
+            Client("scala-t", "the Scala consumer (tuned)", lambda *a: _scala(jvms, *a, tuned=True))]
+    if not pykafka_why:
+        out.append(Client("pk", "pykafka (use_rdkafka=True, tuned)", _pykafka))
+    if not quick or pykafka_why:  # pure Python: ~50-65 s a read of 500k
+        out.append(Client("pk-py", "pykafka (pure Python)", lambda *a: _pykafka(*a, tuned=False)))
+    return out
+
+
 def run(cluster, quick=False, log=print):
     total = 500_000 if quick else 1_000_000
     rounds = ROUNDS if quick else ROUNDS + 2
+    why = _pykafka_available()
     jvms = _Jvms()
     out = []
     try:
         for i, variant in enumerate(VARIANTS):
             topic, ends = _produce(cluster, variant, total, log)
             main = i == 0
-            clients = [Client("zk", "zkconsumer", lambda *a: _zkconsumer(*a), block="zk"),
-                       Client("ck", "confluent-kafka (tuned)", _confluent),
-                       Client("java", "Kafka 3.9 ConsumerPerformance", lambda *a: _java(jvms, *a))]
-            if main:
-                clients += [
-                    Client("zk-rd", "zkconsumer, fetch.engine=librdkafka",
-                           lambda *a: _zkconsumer(*a, engine="librdkafka")),
-                    Client("zk-m15", "zkconsumer, endpoint scraped every 15 s",
-                           lambda *a: _zkconsumer(*a, scrape=(15.0, random.uniform(0, 15.0))), block="zk"),
-                    Client("zk-m100", "zkconsumer, endpoint scraped every 100 ms",
-                           lambda *a: _zkconsumer(*a, scrape=(0.1, 0.0)), block="zk"),
-                    Client("kp", "kafka-python (tuned)", _kafka_python),
-                    Client("scala", "the Scala consumer (defaults)", lambda *a: _scala(jvms, *a)),
-                    Client("scala-t", "the Scala consumer (tuned)", lambda *a: _scala(jvms, *a, tuned=True))]
-                why = _pykafka_available()
-                if not why:
-                    clients.append(Client("pk", "pykafka (use_rdkafka=True, tuned)", _pykafka))
-                if not quick:  # pure Python: ~40 s a read of 1M
-                    clients.append(Client("pk-py", "pykafka (pure Python)", lambda *a: _pykafka(*a, tuned=False)))
-            _rounds(clients, cluster, topic, total, ends, rounds, log, variant.name)
-            by = {c.key: c for c in clients}
+            cs = clients(jvms, main, quick, why)
+            _rounds(cs, cluster, topic, total, ends, rounds, log, variant.name)
+            by = {c.key: c for c in cs}
             if main:
                 out += _main_rows(by, total, quick, why)
             else:
@@ -508,7 +516,8 @@ def _main_rows(by, total, quick, pykafka_why):
     else:
         rows.append(goals.row("consume.reported", "consume msg/s vs pykafka BalancedConsumer, pure Python (not "
                               "measured)", float("nan"), "msg/s", None, None,
-                              "full run only (python -m bench): ~40 s a read at ~12-25k msg/s"))
+                              "full runs only (python -m bench), and --quick runs without the rdkafka "
+                              "extension: ~50-65 s a read of 500k at ~8-25k msg/s"))
     rows += [
         _peer_row("consume.scala", "consume msg/s vs Kafka 1.1.1's Scala consumer, warmed JVM, defaults", by, "zk",
                   "scala", "ZookeeperConsumerConnector in one JVM for every run, its defaults"),
@@ -562,7 +571,10 @@ def _variant_rows(variant, by, total):
 
 
 def _pykafka_version():
-    import pykafka
+    try:
+        import pykafka
+    except ImportError:
+        return "(not installed)"
     return pykafka.__version__
 
 

@@ -39,6 +39,15 @@ def test_pykafka_gets_the_most_prefetch_librdkafka_lets_it_start_with():
     assert consume.PYKAFKA_TUNED["use_rdkafka"] is True
 
 
+def test_pure_python_pykafka_is_beside_a_missing_rdkafka_figure_in_quick_runs_too():
+    def keys(quick, why):
+        return {c.key for c in consume.clients(None, True, quick, why)}
+    assert "pk" in keys(True, "") and "pk-py" not in keys(True, "")  # quick: the rdkafka figure alone
+    assert {"pk", "pk-py"} <= keys(False, "")
+    assert "pk" not in keys(True, "not built") and "pk-py" in keys(True, "not built")
+    assert {c.key for c in consume.clients(None, False, True, "")} == {"zk", "ck", "java"}  # the data variants
+
+
 @pytest.fixture(scope="module")
 def backlog(services):
     """(cluster, topic, total, ends): 1,000 records of 100 B over the suite's 8 partitions."""
