@@ -39,6 +39,19 @@ def test_pykafka_gets_the_most_prefetch_librdkafka_lets_it_start_with():
     assert consume.PYKAFKA_TUNED["use_rdkafka"] is True
 
 
+def test_the_java_row_compares_zkconsumer_over_consumer_performances_window():
+    """ConsumerPerformance's fetch.nMsg.sec runs from its group join's end, its first fetch inside: zkconsumer's
+    figure in that row runs from its streams' creation returning, not from its first record."""
+    by = {"zk": _client("zk", [1000.0, 1200.0]), "java": _client("java", [900.0, 1000.0])}
+    by["zk"].extras = [{"ready_rate": 800.0}, {"ready_rate": 850.0}]
+    by["java"].extras = [{"rebalance_ms": 3000.0}, {"rebalance_ms": 3100.0}]
+    row = consume._java_row("consume vs java", by)
+    assert (row.value, row.baseline, row.ratio, row.key, row.met) == (825, 950, 0.87, "consume.java", None)
+    assert "first to last record: median 1100" in row.note
+    by["java"].failure = "ConsumerPerformance failed"
+    assert "void" in consume._java_row("consume vs java", by, "consume.reported").metric
+
+
 def test_pure_python_pykafka_is_beside_a_missing_rdkafka_figure_in_quick_runs_too():
     def keys(quick, why):
         return {c.key for c in consume.clients(None, True, quick, why)}
@@ -71,8 +84,10 @@ def test_every_client_reads_the_backlog_and_a_short_read_fails_its_check_within_
                                                                                                 monkeypatch):
     cluster, topic, total, ends, jvms = backlog
     for name, read in _readers(jvms).items():
-        rate, _ = read(cluster, topic, total, ends)
+        rate, extra = read(cluster, topic, total, ends)
         assert rate > 0, name
+        if name == "zkconsumer":
+            assert 0 < extra["ready_rate"] < rate  # its window from the streams' creation holds the first fetch
     # told partition 0 holds one record more than it does: every client waits READ_TIMEOUT_MS for it, then its
     # check fails (confluent-kafka's and kafka-python's loops used to wait forever; the Scala consumer's JVM exited)
     monkeypatch.setattr(consume, "READ_TIMEOUT_MS", 3000)
