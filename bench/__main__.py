@@ -23,7 +23,8 @@ SUITES = {"consume": consume, "rebalance": rebalance, "churn": churn, "fleet": f
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
-                    help="smaller runs (1,823 s on a loaded 2-core VM, of which scale ~13 min: its members fetch)")
+                    help="smaller runs (~37 min on a loaded 2-core VM: 1,823 s measured, of which scale ~13 min "
+                         "as its members fetch, then 6 min more for dual commits 60 s apart)")
     ap.add_argument("--only", default="consume,rebalance,churn,fleet,scale,commit,exporter,spark,spark-cluster",
                     help="comma-separated suites [default: all]")
     ap.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "results.json"))
