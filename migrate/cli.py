@@ -22,12 +22,14 @@ from . import render, state, transfer
 from .expiry import expiry_warning
 from .fleet import select_groups, worst_exit
 from .group_offsets import GroupOffsets
+from .keepalive import repeat
+from .lock import GroupLock, lock_wait_option
 from .leftovers import STORES as FORGET_STORES
 from .leftovers import forget_topics
 from .offsets_file import format_offsets, read_offsets_file
 from .reset import STORES as RESET_STORES
 from .reset import reset_group
-from .selection import check_selection, groups_options, run_and_report, run_selected, single
+from .selection import check_selection, groups_options, run_and_print, run_and_report, run_selected, single
 from .status import group_status
 from .verify import PHASES, settle_for, verify_group
 
@@ -143,8 +145,10 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
         both = gofs.exclude(exclude).read_all(topics, scan_all_topics=(store == "kafka"))
         offs = {tp: v[i] for tp, v in both.items() if v[i] is not None}
         collected[gofs.group] = offs
-        return {"group": gofs.group, "store": store, "count": len(offs),
-                "offsets": {render.tp(tp): o for tp, o in sorted(offs.items())}}, 0
+        unreadable = gofs.unreadable_report()
+        out = {"group": gofs.group, "store": store, "count": len(offs), "unreadable": unreadable,
+               "offsets": {render.tp(tp): o for tp, o in sorted(offs.items())}}
+        return out, EXIT_CHECK_FAILED if unreadable else 0
 
     results = run_selected(zookeeper, bootstrap, groups, all_groups, matching, parallel, one,
                            need_kafka=(store == "kafka"))
@@ -165,6 +169,8 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
         for r, _ in results.values():
             if "error" in r:
                 click.echo("%s: error: %s" % (r["group"], r["error"]), err=True)
+            for why in (r.get("unreadable") or {}).values():
+                click.echo("%s: not exported: %s" % (r["group"], why), err=True)
         if output:
             click.echo("exported %d offset(s) of %d group(s) from %s to %s" % (len(lines), len(collected), store,
                                                                                output), err=True)
@@ -184,8 +190,9 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
 @click.option("--allow-rewind", is_flag=True, help="Also move offsets backwards.")
 @click.option("--force", is_flag=True, help="Write even while ZooKeeper members are live.")
 @backup_option
+@lock_wait_option
 @json_option
-def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, backup_dir, as_json):
+def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, backup_dir, lock_wait, as_json):
     """Write the offsets of an ExportZkOffsets file into one store (every line validated first).
 
     The rule of copy and rollback: an offset is never moved backwards without --allow-rewind, both stores are
@@ -200,12 +207,18 @@ def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, 
         for group, offs in sorted(data.items()):
             gofs = GroupOffsets(zk, bs, group, security=kafka_security())
             try:
-                result["groups"][group] = transfer.import_group(gofs, offs, store, execute, allow_rewind, backup_dir)
+                if execute:
+                    with GroupLock(zk, group, "import", lock_wait) as gofs.lock:
+                        result["groups"][group] = transfer.import_group(gofs, offs, store, execute, allow_rewind,
+                                                                        backup_dir)
+                else:
+                    result["groups"][group] = transfer.import_group(gofs, offs, store, execute, allow_rewind,
+                                                                    backup_dir)
             finally:
                 gofs.close()
     finally:
         zkmod.close(zk)
-    left_behind = any(g["failed"] or g["skipped_rewind"] for g in result["groups"].values())
+    left_behind = any(g["failed"] or g["skipped_rewind"] or g["unreadable"] for g in result["groups"].values())
     if as_json:
         emit_json(result)
     else:
@@ -219,7 +232,7 @@ def _copy_options(f):
             click.option("--execute", is_flag=True, help="Write (default: dry run)."),
             click.option("--allow-rewind", is_flag=True, help="Also move offsets backwards."),
             click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live."),
-            backup_option, topic_option, exclude_option, allow_stale_option, json_option]):
+            backup_option, topic_option, exclude_option, allow_stale_option, lock_wait_option, json_option]):
         f = opt(f)
     return f
 
@@ -229,7 +242,7 @@ def _copy_options(f):
 @click.option("--from", "src", type=click.Choice(["zookeeper"]), default="zookeeper", show_default=True)
 @click.option("--to", "dst", type=click.Choice(["kafka"]), default="kafka", show_default=True)
 def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
-         topics, exclude, allow_stale, as_json, src, dst):
+         topics, exclude, allow_stale, lock_wait, as_json, src, dst):
     """Copy ZooKeeper offsets to Kafka (never backwards unless --allow-rewind; idempotent; stale offsets refused
     unless --allow-stale; topics that no longer exist skipped)."""
     check_selection(groups, all_groups, matching)
@@ -239,13 +252,13 @@ def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, 
                                   allow_stale)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)  # anything left behind is not "done"
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.copy_result)
+                   render.copy_result, lock=("copy", lock_wait) if execute else None)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @_copy_options
 def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
-             topics, exclude, allow_stale, as_json):
+             topics, exclude, allow_stale, lock_wait, as_json):
     """Copy Kafka offsets back to ZooKeeper (never backwards unless --allow-rewind; idempotent; ZooKeeper offsets
     Kafka cannot vouch for refused unless --allow-stale). With --execute and nothing left behind it lifts the cutover
     fence."""
@@ -256,7 +269,7 @@ def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execu
                                       allow_stale)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.copy_result)
+                   render.copy_result, lock=("rollback", lock_wait) if execute else None)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -278,9 +291,10 @@ def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execu
 @click.option("--no-record", is_flag=True, help="Do not record the phase when the check passes (read only).")
 @topic_option
 @exclude_option
+@lock_wait_option
 @json_option
 def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, to, settle, expiry_margin,
-           no_expiry_check, no_record, topics, exclude, as_json):
+           no_expiry_check, no_record, topics, exclude, lock_wait, as_json):
     """Exit 1 when the stores disagree beyond commits in flight, an offset the phase reads is missing or outside
     the log, or the group is active both in ZooKeeper and on the broker (split brain). A passing verify records the
     phase in ZooKeeper (not with --no-record); it never changes offsets and never lifts the cutover fence."""
@@ -296,7 +310,7 @@ def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, 
                                                        to if phase == "dual" else None)
         return rep, (0 if rep["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   lambda rep: render.verify_result(rep, phase))
+                   lambda rep: render.verify_result(rep, phase), lock=None if no_record else ("verify", lock_wait))
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -314,9 +328,10 @@ def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, 
 @topic_option
 @exclude_option
 @allow_stale_option
+@lock_wait_option
 @json_option
 def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, timeout, no_acl_fence, backup_dir,
-            topics, exclude, allow_stale, as_json):
+            topics, exclude, allow_stale, lock_wait, as_json):
     """Hand the group to broker-coordinated consumers: no ZooKeeper owner left, Kafka >= ZooKeeper, ready; with
     --execute the group is fenced: /consumers/G/ids refuses new members (JVM ones included) and zkconsumer members
     refuse to join (cutover.fence) until 'zkmigrate rollback --execute'."""
@@ -331,7 +346,7 @@ def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
             out["warnings"].append(expiry_warning(gofs) + " (start the broker-coordinated consumers before then)")
         return out, (0 if out["ready"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.cutover_result)
+                   render.cutover_result, lock=("cutover", lock_wait) if execute else None)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -341,12 +356,14 @@ def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
 @click.option("--execute", is_flag=True, help="Re-commit (default: show what would be re-committed).")
 @click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
 @click.option("--every", type=click.FloatRange(1, None), default=None, metavar="SECONDS",
-              help="Keep-alive: repeat every SECONDS until interrupted (e.g. a quarter of offsets.retention.minutes).")
+              help="Keep-alive: repeat every SECONDS until SIGTERM/SIGINT (e.g. a quarter of offsets.retention.minutes); "
+                   "a round that fails (ZooKeeper or Kafka down) is logged and the next one runs on time.")
 @topic_option
 @exclude_option
+@lock_wait_option
 @json_option
 def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, force, every, topics, exclude,
-            as_json):
+            lock_wait, as_json):
     """Re-commit the groups' Kafka offsets unchanged, so the broker does not drop them (offsets.retention.minutes
     after their last commit) while no consumer commits: a stopped group in the Kafka phase, or offsets written by
     copy/cutover before the new consumers start."""
@@ -356,19 +373,44 @@ def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
     def per_group(gofs):
         out = refresh_group(gofs.exclude(exclude), execute, force, topics)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
+    lock = ("refresh", lock_wait) if execute else None
     if every is None:
         run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                       render.refresh_result)
-    import time as _time
-    while True:
-        try:
-            run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                           render.refresh_result)
-        except SystemExit as e:
-            if e.code not in (0, None):
-                click.echo("refresh: this round ended with exit code %s; trying again in %.0f s" % (e.code, every),
-                           err=True)
-        _time.sleep(every)
+                       render.refresh_result, lock=lock)
+    sys.exit(repeat(lambda: run_and_print(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group,
+                                          as_json, render.refresh_result, lock=lock), every))
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@zookeeper_option
+@bootstrap_option
+@click.argument("backups", nargs=-1, required=True, metavar="BACKUP...",
+                type=click.Path(exists=True, dir_okay=False))
+@click.option("--execute", is_flag=True, help="Write and delete (default: show what would change).")
+@click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
+@backup_option
+@lock_wait_option
+@json_option
+def restore(zookeeper, bootstrap, backups, execute, force, backup_dir, lock_wait, as_json):
+    """Put both stores of a group back exactly as a backup found them: its offsets written back (backwards too),
+    offsets created since deleted. BACKUP is the backup-<group>-<time>.json that every writing command leaves
+    beside its two .txt files (either .txt will do). Dry run unless --execute; a backup of what is there now is
+    written first; refused while the group is live."""
+    from .backup import load_backup
+    from .restore import restore_group
+    loaded = {}
+    for path in backups:  # every file read and checked before anything connects
+        b = load_backup(path)
+        if b.group in loaded:
+            raise click.BadParameter("%s and %s are both backups of group %s: restore one of them"
+                                     % (loaded[b.group].path, b.path, b.group), param_hint="BACKUP")
+        loaded[b.group] = b
+
+    def per_group(gofs):
+        out = restore_group(gofs, loaded[gofs.group], execute, force, backup_dir)
+        return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
+    run_and_report(zookeeper, bootstrap, tuple(loaded), False, None, 4, per_group, as_json, render.restore_result,
+                   lock=("restore", lock_wait) if execute else None)
 
 
 @cli.command("forget-topic", epilog=EXIT_CODES_HELP)
@@ -381,9 +423,10 @@ def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
               help="Where to delete the topic's offsets.")
 @click.option("--execute", is_flag=True, help="Delete (default: show what would be deleted).")
 @backup_option
+@lock_wait_option
 @json_option
 def forget_topic(zookeeper, bootstrap, groups, all_groups, matching, parallel, topics, store, execute, backup_dir,
-                 as_json):
+                 lock_wait, as_json):
     """Delete the groups' offsets of topics they no longer read (deleted topics, or leftovers that make verify
     report missing offsets). Dry run unless --execute; a backup of both stores first; refused for a group while a
     live member subscribes to the topic or owns one of its partitions."""
@@ -393,7 +436,8 @@ def forget_topic(zookeeper, bootstrap, groups, all_groups, matching, parallel, t
         out = forget_topics(gofs, list(topics), store, execute, backup_dir)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.forget_result, need_kafka=store != "zookeeper")
+                   render.forget_result, need_kafka=store != "zookeeper",
+                   lock=("forget-topic", lock_wait) if execute else None)
 
 
 def _parse_scope(values):
@@ -469,10 +513,11 @@ def _parse_duration(text):
 @click.option("--execute", is_flag=True, help="Write (default: dry run).")
 @click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
 @backup_option
+@lock_wait_option
 @json_option
 def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, topic_scope, all_topics, to_earliest,
                   to_latest, to_current, to_offset, to_datetime, shift_by, by_duration, store, execute, force,
-                  backup_dir, as_json):
+                  backup_dir, lock_wait, as_json):
     """Move a stopped group's offsets (kafka-consumer-groups --reset-offsets for ZooKeeper groups). Dry run unless
     --execute; a backup of both stores first; refused while the group is live."""
     check_selection(groups, all_groups, matching)
@@ -501,7 +546,7 @@ def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, 
         out = reset_group(gofs, kind, value, scope, all_topics, store, execute, force, backup_dir)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.reset_result)
+                   render.reset_result, lock=("reset-offsets", lock_wait) if execute else None)
 
 
 def main():

@@ -15,7 +15,7 @@ from typing import Dict, Iterable, List, Tuple, Union
 from zkconsumer.errors import ZkConsumerError, ZnodeFormatError
 from zkconsumer.layout import parse_offset_path, partition_offset_path
 
-__all__ = ["OffsetsFileError", "format_offsets", "parse_offsets", "read_offsets_file"]
+__all__ = ["OffsetsFileError", "format_offsets", "parse_offsets", "read_offsets_file", "read_bytes"]
 
 _OFFSET = re.compile(r"(0|[1-9][0-9]{0,18})\Z")
 
@@ -56,15 +56,20 @@ def parse_offsets(lines: Iterable[str], source: str = "<input>") -> Dict[str, Di
     return out
 
 
+def read_bytes(path: str, error: type = OffsetsFileError) -> bytes:
+    """The bytes of the file at *path*; *error* (an :class:`OffsetsFileError`) naming it when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise error("%s: cannot read: %s" % (path, e.strerror or e)) from None
+
+
 def read_offsets_file(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Dict[Tuple[str, int], int]]:
     """Read and parse an offsets file (UTF-8, as ExportZkOffsets writes it); :class:`OffsetsFileError` naming the
     file and line when it is not one (bytes that are not UTF-8 included), before anything is written anywhere."""
     name = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise OffsetsFileError("%s: cannot read: %s" % (name, e.strerror or e)) from None
+    data = read_bytes(name)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -131,11 +131,12 @@ def reset_group(gofs, spec: str, value: Optional[int], scope: Dict[str, Optional
     out = {"group": gofs.group, "execute": execute, "live_members": members, "reset": spec, "phase_reads": list(reads),
            "partitions": [dict(topic=tp[0], partition=tp[1], zookeeper_offset=both[tp][0],
                                kafka_offset=both[tp][1], **planned[tp]) for tp in sorted(planned)],
-           "backup": [], "failed": {}, "written": 0, **skipped_report(gofs, gone)}
+           "backup": [], "failed": {}, "written": 0, "unreadable": gofs.unreadable_report(),
+           **skipped_report(gofs, gone)}
     if execute and any(writes.values()):
         out["backup"], errors = backup_and_write(gofs, both, writes, backup_dir)
         for name, failed in errors.items():
             out["failed"].update({"%s:%s-%d" % (name, tp[0], tp[1]): e for tp, e in failed.items()})
             out["written"] += len(writes[name]) - len(failed)
-    out["ok"] = not out["failed"]
+    out["ok"] = not (out["failed"] or out["unreadable"])
     return out

@@ -147,3 +147,30 @@ def test_exporter_once_json_and_bad_input(services, unique, zk):
     assert r.returncode == 2 and "--groups-matching" in r.stderr
     r = subprocess.run(base + ["--all-groups", "--zookeeper-set-acl"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "No such option" in r.stderr  # read-only: nothing to set ACLs on
+
+
+def test_split_brain_is_exported_and_a_rebalancing_broker_group_fails_no_refresh(services, unique, zk, conns):
+    """A live ZooKeeper member and a broker-coordinated consumer of the same group id: the group's split-brain
+    gauge reads 1, and the Kafka refresh (which lists the broker's groups in every active state, CompletingRebalance
+    included) keeps succeeding."""
+    from consumer_helpers import connector
+    from test_split_brain_guard import BrokerMember
+    g, t = unique("expsb"), services.create_topic(unique("expsb"), 2)
+    produce_tracked(services.bootstrap_servers, t, 10, partitions=2)
+    conn = connector(services, g)
+    conns.append(conn)
+    conn.create_message_streams({t: 1})
+    wait_until(lambda: len(zk.get_children("/consumers/%s/owners/%s" % (g, t))) == 2, 30, message="owners")
+    broker_member = BrokerMember(services.bootstrap_servers, g, t)
+    cache = LagCache(zk, lambda name: name == g, services.bootstrap_servers, interval_s=0.5).start()
+    server = MetricsServer(_registry(cache), 0)
+    try:
+        def split():
+            return [v for lab, v in _series(server.url).get("zkconsumer_group_split_brain", []) if lab["group"] == g]
+        wait_until(lambda: split() == [1.0], 60, message="the split-brain gauge (last refresh error: %s)"
+                   % cache.last_refresh_error)
+        assert cache.last_refresh_error is None, cache.last_refresh_error
+    finally:
+        server.close()
+        cache.close()
+        broker_member.close()

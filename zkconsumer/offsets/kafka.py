@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 import kafka.errors as Errors
 from kafka.admin import KafkaAdminClient
@@ -46,6 +46,7 @@ class _AllCommitted:
 
 
 ALL_COMMITTED = _AllCommitted()
+_ALL = ("*", -1)  # the one "partition" of fetch_all's request: all of the group's
 
 _REFIND = (Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError)
 _WAIT = (Errors.CoordinatorLoadInProgressError,)
@@ -266,22 +267,30 @@ class KafkaOffsetStore(OffsetStore):
                     offsets.pop(tp)
             if not offsets:
                 return result
-            refence = None
-            if fence is not None and self.zk is not None:
-                def refence(pending):  # every retry is fenced again, every owner node read again: ownership
-                    return fence.precheck(self.zk, list(pending), fresh=True)  # may have moved while we waited
-            done, failed, _ = self._attempts(self._async_commit, offsets, "commit", refence)
+            done, failed, _ = self._attempts(self._async_commit, offsets, "commit", self._refence(fence))
         return self._commit_result(offsets, done, failed, result)
 
-    def begin_commit(self, offsets) -> Callable[[], CommitResult]:
+    def _refence(self, fence):
+        """``refence(pending) -> {tp: OwnershipLostError}`` for the retries of a fenced commit (None without a
+        fence): every retry is fenced again, every owner node read again, as ownership may have moved while the
+        commit waited (a late retry must not overwrite a successor's offset with an older one)."""
+        if fence is None or self.zk is None:
+            return None
+
+        def refence(pending):
+            return fence.precheck(self.zk, list(pending), fresh=True)
+        return refence
+
+    def begin_commit(self, offsets, fence=None) -> Callable[[], CommitResult]:
         """Send the OffsetCommit of *offsets* now and return a function that waits for its answer (and does what
         :meth:`commit` does after the first attempt: retries, errors) and returns the :class:`CommitResult`.
 
         The dual store calls it as soon as ZooKeeper's multi-op is handed to kazoo, and waits for both answers;
         the request leaves from the calling thread's hand-off to the client's IO thread, not from another thread
-        of ours, which would wait up to the interpreter's switch interval (5 ms) for the interpreter lock. No fence (the dual store checks it before). The returned function raises
-        like :meth:`commit`. When the coordinator cannot be found now, or kafka-python runs no IO thread, it is
-        :meth:`commit` itself, run when called.
+        of ours, which would wait up to the interpreter's switch interval (5 ms) for the interpreter lock. The
+        first attempt is not fenced here (the dual store checks the *fence* just before); every retry is. The
+        returned function raises like :meth:`commit`. When the coordinator cannot be found now, or kafka-python
+        runs no IO thread, it is :meth:`commit` itself (with the fence), run when called.
         """
         offsets = normalize_offsets(offsets)
         if not offsets:
@@ -294,7 +303,7 @@ class KafkaOffsetStore(OffsetStore):
             node = self._coordinator()
             future = manager.call_soon(self._async_commit, node, offsets)  # our own copy: nobody changes it
         except Exception:  # the ordinary path, in the caller's time
-            return lambda: self.commit(offsets)
+            return lambda: self.commit(offsets, fence=fence)
         answered = threading.Event()
         future.add_both(lambda _: answered.set())
 
@@ -309,7 +318,8 @@ class KafkaOffsetStore(OffsetStore):
 
         def finish() -> CommitResult:
             with self._lock:
-                done, failed, _ = self._attempts(self._async_commit, offsets, "commit", first=(node, wait))
+                done, failed, _ = self._attempts(self._async_commit, offsets, "commit", self._refence(fence),
+                                                 first=(node, wait))
             return self._commit_result(offsets, done, failed, CommitResult())
         return finish
 
@@ -348,18 +358,55 @@ class KafkaOffsetStore(OffsetStore):
         those as "no offset", so a Kafka-storage member reset, a dual member fell back to a stale ZooKeeper offset
         and a rollback left partitions out, all silently. A partition that simply has no offset (-1) is absent.
         """
-        parts = {tp: None for tp in normalize_partitions(partitions)}
-        if not parts:
-            return {}
-        with self._lock:
-            done, failed, exhausted = self._attempts(self._async_fetch, parts, "fetch")
+        offsets, failed, exhausted = self._fetch(partitions)
         if failed:
             tps = sorted(failed)
             raise OffsetStoreError("cannot fetch offsets of group %s from Kafka for %d partition(s)%s: %s"
                                    % (self.group, len(tps), " (after retrying)" if exhausted else "",
                                       "; ".join(str(failed[tp]) for tp in tps[:5])
                                       + ("; ..." if len(tps) > 5 else "")))
-        return {tp: off for tp, off in done.items() if off is not None and off >= 0}
+        return offsets
+
+    def fetch_detailed(self, partitions) -> Tuple[Dict, Dict]:
+        """:meth:`fetch` that does not raise for errors of single partitions: ``({(t, p): next_offset},
+        {(t, p): OffsetStoreError})``, the second naming each partition the broker refused to answer for (e.g.
+        TOPIC_AUTHORIZATION_FAILED for a topic this client may not Describe). An unreachable broker still raises."""
+        offsets, failed, _ = self._fetch(partitions)
+        return offsets, failed
+
+    def _fetch(self, partitions):
+        parts = {tp: None for tp in normalize_partitions(partitions)}
+        if not parts:
+            return {}, {}, set()
+        with self._lock:
+            done, failed, exhausted = self._attempts(self._async_fetch, parts, "fetch")
+        return {tp: off for tp, off in done.items() if off is not None and off >= 0}, failed, exhausted
+
+    def fetch_all(self) -> Dict:
+        """OffsetFetch of all the group's topics (``topics`` null, v2+): ``{(t, p): next_offset}`` of every partition
+        the group has an offset of, on the topics this client may Describe (the broker leaves the others out,
+        silently: Kafka's ``KafkaApis.handleOffsetFetchRequest``). What the group has in Kafka, without asking about
+        every topic of the cluster; raises :class:`OffsetStoreError` like :meth:`fetch`."""
+        with self._lock:
+            done, failed, _ = self._attempts(self._async_fetch_all, {_ALL: None}, "fetch")
+        if failed:
+            raise OffsetStoreError("cannot list the offsets of group %s in Kafka: %s" % (self.group, failed[_ALL]))
+        return done.get(_ALL) or {}
+
+    async def _async_fetch_all(self, node, parts):
+        request = OffsetFetchRequest(group_id=self.group, max_version=7, topics=None)
+        response = await self._admin._manager.send(request, node_id=node)
+        group_error = Errors.for_code(getattr(response, "error_code", 0) or 0)
+        if group_error is not Errors.NoError:
+            return {_ALL: (group_error, None)}
+        for topic in response.topics:
+            for part in topic.partitions:
+                err = Errors.for_code(part.error_code)
+                if err is not Errors.NoError:
+                    return {_ALL: (err, None)}
+        return {_ALL: (Errors.NoError, {(topic.name, part.partition_index): part.committed_offset
+                                        for topic in response.topics for part in topic.partitions
+                                        if part.committed_offset is not None and part.committed_offset >= 0})}
 
     async def _async_fetch(self, node, parts):
         _Topic = OffsetFetchRequest.OffsetFetchRequestTopic
@@ -374,6 +421,45 @@ class KafkaOffsetStore(OffsetStore):
             return {tp: (group_error, None) for tp in parts}
         return {(topic.name, part.partition_index): (Errors.for_code(part.error_code), part.committed_offset)
                 for topic in response.topics for part in topic.partitions}
+
+    # ---- delete -----------------------------------------------------------------------------------------------
+
+    def delete_offsets(self, partitions) -> CommitResult:
+        """OffsetDelete (KIP-496, Kafka 2.4+) of *partitions*, as ``kafka-consumer-groups --delete-offsets`` does:
+        ``committed`` lists the partitions whose offset is gone (value -1; one that had none counts as deleted),
+        ``failed`` the others with the broker's error (e.g. GROUP_SUBSCRIBED_TO_TOPIC while a broker-coordinated
+        group consumes the topic, NON_EMPTY_GROUP). A group the coordinator does not know (GROUP_ID_NOT_FOUND) and a
+        topic that no longer exists (UNKNOWN_TOPIC_OR_PARTITION) have nothing to delete. Coordinator errors are retried as for :meth:`fetch`; an unreachable broker raises."""
+        parts = {tp: None for tp in normalize_partitions(partitions)}
+        result = CommitResult()
+        if not parts:
+            return result
+        with self._lock:
+            done, failed, _ = self._attempts(self._async_delete, parts, "delete")
+        for tp in done:
+            result.committed[tp] = -1
+        for tp, exc in failed.items():
+            result.fail(tp, exc)
+        return result
+
+    async def _async_delete(self, node, parts):
+        from kafka.protocol.consumer import OffsetDeleteRequest
+        _Topic = OffsetDeleteRequest.OffsetDeleteRequestTopic
+        by_topic = defaultdict(list)
+        for t, p in sorted(parts):
+            by_topic[t].append(_Topic.OffsetDeleteRequestPartition(partition_index=p))
+        request = OffsetDeleteRequest(group_id=self.group, topics=[_Topic(name=t, partitions=ps)
+                                                                   for t, ps in by_topic.items()])
+        response = await self._admin._manager.send(request, node_id=node)
+        top = Errors.for_code(response.error_code)
+        if top is Errors.GroupIdNotFoundError:
+            return {tp: (Errors.NoError, None) for tp in parts}
+        if top is not Errors.NoError:
+            return {tp: (top, None) for tp in parts}
+        gone = (Errors.NoError, Errors.UnknownTopicOrPartitionError)  # a deleted topic's offsets went with it
+        return {(topic.name, part.partition_index): (
+            Errors.NoError if Errors.for_code(part.error_code) in gone else Errors.for_code(part.error_code), None)
+            for topic in response.topics for part in topic.partitions}
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
