@@ -9,8 +9,8 @@ import sys
 import click
 
 from zkconsumer import zk as zkmod
-from zkconsumer.cli.common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_USAGE, ZkCommandGroup, bootstrap_option,
-                                   hoist_log_level,
+from zkconsumer.cli.common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_USAGE, ZkCommandGroup, _validate_groups,
+                                   bootstrap_option, hoist_log_level,
                                    connect_zookeeper, emit_json, json_option, kafka_security, resolve_bootstrap,
                                    resolve_zookeeper, setup_logging, zookeeper_option,
                                    zookeeper_read_option)
@@ -22,12 +22,15 @@ from . import render, state, transfer
 from .expiry import expiry_warning
 from .fleet import select_groups, worst_exit
 from .group_offsets import GroupOffsets
+from .keepalive import repeat
+from .lock import GroupLock, lock_wait_option
 from .leftovers import STORES as FORGET_STORES
 from .leftovers import forget_topics
+from .offsets_csv import format_csv
 from .offsets_file import format_offsets, read_offsets_file
 from .reset import STORES as RESET_STORES
 from .reset import reset_group
-from .selection import check_selection, groups_options, run_and_report, run_selected, single
+from .selection import check_selection, groups_options, run_and_print, run_and_report, run_selected, single
 from .status import group_status
 from .verify import PHASES, settle_for, verify_group
 
@@ -127,12 +130,16 @@ def plan(groups, all_groups, matching, parallel, to, zookeeper, bootstrap, as_js
 @click.option("--store", type=STORES, default="zookeeper", show_default=True)
 @click.option("--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="File to write (default: stdout).")
+@click.option("--format", "fmt", type=click.Choice(["exportzkoffsets", "csv"]), default="exportzkoffsets",
+              show_default=True, help="csv: kafka-consumer-groups' reset-plan CSV (group,topic,partition,offset; "
+                                      "topic,partition,offset for one --group), for its --reset-offsets --from-file.")
 @topic_option
 @exclude_option
 @json_option
-def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, output, topics, exclude, as_json):
-    """Offsets in the ExportZkOffsets format /consumers/G/offsets/T/P:offset (every group when none is named, as
-    ExportZkOffsets did)."""
+def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, output, fmt, topics, exclude,
+           as_json):
+    """Offsets in the ExportZkOffsets format /consumers/G/offsets/T/P:offset, or as kafka-consumer-groups' CSV
+    (every group when none is named, as ExportZkOffsets did)."""
     check_selection(groups, all_groups, matching, required=False)
     if not groups and matching is None:
         all_groups = True
@@ -143,12 +150,18 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
         both = gofs.exclude(exclude).read_all(topics, scan_all_topics=(store == "kafka"))
         offs = {tp: v[i] for tp, v in both.items() if v[i] is not None}
         collected[gofs.group] = offs
-        return {"group": gofs.group, "store": store, "count": len(offs),
-                "offsets": {render.tp(tp): o for tp, o in sorted(offs.items())}}, 0
+        unreadable = gofs.unreadable_report()
+        out = {"group": gofs.group, "store": store, "count": len(offs), "unreadable": unreadable,
+               "offsets": {render.tp(tp): o for tp, o in sorted(offs.items())}}
+        return out, EXIT_CHECK_FAILED if unreadable else 0
 
     results = run_selected(zookeeper, bootstrap, groups, all_groups, matching, parallel, one,
                            need_kafka=(store == "kafka"))
-    lines = [line for g in results if g in collected for line in format_offsets(g, collected[g])]
+    if fmt == "csv":
+        lines = format_csv({g: collected[g] for g in results if g in collected}, with_group=not single(groups, False,
+                                                                                                       matching))
+    else:
+        lines = [line for g in results if g in collected for line in format_offsets(g, collected[g])]
     code = worst_exit(c for _, c in results.values())
     if output:
         with open(output, "w") as f:
@@ -165,6 +178,8 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
         for r, _ in results.values():
             if "error" in r:
                 click.echo("%s: error: %s" % (r["group"], r["error"]), err=True)
+            for why in (r.get("unreadable") or {}).values():
+                click.echo("%s: not exported: %s" % (r["group"], why), err=True)
         if output:
             click.echo("exported %d offset(s) of %d group(s) from %s to %s" % (len(lines), len(collected), store,
                                                                                output), err=True)
@@ -174,38 +189,59 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
     sys.exit(code)
 
 
+def _one_group(ctx, param, value):
+    return None if value is None else _validate_groups(ctx, param, (value,))[0]
+
+
 @cli.command("import", epilog=EXIT_CODES_HELP)
 @zookeeper_option
 @bootstrap_option
 @click.option("--file", "path", type=click.Path(exists=True, dir_okay=False), required=True,
-              help="An ExportZkOffsets file (or zkmigrate export's output).")
+              help="An ExportZkOffsets file (zkmigrate export's output) or kafka-consumer-groups' reset-plan CSV "
+                   "(its --reset-offsets --export; topic,partition,offset lines need --group).")
+@click.option("--group", "group", default=None, metavar="GROUP", callback=_one_group,
+              help="The group of a topic,partition,offset CSV; with a file that names its groups, only this one.")
 @click.option("--store", type=STORES, required=True)
 @click.option("--execute", is_flag=True, help="Write (default: show what would be written).")
 @click.option("--allow-rewind", is_flag=True, help="Also move offsets backwards.")
 @click.option("--force", is_flag=True, help="Write even while ZooKeeper members are live.")
 @backup_option
+@lock_wait_option
 @json_option
-def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, backup_dir, as_json):
-    """Write the offsets of an ExportZkOffsets file into one store (every line validated first).
+def import_cmd(zookeeper, bootstrap, path, group, store, execute, allow_rewind, force, backup_dir, lock_wait,
+               as_json):
+    """Write the offsets of an ExportZkOffsets file or a kafka-consumer-groups CSV into one store (every line
+    validated first).
 
     The rule of copy and rollback: an offset is never moved backwards without --allow-rewind, both stores are
     backed up before the first write, and the dry run shows every change."""
-    data = read_offsets_file(path)  # raises before anything is touched
+    data = read_offsets_file(path, group)  # raises before anything is touched
+    if group is not None:
+        if group not in data:
+            raise click.BadParameter("%s has no offsets of group %s (its groups: %s)" % (path, group, ", ".join(
+                sorted(data)) or "none"), param_hint="--group")
+        data = {group: data[group]}
     result = {"file": path, "store": store, "execute": execute, "groups": {}}
     zk = connect_zookeeper(resolve_zookeeper(zookeeper))
     try:
         bs = resolve_bootstrap(bootstrap, zk=zk) if store == "kafka" else None
-        for group in data:
-            transfer.check_no_live_members(zk, group, force, "import")
-        for group, offs in sorted(data.items()):
-            gofs = GroupOffsets(zk, bs, group, security=kafka_security())
+        for name in data:
+            transfer.check_no_live_members(zk, name, force, "import")
+        for name, offs in sorted(data.items()):
+            gofs = GroupOffsets(zk, bs, name, security=kafka_security())
             try:
-                result["groups"][group] = transfer.import_group(gofs, offs, store, execute, allow_rewind, backup_dir)
+                if execute:
+                    with GroupLock(zk, name, "import", lock_wait) as gofs.lock:
+                        result["groups"][name] = transfer.import_group(gofs, offs, store, execute, allow_rewind,
+                                                                       backup_dir)
+                else:
+                    result["groups"][name] = transfer.import_group(gofs, offs, store, execute, allow_rewind,
+                                                                   backup_dir)
             finally:
                 gofs.close()
     finally:
         zkmod.close(zk)
-    left_behind = any(g["failed"] or g["skipped_rewind"] for g in result["groups"].values())
+    left_behind = any(g["failed"] or g["skipped_rewind"] or g["unreadable"] for g in result["groups"].values())
     if as_json:
         emit_json(result)
     else:
@@ -219,7 +255,7 @@ def _copy_options(f):
             click.option("--execute", is_flag=True, help="Write (default: dry run)."),
             click.option("--allow-rewind", is_flag=True, help="Also move offsets backwards."),
             click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live."),
-            backup_option, topic_option, exclude_option, allow_stale_option, json_option]):
+            backup_option, topic_option, exclude_option, allow_stale_option, lock_wait_option, json_option]):
         f = opt(f)
     return f
 
@@ -229,7 +265,7 @@ def _copy_options(f):
 @click.option("--from", "src", type=click.Choice(["zookeeper"]), default="zookeeper", show_default=True)
 @click.option("--to", "dst", type=click.Choice(["kafka"]), default="kafka", show_default=True)
 def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
-         topics, exclude, allow_stale, as_json, src, dst):
+         topics, exclude, allow_stale, lock_wait, as_json, src, dst):
     """Copy ZooKeeper offsets to Kafka (never backwards unless --allow-rewind; idempotent; stale offsets refused
     unless --allow-stale; topics that no longer exist skipped)."""
     check_selection(groups, all_groups, matching)
@@ -239,13 +275,13 @@ def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, 
                                   allow_stale)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)  # anything left behind is not "done"
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.copy_result)
+                   render.copy_result, lock=("copy", lock_wait) if execute else None)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @_copy_options
 def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
-             topics, exclude, allow_stale, as_json):
+             topics, exclude, allow_stale, lock_wait, as_json):
     """Copy Kafka offsets back to ZooKeeper (never backwards unless --allow-rewind; idempotent; ZooKeeper offsets
     Kafka cannot vouch for refused unless --allow-stale). With --execute and nothing left behind it lifts the cutover
     fence."""
@@ -256,7 +292,7 @@ def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execu
                                       allow_stale)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.copy_result)
+                   render.copy_result, lock=("rollback", lock_wait) if execute else None)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -278,9 +314,10 @@ def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execu
 @click.option("--no-record", is_flag=True, help="Do not record the phase when the check passes (read only).")
 @topic_option
 @exclude_option
+@lock_wait_option
 @json_option
 def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, to, settle, expiry_margin,
-           no_expiry_check, no_record, topics, exclude, as_json):
+           no_expiry_check, no_record, topics, exclude, lock_wait, as_json):
     """Exit 1 when the stores disagree beyond commits in flight, an offset the phase reads is missing or outside
     the log, or the group is active both in ZooKeeper and on the broker (split brain). A passing verify records the
     phase in ZooKeeper (not with --no-record); it never changes offsets and never lifts the cutover fence."""
@@ -296,7 +333,7 @@ def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, 
                                                        to if phase == "dual" else None)
         return rep, (0 if rep["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   lambda rep: render.verify_result(rep, phase))
+                   lambda rep: render.verify_result(rep, phase), lock=None if no_record else ("verify", lock_wait))
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -314,9 +351,10 @@ def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, 
 @topic_option
 @exclude_option
 @allow_stale_option
+@lock_wait_option
 @json_option
 def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, timeout, no_acl_fence, backup_dir,
-            topics, exclude, allow_stale, as_json):
+            topics, exclude, allow_stale, lock_wait, as_json):
     """Hand the group to broker-coordinated consumers: no ZooKeeper owner left, Kafka >= ZooKeeper, ready; with
     --execute the group is fenced: /consumers/G/ids refuses new members (JVM ones included) and zkconsumer members
     refuse to join (cutover.fence) until 'zkmigrate rollback --execute'."""
@@ -331,7 +369,7 @@ def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
             out["warnings"].append(expiry_warning(gofs) + " (start the broker-coordinated consumers before then)")
         return out, (0 if out["ready"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.cutover_result)
+                   render.cutover_result, lock=("cutover", lock_wait) if execute else None)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -341,12 +379,14 @@ def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
 @click.option("--execute", is_flag=True, help="Re-commit (default: show what would be re-committed).")
 @click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
 @click.option("--every", type=click.FloatRange(1, None), default=None, metavar="SECONDS",
-              help="Keep-alive: repeat every SECONDS until interrupted (e.g. a quarter of offsets.retention.minutes).")
+              help="Keep-alive: repeat every SECONDS until SIGTERM/SIGINT (e.g. a quarter of offsets.retention.minutes); "
+                   "a round that fails (ZooKeeper or Kafka down) is logged and the next one runs on time.")
 @topic_option
 @exclude_option
+@lock_wait_option
 @json_option
 def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, force, every, topics, exclude,
-            as_json):
+            lock_wait, as_json):
     """Re-commit the groups' Kafka offsets unchanged, so the broker does not drop them (offsets.retention.minutes
     after their last commit) while no consumer commits: a stopped group in the Kafka phase, or offsets written by
     copy/cutover before the new consumers start."""
@@ -356,19 +396,44 @@ def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
     def per_group(gofs):
         out = refresh_group(gofs.exclude(exclude), execute, force, topics)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
+    lock = ("refresh", lock_wait) if execute else None
     if every is None:
         run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                       render.refresh_result)
-    import time as _time
-    while True:
-        try:
-            run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                           render.refresh_result)
-        except SystemExit as e:
-            if e.code not in (0, None):
-                click.echo("refresh: this round ended with exit code %s; trying again in %.0f s" % (e.code, every),
-                           err=True)
-        _time.sleep(every)
+                       render.refresh_result, lock=lock)
+    sys.exit(repeat(lambda: run_and_print(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group,
+                                          as_json, render.refresh_result, lock=lock), every))
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@zookeeper_option
+@bootstrap_option
+@click.argument("backups", nargs=-1, required=True, metavar="BACKUP...",
+                type=click.Path(exists=True, dir_okay=False))
+@click.option("--execute", is_flag=True, help="Write and delete (default: show what would change).")
+@click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
+@backup_option
+@lock_wait_option
+@json_option
+def restore(zookeeper, bootstrap, backups, execute, force, backup_dir, lock_wait, as_json):
+    """Put both stores of a group back exactly as a backup found them: its offsets written back (backwards too),
+    offsets created since deleted. BACKUP is the backup-<group>-<time>.json that every writing command leaves
+    beside its two .txt files (either .txt will do). Dry run unless --execute; a backup of what is there now is
+    written first; refused while the group is live."""
+    from .backup import load_backup
+    from .restore import restore_group
+    loaded = {}
+    for path in backups:  # every file read and checked before anything connects
+        b = load_backup(path)
+        if b.group in loaded:
+            raise click.BadParameter("%s and %s are both backups of group %s: restore one of them"
+                                     % (loaded[b.group].path, b.path, b.group), param_hint="BACKUP")
+        loaded[b.group] = b
+
+    def per_group(gofs):
+        out = restore_group(gofs, loaded[gofs.group], execute, force, backup_dir)
+        return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
+    run_and_report(zookeeper, bootstrap, tuple(loaded), False, None, 4, per_group, as_json, render.restore_result,
+                   lock=("restore", lock_wait) if execute else None)
 
 
 @cli.command("forget-topic", epilog=EXIT_CODES_HELP)
@@ -381,9 +446,10 @@ def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
               help="Where to delete the topic's offsets.")
 @click.option("--execute", is_flag=True, help="Delete (default: show what would be deleted).")
 @backup_option
+@lock_wait_option
 @json_option
 def forget_topic(zookeeper, bootstrap, groups, all_groups, matching, parallel, topics, store, execute, backup_dir,
-                 as_json):
+                 lock_wait, as_json):
     """Delete the groups' offsets of topics they no longer read (deleted topics, or leftovers that make verify
     report missing offsets). Dry run unless --execute; a backup of both stores first; refused for a group while a
     live member subscribes to the topic or owns one of its partitions."""
@@ -393,7 +459,8 @@ def forget_topic(zookeeper, bootstrap, groups, all_groups, matching, parallel, t
         out = forget_topics(gofs, list(topics), store, execute, backup_dir)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.forget_result, need_kafka=store != "zookeeper")
+                   render.forget_result, need_kafka=store != "zookeeper",
+                   lock=("forget-topic", lock_wait) if execute else None)
 
 
 def _parse_scope(values):
@@ -461,6 +528,13 @@ def _parse_duration(text):
 @click.option("--shift-by", type=int, default=None, help="The current offset plus N (N may be negative).")
 @click.option("--by-duration", default=None, metavar="PnDTnHnMnS",
               help="The first message at or after now minus this ISO 8601 duration (e.g. PT30M, P1DT2H).")
+@click.option("--from-file", type=click.Path(exists=True, dir_okay=False), default=None, metavar="FILE",
+              help="The offsets of a kafka-consumer-groups reset-plan CSV (--export's output: topic,partition,offset "
+                   "for one --group, else group,topic,partition,offset) or an ExportZkOffsets file; its partitions "
+                   "are the scope.")
+@click.option("--export", is_flag=True,
+              help="Print the new offsets as kafka-consumer-groups' CSV (for --from-file here or in "
+                   "kafka-consumer-groups) instead of the table.")
 @click.option("--store", "store", type=click.Choice(RESET_STORES), default="auto",
               show_default=True, help="Where to write: auto = the stores the group's recorded phase reads "
                                       "(zookeeper: ZooKeeper; dual, rollback: both; kafka, cutover or fenced: "
@@ -469,25 +543,36 @@ def _parse_duration(text):
 @click.option("--execute", is_flag=True, help="Write (default: dry run).")
 @click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
 @backup_option
+@lock_wait_option
 @json_option
 def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, topic_scope, all_topics, to_earliest,
-                  to_latest, to_current, to_offset, to_datetime, shift_by, by_duration, store, execute, force,
-                  backup_dir, as_json):
+                  to_latest, to_current, to_offset, to_datetime, shift_by, by_duration, from_file, export, store,
+                  execute, force, backup_dir, lock_wait, as_json):
     """Move a stopped group's offsets (kafka-consumer-groups --reset-offsets for ZooKeeper groups). Dry run unless
     --execute; a backup of both stores first; refused while the group is live."""
     check_selection(groups, all_groups, matching)
+    names = {"shift": "--shift-by", "duration": "--by-duration", "file": "--from-file"}
     chosen = [(n, v) for n, v in (("earliest", to_earliest), ("latest", to_latest), ("current", to_current),
                                   ("offset", to_offset), ("datetime", to_datetime), ("shift", shift_by),
-                                  ("duration", by_duration))
+                                  ("duration", by_duration), ("file", from_file))
               if v is not None and v is not False]
     if len(chosen) != 1:
         raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-current, --to-offset, "
-                               "--to-datetime, --shift-by, --by-duration (%s given)"
-                               % (", ".join("--" + {"shift": "shift-by", "duration": "by-duration"}.get(n, "to-" + n)
-                                            for n, _ in chosen) or "none"))
-    if bool(topic_scope) == all_topics:
-        raise click.UsageError("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
+                               "--to-datetime, --shift-by, --by-duration, --from-file (%s given)"
+                               % (", ".join(names.get(n, "--to-" + n) for n, _ in chosen) or "none"))
+    if export and as_json:
+        raise click.UsageError("--export prints kafka-consumer-groups' CSV and --json a report: give one of them")
     kind, value = chosen[0]
+    with_group = not single(groups, all_groups, matching)  # as kafka-consumer-groups: no group column for one --group
+    plans = None
+    if kind == "file":
+        if topic_scope or all_topics:
+            raise click.UsageError("--from-file takes its partitions from the file: leave out --topic and "
+                                   "--all-topics")
+        plans = read_offsets_file(from_file, groups[0] if len(groups) == 1 else None)  # every line checked first
+        groups, all_groups, matching = _file_groups(from_file, plans, groups, all_groups, matching)
+    elif bool(topic_scope) == all_topics:
+        raise click.UsageError("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
     if kind == "duration":
         import time as _time
         kind, value = "datetime", int(_time.time() * 1000) - _parse_duration(value)
@@ -498,10 +583,38 @@ def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, 
     scope = _parse_scope(topic_scope)
 
     def per_group(gofs):
-        out = reset_group(gofs, kind, value, scope, all_topics, store, execute, force, backup_dir)
+        out = reset_group(gofs, kind, plans[gofs.group] if plans is not None else value, scope, all_topics, store,
+                          execute, force, backup_dir)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
-    run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.reset_result)
+    lock = ("reset-offsets", lock_wait) if execute else None
+    if not export:
+        run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
+                       render.reset_result, lock=lock)
+    results = run_selected(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, lock=lock)
+    planned = {g: {(r["topic"], r["partition"]): r["new"] for r in out["partitions"] if r["new"] is not None}
+               for g, (out, _) in results.items() if "error" not in out}
+    for line in format_csv(planned, with_group):
+        click.echo(line)
+    for out, _ in results.values():
+        render.reset_outcome(out)
+    sys.exit(worst_exit(c for _, c in results.values()))
+
+
+def _file_groups(path, plans, groups, all_groups, matching):
+    """The selection of ``reset-offsets --from-file``: the named groups (each must be in the file), else the file's
+    groups (all of them, or those *matching*)."""
+    if groups:
+        missing = [g for g in groups if g not in plans]
+        if missing:
+            raise click.BadParameter("%s has no offsets of group(s) %s (its groups: %s)" % (
+                path, ", ".join(missing), ", ".join(sorted(plans)) or "none"), param_hint="--from-file")
+        return groups, False, None
+    import re
+    chosen = tuple(g for g in sorted(plans) if matching is None or re.fullmatch(matching, g))
+    if not chosen:
+        raise click.BadParameter("no group of %s matches %r (its groups: %s)" % (path, matching, ", ".join(
+            sorted(plans)) or "none"), param_hint="--groups-matching")
+    return chosen, False, None
 
 
 def main():

@@ -76,6 +76,7 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
         return out
     both, gone = split_gone(zk, gofs.read_all(topics))
     out.update(skipped_report(gofs, gone))
+    out["unreadable"] = gofs.unreadable_report()
     source = {tp: z for tp, (z, k) in both.items() if z is not None}
     plan = plan_copy(source, {tp: k for tp, (z, k) in both.items()}, allow_rewind=False)
     todo = plan["write"]
@@ -90,6 +91,11 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
             out["reason"] = ("%d partition(s) have stale ZooKeeper offsets that must not be copied to Kafka (see "
                              "'refused'; nothing was written)" % len(refused))
             return out
+    if out["unreadable"]:  # Kafka >= ZooKeeper cannot be shown for them: not ready, nothing written
+        out["ready"] = False
+        out["reason"] = "the Kafka offsets of %d partition(s) cannot be read (nothing was written): %s" % (
+            len(out["unreadable"]), "; ".join(list(out["unreadable"].values())[:3]))
+        return out
     if todo and execute:
         out["backup"], errors = backup_and_write(gofs, both, {"kafka": todo}, backup_dir or ".")
         failed = errors["kafka"]

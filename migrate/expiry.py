@@ -8,10 +8,10 @@ from typing import Dict, Optional, Tuple
 
 from zkconsumer import groups as zkgroups
 from zkconsumer.broker_group import describe_broker_group
-from zkconsumer.errors import GroupConflictError
-from zkconsumer.offsets.expiry import offsets_retention_ms, read_commit_times
+from zkconsumer.errors import ClusterUnavailableError, GroupConflictError
+from zkconsumer.offsets.expiry import OFFSETS_TOPIC, offsets_retention_ms, read_commit_times
 
-__all__ = ["kafka_expiry", "iso", "refresh_group", "expiry_problems", "expiry_warning"]
+__all__ = ["kafka_expiry", "iso", "refresh_group", "expiry_problems", "expiry_warning", "unknown_expiry"]
 
 TP = Tuple[str, int]
 
@@ -29,14 +29,28 @@ def kafka_expiry(gofs, partitions) -> Tuple[int, Dict[TP, Tuple[int, int]]]:
     return retention, {tp: (ts, ts + retention) for tp, ts in times.items()}
 
 
+def unknown_expiry(gofs, error: Exception) -> str:
+    """Why the expiry of the group's Kafka offsets is unknown (the commit times could not be read), and what the
+    check needs."""
+    text = "when the Kafka offsets of group %s expire is unknown: %s" % (gofs.group, error)
+    if "Authorization" in str(error):
+        text += (" (the expiry check reads the group's partition of %s: this Kafka identity needs Read on %s; "
+                 "--no-expiry-check skips the check)" % (OFFSETS_TOPIC, OFFSETS_TOPIC))
+    return text
+
+
 def expiry_problems(gofs, both, margin_s: float, now_ms: Optional[float] = None):
     """``(problems, report)``: a problem for every Kafka offset the broker drops within *margin_s* (offsets already
     dropped read as missing, which verify reports on its own); the report has each offset's commit and expiry
-    time."""
+    time, or ``unknown`` (why) when the commit times cannot be read (no problem then: one identity without Read on
+    ``__consumer_offsets`` must not fail a whole fleet run)."""
     parts = [tp for tp, (_, k) in both.items() if k is not None]
     if not parts:
         return [], {}
-    retention, exp = kafka_expiry(gofs, parts)
+    try:
+        retention, exp = kafka_expiry(gofs, parts)
+    except ClusterUnavailableError as e:
+        return [], {"unknown": unknown_expiry(gofs, e)}
     now = time.time() * 1000 if now_ms is None else now_ms
     problems = []
     for tp in sorted(exp):
@@ -68,16 +82,19 @@ def refresh_group(gofs, execute: bool, force: bool = False, topics=()) -> dict:
     both = gofs.read_all(topics, scan_all_topics=True)
     offs = {tp: k for tp, (_, k) in both.items() if k is not None}
     out = {"group": gofs.group, "execute": execute, "offsets": {"%s-%d" % tp: o for tp, o in sorted(offs.items())},
-           "refreshed": 0, "failed": {}}
+           "refreshed": 0, "failed": {}, "unreadable": gofs.unreadable_report()}
     if execute and offs:
+        gofs.check_lock()
         res = gofs.kafka_store.commit(offs)
         out["failed"] = {"%s-%d" % tp: str(e) for tp, e in res.failed.items()}
         out["refreshed"] = len(res.committed)
-        if offs:
+        try:
             retention, exp = kafka_expiry(gofs, list(offs))
             out["retention_ms"] = retention
             out["expires_at"] = iso(min(e for _, e in exp.values())) if exp else None
-    out["ok"] = not out["failed"]
+        except ClusterUnavailableError as e:  # refreshed all the same: only when they expire is not known
+            out["expires_at"], out["expiry_unknown"] = None, unknown_expiry(gofs, e)
+    out["ok"] = not (out["failed"] or out["unreadable"])
     return out
 
 

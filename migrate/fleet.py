@@ -3,8 +3,8 @@
 
 Each group is handled by a function ``fn(group) -> (result dict, exit code)`` on a pool of ``parallel`` threads
 (the kazoo client is shared: it is thread-safe; every group opens its own Kafka connection). A group whose function
-raises is reported with its error and the exit code of that error's kind; the others go on. The run's exit code
-is the worst one (3 could not check > 1 failed > 0).
+raises is reported with its error and the exit code of that error's kind (a connection to ZooKeeper or Kafka lost
+half-way: 3); the others go on. The run's exit code is the worst one (3 could not check > 1 failed > 0).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from zkconsumer.errors import ZkConsumerError
 
-__all__ = ["select_groups", "run_groups", "worst_exit"]
+__all__ = ["select_groups", "run_groups", "worst_exit", "unavailable_error"]
 
 Result = Tuple[dict, int]
 
@@ -39,6 +39,17 @@ def worst_exit(codes) -> int:
     return 0
 
 
+def unavailable_error(e: BaseException) -> bool:
+    """An error of a lost or refused connection to ZooKeeper (kazoo) or Kafka (kafka-python, sockets): the group
+    could not be checked (exit 3), like a :class:`~zkconsumer.errors.ClusterUnavailableError`."""
+    from kafka.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailable
+    from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, OperationTimeoutError, SessionExpiredError
+    from kazoo.handlers.threading import KazooTimeoutError
+    return isinstance(e, (ConnectionClosedError, ConnectionLoss, OperationTimeoutError, SessionExpiredError,
+                          KazooTimeoutError, KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailable,
+                          ConnectionError, TimeoutError))
+
+
 def run_groups(groups: Sequence[str], fn: Callable[[str], Result], parallel: int = 4,
                error_exit: Callable[[BaseException], int] = lambda e: 1,
                progress: Optional[Callable[[str, int], None]] = None) -> Dict[str, Result]:
@@ -48,6 +59,11 @@ def run_groups(groups: Sequence[str], fn: Callable[[str], Result], parallel: int
             return fn(g)
         except ZkConsumerError as e:
             return {"group": g, "ok": False, "error": str(e), "error_type": type(e).__name__}, error_exit(e)
+        except Exception as e:
+            if not unavailable_error(e):
+                raise
+            return {"group": g, "ok": False, "error": "connection lost: %s: %s" % (type(e).__name__, e),
+                    "error_type": type(e).__name__}, 3
     out: Dict[str, Result] = {}
     if parallel <= 1 or len(groups) <= 1:
         for g in groups:

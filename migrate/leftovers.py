@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from kazoo.exceptions import BadVersionError, NoNodeError, NotEmptyError
 
 from zkconsumer import groups as zkgroups
-from zkconsumer.errors import ClusterUnavailableError, GroupConflictError, ZnodeFormatError
+from zkconsumer.errors import GroupConflictError, ZnodeFormatError
 from zkconsumer.layout import paths
 
 __all__ = ["split_gone", "gone_warnings", "skipped_report", "forget_topics", "STORES"]
@@ -111,7 +111,7 @@ def forget_topics(gofs, topics: Sequence[str], store: str = "both", execute: boo
     a concurrent commit makes it fail, nothing deleted), the Kafka offsets with OffsetDelete. Refused
     (GroupConflictError, nothing changed) while a live member subscribes to or owns a partition of a topic: the
     group still reads it. A dry run unless *execute*; a backup of both stores (the topics' offsets) first."""
-    from .transfer import write_backup
+    from .backup import write_backup
     from . import state
     if store not in STORES:
         raise ValueError("forget-topic store %r (expected one of %s)" % (store, ", ".join(STORES)))
@@ -142,7 +142,9 @@ def forget_topics(gofs, topics: Sequence[str], store: str = "both", execute: boo
                 if c.isdigit() and o is not None}
         for tp, k in kafka_offs.items():
             both[tp] = (both.get(tp, (None, None))[0], k)
-        out["backup"] = write_backup(backup_dir or state.default_backup_dir(), group, both)
+        gofs.check_lock()
+        out["backup"] = write_backup(backup_dir or state.default_backup_dir(), group, both,
+                                     by="zkmigrate forget-topic")
         if do_zk:
             for t in topics:
                 err = _delete_zk_topic(zk, group, t, zk_offs[t])
@@ -177,21 +179,5 @@ def _delete_zk_topic(zk, group, topic, offs) -> Optional[str]:
 
 
 def _delete_kafka(gofs, parts: List[TP]) -> Dict[TP, str]:
-    """OffsetDelete for *parts*; ``{tp: error}`` for those that failed."""
-    from kafka import TopicPartition
-    from kafka.errors import KafkaError
-    from zkconsumer.kafka_metadata import admin_client
-    admin = admin_client(gofs.bootstrap_servers, client_id="zkmigrate-forget", security=gofs.security)
-    try:
-        res = admin.delete_group_offsets(gofs.group, [TopicPartition(t, p) for t, p in parts])
-    except KafkaError as e:
-        return {tp: str(e) for tp in parts}
-    except OSError as e:
-        raise ClusterUnavailableError("cannot delete the Kafka offsets of group %s: %s" % (gofs.group, e)) from e
-    finally:
-        admin.close()
-    out = {}
-    for tp, err in res.items():
-        if err.__name__ not in ("NoError", "UnknownTopicOrPartitionError"):
-            out[(tp.topic, tp.partition)] = err.__name__
-    return out
+    """OffsetDelete for *parts* (:meth:`KafkaOffsetStore.delete_offsets`); ``{tp: error}`` for those that failed."""
+    return {tp: str(e) for tp, e in gofs.kafka_store.delete_offsets(parts).failed.items()}

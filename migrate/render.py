@@ -69,6 +69,21 @@ def status(st: dict) -> None:
             " %s=%s" % (k, m[k]) for k in ("client_id", "client_host") if m.get(k))))
 
 
+def unreadable(out: dict) -> None:
+    """The partitions Kafka would not answer for (left out of the command's work), on stderr."""
+    for why in (out.get("unreadable") or {}).values():
+        click.echo("  NOT DONE %s" % why, err=True)
+
+
+def backup_paths(paths) -> None:
+    """The backup's files on stderr, and how to undo the change with it."""
+    for p in paths:
+        click.echo("backup: %s" % p, err=True)
+    manifest = [p for p in paths if p.endswith(".json")]
+    if manifest:
+        click.echo("undo: zkmigrate restore %s --execute" % manifest[0], err=True)
+
+
 def copy_result(out: dict) -> None:
     execute = out["execute"]
     verb = "wrote" if execute else "would write (dry run; add --execute)"
@@ -80,10 +95,10 @@ def copy_result(out: dict) -> None:
     for t, r in sorted(out["skipped_rewind"].items()):
         click.echo("  skipped %s: %s has %d, source %d (would move backwards; --allow-rewind)"
                    % (t, out["to"], r["destination"], r["source"]), err=True)
-    for p in out["backup"]:
-        click.echo("backup: %s" % p, err=True)
+    backup_paths(out["backup"])
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)
+    unreadable(out)
     refusals(out)
     if out.get("fence_lifted"):
         click.echo("lifted the cutover fence of group %s (%s accepts new members again)"
@@ -101,10 +116,10 @@ def import_result(result: dict, execute: bool, store: str) -> None:
         for t, r in g["skipped_rewind"].items():
             click.echo("  skipped %s: %s has %d, the file %d (would move backwards; --allow-rewind)"
                        % (t, store, r["current"], r["file"]), err=True)
-        for b in g["backup"]:
-            click.echo("backup: %s" % b, err=True)
+        backup_paths(g["backup"])
         for t, e in g["failed"].items():
             click.echo("  FAILED %s: %s" % (t, e), err=True)
+        unreadable(g)
 
 
 def verify_result(rep: dict, phase: str) -> None:
@@ -124,6 +139,7 @@ def cutover_result(out: dict) -> None:
     refusals(out)
     click.echo("cutover %s: %s" % (out["group"], "READY for broker-coordinated consumers" if out["ready"]
                                    else "NOT ready: %s" % out.get("reason")))
+    backup_paths(out.get("backup") or [])
     warnings(out)
 
 
@@ -133,14 +149,30 @@ def reset_result(out: dict) -> None:
         table.append((out["group"], r["topic"], str(r["partition"]), dash(r["current"]), dash(r["new"]),
                       ",".join(r.get("stores") or []) or "-", r["note"] or ""))
     print_table(table)
+    _reset_status(out, err=False)
+
+
+def reset_outcome(out: dict) -> None:
+    """What ``reset-offsets --export`` says beside the CSV (on stderr): the group's error, or what was written,
+    the backup, the failures and the partitions the plan left unchanged."""
+    if "error" in out:
+        click.echo("%s: error: %s" % (out["group"], out["error"]), err=True)
+        return
+    for r in out["partitions"]:
+        if r["new"] is None:
+            click.echo("%s: %s-%d: %s" % (out["group"], r["topic"], r["partition"], r["note"]), err=True)
+    _reset_status(out, err=True)
+
+
+def _reset_status(out: dict, err: bool) -> None:
     if out["execute"]:
-        click.echo("wrote %d offset(s) of group %s" % (out["written"], out["group"]))
+        click.echo("wrote %d offset(s) of group %s" % (out["written"], out["group"]), err=err)
     else:
-        click.echo("dry run: nothing written (add --execute)")
-    for p in out["backup"]:
-        click.echo("backup: %s" % p, err=True)
+        click.echo("dry run: nothing written (add --execute)", err=err)
+    backup_paths(out["backup"])
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)
+    unreadable(out)
     warnings(out)
 
 
@@ -153,6 +185,32 @@ def refresh_result(out: dict) -> None:
                    % (len(out["offsets"]), out["group"]))
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)
+    unreadable(out)
+    if out.get("expiry_unknown"):
+        click.echo("WARNING: %s" % out["expiry_unknown"], err=True)
+
+
+def restore_result(out: dict) -> None:
+    click.echo("restore %s from %s (taken %s%s)" % (out["group"], out["from_backup"], out.get("taken_at") or "?",
+                                                   (" before '%s'" % out["by"]) if out.get("by") else ""))
+    for store, changes in out["changes"].items():
+        for t, c in sorted(changes.items()):
+            click.echo("  %s %s: %s -> %s" % (store, t, dash(c["from"]), "delete (no offset in the backup)"
+                                             if c["to"] is None else c["to"]))
+    for t, v in sorted(out["not_in_backup"].items()):
+        click.echo("  not in the backup, left as it is: %s (zookeeper %s, kafka %s)" % (t, dash(v["zookeeper"]),
+                                                                                      dash(v["kafka"])))
+    n = sum(len(c) for c in out["changes"].values())
+    if out["execute"]:
+        click.echo("restored group %s: %d offset(s) written, %d deleted" % (out["group"], out["written"],
+                                                                           out["deleted"]))
+    else:
+        click.echo("dry run: %d change(s), nothing written (add --execute)" % n)
+    backup_paths(out["backup"])
+    for t, e in out["failed"].items():
+        click.echo("  FAILED %s: %s" % (t, e), err=True)
+    unreadable(out)
+    warnings(out)
 
 
 def forget_result(out: dict) -> None:
@@ -165,8 +223,7 @@ def forget_result(out: dict) -> None:
         click.echo("deleted %d offset(s) of group %s" % (out["deleted"], out["group"]))
     else:
         click.echo("would delete %d offset(s) of group %s (dry run; add --execute)" % (out["to_delete"], out["group"]))
-    for p in out["backup"]:
-        click.echo("backup: %s" % p, err=True)
+    backup_paths(out["backup"])
     for t, e in sorted(out["failed"].items()):
         click.echo("  FAILED %s: %s" % (t, e), err=True)
 

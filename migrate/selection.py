@@ -14,8 +14,9 @@ from zkconsumer.groups import list_groups
 from . import render
 from .fleet import run_groups, select_groups, worst_exit
 from .group_offsets import GroupOffsets
+from .lock import GroupLock
 
-__all__ = ["groups_options", "check_selection", "single", "run_selected", "run_and_report"]
+__all__ = ["groups_options", "check_selection", "single", "run_selected", "run_and_report", "run_and_print"]
 
 
 def groups_options(f):
@@ -51,9 +52,11 @@ def single(groups, all_groups, matching):
 
 
 def run_selected(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, need_kafka=True,
-                 show_progress=False):
+                 show_progress=False, lock=None):
     """Connect once and run ``per_group(gofs) -> (result, exit code)`` for every selected group (a GroupOffsets of its
-    own each, closed after); returns ``{group: (result, exit code)}`` in selection order."""
+    own each, closed after); returns ``{group: (result, exit code)}`` in selection order. *lock* ``(command, wait
+    seconds)``: each group's work holds the group's lock (:class:`~.lock.GroupLock`; a group locked by another
+    command is refused with its holder named)."""
     zk = connect_zookeeper(resolve_zookeeper(zookeeper))
     try:
         bs = resolve_bootstrap(bootstrap, zk=zk) if need_kafka else None
@@ -63,7 +66,10 @@ def run_selected(zookeeper, bootstrap, groups, all_groups, matching, parallel, p
         def one(g):
             gofs = GroupOffsets(zk, bs, g, security=security)
             try:
-                return per_group(gofs)
+                if lock is None:
+                    return per_group(gofs)
+                with GroupLock(zk, g, *lock) as gofs.lock:
+                    return per_group(gofs)
             finally:
                 gofs.close()
         progress = None
@@ -79,10 +85,17 @@ def run_selected(zookeeper, bootstrap, groups, all_groups, matching, parallel, p
 
 
 def run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json, show,
-                   need_kafka=True):
+                   need_kafka=True, lock=None):
     """:func:`run_selected`, then print (one group as before, several as one report) and exit with the worst code."""
+    sys.exit(run_and_print(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json, show,
+                           need_kafka, lock))
+
+
+def run_and_print(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json, show,
+                  need_kafka=True, lock=None) -> int:
+    """:func:`run_and_report` without the exit: returns the worst exit code."""
     results = run_selected(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, need_kafka,
-                           show_progress=not as_json)
+                           show_progress=not as_json, lock=lock)
     code = worst_exit(c for _, c in results.values())
     if single(groups, all_groups, matching):
         [(out, code)] = results.values()
@@ -92,7 +105,7 @@ def run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel,
             click.echo("zkmigrate: error: %s" % out["error"], err=True)
         else:
             show(out)
-        sys.exit(code)
+        return code
     if as_json:
         emit_json({"groups": [r for r, _ in results.values()], "count": len(results),
                    "ok": code == 0, "exit_code": code})
@@ -103,4 +116,4 @@ def run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel,
             else:
                 show(out)
         click.echo("%d group(s): %s" % (len(results), render.summary(results)))
-    sys.exit(code)
+    return code

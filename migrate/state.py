@@ -108,7 +108,9 @@ def kafka_only_since(rec: Optional[dict]) -> Optional[int]:
         if r.get("phase") not in KAFKA_ONLY:
             break
         since = _epoch_ms(r.get("since")) or since
-    return since
+    # the stamp is to the second and written after the check read the stores: the end of that second (a ZooKeeper
+    # offset written in the same second as a fast verify was read by it)
+    return since + 999 if since is not None else None
 
 
 def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, clock=time.time,

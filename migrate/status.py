@@ -52,7 +52,8 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
                  for r in rows for store in ("zookeeper", "kafka")
                  if r["%s_offset" % store] is not None and r["log_start_offset"] is not None
                  and r["%s_offset" % store] < r["log_start_offset"]]
-    from .expiry import kafka_expiry, iso
+    from .expiry import kafka_expiry, iso, unknown_expiry
+    warnings += list(gofs.unreadable.values())
     kparts = [(r["topic"], r["partition"]) for r in rows if r["kafka_offset"] is not None]
     retention = None
     if kparts:
@@ -60,7 +61,7 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
             retention, exp = kafka_expiry(gofs, kparts)
         except ClusterUnavailableError as e:
             exp = {}
-            warnings.append("cannot read the Kafka offsets' commit times: %s" % e)
+            warnings.append(unknown_expiry(gofs, e))
         for r in rows:
             c, x = exp.get((r["topic"], r["partition"]), (None, None))
             r["kafka_committed_at"], r["kafka_expires_at"] = iso(c), iso(x)
@@ -70,7 +71,8 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
            "offsets_retention_ms": retention,
            "member_storage": {m: (infos[m].mode if m in infos else None) for m in sorted(members)},
            "phase": phase, "fence": fence, "gone_topics": skipped["gone_topics"],
-           "excluded_topics": skipped["excluded_topics"], "warnings": warnings}
+           "excluded_topics": skipped["excluded_topics"], "warnings": warnings,
+           "unreadable": gofs.unreadable_report()}
     if fence is not None:  # the fenced ids node (None: cut over with --no-acl-fence, or the ACL changed since)
         from kazoo.exceptions import NoNodeError
         from zkconsumer.layout import paths

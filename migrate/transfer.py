@@ -6,8 +6,8 @@ Rules (all checked before anything is written):
   (reported in ``skipped_rewind``) unless ``allow_rewind``;
 * refuse (:class:`GroupConflictError`) while ZooKeeper members are live (children of ``/consumers/G/ids``): they
   commit concurrently and one of the two writes would be lost; ``force`` overrides;
-* before the first write, a backup of **both** stores (ExportZkOffsets format, ``backup-<group>-<store>-<time>.txt``)
-  is written to the backup directory;
+* before the first write, a backup of **both** stores (:mod:`.backup`: ExportZkOffsets files and a manifest that
+  also lists the partitions without an offset, for ``zkmigrate restore``) is written to the backup directory;
 * writes only the partitions that differ, so a second run (or a run after a crash half-way) changes nothing more;
 * partitions of topics that no longer exist are skipped with a warning (:mod:`.leftovers`), and ``--exclude-topic``
   leaves topics out;
@@ -20,8 +20,6 @@ report the commands print (``--json`` prints it as it is); partitions are named 
 """
 from __future__ import annotations
 
-import os
-import time
 from typing import Callable, Dict, Optional, Tuple
 
 from zkconsumer import groups as zkgroups
@@ -29,8 +27,8 @@ from zkconsumer.errors import GroupConflictError, OffsetStoreError
 
 from . import state
 from .expiry import expiry_warning
+from .backup import write_backup
 from .leftovers import skipped_report, split_gone
-from .offsets_file import format_offsets
 
 __all__ = ["plan_copy", "apply_copy", "write_backup", "backup_and_write", "check_no_live_members", "copy_group",
            "rollback_group", "import_group"]
@@ -65,25 +63,6 @@ def plan_copy(source: Dict[TP, int], dest: Dict[TP, Optional[int]], allow_rewind
     return {"write": write, "unchanged": unchanged, "rewind": rewind, "allow_rewind": allow_rewind}
 
 
-def write_backup(backup_dir, group, both: Dict[TP, Tuple[Optional[int], Optional[int]]]) -> list:
-    """Write ``backup-<group>-zookeeper-<ts>.txt`` and ``...-kafka-...`` (both stores) and return the paths."""
-    os.makedirs(backup_dir, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S") + "-%03d" % (int(time.time() * 1000) % 1000)
-    out = []
-    for i, name in enumerate(("zookeeper", "kafka")):
-        offs = {tp: v[i] for tp, v in both.items() if v[i] is not None}
-        path = os.path.join(backup_dir, "backup-%s-%s-%s.txt" % (group, name, stamp))
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            for line in format_offsets(group, offs):
-                f.write(line + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        out.append(path)
-    return out
-
-
 def apply_copy(store, offsets: Dict[TP, int], progress: Optional[Callable[[int], None]] = None) -> Dict[TP, str]:
     """Write *offsets* to *store* in chunks; returns ``{tp: error}`` for the partitions that failed."""
     failed = {}
@@ -111,7 +90,9 @@ def backup_and_write(gofs, both: Dict[TP, Tuple[Optional[int], Optional[int]]], 
     """The write step of every command that changes offsets: back up both stores (*both*, as read before planning)
     to *backup_dir* (default: :func:`state.default_backup_dir`), then write ``writes`` (``{store name: {tp:
     offset}}``) store by store. Returns (the backup's paths, ``{store name: {tp: error}}`` for each store written)."""
-    backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both)
+    gofs.check_lock()
+    backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both,
+                          by="zkmigrate %s" % gofs.lock.command if gofs.lock is not None else None)
     return backup, {name: apply_copy(gofs.store(name), todo) for name, todo in writes.items() if todo}
 
 
@@ -138,7 +119,7 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
            "skipped_rewind": {} if allow_rewind else
            {_name(tp): {"destination": d, "source": s} for tp, (d, s) in rewind.items()},
            "rewound": {_name(tp): {"from": d, "to": s} for tp, (d, s) in rewind.items()} if allow_rewind else {},
-           "backup": [], "failed": {}, "written": 0, "refused": {}}
+           "backup": [], "failed": {}, "written": 0, "refused": {}, "unreadable": gofs.unreadable_report()}
     out.update(skipped_report(gofs, gone))
     if not allow_stale:
         if dst == "kafka":
@@ -154,7 +135,7 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
         out["written"] = len(todo) - len(failed)
         if dst == "kafka" and out["written"]:
             out["warnings"].append(expiry_warning(gofs))
-    out["ok"] = not (out["failed"] or out["skipped_rewind"] or out["refused"])
+    out["ok"] = not (out["failed"] or out["skipped_rewind"] or out["refused"] or out["unreadable"])
     return out
 
 
@@ -183,6 +164,7 @@ def import_group(gofs, offsets: Dict[TP, int], store: str, execute: bool = False
     """Write *offsets* (one group's lines of an offsets file) into *store* under the rules above (the caller checks
     for live members first, for every group of the file); a dry run unless *execute*."""
     both = gofs.read(list(offsets))
+    offsets = {tp: o for tp, o in offsets.items() if tp in both}  # not the partitions Kafka would not answer for
     i = 0 if store == "zookeeper" else 1
     decision = plan_copy(offsets, {tp: v[i] for tp, v in both.items()}, allow_rewind)
     todo, failed, backup = decision["write"], {}, []
@@ -194,4 +176,4 @@ def import_group(gofs, offsets: Dict[TP, int], store: str, execute: bool = False
             "skipped_rewind": {} if allow_rewind else
             {_name(tp): {"current": d, "file": s} for tp, (d, s) in decision["rewind"].items()},
             "written": len(todo) - len(failed) if execute else 0, "backup": backup,
-            "failed": {_name(tp): e for tp, e in failed.items()}}
+            "failed": {_name(tp): e for tp, e in failed.items()}, "unreadable": gofs.unreadable_report()}

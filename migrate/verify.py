@@ -99,7 +99,7 @@ def _storage_problems(zk, group, members, phase):
     return out
 
 
-def _range_findings(tp, vals, phase, lso, leo):
+def _range_findings(tp, vals, phase, lso, leo, group="G"):
     """``(problems, notes)`` of one partition's offsets against its log range: the offset the phase's members
     read is held to it, the other store's is only reported."""
     read = {"zookeeper": vals[0], "kafka": vals[1]}
@@ -120,7 +120,10 @@ def _range_findings(tp, vals, phase, lso, leo):
         if bad is None:
             continue
         if name in reads:
-            problems.append("%s-%d: %s offset %d is %s: the next start resets)" % (tp[0], tp[1], name, off, bad))
+            problems.append("group %s, %s-%d: %s offset %d is %s: the next start resets); set the position with "
+                            "'zkmigrate reset-offsets --group %s --topic %s:%d --store %s --to-earliest' (or "
+                            "--to-offset, --to-datetime)" % (group, tp[0], tp[1], name, off, bad, group, tp[0], tp[1],
+                                                             name))
         else:
             notes.append("%s-%d: %s offset %d is %s; not read in the %s phase)" % (tp[0], tp[1], name, off, bad,
                                                                                     phase))
@@ -137,11 +140,12 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
     both, gone = split_gone(zk, gofs.read_all(topics, scan_all_topics=(phase == "kafka")))
     skipped = skipped_report(gofs, gone)
     lso, leo, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(both), security=gofs.security) if both else ({}, {}, None)
-    if not both and not gone:
+    warnings = []
+    if not both and not gone and not gofs.unreadable:
         problems.append("group %s has no partitions (no topics in ZooKeeper and none given with --topic)" % group)
     missing, behind = [], {}
     for tp, vals in sorted(both.items()):
-        more, also = _range_findings(tp, vals, phase, lso, leo)
+        more, also = _range_findings(tp, vals, phase, lso, leo, group)
         problems += more
         notes += also
         t_off = vals[idx[target]]
@@ -162,10 +166,11 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
     while (behind or (missing and waiting_missing)) and time.monotonic() < deadline:
         time.sleep(poll)
         now = gofs.read(list(behind) + (missing if waiting_missing else []))
-        behind = {tp: (now[tp][idx[target]], o0) for tp, (_, o0) in behind.items()
-                  if now[tp][idx[target]] is None or now[tp][idx[target]] < o0}
+        unread = (None, None)  # a partition Kafka stopped answering for (reported as unreadable) is not settled
+        behind = {tp: (now.get(tp, unread)[idx[target]], o0) for tp, (_, o0) in behind.items()
+                  if now.get(tp, unread)[idx[target]] is None or now.get(tp, unread)[idx[target]] < o0}
         if waiting_missing:
-            missing = [tp for tp in missing if now[tp][idx[target]] is None]
+            missing = [tp for tp in missing if now.get(tp, unread)[idx[target]] is None]
     for tp in missing:
         problems.append("%s-%d has no offset in %s (the store the next phase reads; if the group no longer reads "
                         "topic %s: --exclude-topic %s, or 'zkmigrate forget-topic --group %s --topic %s')"
@@ -178,9 +183,11 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
             stale = to_zookeeper_refusals(group, kept, evidence(gofs, kept, leo), frozen_since, None,
                                           keep="accept it ('zkmigrate rollback --execute --allow-stale')")
             problems.extend(stale[tp] for tp in sorted(stale))
+    way = {"kafka": "copy", "zookeeper": "rollback"}[target]
     for tp, (t_off, o_off) in sorted(behind.items()):
         problems.append("%s-%d: %s offset %s stays behind %s offset %d after %.0f s (not explained by in-flight "
-                        "dual commits)" % (tp[0], tp[1], target, t_off, other, o_off, settle))
+                        "dual commits); with the members stopped, 'zkmigrate %s --group %s --execute' brings it up"
+                        % (tp[0], tp[1], target, t_off, other, o_off, settle, way, group))
     try:
         broker = describe_broker_group(gofs.bootstrap_servers, group, security=gofs.security)
         broker_d = broker.as_dict()
@@ -197,12 +204,16 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
         try:
             more, expiry = expiry_problems(gofs, gofs.read(list(both)), expiry_margin)
             problems.extend(more)
+            if expiry.get("unknown"):
+                warnings.append(expiry["unknown"])
         except ClusterUnavailableError as e:
             problems.append("cannot check when the Kafka offsets expire: %s" % e)
+    problems.extend(gofs.unreadable.values())  # those Kafka would not answer for, also while settling
     fence = state.fence_of(state.read_phase(zk, group))
     if fence is not None and phase != "kafka":
         notes.append("group %s is fenced (cut over %s by %s): ZooKeeper members cannot join until 'zkmigrate rollback "
                      "--execute'" % (group, fence.get("since"), fence.get("by")))
     return {"group": group, "phase": phase, "to": to, "target_store": target, "ok": not problems, "expiry": expiry,
             "problems": problems, "notes": notes, "partitions": len(both), "zookeeper_members": sorted(members),
-            "broker_group": broker_d, "fence": fence, **skipped}
+            "broker_group": broker_d, "fence": fence, "unreadable": gofs.unreadable_report(),
+            **dict(skipped, warnings=skipped["warnings"] + warnings)}

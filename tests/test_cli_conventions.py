@@ -101,7 +101,7 @@ def test_fleet_verify_export_and_recorded_phase(services, zk, unique, tmp_path, 
     monkeypatch.chdir(tmp_path)
     code, rep, _ = zkmigrate_json(services, "copy", "--group", names[0], "--group", names[1], "--execute", expect=0)
     assert [g["written"] for g in rep["groups"]] == [2, 2]
-    assert len(os.listdir(state / "backups")) == 4 and not list(tmp_path.glob("backup-*"))
+    assert len(os.listdir(state / "backups")) == 6 and not list(tmp_path.glob("backup-*"))  # 3 files a group
     # export without a group: every group, ExportZkOffsets lines
     code, out, _ = zkmigrate(services, "export", expect=0)
     lines = set(out.splitlines())

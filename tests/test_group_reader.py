@@ -3,6 +3,8 @@ member per rebalance became O(changes)); a watch per cached node drops it when i
 computed stays what a fresh read computes. Real ZooKeeper."""
 import threading
 
+import pytest
+
 from consumer_helpers import wait_until
 from zkconsumer.consumer.group_view import GroupReader, read_group
 from zkconsumer.layout import codecs, paths
@@ -17,14 +19,13 @@ def _register(zk, g, cid, topics):
 def _count_reads(zk):
     """Count the read requests *zk* sends from now on (kazoo hands every request to ``_call``): exists, getData,
     getChildren, getChildren2."""
+    from zkconsumer.client_internals import kazoo_observe_requests
     counted = [0]
-    call = zk._call
 
-    def counting(request, async_object):
+    def counting(request):
         if getattr(request, "type", None) in (3, 4, 8, 12):
             counted[0] += 1
-        return call(request, async_object)
-    zk._call = counting
+    kazoo_observe_requests(zk, counting)
     return counted
 
 
@@ -106,3 +107,40 @@ def test_the_member_list_path_is_made_once_and_again_if_a_tool_removed_it(zk, un
     assert reader.read().members == {} and len(calls) == 2 and zk.exists(paths.group_ids_path(g))
     _register(zk, g, "m00", [])
     assert list(reader.read().members) == ["m00"] and len(calls) == 2
+
+
+@pytest.mark.parametrize("what", ["partition map", "registration"])
+def test_a_change_between_the_answer_and_the_cache_store_is_not_lost(services, zk, unique, monkeypatch, what):
+    """ZooKeeper answered a read and armed its one-shot watch; the node changes and the watch fires before the reader
+    stored the answer. The answer is stale and no watch is left on the node: it must not be cached. The window is
+    held open here by decoding the answer only after the change was seen (the decoders are pure code)."""
+    g, t = unique("race"), services.create_topic(unique("race"), 2)
+    t2 = services.create_topic(unique("race2"), 1)
+    _register(zk, g, "m0", [t])
+    changes = []
+    reader = GroupReader(zk, g, on_change=changes.append)
+    if what == "partition map":
+        name, watched = "decode_topic_assignment", paths.topic_path(t)
+
+        def change():
+            services.create_topic(t, 3)  # a partition is added
+    else:
+        name, watched = "decode_consumer_registration", paths.consumer_registration_path(g, "m0")
+
+        def change():
+            zk.set(watched, codecs.encode_consumer_registration(codecs.ConsumerRegistration.static({t: 1, t2: 1})))
+    real = getattr(codecs, name)
+    armed = [True]
+
+    def decode_after_a_change(data, path):
+        if armed[0] and path == watched:
+            armed[0] = False
+            change()
+            wait_until(lambda: changes, 10, message="the watch on %s to fire" % watched)
+        return real(data, path)
+    monkeypatch.setattr(codecs, name, decode_after_a_change)
+    reader.read()
+    assert not armed[0], "the window was not reached"
+    fresh = read_group(zk, g)
+    again = reader.read()
+    assert (again.partitions, again.consumers_for_topic) == (fresh.partitions, fresh.consumers_for_topic)

@@ -8,8 +8,6 @@ after the session expired until the lease follows the new session, stop. And the
 out no ownership from a stale lease.
 """
 import queue
-import select
-import socket
 import threading
 import time
 
@@ -18,7 +16,9 @@ from kazoo.client import KazooClient
 
 from zkconsumer.consumer.fetcher import FetcherThread
 from zkconsumer.consumer.lease import NoLease, SessionLease
+from zkconsumer.consumer.partition_info import PartitionTopicInfo
 from zkconsumer.consumer.stream import Chunk, Generation, KafkaStream
+from zk_relay import Relay, zk_target
 
 
 class FakeClock:
@@ -32,75 +32,10 @@ class FakeClock:
         self.t += seconds
 
 
-class Relay(threading.Thread):
-    """A TCP relay on loopback to one ZooKeeper server; ``hold()`` keeps the server's answers in the relay until
-    ``release()`` (requests still reach the server, so the session lives)."""
-
-    def __init__(self, target):
-        super().__init__(daemon=True)
-        self.target = target
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(8)
-        self.port = self.listener.getsockname()[1]
-        self.held = threading.Event()
-        self.stopped = False
-        self.pairs = []
-
-    def run(self):
-        while not self.stopped:
-            socks = [self.listener] + [s for pair in self.pairs for s in pair]
-            try:
-                readable, _, _ = select.select(socks, [], [], 0.02)
-            except (OSError, ValueError):
-                continue
-            for s in readable:
-                if s is self.listener:
-                    try:
-                        client, _ = self.listener.accept()
-                    except OSError:  # closed
-                        return
-                    self.pairs.append((client, socket.create_connection(self.target)))
-                    continue
-                for client, server in list(self.pairs):
-                    if s is server and self.held.is_set():
-                        continue  # the answer waits in the server's socket
-                    if s in (client, server):
-                        other = server if s is client else client
-                        try:
-                            data = s.recv(65536)
-                        except OSError:
-                            data = b""
-                        if not data:
-                            self.pairs.remove((client, server))
-                            client.close()
-                            server.close()
-                        else:
-                            other.sendall(data)
-
-    def hold(self):
-        self.held.set()
-
-    def release(self):
-        self.held.clear()
-
-    def close(self):
-        self.stopped = True
-        self.listener.close()
-        for a, b in self.pairs:
-            a.close()
-            b.close()
-
-
-def _zk_target(services):
-    host, _, port = services.zookeeper_connect.split(",")[0].split("/")[0].rpartition(":")
-    return host, int(port)
-
-
 @pytest.fixture
 def relayed(services):
     """(kazoo client connected through a relay, the relay): session timeout 6 s."""
-    relay = Relay(_zk_target(services))
+    relay = Relay(zk_target(services))
     relay.start()
     client = KazooClient(hosts="127.0.0.1:%d" % relay.port, timeout=6.0)
     client.start(timeout=15)
@@ -267,14 +202,14 @@ def test_a_stream_hands_no_record_from_a_stale_lease(relayed):
     _started(lease)
     gen = Generation()
     q = queue.Queue()
-    s = KafkaStream(q, gen, {}, timeout_ms=5000, lease=lease)
+    s = KafkaStream(q, gen, timeout_ms=5000, lease=lease)
     Rec = type("Rec", (), {})
     records = []
     for off in range(2):
         r = Rec()
         r.topic, r.partition, r.offset = "t", 0, off
         records.append(r)
-    q.put(Chunk(0, ("t", 0), records))
+    q.put(Chunk(0, PartitionTopicInfo(("t", 0), "c-0"), records))
     try:
         assert next(s).offset == 0
         relay.hold()
@@ -298,7 +233,7 @@ def test_the_spark_driver_member_hands_out_no_ownership_from_a_stale_lease(servi
     from zkconsumer.config import ConsumerConfig
     from zkconsumer.spark.member import GroupMember
     t = services.create_topic(unique("lease"), 2)
-    relay = Relay(_zk_target(services))
+    relay = Relay(zk_target(services))
     relay.start()
     cfg = ConsumerConfig.from_properties({"group.id": unique("lease"), "consumer.id": "driver",
                                           "zookeeper.connect": "127.0.0.1:%d" % relay.port,

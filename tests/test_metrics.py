@@ -140,7 +140,7 @@ def test_member_metrics_per_topic_fetch_commit_failures_session_expiries_and_inf
         a.zk.delete(owner)
         a.zk.create(owner, b"someone-else")
         a.zk.set(owner, b"someone-else")  # version 1: the fence checks our node's version 0
-        a.positions[(t1, 0)] = 29  # something to commit
+        a.rebalancer.parts[(t1, 0)].consumed = 29  # something to commit
         a.commit_offsets()
         wait_until(lambda: _one(_scrape(server.port), "zkconsumer_commit_failures_total") >= 1, 10,
                    message="the fenced commit counted")

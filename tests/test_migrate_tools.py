@@ -231,7 +231,7 @@ def test_cutover(services, zk, unique, tmp_path):
         assert out["to_copy"] == {"%s-1" % topic: 4} and ks.fetch(parts) == {(topic, 0): 9}
         code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path),
                                       expect=0)
-        assert out["ready"] is True and out["copied"] == {"%s-1" % topic: 4} and len(out["backup"]) == 2
+        assert out["ready"] is True and out["copied"] == {"%s-1" % topic: 4} and len(out["backup"]) == 3
         assert ks.fetch(parts) == {(topic, 0): 9, (topic, 1): 4}
         code, out, _ = zkmigrate_json(services, "cutover", "--group", g, expect=0)
         assert out["to_copy"] == {}
@@ -286,7 +286,7 @@ def test_import_never_rewinds_without_allow_rewind_and_backs_up_first(services, 
                                "--backup-dir", str(backups), expect=1)
     assert zk.get(paths.partition_offset_path(g, t, 0))[0] == b"50"      # not moved backwards
     assert zk.get(paths.partition_offset_path(g, t, 1))[0] == b"7"       # forwards is fine
-    assert len(list(backups.iterdir())) == 2
+    assert len(list(backups.iterdir())) == 3  # both stores' files and the manifest
     code, rep, _ = zkmigrate_json(services, "import", "--file", str(f), "--store", "zookeeper", "--execute",
                                   "--allow-rewind", "--backup-dir", str(backups), expect=0)
     assert rep["groups"][g]["changes"] == {"%s-0" % t: {"from": 50, "to": 10}}

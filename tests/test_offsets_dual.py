@@ -161,9 +161,9 @@ def test_overlapped_commit_sends_zookeeper_first_then_kafka(dual, zk, services, 
     zk_store, kafka_store = dual.zk_store, dual.kafka_store
     begin = kafka_store.begin_commit
 
-    def traced(offsets):
+    def traced(offsets, fence=None):
         order.append(("kafka", dict(zk_store.stats)))
-        return begin(offsets)
+        return begin(offsets, fence=fence)
     monkeypatch.setattr(kafka_store, "begin_commit", traced)
     before = dict(zk_store.stats)
     r = dual.commit({(t, 0): 2, (t, 1): 3})

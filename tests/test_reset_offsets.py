@@ -79,7 +79,7 @@ def test_reset_offsets_command(services, unique, tmp_path, monkeypatch):
     # one partition by offset; the other untouched; a backup of both stores first
     code, rep, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--topic", "%s:0" % t, "--to-offset", "3",
                                   "--execute", expect=0)
-    assert _offsets(rep) == {(t, 0): (15, None, 3)} and rep["written"] == 1 and len(rep["backup"]) == 2
+    assert _offsets(rep) == {(t, 0): (15, None, 3)} and rep["written"] == 1 and len(rep["backup"]) == 3
     assert all(os.path.dirname(b) == str(tmp_path / "state" / "backups") for b in rep["backup"])
     code, st, _ = zkmigrate_json(services, "status", "--group", g, expect=0)
     assert {(r["partition"], r["zookeeper_offset"]) for r in st["partitions"]} == {(0, 3), (1, 15)}

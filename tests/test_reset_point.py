@@ -35,7 +35,7 @@ def test_reset_point_survives_a_hand_over_with_records_queued(services, zk, uniq
     conns.append(a)
     a.create_message_streams({t: 1})  # never iterated: fetched records stay queued
     wait_until(lambda: len(a.owned_partitions()) == 1, 20, message="a owns the partition")
-    wait_until(lambda: a.positions.get((t, 0)) == 10, 10, message="the reset point 10 counted as consumed")
+    wait_until(lambda: a.rebalancer.parts[(t, 0)].consumed == 10, 10, message="the reset point 10 counted as consumed")
     produced = produce_tracked(services.bootstrap_servers, t, 1, partition=0, tag="queued")  # offset 10
     a.shutdown()
     assert _committed(zk, g, t) == 10

@@ -423,9 +423,10 @@ class LagCache:
             snapshot = {name: (set(g.zk_offsets) | set(g.owners), store_of(g.phase, [m[0] for m in g.modes.values()]),
                                bool(g.members)) for name, g in self.groups.items()}
             counts = dict(self.partition_counts)
+        # every partition of the groups' topics as /brokers/topics has them: offsets left behind for a topic that
+        # was deleted (or a partition it no longer has) get no log range, and never make Kafka fail the pass
         tps = set()
         for parts, _, _ in snapshot.values():
-            tps |= parts
             tps |= {(t, p) for t in {t for t, _ in parts} for p in range(counts.get(t, 0))}
         tplist = [TopicPartition(t, p) for t, p in sorted(tps)]
         start = consumer.beginning_offsets(tplist) if tplist else {}
@@ -470,8 +471,9 @@ class LagCache:
         non-empty states, then DescribeGroups of those only: members, not Empty/Dead)."""
         if not live:
             return set()
-        active = {"Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
-        listed = {d.get("group_id") for d in admin.list_groups(states_filter=sorted(active))}
+        # kafka-python's GroupState member names: its value_for() maps "CompletingRebalance" to no member
+        active = ["STABLE", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "ASSIGNING", "RECONCILING"]
+        listed = {d.get("group_id") for d in admin.list_groups(states_filter=active)}
         both = sorted(set(live) & listed)
         if not both:
             return set()

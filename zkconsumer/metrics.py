@@ -29,6 +29,7 @@ Prometheus name                                            Scala JMX metric
 ``zkconsumer_rebalances_total`` / ``..._seconds_total``    ``RebalanceRateAndTime``
 ``zkconsumer_owned_partitions``                            ``OwnedPartitionsCount``
 ``zkconsumer_state{state}``                                (ours: the rebalancer's state, 1 for the current)
+``zkconsumer_claim_wait_seconds``                          (ours: how long a claim has waited for others' owner nodes)
 ``zkconsumer_offsets_degraded``                            (ours: dual commit writing ZooKeeper alone)
 ``zkconsumer_info{consumer_id,version,decoder,engine}``    (ours: always 1)
 =========================================================  =============================================
@@ -163,6 +164,8 @@ class MetricsCollector:
         for s in STATES:
             st.add_metric(base + [s], 1.0 if m["state"] == s else 0.0)
         yield st
+        yield gauge("zkconsumer_claim_wait_seconds", "How long the member's claim has waited for owner nodes other "
+                    "members hold (0 when it waits for none)", (m.get("ClaimWait") or {}).get("seconds", 0.0))
         yield gauge("zkconsumer_offsets_degraded", "1 while dual commit writes ZooKeeper alone (Kafka's offset "
                     "manager down past dual.commit.kafka.outage.ms)", 1.0 if m["offsets_degraded"] else 0.0)
 

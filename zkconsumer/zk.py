@@ -90,8 +90,8 @@ def bootstrap_from_zk(zk, zookeeper_connect="", security_protocol="PLAINTEXT"):
             brokers.append("%s:%d" % ep)
     if not brokers:
         raise ClusterUnavailableError(
-            "no brokers registered under /brokers/ids in ZooKeeper %s (no %s endpoint found; security.protocol must "
+            "no brokers registered under /brokers/ids in ZooKeeper%s (no %s endpoint found; security.protocol must "
             "match a listener of the brokers); is the cluster running, or, for a ZooKeeper-less cluster, the "
             "registry mirror ('zkconsumer registry sync')? Or give the bootstrap servers explicitly"
-            % (zookeeper_connect, security_protocol))
+            % ((" " + zookeeper_connect) if zookeeper_connect else "", security_protocol))
     return ",".join(brokers)

@@ -170,13 +170,16 @@ def resolve_zookeeper(value, directory=None):
 def resolve_bootstrap(value, directory=None, zk=None):
     """--bootstrap-server, else $KAFKA_BOOTSTRAP, else the brokers registered in ZooKeeper (``zk``, the ZooKeeper
     the command works on: the legacy tools needed only --zookeeper; their endpoints of the --kafka-config's
-    security.protocol), else the running local cluster's broker."""
+    security.protocol), else the running local cluster's broker. When ZooKeeper was asked and has no broker (and
+    no local cluster runs), its ClusterUnavailableError: the brokers are down, the command lacks nothing."""
     if not value and not os.environ.get(KAFKA_ENV) and zk is not None:
         from .. import zk as zkmod
         try:
             return zkmod.bootstrap_from_zk(zk, security_protocol=kafka_security().protocol)
         except ZkConsumerError:
-            pass  # no broker registered there: fall through to the local cluster / the error
+            # no broker registered there: the local cluster's, else that error (the brokers are down, not unnamed)
+            if not LocalCluster(directory).info().get("running"):
+                raise
     return _resolve(value, KAFKA_ENV, "bootstrap_servers", "Kafka broker", "--bootstrap-server HOST:PORT", directory)
 
 

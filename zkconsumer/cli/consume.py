@@ -53,11 +53,12 @@ def build_config(zookeeper, group, config_file, properties):
             raise click.BadParameter("%s holds a password: put it in the --config file (or use "
                                      "sasl.credentials.file), not on the command line" % key,
                                      param_hint="--consumer-property")
-    throwaway = not group and not props.get("group.id") and not overrides.get("group.id")
+    # a group given as '' (on the command line or in a file) is a bad name to refuse, not a missing one
+    throwaway = group is None and "group.id" not in props and "group.id" not in overrides
     if throwaway:
         group = throwaway_group()
         overrides.setdefault("auto.commit.enable", "false")
-    if group:
+    if group is not None:
         overrides["group.id"] = group
     if zookeeper:
         overrides["zookeeper.connect"] = zookeeper

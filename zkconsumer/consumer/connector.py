@@ -9,7 +9,10 @@
 The connector registers in ``/consumers/[g]/ids`` with the Scala JSON format, takes part in the group's
 rebalances through one rebalancer thread (:mod:`.rebalancer`), claims owner nodes with consumer thread ids as data,
 fetches from partition leaders into bounded queues (:mod:`.fetcher`) and commits next offsets to the configured
-offset store (ZooKeeper, Kafka or dual). Positions count as consumed when a stream hands a record out (ZookeeperConsumerConnector.scala).
+offset store (ZooKeeper, Kafka or dual). Positions count as consumed when a stream hands a record out (ZookeeperConsumerConnector.scala),
+kept with everything else about an owned partition on its :class:`~.partition_info.PartitionTopicInfo`. A reset
+point (``auto.offset.reset`` for a partition without a committed offset, or one the log no longer has) counts as
+consumed too and is committed at once, not at the next auto-commit.
 """
 import logging
 import queue
@@ -62,7 +65,6 @@ class ZookeeperConsumerConnector:
         self.listener = listener or RebalanceListener()
         self.consumer_id = codecs.make_consumer_id(config.group_id, config.consumer_id)
         self.group = config.group_id
-        self.positions = {}                 # (t, p) -> next offset to deliver (consumed position)
         self.generation = Generation()
         self.streams = []
         self._queues = {}                   # (topic, n) or n (wildcard) -> Queue
@@ -75,6 +77,8 @@ class ZookeeperConsumerConnector:
         self._bootstrap = bootstrap_servers
         self._bootstrap_given = bool(bootstrap_servers)  # else read from ZooKeeper, and re-read for new clients
         self._commit_thread = None
+        self._commit_soon = threading.Event()   # wakes the auto-commit thread: reset points to commit, or stop
+        self._reset_partitions = set()          # (t, p) whose reset point was recorded since the last commit
         self._stopped = threading.Event()
         self._shutdown_lock = threading.Lock()
         self._closed = False
@@ -136,8 +140,7 @@ class ZookeeperConsumerConnector:
     def _new_stream(self, key, name):
         q = queue.Queue(self.config.queued_max_message_chunks)
         self._queues[key] = q
-        s = KafkaStream(q, self.generation, self.positions, self.config.consumer_timeout_ms, name=name,
-                        lease=self.lease)
+        s = KafkaStream(q, self.generation, self.config.consumer_timeout_ms, name=name, lease=self.lease)
         self.streams.append(s)
         return s
 
@@ -174,13 +177,15 @@ class ZookeeperConsumerConnector:
         commit; rates are left to the scraper): ``ConsumerLag`` {(t, p): lag}, ``MaxLag``, ``MinFetchRate``
         (fetch passes/s of the slowest fetcher), ``MessagesPerSec`` / ``BytesPerSec`` (totals: counters),
         ``ZooKeeperCommitsPerSec`` / ``KafkaCommitsPerSec`` (totals), ``RebalanceRateAndTime`` (count and
-        seconds), ``OwnedPartitionsCount``, plus the member's state and whether dual commit writes ZooKeeper
-        alone."""
+        seconds), ``OwnedPartitionsCount``, plus the member's state, what a claim waits for (``ClaimWait``:
+        seconds and ``{owner node path: {"owner": its data, "session": "0x..."}}``) and whether dual commit writes
+        ZooKeeper alone."""
         rb = self.rebalancer
-        owned = set(rb.owned) if rb is not None else set()
+        parts = dict(rb.parts) if rb is not None else {}
         hw = self.fetchers.highwaters() if self.fetchers is not None and hasattr(self.fetchers, "highwaters") \
             else {}
-        lag = {tp: max(0, hw[tp] - self.positions[tp]) for tp in owned if tp in hw and tp in self.positions}
+        lag = {tp: max(0, hw[tp] - part.consumed) for tp, part in parts.items()
+               if tp in hw and part.consumed is not None}
         rates = self.fetchers.fetch_rates() if self.fetchers is not None and hasattr(self.fetchers,
                                                                                     "fetch_rates") else []
         stats = dict(rb.stats) if rb is not None else {}
@@ -196,7 +201,9 @@ class ZookeeperConsumerConnector:
                 "RebalanceRateAndTime": {"count": stats.get("rebalances", 0),
                                          "seconds": round(stats.get("rebalance_seconds", 0.0), 6),
                                          "failed_attempts": stats.get("failed_attempts", 0)},
-                "OwnedPartitionsCount": len(owned),
+                "OwnedPartitionsCount": len(parts),
+                "ClaimWait": {"seconds": round(rb.claim_wait_seconds(), 3), "owners": dict(rb.claim_wait)}
+                if rb is not None else {},
                 "offsets_degraded": self.offsets_degraded}
 
     @property
@@ -208,7 +215,7 @@ class ZookeeperConsumerConnector:
     def _make_fetchers(self):
         """The fetcher manager (a subclass that only coordinates — e.g. a Spark driver member — overrides this)."""
         servers = self._bootstrap if self._bootstrap_given else self._fresh_bootstrap
-        return FetcherManager(self.config, servers, on_error=self._on_fetch_error)
+        return FetcherManager(self.config, servers, on_error=self._on_fetch_error, on_reset=self._reset_recorded)
 
     def _kafka_bootstrap(self):
         if not self._bootstrap:
@@ -228,28 +235,34 @@ class ZookeeperConsumerConnector:
         return self._bootstrap
 
     # -- delivery control (rebalancer thread) ------------------------------------------------------------------
-    def stop_delivery(self):
-        """New generation, streams fenced, fetchers stopped, queues cleared: nothing old is delivered."""
+    def stop_delivery(self, timeout=None):
+        """New generation, streams fenced, fetchers stopped (within *timeout* seconds when given), queues cleared:
+        nothing old is delivered. A reset point still queued behind dropped records is recorded."""
         self.generation.value += 1
         for s in self.streams:
             s.fence()
-        self.fetchers.stop_all(self.generation.value)
+        self.fetchers.stop_all(self.generation.value, timeout)
         for s in self.streams:
             s.clear()
+        rb = self.rebalancer
+        for part in list(rb.parts.values()) if rb is not None else ():
+            part.apply_reset()
 
-    def start_delivery(self, plan):
-        """plan: {(t, p): (start offset or None, thread id)} -> fetchers running under the current generation."""
-        work = {}
-        for tp, (offset, thread_id) in plan.items():
-            n = int(thread_id.rsplit("-", 1)[1])
-            key = n if self._wildcard else (tp[0], n)
-            work[tp] = (offset, self._queues[key])
-        resets = self.fetchers.assign(self.generation.value, work) or {}
-        for tp, off in resets.items():
-            # the reset point counts as consumed (unless a record was handed out already): the next commit
-            # records it, so a restart does not reset again and skip what was produced meanwhile
-            self.positions.setdefault(tp, off)
-        return resets
+    def start_delivery(self, parts):
+        """parts: {(t, p): PartitionTopicInfo} -> fetchers running under the current generation, each partition
+        from its consumed position (its reset point when it has none: recorded, and committed at once)."""
+        for part in parts.values():
+            n = int(part.thread_id.rsplit("-", 1)[1])
+            part.queue = self._queues[n if self._wildcard else (part.tp[0], n)]
+        self.fetchers.assign(self.generation.value, parts)
+
+    def _reset_recorded(self, part):
+        """A fetcher recorded a reset point: commit it now (auto-commit), not at the next interval, so a member
+        killed before that still leaves it behind: its successor resumes from it instead of resetting again to the
+        then end of the log and skipping what was produced meanwhile (with largest, the default)."""
+        if self.config.auto_commit_enable:
+            self._reset_partitions.add(part.tp)
+            self._commit_soon.set()
 
     def listener_call(self, name, partitions):
         try:
@@ -289,7 +302,9 @@ class ZookeeperConsumerConnector:
                             "may have expired)")
                 return None
         with rb.lock:
-            offsets = {tp: self.positions[tp] for tp in partitions if tp in self.positions and tp in rb.owned}
+            parts = rb.parts
+            offsets = {tp: part.consumed for tp, part in ((tp, parts.get(tp)) for tp in partitions)
+                       if part is not None and part.consumed is not None}
             if not offsets:
                 return None
             fence = rb.fence()
@@ -310,10 +325,22 @@ class ZookeeperConsumerConnector:
         return result
 
     def _auto_commit_loop(self):
+        """Every auto.commit.interval.ms: everything owned; in between, at once, the reset points just recorded."""
         interval = self.config.auto_commit_interval_ms / 1000.0
-        while not self._stopped.wait(interval):
+        next_at = time.monotonic() + interval
+        while True:
+            woken = self._commit_soon.wait(max(0.0, next_at - time.monotonic()))
+            if self._stopped.is_set():
+                break
             try:
-                self.commit_offsets()
+                if woken:
+                    self._commit_soon.clear()
+                    reset, self._reset_partitions = self._reset_partitions, set()
+                    if reset:
+                        self.commit_partitions(reset)
+                else:
+                    next_at = time.monotonic() + interval
+                    self.commit_offsets()
             except Exception as e:
                 log.warning("exception during autoCommit: %s", e)
 

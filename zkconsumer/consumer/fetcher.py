@@ -6,9 +6,17 @@ bootstrap list); partition leaders come from Kafka metadata, and kafka-python re
 (backing off ``refresh.leader.backoff.ms``). Partitions are spread over ``num.consumer.fetchers`` threads.
 
 The rebalancer changes a fetcher's work only through :meth:`FetcherThread.assign`, which the fetcher applies on its
-own thread (a KafkaConsumer is not thread-safe) and acknowledges; ``assign({})`` is "stop fetching". A chunk that
-cannot be queued because the stream is full is retried until it fits or the assignment changes — the bounded queue
-is the back-pressure, so memory stays bounded by the queue settings whatever the backlog.
+own thread (a KafkaConsumer is not thread-safe) and acknowledges; ``assign({})`` is "stop fetching". The work is
+the partitions' :class:`~.partition_info.PartitionTopicInfo` objects: each is fetched from its consumed position,
+and its fetch position is kept on it. A chunk that cannot be queued because the stream is full is retried until it
+fits or the assignment changes — the bounded queue is the back-pressure, so memory stays bounded by the queue
+settings whatever the backlog.
+
+Resets are the fetcher's (Kafka 1.1.1 ``ConsumerFetcherThread.handleOffsetOutOfRange``): a partition without a
+committed offset starts at ``auto.offset.reset``'s end of the log, a position the log does not have (retention
+overtook it, the log was truncated) is reset the same way, and either way the new position becomes the partition's
+consumed position, so the next commit records it (the client itself is told to reset nothing: kafka-python's and
+librdkafka's own resets would move the fetch position without the member knowing).
 """
 import logging
 import queue
@@ -16,8 +24,9 @@ import threading
 import time
 
 from ..errors import ClusterUnavailableError, MessageTooLargeError, ZkConsumerError
-from .stream import Chunk
+from .partition_info import ResetTo
 from .record_batch import payload_bytes
+from .stream import Chunk
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +37,9 @@ def consumer_settings(config):
         client_id=config.client_id or config.group_id or "zkconsumer",
         group_id=None,
         enable_auto_commit=False,
-        auto_offset_reset="earliest" if config.auto_offset_reset == "smallest" else "latest",
+        # kafka-python resets nothing by itself: an out-of-range position is raised to the fetcher, which resets it
+        # and records the new position (FetcherThread._reset)
+        auto_offset_reset="none",
         max_partition_fetch_bytes=config.fetch_message_max_bytes,
         fetch_min_bytes=config.fetch_min_bytes,
         fetch_max_wait_ms=config.fetch_wait_max_ms,
@@ -46,33 +57,43 @@ def consumer_settings(config):
     return settings
 
 
+#: how long applying an assignment waits for the reset points of partitions without a committed offset; one that
+#: is not known by then (its partition has no leader, say) is resolved by the fetch loop when it can be
+RESOLVE_WAIT_S = 2.0
+
+
 class FetcherThread(threading.Thread):
-    def __init__(self, index, bootstrap_servers, config, on_error=None):
+    def __init__(self, index, bootstrap_servers, config, on_error=None, on_reset=None):
         super().__init__(name="zkconsumer-fetcher-%d" % index, daemon=True)
         self.bootstrap_servers = bootstrap_servers
         self.config = config
         self.on_error = on_error or (lambda tp, exc: None)
+        self.on_reset = on_reset or (lambda part: None)  # a reset point was recorded on this PartitionTopicInfo
         self._consumer = None
         self._lock = threading.Condition()
-        self._pending = None        # (generation, {tp: (offset or None, queue)}, done_event)
-        self._assignment = {}       # tp -> queue
+        self._pending = None        # (generation, {(t, p): PartitionTopicInfo}, done_event)
+        self._assignment = {}       # (t, p) -> PartitionTopicInfo fetched now (under self._generation)
         self._generation = -1
         self._stopped = False
         self._apply_error = None
         self._last_range_check = 0.0
-        self._range_suspects = {}   # tp -> position found out of range by ListOffsets at the last check
-        self.resets = {}            # (t, p) -> offset auto.offset.reset chose at the last assignment
+        self._range_suspects = {}   # (t, p) -> position found out of range by ListOffsets at the last check
+        self._unresolved = set()    # (t, p) whose reset point is not known yet
+        self._last_resolve = 0.0
         self.failures = 0           # consecutive failures of the fetch loop
         self.fetches = 0            # fetch passes completed (metrics: MinFetchRate)
         self.fetch_seconds = 0.0    # time spent in those passes' fetch requests (metrics)
         self.errors = 0             # fetch errors, retried or not (metrics)
         self.started_at = time.monotonic()
-        self._next = {}             # TopicPartition -> next offset to hand over (re-fetched from after a failure)
 
     # -- called by the rebalancer ------------------------------------------------------------------------------
-    def assign(self, generation, work, timeout=30.0):
-        """Replace this fetcher's work: {tp: (start offset or None for auto.offset.reset, queue)}. Blocks until
-        the fetcher has applied it (so when assign({}) returns, nothing more is put on any queue)."""
+    def assign(self, generation, work, timeout=None):
+        """Replace this fetcher's work: {(t, p): PartitionTopicInfo}, each fetched from its consumed position (or
+        its reset point when it has none). Blocks until the fetcher has applied it (so when assign({}) returns,
+        nothing more is put on any queue), at most *timeout* seconds (default: ``socket.timeout.ms``, what a new
+        client may wait for the brokers, plus the wait for reset points and a margin)."""
+        if timeout is None:
+            timeout = self.config.socket_timeout_ms / 1000.0 + RESOLVE_WAIT_S + 5.0
         done = threading.Event()
         with self._lock:
             self._pending = (generation, dict(work), done)
@@ -85,7 +106,6 @@ class FetcherThread(threading.Thread):
         error, self._apply_error = self._apply_error, None
         if error is not None:  # e.g. brokers unreachable: the rebalance attempt fails and is retried
             raise error
-        return dict(self.resets) if work else {}
 
     def shutdown(self):
         with self._lock:
@@ -97,6 +117,7 @@ class FetcherThread(threading.Thread):
         return self._pending is not None or self._stopped
 
     def _apply_pending(self):
+        from kafka import TopicPartition
         with self._lock:
             pending, self._pending = self._pending, None
         if pending is None:
@@ -104,54 +125,130 @@ class FetcherThread(threading.Thread):
         generation, work, done = pending
         self._apply_error = None
         try:
+            self._unresolved = set()
             if work:
                 consumer = self._ensure_consumer()
-                consumer.assign(list(work))
-                seek_begin, seek_end = [], []
-                for tp, (offset, _) in work.items():
-                    if offset is None or offset < 0:
-                        (seek_begin if self.config.auto_offset_reset == "smallest" else seek_end).append(tp)
+                consumer.assign([TopicPartition(*tp) for tp in work])
+                resets = []
+                for tp, part in work.items():
+                    part.apply_reset()  # a reset point whose marker was dropped with its queue
+                    if part.consumed is None or part.consumed < 0:
+                        resets.append(TopicPartition(*tp))
                     else:
-                        consumer.seek(tp, offset)
-                if seek_begin:
-                    consumer.seek_to_beginning(*seek_begin)
-                if seek_end:
-                    consumer.seek_to_end(*seek_end)
-                self._resolve_resets(consumer, seek_begin + seek_end)
+                        consumer.seek(TopicPartition(*tp), part.consumed)
+                        part.fetched = part.consumed
+                if resets:
+                    if self.config.auto_offset_reset == "smallest":
+                        consumer.seek_to_beginning(*resets)
+                    else:
+                        consumer.seek_to_end(*resets)
+                self._assignment = work
+                self._generation = generation
+                if resets:
+                    self._unresolved = {(tp.topic, tp.partition) for tp in resets}
+                    self._resolve_resets(RESOLVE_WAIT_S)
             else:
-                self.resets = {}  # nothing assigned, nothing reset (a stale map once failed this empty assignment)
                 if self._consumer is not None:
                     self._consumer.assign([])
-            self._assignment = {tp: q for tp, (_, q) in work.items()}
-            self._next = {tp: off for tp, (off, _) in work.items() if off is not None and off >= 0}
-            if work:
-                tp_type = type(next(iter(work)))
-                for (t, p), off in self.resets.items():
-                    self._next[tp_type(t, p)] = off
-            self._generation = generation
+                self._assignment = {}
+                self._generation = generation
         except Exception as e:
             log.error("fetcher %s could not apply its assignment: %r", self.name, e, exc_info=True)
             self._assignment = {}
+            self._unresolved = set()
             self._apply_error = e
         finally:
             done.set()
 
-    def _resolve_resets(self, consumer, tps):
-        """The offsets auto.offset.reset chose (ListOffsets now, not lazily at the first fetch), so the connector
-        can count them as consumed and commit them, as the Scala consumer did (kafka 1.1.1
-        core/src/main/scala/kafka/consumer/ConsumerFetcherThread.scala handleOffsetOutOfRange, and
-        PartitionTopicInfo.resetConsumeOffset): a message produced to an empty partition while the group is down
-        is then delivered at the next start instead of being skipped by another reset to the end."""
-        self.resets = {}
-        for tp in tps:
-            try:
-                off = consumer.position(tp, timeout_ms=self.config.socket_timeout_ms)
-            except Exception as e:
-                log.warning("could not resolve the auto.offset.reset position of %s-%d yet: %s",
-                            tp.topic, tp.partition, e)
+    def _resolve_resets(self, wait_s=0.0):
+        """Record the reset points that became known (at most one bounded wait for all of them: kafka-python resolves
+        them together). A partition whose reset point is not known yet — no leader, say — stays unresolved and is
+        fetched when it is: the others are fetched meanwhile, as the Scala consumer's leader finder
+        (``ConsumerFetcherManager.LeaderFinderThread``, Kafka 1.1.1) left a partition without a leader out and added
+        it when one appeared."""
+        self._last_resolve = time.monotonic()
+        for tp in sorted(self._unresolved):
+            part = self._assignment.get(tp)
+            if part is None:
+                self._unresolved.discard(tp)
                 continue
-            if off is not None:
-                self.resets[(tp.topic, tp.partition)] = off
+            off = self._settled_position(tp, wait_s)
+            wait_s = 0.0
+            if off is None:
+                continue
+            self._unresolved.discard(tp)
+            self._record_reset(part, off)
+
+    def _settled_position(self, tp, wait_s):
+        """The client's position of *tp* once a reset settled it (None while it is not known), waiting at most
+        *wait_s* seconds for the reset requests in flight."""
+        from kafka import TopicPartition
+        consumer = self._consumer
+        ktp = TopicPartition(*tp)
+        if wait_s > 0:
+            try:
+                consumer.position(ktp, timeout_ms=int(wait_s * 1000))
+            except Exception as e:
+                log.warning("could not resolve the auto.offset.reset position of %s-%d yet: %s", tp[0], tp[1], e)
+                return None
+        state = consumer._subscription.assignment.get(ktp)  # no request: what the resets settled so far
+        return state.position.offset if state is not None and state.has_valid_position else None
+
+    def _record_reset(self, part, offset):
+        """A reset point becomes the partition's consumed position, so the next commit records it (Kafka 1.1.1
+        ``ConsumerFetcherThread.handleOffsetOutOfRange``: ``resetFetchOffset`` and ``resetConsumeOffset``): a
+        restart resumes from it instead of resetting again and skipping what was produced meanwhile. When records
+        fetched before the reset are still queued or being handed out, the reset is queued behind them (a
+        :class:`ResetTo` chunk) and recorded when the stream gets there."""
+        if part.consumed is None or part.consumed == part.fetched:  # nothing of it queued or in a stream's hands
+            part.consumed = offset
+            part.reset_to = None
+        else:
+            part.reset_to = offset
+            self._put(part.queue, Chunk(self._generation, part, ResetTo(offset)))
+        part.fetched = offset
+        self.on_reset(part)
+
+    def _reset(self, tp, position, why):
+        """Apply auto.offset.reset to *tp*, whose *position* the log does not have (Kafka 1.1.1
+        ``ConsumerFetcherThread.handleOffsetOutOfRange``), and record the new position."""
+        from kafka import TopicPartition
+        part = self._assignment.get(tp)
+        if part is None:
+            return
+        reset = self.config.auto_offset_reset
+        if reset == "smallest":
+            self._consumer.seek_to_beginning(TopicPartition(*tp))
+        else:
+            self._consumer.seek_to_end(TopicPartition(*tp))
+        self._range_suspects.pop(tp, None)
+        off = self._settled_position(tp, RESOLVE_WAIT_S)
+        log.error("Current offset %s for partition [%s,%d] out of range (%s); reset offset to %s "
+                  "(auto.offset.reset=%s)", position, tp[0], tp[1], why,
+                  off if off is not None else "the %s offset, not known yet"
+                  % ("earliest" if reset == "smallest" else "latest"), reset)
+        if off is None:
+            self._unresolved.add(tp)
+        else:
+            self._unresolved.discard(tp)
+            self._record_reset(part, off)
+
+    def _truncated(self, divergent):
+        """kafka-python found the log truncated below our position (KIP-320, an unclean leader election): fetch
+        again from the point where the logs diverge (or reset, when the broker does not know it), and record it."""
+        from kafka import TopicPartition
+        for ktp, meta in divergent.items():
+            tp = (ktp.topic, ktp.partition)
+            part = self._assignment.get(tp)
+            if part is None:
+                continue
+            if meta is None:
+                self._reset(tp, part.fetched, "log truncated, no divergence point known")
+                continue
+            log.error("log of partition [%s,%d] truncated below offset %s (an unclean leader election?): fetching "
+                      "again from %d", tp[0], tp[1], part.fetched, meta.offset)
+            self._consumer.seek(TopicPartition(*tp), meta.offset)
+            self._record_reset(part, meta.offset)
 
     def _ensure_consumer(self):
         if self._consumer is None:
@@ -206,7 +303,7 @@ class FetcherThread(threading.Thread):
 
     def _loop(self):
         from kafka.consumer.fetcher import RecordTooLargeError
-        from kafka.errors import KafkaError
+        from kafka.errors import KafkaError, LogTruncationError, OffsetOutOfRangeError
         while True:
             with self._lock:
                 while not self._stopped and self._pending is None and not self._assignment:
@@ -216,9 +313,18 @@ class FetcherThread(threading.Thread):
             if self._pending is not None:
                 self._apply_pending()  # an error goes back to the rebalancer through assign()
                 continue
+            if self._unresolved and time.monotonic() - self._last_resolve >= 0.2:
+                self._resolve_resets()
             polled_at = time.monotonic()
             try:
                 batches = self._consumer.poll(timeout_ms=20)  # short: assignment changes wait for this
+            except OffsetOutOfRangeError as e:  # kafka-python resets nothing itself (auto_offset_reset="none")
+                for ktp, position in (e.args[0] if e.args and isinstance(e.args[0], dict) else {}).items():
+                    self._reset((ktp.topic, ktp.partition), position, "OFFSET_OUT_OF_RANGE")
+                continue
+            except LogTruncationError as e:
+                self._truncated(e.divergent_offsets)
+                continue
             except RecordTooLargeError as e:
                 self.errors += 1
                 err = MessageTooLargeError("a message is larger than fetch.message.max.bytes=%d: %s"
@@ -246,13 +352,15 @@ class FetcherThread(threading.Thread):
                 self._check_out_of_range()
             generation = self._generation
             for tp, records in batches.items():
-                q = self._assignment.get(tp)
-                if q is None or not records:
+                part = self._assignment.get(tp)
+                if part is None or not records:
                     continue
-                chunk = Chunk(generation, (tp.topic, tp.partition), records, payload_bytes(records))
-                if not self._put(q, chunk):
+                if self._unresolved and tp in self._unresolved:  # its reset settled: it starts at these records
+                    self._unresolved.discard(tp)
+                    self._record_reset(part, records[0].offset)
+                if not self._put(part.queue, Chunk(generation, part, records, payload_bytes(records))):
                     break  # assignment changing: the rest of this poll is dropped (it will be re-fetched)
-                self._next[tp] = records[-1].offset + 1
+                part.fetched = records[-1].offset + 1
             self.failures = 0  # a whole pass without failure
             self.fetches += 1
             self.fetch_seconds += time.monotonic() - polled_at
@@ -260,23 +368,25 @@ class FetcherThread(threading.Thread):
     def _rewind(self):
         """After a failure, fetch again from what was handed over last: records polled but not put on a queue
         would otherwise be skipped (kafka-python's position already moved past them)."""
+        from kafka import TopicPartition
         consumer = self._consumer
         if consumer is None:
             return
-        for tp, off in list(self._next.items()):
-            if tp in self._assignment:
-                try:
-                    consumer.seek(tp, off)
-                except Exception as e:
-                    log.warning("fetcher %s could not seek %s-%d back to %d: %s", self.name, tp.topic, tp.partition,
-                                off, e)
+        for tp, part in list(self._assignment.items()):
+            off = part.fetched
+            if off is None or tp in self._unresolved:
+                continue
+            try:
+                consumer.seek(TopicPartition(*tp), off)
+            except Exception as e:
+                log.warning("fetcher %s could not seek %s-%d back to %d: %s", self.name, tp[0], tp[1], off, e)
 
     def _surface(self, exc):
         """Put a FetchError on each stream queue this fetcher feeds (current generation, never blocking)."""
         from ..errors import FetchError
         by_queue = {}
-        for tp, q in list(self._assignment.items()):
-            by_queue.setdefault(id(q), (q, []))[1].append("%s-%d" % (tp.topic, tp.partition))
+        for tp, part in list(self._assignment.items()):
+            by_queue.setdefault(id(part.queue), (part.queue, []))[1].append("%s-%d" % tp)
         for q, parts in by_queue.values():
             err = FetchError("fetching %s failed %d times in a row: %s: %s"
                              % (", ".join(sorted(parts)), self.failures, type(exc).__name__, exc))
@@ -288,12 +398,13 @@ class FetcherThread(threading.Thread):
     def _check_out_of_range(self):
         """Apply auto.offset.reset to a position the log no longer (or not yet) has, when the broker did not say so.
 
-        A real broker answers a fetch outside the log with OFFSET_OUT_OF_RANGE and kafka-python resets by itself;
-        some Kafka-protocol brokers (tansu 0.6) return nothing. A high watermark alone is no proof: right after a
+        A real broker answers a fetch outside the log with OFFSET_OUT_OF_RANGE (handled in the fetch loop); some
+        Kafka-protocol brokers (tansu 0.6) return nothing. A high watermark alone is no proof: right after a
         leader election the new leader's watermark can lag the old one (KIP-207, KAFKA-2334), and resetting then
         would skip (largest) or replay (smallest) a caught-up partition. So a position counts as out of range only
         when a fresh ListOffsets (earliest and latest, from the current leader) says so twice, at least a second
         apart, with the position unchanged; checked at most once a second, only while fetches return nothing."""
+        from kafka import TopicPartition
         now = time.monotonic()
         if now - self._last_range_check < 1.0 or self._consumer is None:
             return
@@ -301,13 +412,16 @@ class FetcherThread(threading.Thread):
         consumer = self._consumer
         suspects = {}
         for tp in list(self._assignment):
+            if tp in self._unresolved:
+                continue
+            ktp = TopicPartition(*tp)
             try:
-                hw = consumer.highwater(tp)
-                pos = consumer.position(tp, timeout_ms=0) if hw is not None else None
+                hw = consumer.highwater(ktp)
+                pos = self._settled_position(tp, 0.0) if hw is not None else None
             except Exception:
                 continue
             if hw is not None and pos is not None and pos > hw:
-                suspects[tp] = pos
+                suspects[ktp] = pos
         confirmed = {}
         if suspects:
             try:
@@ -316,22 +430,14 @@ class FetcherThread(threading.Thread):
             except Exception as e:  # e.g. OFFSET_NOT_AVAILABLE while a new leader's watermark catches up
                 log.info("cannot confirm the log range of %s yet: %s", sorted(map(tuple, suspects)), e)
                 latest = earliest = {}
-            for tp, pos in suspects.items():
-                if tp in latest and tp in earliest and not earliest[tp] <= pos <= latest[tp]:
-                    confirmed[tp] = (pos, earliest[tp], latest[tp])
+            for ktp, pos in suspects.items():
+                if ktp in latest and ktp in earliest and not earliest[ktp] <= pos <= latest[ktp]:
+                    confirmed[(ktp.topic, ktp.partition)] = (pos, earliest[ktp], latest[ktp])
         previous, self._range_suspects = self._range_suspects, {tp: v[0] for tp, v in confirmed.items()}
         for tp, (pos, first, last) in confirmed.items():
             if previous.get(tp) != pos:
                 continue  # seen once: confirm on the next check
-            reset = self.config.auto_offset_reset
-            log.error("Current offset %d for partition [%s,%d] out of range (log %d..%d); resetting to the %s "
-                      "offset (auto.offset.reset=%s)", pos, tp.topic, tp.partition, first, last,
-                      "earliest" if reset == "smallest" else "latest", reset)
-            if reset == "smallest":
-                consumer.seek_to_beginning(tp)
-            else:
-                consumer.seek_to_end(tp)
-            self._range_suspects.pop(tp, None)
+            self._reset(tp, pos, "log %d..%d, confirmed twice by ListOffsets" % (first, last))
 
     def _put(self, q, chunk):
         lease = getattr(self, "lease", None)
@@ -354,7 +460,7 @@ class FetcherThread(threading.Thread):
 
 class RdKafkaFetcherThread(FetcherThread):
     """A fetcher thread reading through librdkafka (``fetch.engine=librdkafka``, :mod:`.librdkafka`): the same
-    loop, hand-off, lease and queues; only the client differs."""
+    loop, hand-off, lease, queues and resets; only the client differs."""
 
     def _ensure_consumer(self):
         if self._consumer is None:
@@ -370,6 +476,10 @@ class RdKafkaFetcherThread(FetcherThread):
                 raise connect_error("reach brokers", servers, of(self.config), e) from e
         return self._consumer
 
+    def _settled_position(self, tp, wait_s):
+        from kafka import TopicPartition
+        return self._consumer.settled_position(TopicPartition(*tp), wait_s)
+
 
 FETCHER_THREADS = {"kafka-python": FetcherThread, "librdkafka": RdKafkaFetcherThread}
 
@@ -377,10 +487,10 @@ FETCHER_THREADS = {"kafka-python": FetcherThread, "librdkafka": RdKafkaFetcherTh
 class FetcherManager:
     """``num.consumer.fetchers`` fetcher threads; partitions are spread over them by a stable hash."""
 
-    def __init__(self, config, bootstrap_servers, on_error=None, thread_class=None):
+    def __init__(self, config, bootstrap_servers, on_error=None, thread_class=None, on_reset=None):
         self.config = config
         thread_class = thread_class or FETCHER_THREADS[getattr(config, "fetch_engine", "kafka-python")]
-        self.fetchers = [thread_class(i, bootstrap_servers, config, on_error)
+        self.fetchers = [thread_class(i, bootstrap_servers, config, on_error, on_reset)
                          for i in range(config.num_consumer_fetchers)]
         for f in self.fetchers:
             f.start()
@@ -388,20 +498,17 @@ class FetcherManager:
     def _index(self, tp):
         return (hash(tp[0]) * 31 + tp[1]) % len(self.fetchers)
 
-    def assign(self, generation, work):
-        """work: {(topic, partition): (offset or None, queue)}; {} stops every fetcher. Returns {(t, p): offset}
-        of the partitions auto.offset.reset positioned."""
-        from kafka import TopicPartition
+    def assign(self, generation, parts):
+        """parts: {(topic, partition): PartitionTopicInfo}; {} stops every fetcher."""
         split = [dict() for _ in self.fetchers]
-        for (topic, partition), v in work.items():
-            split[self._index((topic, partition))][TopicPartition(topic, partition)] = v
-        resets = {}
+        for tp, part in parts.items():
+            split[self._index(tp)][tp] = part
         for f, w in zip(self.fetchers, split):
-            resets.update(f.assign(generation, w) or {})
-        return resets
+            f.assign(generation, w)
 
     def highwaters(self):
         """``{(topic, partition): high watermark}`` the fetchers last saw (metrics: ConsumerLag)."""
+        from kafka import TopicPartition
         out = {}
         for f in self.fetchers:
             consumer = f._consumer
@@ -409,11 +516,11 @@ class FetcherManager:
                 continue
             for tp in list(f._assignment):
                 try:
-                    hw = consumer.highwater(tp)
+                    hw = consumer.highwater(TopicPartition(*tp))
                 except Exception:
                     continue
                 if hw is not None:
-                    out[(tp.topic, tp.partition)] = hw
+                    out[tp] = hw
         return out
 
     def fetch_rates(self):
@@ -421,12 +528,14 @@ class FetcherManager:
         now = time.monotonic()
         return [f.fetches / max(1e-3, now - f.started_at) for f in self.fetchers]
 
-    def stop_all(self, generation):
-        """Stop every fetcher. Never raises: a fetcher that cannot apply "stop" (its client broken or its thread
-        gone) puts nothing more on any queue either, and the streams are fenced by the generation anyway."""
+    def stop_all(self, generation, timeout=None):
+        """Stop every fetcher, within *timeout* seconds in all when given. Never raises: a fetcher that cannot apply
+        "stop" in time (its client broken, waiting for unreachable brokers, or its thread gone) applies it when it
+        can (the latest assignment wins), and the streams are fenced by the generation meanwhile."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         for f in self.fetchers:
             try:
-                f.assign(generation, {})
+                f.assign(generation, {}, None if deadline is None else max(0.01, deadline - time.monotonic()))
             except Exception as e:
                 log.warning("fetcher %s did not stop cleanly: %s", f.name, e)
 

@@ -53,7 +53,11 @@ class GroupReader:
     (and calls *on_change*, so the member rebalances again), so an attempt reads only the member list, the topic
     and broker lists, and what is new or changed. The member list's ``cversion`` is compared before and after, as
     before; a registration that was deleted and recreated under the same consumer id fires its watch (deletion)
-    and is read again. What is computed from the reads is unchanged (bit-identical assignments)."""
+    and is read again. What is computed from the reads is unchanged (bit-identical assignments).
+
+    A watch can fire between ZooKeeper's answer to a read and the moment the answer is stored (the node changed
+    right after it was read): the answer is then stale and no watch is left on the node. Each entry has a change
+    count, taken before the read and bumped by its watch; an answer is cached only if the count did not move."""
 
     def __init__(self, zk, group, on_change=None):
         self.zk, self.group = zk, group
@@ -61,15 +65,21 @@ class GroupReader:
         self._lock = threading.Lock()
         self._regs: Dict[str, tuple] = {}          # cid -> (registration or None, mzxid)
         self._maps: Dict[str, List[int]] = {}      # topic -> partition ids
+        self._changes: Dict[tuple, int] = {}       # (id of _regs or _maps, key) -> watch firings seen
         self._ids_ensured = False
 
     def _dropper(self, table, key):
         def watcher(event):
             with self._lock:
                 table.pop(key, None)
+                self._changes[(id(table), key)] = self._changes.get((id(table), key), 0) + 1
             if self.on_change is not None:
                 self.on_change(event)
         return watcher
+
+    def _token(self, table, key):
+        """The change count of an entry, taken before it is read (call with the lock held)."""
+        return self._changes.get((id(table), key), 0)
 
     def read(self, exclude_internal_topics=True, watch=None, max_passes=5) -> "GroupSnapshot":
         zk, group = self.zk, self.group
@@ -91,12 +101,15 @@ class GroupReader:
                 for cid in list(self._regs):
                     if cid not in children:
                         del self._regs[cid]
+                        self._changes.pop((id(self._regs), cid), None)
                 missing = [cid for cid in children if cid not in self._regs]
+                tokens = {cid: self._token(self._regs, cid) for cid in missing}
             asyncs = {cid: zk.get_async(ids_path + "/" + cid, watch=self._dropper(self._regs, cid))
                       for cid in missing}
             topics_async = zk.get_children_async(paths.broker_topics_path(), watch=watch)
             brokers_async = zk.get_children_async(paths.broker_ids_path(), watch=watch)
             leaving_async = zk.get_children_async(paths.group_leaving_dir(group), watch=watch)  # (same round trip)
+            fresh = {}  # answers of this pass (a stale one is used by this pass only: its watch asked for another)
             for cid, res in asyncs.items():
                 reads += 1
                 try:
@@ -112,9 +125,12 @@ class GroupReader:
                                 "and the others are assigned all of theirs until it registers again: %s"
                                 % (group, cid, e))
                 with self._lock:
-                    self._regs[cid] = (reg, reg_stat.mzxid)
+                    if self._token(self._regs, cid) == tokens[cid]:  # else changed since: read it again next time
+                        self._regs[cid] = (reg, reg_stat.mzxid)
+                fresh[cid] = (reg, reg_stat.mzxid)
             with self._lock:
                 cached = {cid: self._regs[cid] for cid in children if cid in self._regs}
+            cached.update((cid, v) for cid, v in fresh.items() if cid not in cached)
             members = {cid: reg for cid, (reg, _) in cached.items() if reg is not None}
             versions = {cid: mz for cid, (_, mz) in cached.items()}
             all_topics = _children_or_empty(topics_async)
@@ -153,6 +169,8 @@ class GroupReader:
                 if t in self._maps:
                     partitions[t] = self._maps[t]
         topic_asyncs = {}
+        with self._lock:
+            tokens = {t: self._token(self._maps, t) for t in topics if t not in partitions}
         for t in topics:
             if t in partitions:
                 continue
@@ -169,7 +187,8 @@ class GroupReader:
                 data, _ = res.get()
                 partitions[t] = codecs.decode_topic_assignment(data, paths.topic_path(t)).partition_ids()
                 with self._lock:
-                    self._maps[t] = partitions[t]
+                    if self._token(self._maps, t) == tokens[t]:  # else changed since: read it again next time
+                        self._maps[t] = partitions[t]
             except NoNodeError:
                 partitions[t] = []
                 log.warning("subscribed topic %s does not exist (no %s): no partitions to own until it is created",

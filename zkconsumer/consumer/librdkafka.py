@@ -16,7 +16,10 @@ zkconsumer/_rdkafka_records.c when it is built, else by the same loop in Python,
 Offsets: ``assign`` + ``seek`` are buffered and applied as one librdkafka ``assign`` with explicit start offsets at
 the next ``poll``/``position`` (librdkafka cannot seek a partition it has not started fetching); a reset position
 (``seek_to_beginning``/``seek_to_end``) is resolved with ``get_watermark_offsets`` (ListOffsets), so the reset
-offset is known, as the default engine resolves it.
+offset is known, as the default engine resolves it (within a bounded wait: a partition without a leader is handed to
+librdkafka with the logical offset, and its reset point is known from its first records). librdkafka resets nothing
+by itself (``auto.offset.reset=error``): an out-of-range position is raised from :meth:`RdKafkaFetchClient.poll`
+as kafka-python's ``OffsetOutOfRangeError``, and the fetcher thread resets it and records the new position.
 
 Brokers: librdkafka connects lazily and retries forever, so building the client asks a broker for metadata within
 ``socket.timeout.ms``; unreachable brokers fail the client, and with it the rebalance attempt, as kafka-python's
@@ -64,7 +67,8 @@ def client_settings(config: Any, servers: str) -> Dict[str, Any]:
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "enable.partition.eof": False,
-        "auto.offset.reset": "earliest" if config.auto_offset_reset == "smallest" else "latest",
+        # the fetcher thread resets (and records) out-of-range positions; librdkafka reports them
+        "auto.offset.reset": "error",
         "max.partition.fetch.bytes": per_partition,
         "fetch.max.bytes": max(per_partition, min(config.fetch_max_bytes, 50 * 1024 * 1024)),
         "fetch.min.bytes": max(1, config.fetch_min_bytes),
@@ -122,6 +126,8 @@ class RdKafkaFetchClient:
         self._position: Dict[Any, int] = {}     # tp -> next offset to hand out
         self._hw: Dict[Any, int] = {}           # tp -> high watermark (see _refresh_highwaters)
         self._hw_at = 0.0
+        self._out_of_range: Dict[Any, int] = {}  # tp -> position, raised at the next poll (records came first)
+        self._deferred: Optional[Exception] = None  # another fetch error, raised at the next poll
 
     # -- assignment --------------------------------------------------------------------------------------------
     def assign(self, tps: Iterable[Any]) -> None:
@@ -154,20 +160,22 @@ class RdKafkaFetchClient:
         self._pending[tp] = offset
         self._position.pop(tp, None)
 
-    def _apply(self) -> None:
-        """Resolve reset positions (ListOffsets) and hand librdkafka one assignment with explicit offsets."""
+    def _apply(self, wait_s: Optional[float] = None) -> None:
+        """Resolve reset positions (ListOffsets, within *wait_s* seconds in all, default ``socket.timeout.ms``) and
+        hand librdkafka one assignment with explicit offsets."""
         if self._pending is None:
             return
         from confluent_kafka import TopicPartition as RdTP
         pending, self._pending = self._pending, None
+        deadline = time.monotonic() + (self._timeout_s if wait_s is None else wait_s)
         rd = []
         for tp in self._assigned:
             off = pending.get(tp, self._position.get(tp, self._reset))
             if off < 0:
                 try:
                     low, high = self._c.get_watermark_offsets(RdTP(tp.topic, tp.partition),
-                                                              timeout=self._timeout_s)
-                except Exception as e:  # e.g. a partition librdkafka's metadata does not know yet
+                                                              timeout=max(0.1, deadline - time.monotonic()))
+                except Exception as e:  # e.g. a partition without a leader, or librdkafka's metadata lacks it
                     log.info("%s-%d: the reset offset is not known yet (%s); librdkafka resolves it when fetching",
                              tp.topic, tp.partition, e)
                     rd.append(RdTP(tp.topic, tp.partition, off))  # the logical offset: resolved by librdkafka
@@ -178,7 +186,12 @@ class RdKafkaFetchClient:
         self._c.assign(rd)
 
     def position(self, tp: Any, timeout_ms: Optional[int] = None) -> Optional[int]:
-        self._apply()
+        self._apply(None if timeout_ms is None else timeout_ms / 1000.0)
+        return self._position.get(tp)
+
+    def settled_position(self, tp: Any, wait_s: float) -> Optional[int]:
+        """The position of *tp* once its reset is resolved (None while not known), waiting at most *wait_s*."""
+        self._apply(wait_s)
         return self._position.get(tp)
 
     # -- fetching ----------------------------------------------------------------------------------------------
@@ -190,15 +203,42 @@ class RdKafkaFetchClient:
         from confluent_kafka import KafkaError as RdError
         from kafka import TopicPartition
         from kafka.errors import KafkaError
+        if self._out_of_range or self._deferred is not None:
+            self._raise_deferred()
         msgs = self._c.consume(num_messages=CONSUME_BATCH, timeout=timeout_ms / 1000.0)
         out, err = from_messages(msgs, self._record, TopicPartition, RdError._PARTITION_EOF)
-        if err is not None:
-            raise KafkaError("librdkafka: %s" % err)
+        while err is not None:  # rare: handle the failed message, convert the rest (nothing fetched is dropped)
+            code = err.code()
+            i = next(i for i, m in enumerate(msgs) if getattr(m.error(), "code", lambda: None)() == code)
+            m = msgs[i]
+            offset = m.offset()
+            if code == RdError._AUTO_OFFSET_RESET and m.topic() is not None:
+                self._out_of_range[TopicPartition(m.topic(), m.partition())] = offset if offset is not None else -1
+            elif self._deferred is None:
+                self._deferred = KafkaError("librdkafka: %s" % err)
+            msgs = msgs[i + 1:]
+            more, err = from_messages(msgs, self._record, TopicPartition, RdError._PARTITION_EOF)
+            for tp, recs in more.items():
+                out.setdefault(tp, []).extend(recs)
         for tp, recs in out.items():
-            if tp in self._position and recs:
+            if recs:
                 self._position[tp] = recs[-1][3] + 1
         self._refresh_highwaters()
+        if not out and (self._out_of_range or self._deferred is not None):
+            self._raise_deferred()
         return out
+
+    def _raise_deferred(self) -> None:
+        """Raise what a poll found after records it returned: an out-of-range position (as kafka-python does,
+        ``OffsetOutOfRangeError({tp: position})``), then any other fetch error."""
+        from kafka.errors import OffsetOutOfRangeError
+        oor = {tp: off for tp, off in self._out_of_range.items() if tp in self._assigned}
+        self._out_of_range = {}
+        if oor:
+            raise OffsetOutOfRangeError(oor)
+        err, self._deferred = self._deferred, None
+        if err is not None:
+            raise err
 
     def _refresh_highwaters(self) -> None:
         """librdkafka's cached high watermarks (from its fetch responses, no request), copied at most twice a second

@@ -7,18 +7,24 @@ States and transitions (``Rebalancer.state``)::
     SETTLING   --rebalance.settle.ms passed (the burst is coalesced)---> attempt
     attempt:   ASSIGNING  one consistent read of members, subscriptions, partitions; the assignor
                           (unchanged assignment and fetchers running: --> IDLE at once, nothing stops)
-               RELEASING  new generation; streams fenced; fetchers stopped; queues cleared; commit (auto-commit)
-                          and the revoke hook for the partitions leaving us; their owner nodes deleted
-               CLAIMING   owner nodes for the partitions coming to us, one atomic multi-op
-                          --conflict--> BACKOFF (watches on the conflicting owner nodes)
+               RELEASING  new generation; streams fenced; fetchers stopped; queues cleared; commit (auto-commit;
+                          waited for at most zookeeper.session.timeout.ms) and the revoke hook for the partitions
+                          leaving us; their owner nodes deleted
+               CLAIMING   owner nodes for the partitions coming to us, one atomic multi-op, only under the session
+                          we registered with --conflict--> BACKOFF (watches on the conflicting owner nodes)
                FETCHING   offsets of the new partitions read (after the claim, so the previous owner's
-                          commit-before-release is visible); the assign hook; fetchers started ---------> IDLE
+                          commit-before-release is visible); the assign hook; fetchers started (a partition without
+                          a committed offset starts at its reset point, committed at once) ----------------> IDLE
+               after every attempt: owner nodes of our session that we do not own (a claim whose answer was
+               lost) are deleted
     BACKOFF    --owner node deleted, new event, or rebalance.backoff.ms + jitter---------------------> SETTLING
                (woken only by the deletion of an owner node it waits for, with no other event since, the next
                attempt resumes at CLAIMING with the same assignment: nothing else changed, so the group is not
                read again)
                --rebalance.max.retries failed attempts in a row------------------------------------> DEGRADED
-               (a claim conflict — a predecessor has not released yet — is a wait, not a failed attempt)
+               (a claim conflict — a predecessor has not released yet — is a wait, not a failed attempt; a
+               wait longer than twice zookeeper.session.timeout.ms is logged with the owner nodes' data and
+               sessions, and shows in metrics()["ClaimWait"])
     DEGRADED   retries every rebalance.slow.retry.ms and at once on any event; never idle while registered
     SUSPENDED  ZooKeeper connection lost (same session may come back); after zookeeper.suspended.grace.ms the
                generation is bumped and fetchers stop, so nothing is delivered while peers may have taken over;
@@ -48,6 +54,7 @@ from ..layout import paths
 from ..offsets import OwnershipFence
 from . import ownership
 from .group_view import GroupReader
+from .partition_info import OwnedThreads, PartitionTopicInfo
 from .leave_grace import withdraw_leave
 from .registration import publish_member_info, register
 
@@ -72,9 +79,14 @@ class Rebalancer(threading.Thread):
         self.assignor = get_assignor(c.config.partition_assignment_strategy, c.config.legacy_consumer_version)
         self.events = queue.Queue()
         self.lock = threading.RLock()       # ownership state; commits take it too
-        self.owned = {}                     # (t, p) -> thread id, claimed under self.session_id
-        self.start_offsets = {}             # (t, p) -> committed offset read at claim (None: auto.offset.reset)
+        self.parts = {}                     # (t, p) -> PartitionTopicInfo, claimed under self.session_id
+        self.owned = OwnedThreads(self.parts)  # the same, read as (t, p) -> thread id
         self.session_id = None
+        self._registered_session = None     # the session our registration was created under
+        self._uncertain = set()             # (t, p) whose claim may have been applied unseen (ConnectionLoss)
+        self._waiting_since = None          # monotonic time the current claim wait began
+        self.claim_wait = {}                # owner node path -> {"owner": data, "session": "0x..."} waited for
+        self._wait_reported_at = None
         self.fetching = False
         self._verify_owners = False         # check our owner nodes at the next attempt (fence failure, audit)
         self.state = STARTING
@@ -210,7 +222,7 @@ class Rebalancer(threading.Thread):
         # CONNECTED: same session back (from SUSPENDED) or a new one (after LOST)
         self._cancel_grace()
         if self.session_id is not None and self.zk.client_id and self.zk.client_id[0] != self.session_id \
-                and self.owned:
+                and self.parts:
             self._revoke_lost()  # a new session without a LOST event: our owner nodes are gone
         self._set_state(SETTLING)
         return True, time.monotonic()
@@ -228,7 +240,10 @@ class Rebalancer(threading.Thread):
         self._conflicted = False
         try:
             with self.lock:
-                ok = self._attempt()
+                try:
+                    ok = self._attempt()
+                finally:
+                    self._reconcile_safely()
         except RegistrationConflictError as e:
             if self.state == STARTING:  # like Scala 0.9+: a duplicate consumer.id fails the subscription call
                 log.error("%s", e)
@@ -256,6 +271,12 @@ class Rebalancer(threading.Thread):
                      "triggered")
         return ok
 
+    def _reconcile_safely(self):
+        try:
+            self._reconcile()
+        except Exception as e:  # ZooKeeper unreachable: the next attempt reconciles
+            log.info("%s: could not reconcile owner nodes yet: %s", self.consumer_id, e)
+
     def _attempt(self):
         c = self.c
         # a claim that waits is resumed only by this attempt, and only when woken by the release it waits for
@@ -267,6 +288,7 @@ class Rebalancer(threading.Thread):
                 c._refuse_split_brain()
             register(self.zk, self.group, self.consumer_id, c.registration,
                      wait_timeout=self.config.zookeeper_session_timeout_ms / 1000.0 * 2)
+            self._registered_session = self.zk.client_id[0]
             publish_member_info(self.zk, self.group, self.consumer_id, c.member_info)
             withdraw_leave(self.zk, self.group, self.consumer_id)  # back: no more ghost of us
             if self._registered_once and getattr(c, "lease", None) is not None:
@@ -300,27 +322,53 @@ class Rebalancer(threading.Thread):
             log.warning("owner node(s) of %s missing or not ours: %s; claiming them again", self.consumer_id,
                         ", ".join("%s-%d" % tp for tp in sorted(lost)))
             for tp in lost:
-                del self.owned[tp]
-                self.start_offsets.pop(tp, None)
-                c.positions.pop(tp, None)
+                del self.parts[tp]
         self.stats["rebalances"] += 1
         # RELEASING
         self._set_state(RELEASING)
         c.stop_delivery()
         self.fetching = False
-        leaving = {tp for tp, th in self.owned.items() if new.get(tp) != th}
+        leaving = {tp for tp, part in self.parts.items() if new.get(tp) != part.thread_id}
         if leaving:
             if self.config.auto_commit_enable:
-                c.commit_partitions(leaving)
+                self._commit_leaving(leaving)
             self._hook("on_revoke", set(leaving))
             if self._fence is not None:  # a commit in flight with the old fence must not write these any more
                 self._fence.withdraw(leaving)
             ownership.release(self.zk, self.group, leaving)
             for tp in leaving:
-                del self.owned[tp]
-                self.start_offsets.pop(tp, None)
-                c.positions.pop(tp, None)
+                del self.parts[tp]
         return self._claim_and_fetch({tp: th for tp, th in new.items() if self.owned.get(tp) != th})
+
+    def _commit_leaving(self, leaving):
+        """Commit the partitions leaving us before they are released (so their next owner starts where we stopped),
+        waiting for the store at most ``zookeeper.session.timeout.ms`` — what the next owner would wait for a member
+        killed with kill -9 — with the ownership lock released meanwhile. A store slower than that (the Kafka offset
+        manager retrying for a minute) does not hold the rebalance up: the partitions are released anyway, their
+        next owner starts from the offsets committed before (messages since may be delivered again), and the late
+        commit is fenced (withdrawn from the fence before the release). A failed commit is logged, not a failed
+        attempt (as Kafka 1.1.1 ``ZKRebalancerListener.closeFetchersForQueues`` goes on after ``commitOffsets``)."""
+        done = threading.Event()
+        failed = []
+
+        def commit():
+            try:
+                self.c.commit_partitions(leaving)
+            except Exception as e:
+                failed.append(e)
+            finally:
+                done.set()
+        bound = self.config.zookeeper_session_timeout_ms / 1000.0
+        threading.Thread(target=commit, daemon=True, name="%s-commit-leaving" % self.consumer_id).start()
+        if not self._unlocked(done.wait, bound):
+            log.warning("%s: the commit of %d partition(s) leaving this member still waits for the offset store "
+                        "after %.1f s (zookeeper.session.timeout.ms); releasing them anyway: their next owner starts "
+                        "from the offsets committed before, so messages delivered since may be delivered again",
+                        self.consumer_id, len(leaving), bound)
+        elif failed:
+            log.warning("%s: the commit of %d partition(s) leaving this member failed (%s); releasing them anyway: "
+                        "their next owner starts from the offsets committed before", self.consumer_id, len(leaving),
+                        failed[0])
 
     def _claim_and_fetch(self, coming):
         """CLAIMING and FETCHING of an attempt: owner nodes for *coming*, then offsets and fetchers for everything owned.
@@ -328,12 +376,19 @@ class Rebalancer(threading.Thread):
         c = self.c
         self._set_state(CLAIMING)
         session = self.zk.client_id[0]
-        if self.owned and self.session_id != session:
-            raise RebalanceError("ZooKeeper session changed during the rebalance")
+        if session != self._registered_session:
+            # our registration (and any owner node of ours) went with the old session: a claim now would create
+            # owner nodes of a member nobody counts. The session event re-registers first.
+            self._need_register = True
+            raise RebalanceError("ZooKeeper session changed during the rebalance (registered under 0x%x, now 0x%x)"
+                                 % (self._registered_session or 0, session))
+        self._uncertain.update(coming)  # settled below, unless the claim's outcome cannot be known
         conflicts = ownership.claim(self.zk, self.group, coming)
+        self._uncertain.difference_update(coming)
         if conflicts:
             self._conflicted = True
             self._claim_plan = coming
+            waited = {}
             for t, p in conflicts:  # wake up as soon as a conflicting owner lets go
                 path = paths.partition_owner_path(self.group, t, p)
                 st = self.zk.exists(path, watch=self._on_owner_event)  # one watcher per path, however often
@@ -343,24 +398,93 @@ class Rebalancer(threading.Thread):
                     self._delete_stale_owner(path, st)
                 elif st is None:
                     self.events.put(("owner_deleted", path))
+                else:
+                    waited[path] = st.ephemeralOwner
+            self._note_claim_wait(waited)
             return False
+        self._note_claim_wait(None)
         self.session_id = session
-        self.owned.update(coming)
+        for tp, th in coming.items():
+            self.parts[tp] = PartitionTopicInfo(tp, th)
         # FETCHING
         self._set_state(FETCHING)
-        need = [tp for tp in self.owned if tp not in c.positions and tp not in self.start_offsets]
+        need = [tp for tp, part in self.parts.items() if not part.offset_read]
         if need:
             fetched = c.offset_store.fetch(need)
             for tp in need:
-                off = fetched.get(tp)
-                self.start_offsets[tp] = off if off is not None and off >= 0 else None
-                if self.start_offsets[tp] is not None:
-                    c.positions[tp] = self.start_offsets[tp]
-        self._hook("on_assign", set(self.owned))
-        c.start_delivery({tp: (c.positions.get(tp, self.start_offsets.get(tp)), th)
-                          for tp, th in self.owned.items()})
+                part, off = self.parts[tp], fetched.get(tp)
+                part.start_offset = off if off is not None and off >= 0 else None
+                part.offset_read = True
+                if part.consumed is None:
+                    part.consumed = part.start_offset
+        self._hook("on_assign", set(self.parts))
+        # the fetchers may wait for brokers (a new client) and reset points: without the lock, as for a hook
+        self._unlocked(c.start_delivery, dict(self.parts))
         self.fetching = True
         return True
+
+    def _note_claim_wait(self, waited):
+        """Keep what a claim waits for ({owner node path: its session}, None when the claim went through); a wait
+        longer than twice ``zookeeper.session.timeout.ms`` — a predecessor killed with kill -9 is gone after one — is
+        logged, naming each node, its data and its session, and shows in the member's metrics (``ClaimWait``)."""
+        if not waited:
+            self._waiting_since = None
+            self._wait_reported_at = None
+            self.claim_wait = {}
+            return
+        now = time.monotonic()
+        if self._waiting_since is None:
+            self._waiting_since = now
+        known = self.claim_wait
+        wait = {}
+        for path, session in sorted(waited.items()):
+            entry = known.get(path)
+            if entry is None or entry["session"] != "0x%x" % session:
+                try:
+                    data, _ = self.zk.get(path)
+                    owner = data.decode("utf-8", "replace")
+                except Exception:
+                    owner = "?"
+                entry = {"owner": owner, "session": "0x%x" % session}
+            wait[path] = entry
+        self.claim_wait = wait
+        bound = 2 * self.config.zookeeper_session_timeout_ms / 1000.0
+        waited_s = now - self._waiting_since
+        if waited_s >= bound and (self._wait_reported_at is None or now - self._wait_reported_at >= bound):
+            self._wait_reported_at = now
+            log.warning("%s: the claim has waited %.0f s (more than twice zookeeper.session.timeout.ms) for %s",
+                        self.consumer_id, waited_s, "; ".join(
+                            "owner node %s held by %s (ZooKeeper session %s)" % (path, e["owner"], e["session"])
+                            for path, e in wait.items()))
+
+    def claim_wait_seconds(self):
+        """How long the current claim has waited for owner nodes of others (0.0 when none waits)."""
+        since = self._waiting_since
+        return 0.0 if since is None else time.monotonic() - since
+
+    def _reconcile(self):
+        """Delete owner nodes of our session for partitions we do not own: claims whose outcome we could not know
+        (ConnectionLoss after the server applied them) would otherwise hold those partitions for as long as we
+        live, and their next owner would wait for ever (a conflict is a wait, never a failure)."""
+        stray = [tp for tp in self._uncertain if tp not in self.parts]
+        self._uncertain.intersection_update(stray)
+        if not stray or not self.zk.connected:
+            return
+        ours = ownership.owned_by_session(self.zk, self.group, stray)
+        if ours:
+            log.warning("%s: deleting owner node(s) of this member's ZooKeeper session that it does not own (a claim "
+                        "whose answer was lost): %s", self.consumer_id,
+                        ", ".join(paths.partition_owner_path(self.group, t, p) for t, p in sorted(ours)))
+            ownership.release(self.zk, self.group, list(ours))
+        self._uncertain.difference_update(stray)
+
+    def _unlocked(self, fn, *args):
+        """Run fn(*args) with the ownership lock (held once by the attempt) released: see :meth:`_hook`."""
+        self.lock.release()
+        try:
+            return fn(*args)
+        finally:
+            self.lock.acquire()
 
     def _delete_stale_owner(self, path, stat):
         try:
@@ -393,11 +517,7 @@ class Rebalancer(threading.Thread):
         wait for application threads that call commit_offsets() (the documented on_revoke pattern: finish the
         work in flight, commit it, then let the partitions go). Delivery has stopped, and only this thread changes
         ownership, so what a commit sees meanwhile is consistent."""
-        self.lock.release()
-        try:
-            self.c.listener_call(name, partitions)
-        finally:
-            self.lock.acquire()
+        self._unlocked(self.c.listener_call, name, partitions)
 
     def _revoke_lost(self):
         self.stats["session_expiries"] += 1
@@ -406,12 +526,11 @@ class Rebalancer(threading.Thread):
         with self.lock:
             self.c.stop_delivery()
             self.fetching = False
-            lost = set(self.owned)
-            for tp in lost:
-                self.c.positions.pop(tp, None)
-            self.owned.clear()
-            self.start_offsets.clear()
+            lost = set(self.parts)
+            self.parts.clear()
+            self._uncertain |= lost  # their nodes died with the session, unless some were made under a new one
             self.session_id = None
+            self._registered_session = None
             self._need_register = True
             self._reader = None  # the watches that kept its cache true died with the session
         if lost:
@@ -434,9 +553,9 @@ class Rebalancer(threading.Thread):
     def fence(self):
         """The ownership fence of the current generation (built once per change of ownership: the ZooKeeper store
         reads every owner node once per fence object)."""
-        key = (self.session_id, frozenset(self.owned))
+        key = (self.session_id, frozenset(self.parts))
         if self._fence is None or self._fence_key != key:
-            self._fence = OwnershipFence(self.session_id or 0, ownership.owner_paths(self.group, self.owned))
+            self._fence = OwnershipFence(self.session_id or 0, ownership.owner_paths(self.group, self.parts))
             self._fence_key = key
         return self._fence
 
@@ -449,7 +568,8 @@ class Rebalancer(threading.Thread):
         """Owned partitions whose owner node is missing, holds another thread id, or belongs to another session."""
         session = self.zk.client_id[0] if self.zk.client_id else None
         lost = set()
-        for (t, p), th in self.owned.items():
+        for (t, p), part in list(self.parts.items()):
+            th = part.thread_id
             try:
                 data, stat = self.zk.get(paths.partition_owner_path(self.group, t, p))
             except NoNodeError:

@@ -8,7 +8,10 @@ member announces that it comes back instead of deleting its registration first.
 
 Bounds. Every step that talks to ZooKeeper or a store runs on a helper thread and is given up (logged) when the
 connector's ``shutdown_bound_s()`` has passed: ZooKeeper may be unreachable, and owner nodes and the registration
-then vanish with the session. What could not be committed is said in the log.
+then vanish with the session. What could not be committed is said in the log. Each step has a share of the bound, so
+that a rebalance in progress (waiting for brokers, say) or a fetcher that cannot stop does not leave the final
+commit no time: the rebalancer gets until a quarter of it to finish, stopping the fetchers until half of it, the
+commit until 85 %, the release the rest.
 """
 import logging
 import queue
@@ -35,26 +38,33 @@ def shut_down(conn: Any, leave_grace: bool = True) -> None:
             return
         conn._closed = True
     conn._stopped.set()
+    conn._commit_soon.set()  # the auto-commit thread ends
     rb = conn.rebalancer
-    deadline = time.monotonic() + conn.shutdown_bound_s()
+    budget = conn.shutdown_bound_s()
+    start = time.monotonic()
+    deadline = start + budget
 
     def left():
         return max(0.1, deadline - time.monotonic())
+
+    def until(share):
+        """Seconds left of the first *share* of the bound (at least a little, so every step is tried)."""
+        return max(0.05, start + share * budget - time.monotonic())
     leaving = []
     reg_path = paths.consumer_registration_path(conn.group, conn.consumer_id)
     try:
         if rb is not None:
             rb.stop()
-            rb.join(left())
+            rb.join(until(0.25))
             conn.zk.remove_listener(rb.session_listener)
             if conn.registration is not None and conn.zk.connected and not (
                     conn.config.rebalance_leave_grace_ms > 0 and leave_grace):
                 bounded("deleting the registration", lambda: deregister_first(
-                    conn.zk, conn.group, conn.consumer_id), left())
+                    conn.zk, conn.group, conn.consumer_id), until(0.35))
             # the rebalancer may still hold the lock in a ZooKeeper call that waits for an unreachable server
-            locked = rb.lock.acquire(timeout=left())
+            locked = rb.lock.acquire(timeout=until(0.4))
             try:
-                conn.stop_delivery()
+                conn.stop_delivery(timeout=until(0.5))
                 leaving = list(rb.owned)
                 session = conn.zk.client_id[0] if conn.zk.connected and conn.zk.client_id else None
                 can_write = session is not None and rb.session_id == session
@@ -64,7 +74,7 @@ def shut_down(conn: Any, leave_grace: bool = True) -> None:
             if conn.config.auto_commit_enable and leaving:
                 if can_write:
                     bounded("committing %d partition(s)" % len(leaving),
-                                  lambda: conn.commit_partitions(leaving), left())
+                                  lambda: conn.commit_partitions(leaving), until(0.85))
                 else:
                     log.warning("shutdown: ZooKeeper is unreachable or the session changed: the consumed offsets "
                                 "of %d partition(s) were not committed (messages delivered since the last "
@@ -73,7 +83,7 @@ def shut_down(conn: Any, leave_grace: bool = True) -> None:
                 conn.listener_call("on_revoke", set(leaving))
             locked = rb.lock.acquire(timeout=left())
             try:
-                rb.owned.clear()
+                rb.parts.clear()
             finally:
                 if locked:
                     rb.lock.release()

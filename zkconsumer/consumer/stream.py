@@ -1,9 +1,12 @@
 """Streams: what the application iterates (the old ``KafkaStream`` / ``ConsumerIterator``).
 
 Fetcher threads put :class:`Chunk` objects — a batch of records of one partition, tagged with the generation it was
-fetched under — on a bounded per-stream queue (``queued.max.message.chunks``). Iterating a stream yields records
-one by one and records each partition's consumed position (the next offset, Kafka's ZookeeperConsumerConnector.scala) when the
-record is handed out.
+fetched under and carrying the partition's :class:`~.partition_info.PartitionTopicInfo` — on a bounded per-stream
+queue (``queued.max.message.chunks``). Iterating a stream yields records one by one and records the partition's
+consumed position (the next offset, Kafka's ZookeeperConsumerConnector.scala) on that object when the record is
+handed out. A chunk whose records are a :class:`~.partition_info.ResetTo` marks a reset in queue order: the
+stream records its offset as the consumed position when it gets there (Kafka 1.1.1
+``PartitionTopicInfo.resetConsumeOffset``).
 
 The invariant: a stream never hands out a record of a chunk from an older generation. Every rebalance, session
 suspension or loss bumps the connector's generation before ownership changes, so records fetched for a partition
@@ -15,10 +18,12 @@ from collections import namedtuple
 
 from ..errors import ConsumerTimeoutError
 from .lease import NoLease
+from .partition_info import ResetTo
 
 _monotonic = time.monotonic
 
-Chunk = namedtuple("Chunk", "generation tp records nbytes", defaults=(0,))  # nbytes: keys + values, for metrics
+# part: the partition's PartitionTopicInfo (None for a fetcher's error); nbytes: keys + values, for metrics
+Chunk = namedtuple("Chunk", "generation part records nbytes", defaults=(0,))
 
 SHUTDOWN = object()  # sentinel put on every queue by shutdown(): iteration ends
 
@@ -46,10 +51,9 @@ class KafkaStream:
     (Attribute stores and loads are sequentially consistent under the interpreter lock.)
     """
 
-    def __init__(self, chunk_queue, generation, positions, timeout_ms=-1, name="stream", lease=None):
+    def __init__(self, chunk_queue, generation, timeout_ms=-1, name="stream", lease=None):
         self.queue = chunk_queue
         self._generation = generation
-        self._positions = positions
         self._timeout = None if timeout_ms is None or timeout_ms < 0 else timeout_ms / 1000.0
         self.name = name
         self._records = ()
@@ -58,7 +62,7 @@ class KafkaStream:
         self._chunk_gen = -1
         self._lease = lease if lease is not None else NoLease()
         self._clock = getattr(self._lease, "clock", _monotonic)  # the lease's (injectable) clock
-        self._tp = None
+        self._part = None                   # the PartitionTopicInfo of the chunk being handed out
         self.messages = 0                   # records in the chunks taken (metrics: MessagesPerSec, per chunk)
         self.bytes = 0                      # their keys + values (BytesPerSec)
         self.by_topic = {}                  # topic -> [messages, bytes] (the Scala per-topic ConsumerTopicMetrics)
@@ -78,7 +82,7 @@ class KafkaStream:
                 i = self._index
                 if i < self._count and self._chunk_gen == self._generation.value and not self._closing:
                     rec = self._records[i]
-                    self._positions[self._tp] = rec.offset + 1
+                    self._part.consumed = rec.offset + 1
                     self._index = i + 1
                     return rec
             finally:
@@ -103,19 +107,23 @@ class KafkaStream:
             if chunk is _TIMEOUT:
                 raise ConsumerTimeoutError("no message within consumer.timeout.ms=%d on %s"
                                            % (int(self._timeout * 1000), self.name))
+            records = chunk.records
+            if type(records) is ResetTo:  # in order behind what was fetched before the reset
+                _record_reset(chunk.part, records.offset)
+                continue
             if chunk.generation != self._generation.value:
                 continue  # fetched before a rebalance: the partition may belong to someone else now
-            if isinstance(chunk.records, Exception):  # the fetcher's failure persists: tell the application
-                raise chunk.records
-            self._tp = chunk.tp
+            if isinstance(records, Exception):  # the fetcher's failure persists: tell the application
+                raise records
+            part = self._part = chunk.part
             self._chunk_gen = chunk.generation
             self._index = 0
-            self._records = chunk.records
-            self._count = len(chunk.records)
-            self.messages += self._count
+            self._records = records
+            n = self._count = len(records)
+            self.messages += n
             self.bytes += chunk.nbytes
-            counts = self.by_topic.setdefault(chunk.tp[0], [0, 0])
-            counts[0] += len(chunk.records)
+            counts = self.by_topic.setdefault(part.tp[0], [0, 0])
+            counts[0] += n
             counts[1] += chunk.nbytes
             return True
 
@@ -123,12 +131,12 @@ class KafkaStream:
         """Undo the hand-out of ``rec``, the record this stream handed out last, when the application will not
         process it (e.g. a message limit reached): the partition's consumed position goes back to ``rec.offset``,
         so no commit counts it, and the stream hands it out again if iterated further."""
-        tp = (rec.topic, rec.partition)
-        if tp != self._tp or self._index < 1 or self._records[self._index - 1] is not rec \
-                or self._positions.get(tp) != rec.offset + 1:
+        part = self._part
+        if part is None or part.tp != (rec.topic, rec.partition) or self._index < 1 \
+                or self._records[self._index - 1] is not rec or part.consumed != rec.offset + 1:
             raise ValueError("only the record %s handed out last can be given back" % self.name)
         self._index -= 1
-        self._positions[tp] = rec.offset
+        part.consumed = rec.offset
 
     def close(self):
         """End iteration promptly (signal-safe: never blocks). Records already handed out stay consumed."""
@@ -166,7 +174,9 @@ class KafkaStream:
                     return _TIMEOUT
 
     def clear(self):
-        """Drop every queued chunk (rebalance step: clear the queues, Kafka's ZookeeperConsumerConnector.scala step 3)."""
+        """Drop every queued chunk (rebalance step: clear the queues, Kafka's ZookeeperConsumerConnector.scala step 3).
+        A reset marker dropped here is recorded all the same: the records behind it are dropped too, and the next
+        fetch starts from the reset point instead of resetting again."""
         dropped = 0
         while True:
             try:
@@ -176,7 +186,16 @@ class KafkaStream:
             if item is SHUTDOWN:
                 self.queue.put(SHUTDOWN)
                 return dropped
+            if type(item.records) is ResetTo:
+                _record_reset(item.part, item.records.offset)
             dropped += 1
+
+
+def _record_reset(part, offset):
+    """The partition's consumed position becomes the reset point (an ended ownership's object: harmless)."""
+    part.consumed = offset
+    if part.reset_to == offset:
+        part.reset_to = None
 
 
 _TIMEOUT = object()

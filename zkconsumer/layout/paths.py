@@ -203,6 +203,12 @@ def group_migration_path(group: str) -> str:
     return group_path(group) + "/zkconsumer/migration"
 
 
+def group_lock_path(group: str) -> str:
+    """``/consumers/[group]/zkconsumer/lock``: zkmigrate's per-group lock (kazoo's Lock recipe: one ephemeral
+    sequential child per contender, JSON naming its host, pid and command; the lowest holds the lock)."""
+    return group_path(group) + "/zkconsumer/lock"
+
+
 def group_leaving_dir(group: str) -> str:
     """``/consumers/[group]/zkconsumer/leaving``: members that left gracefully and announced they come back
     (``rebalance.leave.grace.ms``); one persistent JSON node per consumer id."""

@@ -81,7 +81,8 @@ class DualOffsetStore(OffsetStore):
         fenced).  A partition is ``committed`` only when both stores hold it.
 
         The fence is checked *before* Kafka (the Scala consumer had no fence) so a consumer that lost a partition
-        writes neither store; the ZooKeeper write is fenced again in its multi-op.  While Kafka is healthy the two
+        writes neither store; every retry of the Kafka write is fenced again (ownership may have moved while it
+        waited), and the ZooKeeper write is fenced again in its multi-op.  While Kafka is healthy the two
         writes overlap (see the module's docstring); otherwise Kafka goes first and ZooKeeper gets what Kafka
         acknowledged.  When Kafka cannot be reached, every partition fails with that cause and ZooKeeper is not
         written (until ``dual.commit.kafka.outage.ms`` has passed).
@@ -98,7 +99,7 @@ class DualOffsetStore(OffsetStore):
             return self._overlapped(offsets, fence, result)
         self.stats["sequential"] += 1
         try:
-            kafka_result = self.kafka_store.commit(offsets)
+            kafka_result = self.kafka_store.commit(offsets, fence=fence)
         except OffsetStoreError as e:
             self._kafka_healthy = False
             if self._kafka_failed(e):
@@ -131,7 +132,7 @@ class DualOffsetStore(OffsetStore):
 
         def start_kafka() -> None:  # called by the ZooKeeper store once its requests are on their way
             try:
-                started.append(self.kafka_store.begin_commit(offsets))
+                started.append(self.kafka_store.begin_commit(offsets, fence=fence))
             except Exception as e:  # raised from finish() below, after ZooKeeper's answers are in
                 started.append(functools.partial(_reraise, e))
         zk_result = self.zk_store.commit(offsets, fence=fence, sent=start_kafka)

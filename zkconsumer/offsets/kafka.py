@@ -6,7 +6,7 @@ retries), ZookeeperConsumerConnector.scala (versions), ClientUtils.scala (findin
 Layer chosen (kafka-python 3.0.12): one :class:`kafka.admin.KafkaAdminClient` per store, used only as a connection
 manager with its own IO thread.  We send FindCoordinator (v<=3), OffsetCommit (v<=5, ``generation_id=-1``,
 ``member_id=""``: a "simple consumer" commit, no JoinGroup ever) and OffsetFetch (v<=7) ourselves through
-``admin._manager.send`` because the public ``list_group_offsets`` raises on the first partition error and neither
+:mod:`zkconsumer.client_internals` (kafka-python's connection manager) because the public ``list_group_offsets`` raises on the first partition error and neither
 public call lets us re-find the coordinator after NOT_COORDINATOR.  The coordinator gets its own connection
 (``cluster.add_coordinator``), kept across calls.  ``KafkaConsumer.commit`` was rejected: it raises for the whole
 batch instead of reporting per-partition errors.
@@ -22,13 +22,14 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 import kafka.errors as Errors
-from kafka.admin import KafkaAdminClient
 from kafka.protocol.consumer import OffsetFetchRequest
-from kafka.protocol.metadata import CoordinatorType, FindCoordinatorRequest
+from kafka.protocol.metadata import FindCoordinatorRequest
 
+from zkconsumer import client_internals as internals
+from zkconsumer.client_internals import AdminClient as _AdminClient
 from zkconsumer.errors import OffsetManagerUnavailableError, OffsetStoreError
 from zkconsumer.layout import validate_group
 from zkconsumer.offsets.base import CommitResult, OffsetStore, normalize_offsets, normalize_partitions
@@ -46,26 +47,12 @@ class _AllCommitted:
 
 
 ALL_COMMITTED = _AllCommitted()
+_ALL = ("*", -1)  # the one "partition" of fetch_all's request: all of the group's
 
 _REFIND = (Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError)
 _WAIT = (Errors.CoordinatorLoadInProgressError,)
 # Not worth retrying although kafka-python marks some of them retriable (reported per partition at once).
 _PERMANENT = (Errors.UnknownTopicOrPartitionError, Errors.OffsetMetadataTooLargeError)
-
-
-class _AdminClient(KafkaAdminClient):
-    """KafkaAdminClient that does not leak its IO thread when bootstrapping fails in ``__init__``."""
-
-    def __init__(self, **configs):
-        try:
-            super().__init__(**configs)
-        except BaseException:
-            for closer in (lambda: self._client.close(), lambda: self._net.stop(), lambda: self._metrics.close()):
-                try:
-                    closer()
-                except Exception:
-                    pass
-            raise
 
 
 class KafkaOffsetStore(OffsetStore):
@@ -128,7 +115,7 @@ class KafkaOffsetStore(OffsetStore):
         """The coordinator's node id: cached, else FindCoordinator (ClientUtils.scala); raises the broker's error class."""
         if self._node is None:
             admin = self._client()
-            self._node = admin._manager.run(self._async_find_coordinator, admin)
+            self._node = internals.run(admin, self._async_find_coordinator, admin)
         return self._node
 
     def wait_for_coordinator(self, timeout_s: float, clock=time.monotonic, sleep=time.sleep):
@@ -148,15 +135,14 @@ class KafkaOffsetStore(OffsetStore):
             sleep(min(0.25, max(0.0, deadline - clock())))
 
     async def _async_find_coordinator(self, admin):
-        mgr = admin._manager
-        resp = await mgr.send(FindCoordinatorRequest(key=self.group, key_type=0, max_version=3))
+        resp = await internals.send(admin, FindCoordinatorRequest(key=self.group, key_type=0, max_version=3))
         # raises the error class (e.g. COORDINATOR_NOT_AVAILABLE) on a non-zero error_code
-        return mgr.cluster.add_coordinator(resp, CoordinatorType.GROUP, self.group, synthesize_node_id=True)
+        return internals.add_group_coordinator(admin, resp, self.group)
 
     def _drop_coordinator(self):
         if self._node is not None and self._admin is not None:
             try:
-                self._admin._manager.close(self._node)  # "offsetsChannel.disconnect()"
+                internals.close_connection(self._admin, self._node)  # "offsetsChannel.disconnect()"
             except Exception:
                 pass
         self._node = None
@@ -192,7 +178,7 @@ class KafkaOffsetStore(OffsetStore):
                 else:
                     node = self._coordinator()
                     answered = True
-                    errs = self._client()._manager.run(fn, node, pending)
+                    errs = internals.run(self._client(), fn, node, pending)
             except OffsetStoreError:
                 raise  # bootstrap failed: unreachable
             except Errors.KafkaError as e:
@@ -266,35 +252,42 @@ class KafkaOffsetStore(OffsetStore):
                     offsets.pop(tp)
             if not offsets:
                 return result
-            refence = None
-            if fence is not None and self.zk is not None:
-                def refence(pending):  # every retry is fenced again, every owner node read again: ownership
-                    return fence.precheck(self.zk, list(pending), fresh=True)  # may have moved while we waited
-            done, failed, _ = self._attempts(self._async_commit, offsets, "commit", refence)
+            done, failed, _ = self._attempts(self._async_commit, offsets, "commit", self._refence(fence))
         return self._commit_result(offsets, done, failed, result)
 
-    def begin_commit(self, offsets) -> Callable[[], CommitResult]:
+    def _refence(self, fence):
+        """``refence(pending) -> {tp: OwnershipLostError}`` for the retries of a fenced commit (None without a
+        fence): every retry is fenced again, every owner node read again, as ownership may have moved while the
+        commit waited (a late retry must not overwrite a successor's offset with an older one)."""
+        if fence is None or self.zk is None:
+            return None
+
+        def refence(pending):
+            return fence.precheck(self.zk, list(pending), fresh=True)
+        return refence
+
+    def begin_commit(self, offsets, fence=None) -> Callable[[], CommitResult]:
         """Send the OffsetCommit of *offsets* now and return a function that waits for its answer (and does what
         :meth:`commit` does after the first attempt: retries, errors) and returns the :class:`CommitResult`.
 
         The dual store calls it as soon as ZooKeeper's multi-op is handed to kazoo, and waits for both answers;
         the request leaves from the calling thread's hand-off to the client's IO thread, not from another thread
-        of ours, which would wait up to the interpreter's switch interval (5 ms) for the interpreter lock. No fence (the dual store checks it before). The returned function raises
-        like :meth:`commit`. When the coordinator cannot be found now, or kafka-python runs no IO thread, it is
-        :meth:`commit` itself, run when called.
+        of ours, which would wait up to the interpreter's switch interval (5 ms) for the interpreter lock. The
+        first attempt is not fenced here (the dual store checks the *fence* just before); every retry is. The
+        returned function raises like :meth:`commit`. When the coordinator cannot be found now, or kafka-python
+        runs no IO thread, it is :meth:`commit` itself (with the fence), run when called.
         """
         offsets = normalize_offsets(offsets)
         if not offsets:
             return lambda: CommitResult()
         try:
-            manager = self._client()._manager
-            io_thread = getattr(getattr(manager, "_net", None), "_io_thread", None)
-            if io_thread is None or not io_thread.is_alive():
-                raise LookupError("kafka-python runs no IO thread here")
+            admin = self._client()
             node = self._coordinator()
-            future = manager.call_soon(self._async_commit, node, offsets)  # our own copy: nobody changes it
+            future = internals.submit(admin, self._async_commit, node, offsets)  # our own copy: nobody changes it
+            if future is None:
+                raise LookupError("kafka-python runs no IO thread here")
         except Exception:  # the ordinary path, in the caller's time
-            return lambda: self.commit(offsets)
+            return lambda: self.commit(offsets, fence=fence)
         answered = threading.Event()
         future.add_both(lambda _: answered.set())
 
@@ -309,7 +302,8 @@ class KafkaOffsetStore(OffsetStore):
 
         def finish() -> CommitResult:
             with self._lock:
-                done, failed, _ = self._attempts(self._async_commit, offsets, "commit", first=(node, wait))
+                done, failed, _ = self._attempts(self._async_commit, offsets, "commit", self._refence(fence),
+                                                 first=(node, wait))
             return self._commit_result(offsets, done, failed, CommitResult())
         return finish
 
@@ -328,7 +322,7 @@ class KafkaOffsetStore(OffsetStore):
         # v5 at most (zkconsumer.protocol.offset_commit): what a simple-consumer commit needs, its partitions
         # encoded in one pass; v8's flexible encoding cost 1.6x the time for fields we never set
         request = make_commit_request(self.group, offsets)
-        response = await self._admin._manager.send(request, node_id=node)
+        response = await internals.send(self._admin, request, node_id=node)
         if isinstance(response, OffsetCommitResult):  # v2-v5, read with struct
             if response.acknowledges(request.offsets_by_topic):
                 return ALL_COMMITTED
@@ -348,18 +342,55 @@ class KafkaOffsetStore(OffsetStore):
         those as "no offset", so a Kafka-storage member reset, a dual member fell back to a stale ZooKeeper offset
         and a rollback left partitions out, all silently. A partition that simply has no offset (-1) is absent.
         """
-        parts = {tp: None for tp in normalize_partitions(partitions)}
-        if not parts:
-            return {}
-        with self._lock:
-            done, failed, exhausted = self._attempts(self._async_fetch, parts, "fetch")
+        offsets, failed, exhausted = self._fetch(partitions)
         if failed:
             tps = sorted(failed)
             raise OffsetStoreError("cannot fetch offsets of group %s from Kafka for %d partition(s)%s: %s"
                                    % (self.group, len(tps), " (after retrying)" if exhausted else "",
                                       "; ".join(str(failed[tp]) for tp in tps[:5])
                                       + ("; ..." if len(tps) > 5 else "")))
-        return {tp: off for tp, off in done.items() if off is not None and off >= 0}
+        return offsets
+
+    def fetch_detailed(self, partitions) -> Tuple[Dict, Dict]:
+        """:meth:`fetch` that does not raise for errors of single partitions: ``({(t, p): next_offset},
+        {(t, p): OffsetStoreError})``, the second naming each partition the broker refused to answer for (e.g.
+        TOPIC_AUTHORIZATION_FAILED for a topic this client may not Describe). An unreachable broker still raises."""
+        offsets, failed, _ = self._fetch(partitions)
+        return offsets, failed
+
+    def _fetch(self, partitions):
+        parts = {tp: None for tp in normalize_partitions(partitions)}
+        if not parts:
+            return {}, {}, set()
+        with self._lock:
+            done, failed, exhausted = self._attempts(self._async_fetch, parts, "fetch")
+        return {tp: off for tp, off in done.items() if off is not None and off >= 0}, failed, exhausted
+
+    def fetch_all(self) -> Dict:
+        """OffsetFetch of all the group's topics (``topics`` null, v2+): ``{(t, p): next_offset}`` of every partition
+        the group has an offset of, on the topics this client may Describe (the broker leaves the others out,
+        silently: Kafka's ``KafkaApis.handleOffsetFetchRequest``). What the group has in Kafka, without asking about
+        every topic of the cluster; raises :class:`OffsetStoreError` like :meth:`fetch`."""
+        with self._lock:
+            done, failed, _ = self._attempts(self._async_fetch_all, {_ALL: None}, "fetch")
+        if failed:
+            raise OffsetStoreError("cannot list the offsets of group %s in Kafka: %s" % (self.group, failed[_ALL]))
+        return done.get(_ALL) or {}
+
+    async def _async_fetch_all(self, node, parts):
+        request = OffsetFetchRequest(group_id=self.group, max_version=7, topics=None)
+        response = await internals.send(self._admin, request, node_id=node)
+        group_error = Errors.for_code(getattr(response, "error_code", 0) or 0)
+        if group_error is not Errors.NoError:
+            return {_ALL: (group_error, None)}
+        for topic in response.topics:
+            for part in topic.partitions:
+                err = Errors.for_code(part.error_code)
+                if err is not Errors.NoError:
+                    return {_ALL: (err, None)}
+        return {_ALL: (Errors.NoError, {(topic.name, part.partition_index): part.committed_offset
+                                        for topic in response.topics for part in topic.partitions
+                                        if part.committed_offset is not None and part.committed_offset >= 0})}
 
     async def _async_fetch(self, node, parts):
         _Topic = OffsetFetchRequest.OffsetFetchRequestTopic
@@ -368,12 +399,51 @@ class KafkaOffsetStore(OffsetStore):
             by_topic[t].append(p)
         request = OffsetFetchRequest(group_id=self.group, max_version=7,
                                      topics=[_Topic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
-        response = await self._admin._manager.send(request, node_id=node)
+        response = await internals.send(self._admin, request, node_id=node)
         group_error = Errors.for_code(getattr(response, "error_code", 0) or 0)
         if group_error is not Errors.NoError:
             return {tp: (group_error, None) for tp in parts}
         return {(topic.name, part.partition_index): (Errors.for_code(part.error_code), part.committed_offset)
                 for topic in response.topics for part in topic.partitions}
+
+    # ---- delete -----------------------------------------------------------------------------------------------
+
+    def delete_offsets(self, partitions) -> CommitResult:
+        """OffsetDelete (KIP-496, Kafka 2.4+) of *partitions*, as ``kafka-consumer-groups --delete-offsets`` does:
+        ``committed`` lists the partitions whose offset is gone (value -1; one that had none counts as deleted),
+        ``failed`` the others with the broker's error (e.g. GROUP_SUBSCRIBED_TO_TOPIC while a broker-coordinated
+        group consumes the topic, NON_EMPTY_GROUP). A group the coordinator does not know (GROUP_ID_NOT_FOUND) and a
+        topic that no longer exists (UNKNOWN_TOPIC_OR_PARTITION) have nothing to delete. Coordinator errors are retried as for :meth:`fetch`; an unreachable broker raises."""
+        parts = {tp: None for tp in normalize_partitions(partitions)}
+        result = CommitResult()
+        if not parts:
+            return result
+        with self._lock:
+            done, failed, _ = self._attempts(self._async_delete, parts, "delete")
+        for tp in done:
+            result.committed[tp] = -1
+        for tp, exc in failed.items():
+            result.fail(tp, exc)
+        return result
+
+    async def _async_delete(self, node, parts):
+        from kafka.protocol.consumer import OffsetDeleteRequest
+        _Topic = OffsetDeleteRequest.OffsetDeleteRequestTopic
+        by_topic = defaultdict(list)
+        for t, p in sorted(parts):
+            by_topic[t].append(_Topic.OffsetDeleteRequestPartition(partition_index=p))
+        request = OffsetDeleteRequest(group_id=self.group, topics=[_Topic(name=t, partitions=ps)
+                                                                   for t, ps in by_topic.items()])
+        response = await internals.send(self._admin, request, node_id=node)
+        top = Errors.for_code(response.error_code)
+        if top is Errors.GroupIdNotFoundError:
+            return {tp: (Errors.NoError, None) for tp in parts}
+        if top is not Errors.NoError:
+            return {tp: (top, None) for tp in parts}
+        gone = (Errors.NoError, Errors.UnknownTopicOrPartitionError)  # a deleted topic's offsets went with it
+        return {(topic.name, part.partition_index): (
+            Errors.NoError if Errors.for_code(part.error_code) in gone else Errors.for_code(part.error_code), None)
+            for topic in response.topics for part in topic.partitions}
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -92,17 +92,17 @@ class GroupMember(ZookeeperConsumerConnector):
         return None
 
     # -- delivery hooks the rebalancer calls (under its lock) --------------------------------------------------
-    def stop_delivery(self):
+    def stop_delivery(self, timeout=None):
         self.generation.value += 1
 
-    def start_delivery(self, plan):
+    def start_delivery(self, parts):
         self.claims += 1
-        for tp in plan:
+        for tp in parts:
             if tp not in self._assigned:
                 self.claimed_at[tp] = self.claims
-        self._assigned = {tp: off for tp, (off, _thread) in plan.items()}
-        log.info("%s owns %d partition(s): %s", self.consumer_id, len(plan),
-                 ", ".join("%s-%d" % tp for tp in sorted(plan)[:20]))
+        self._assigned = {tp: part.consumed for tp, part in parts.items()}
+        log.info("%s owns %d partition(s): %s", self.consumer_id, len(parts),
+                 ", ".join("%s-%d" % tp for tp in sorted(parts)[:20]))
 
     def _forget(self, partitions, why):
         for tp in partitions:
@@ -161,7 +161,7 @@ class GroupMember(ZookeeperConsumerConnector):
             result = forward_only(self.offset_store, own, fence=rb.fence())
             for tp, off in own.items():
                 if tp in result.committed and tp not in result.unchanged:
-                    self.positions[tp] = off
+                    rb.parts[tp].consumed = off
             if self._keepalive is not None:
                 self._keepalive.wrote(tp for tp in result.committed if tp not in result.unchanged)
         if result.failed:

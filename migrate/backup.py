@@ -1,0 +1,165 @@
+"""The backups zkmigrate writes before it changes a group's offsets, and reading them back for ``zkmigrate restore``.
+
+A backup is three files with one time stamp, written before the first write (each complete on disk before its name
+appears: written to ``.tmp``, fsynced, renamed):
+
+* ``backup-<group>-zookeeper-<stamp>.txt`` and ``backup-<group>-kafka-<stamp>.txt``: each store's offsets in the
+  ExportZkOffsets format (``/consumers/G/offsets/T/P:offset``), so Kafka's ImportZkOffsets and ``zkmigrate import``
+  read them as they are; they list only the partitions that had an offset;
+* ``backup-<group>-<stamp>.json``: the manifest, what an exact restore needs: every partition the command read, with
+  each store's offset **or null when that store had none**, the time and the command::
+
+      {"version": 1, "group": "G", "taken_at": "2026-11-23T06:50:00Z", "by": "zkmigrate cutover",
+       "files": {"zookeeper": "...txt", "kafka": "...txt"},
+       "partitions": [{"topic": "T", "partition": 0, "zookeeper": 12, "kafka": null}, ...]}
+
+:func:`load_backup` reads a manifest, or, given one of the ``.txt`` files, its manifest when it is there, else the
+pair of ``.txt`` files of a backup written before manifests existed (then only the partitions listed in either file
+are known; a partition listed in one file only had no offset in the other store, as both came from one read).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import time
+from typing import Dict, Optional, Tuple
+
+from zkconsumer.layout import validate_group, validate_topic
+
+from .offsets_file import OffsetsFileError, format_offsets, read_bytes, read_offsets_file
+
+__all__ = ["write_backup", "load_backup", "Backup", "BackupFileError", "STORES"]
+
+TP = Tuple[str, int]
+STORES = ("zookeeper", "kafka")
+_TXT = re.compile(r"backup-(?P<group>.+)-(?P<store>zookeeper|kafka)-(?P<stamp>\d{8}T\d{6}-\d{3})\.txt\Z")
+_MAX_OFFSET = 2 ** 63 - 1
+
+
+class BackupFileError(OffsetsFileError):
+    """A backup (manifest or offsets files) that cannot be read; names the file and what is wrong (exit 2)."""
+
+
+@dataclasses.dataclass
+class Backup:
+    """One group's backup: ``partitions`` {tp: (zookeeper offset or None, kafka offset or None)}."""
+
+    path: str
+    group: str
+    taken_at: Optional[str]
+    by: Optional[str]
+    partitions: Dict[TP, Tuple[Optional[int], Optional[int]]]
+    #: False for a backup without manifest: partitions with no offset in either store are not known
+    exact: bool = True
+
+
+def _write_atomic(path: str, text: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_backup(backup_dir: str, group: str, both: Dict[TP, Tuple[Optional[int], Optional[int]]],
+                 by: Optional[str] = None, clock=time.time) -> list:
+    """Write the backup of *both* (``{tp: (zookeeper, kafka)}``, as read before planning) and return its paths:
+    ``[zookeeper .txt, kafka .txt, manifest .json]``."""
+    os.makedirs(backup_dir, exist_ok=True)
+    now = clock()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(now)) + "-%03d" % (int(now * 1000) % 1000)
+    out = []
+    for i, name in enumerate(STORES):
+        offs = {tp: v[i] for tp, v in both.items() if v[i] is not None}
+        path = os.path.join(backup_dir, "backup-%s-%s-%s.txt" % (group, name, stamp))
+        _write_atomic(path, "".join(line + "\n" for line in format_offsets(group, offs)))
+        out.append(path)
+    manifest = {"version": 1, "group": group, "by": by,
+                "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+                "files": {"zookeeper": os.path.basename(out[0]), "kafka": os.path.basename(out[1])},
+                "partitions": [{"topic": t, "partition": p, "zookeeper": z, "kafka": k}
+                               for (t, p), (z, k) in sorted(both.items())]}
+    path = os.path.join(backup_dir, "backup-%s-%s.json" % (group, stamp))
+    _write_atomic(path, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    out.append(path)
+    return out
+
+
+def load_backup(path: str) -> Backup:
+    """The backup at *path* (a manifest ``.json``, or either ``.txt`` file of a backup); :class:`BackupFileError`
+    naming the file when it is not one."""
+    name = os.fspath(path)
+    base = os.path.basename(name)
+    m = _TXT.match(base)
+    if m:
+        manifest = os.path.join(os.path.dirname(name), "backup-%s-%s.json" % (m["group"], m["stamp"]))
+        if os.path.exists(manifest):
+            return _load_manifest(manifest)
+        return _load_pair(name, m)
+    if name.endswith(".txt"):
+        raise BackupFileError("%s: not a zkmigrate backup file (backup-<group>-zookeeper|kafka-<time>.txt, or its "
+                              "backup-<group>-<time>.json manifest); to write an offsets file into one store use "
+                              "'zkmigrate import'" % name)
+    return _load_manifest(name)
+
+
+def _load_pair(path: str, m) -> Backup:
+    files = {s: os.path.join(os.path.dirname(path), "backup-%s-%s-%s.txt" % (m["group"], s, m["stamp"]))
+             for s in STORES}
+    offsets = {}
+    for s, f in files.items():
+        if not os.path.exists(f):
+            raise BackupFileError("%s: the %s half of this backup, %s, is missing: restore needs both stores' files"
+                                  % (path, s, f))
+        data = read_offsets_file(f)
+        others = sorted(set(data) - {m["group"]})
+        if others:
+            raise BackupFileError("%s: holds offsets of group(s) %s, not only of %s" % (f, ", ".join(others),
+                                                                                      m["group"]))
+        offsets[s] = data.get(m["group"], {})
+    tps = set(offsets["zookeeper"]) | set(offsets["kafka"])
+    return Backup(path=path, group=validate_group(m["group"]), taken_at=None, by=None, exact=False,
+                  partitions={tp: (offsets["zookeeper"].get(tp), offsets["kafka"].get(tp)) for tp in sorted(tps)})
+
+
+def _load_manifest(path: str) -> Backup:
+    raw = read_bytes(path, BackupFileError)
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as e:
+        raise BackupFileError("%s: not a zkmigrate backup manifest (not JSON: %s)" % (path, e)) from None
+    if not isinstance(doc, dict) or doc.get("version") != 1 or not isinstance(doc.get("partitions"), list):
+        raise BackupFileError("%s: not a zkmigrate backup manifest (a JSON object with \"version\": 1 and "
+                              "\"partitions\")" % path)
+    try:
+        group = validate_group(doc.get("group"))
+    except (ValueError, TypeError) as e:
+        raise BackupFileError("%s: bad \"group\": %s" % (path, e)) from None
+    parts: Dict[TP, Tuple[Optional[int], Optional[int]]] = {}
+    for n, entry in enumerate(doc["partitions"]):
+        where = "%s: partitions[%d]" % (path, n)
+        if not isinstance(entry, dict):
+            raise BackupFileError("%s is not an object" % where)
+        try:
+            topic = validate_topic(entry.get("topic"))
+        except (ValueError, TypeError) as e:
+            raise BackupFileError("%s: bad topic: %s" % (where, e)) from None
+        p = entry.get("partition")
+        if type(p) is not int or p < 0:
+            raise BackupFileError("%s: partition %r is not an integer >= 0" % (where, p))
+        vals = []
+        for s in STORES:
+            v = entry.get(s)
+            if v is not None and (type(v) is not int or not 0 <= v <= _MAX_OFFSET):
+                raise BackupFileError("%s: %s offset %r is neither null nor an integer from 0 to 2^63-1"
+                                      % (where, s, v))
+            vals.append(v)
+        if (topic, p) in parts:
+            raise BackupFileError("%s: %s-%d appears twice" % (where, topic, p))
+        parts[(topic, p)] = (vals[0], vals[1])
+    by, taken = doc.get("by"), doc.get("taken_at")
+    return Backup(path=path, group=group, taken_at=taken if isinstance(taken, str) else None,
+                  by=by if isinstance(by, str) else None, partitions=parts)

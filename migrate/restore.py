@@ -1,0 +1,126 @@
+"""``zkmigrate restore BACKUP``: put both stores of a group back exactly as a backup found them.
+
+For every partition of the backup (:mod:`.backup`) and each store: an offset the backup holds is written back
+(forwards or backwards: going back is the point), and an offset the store holds now where the backup says it had
+**none** is deleted (``copy``, ``rollback``, ``cutover`` and ``import`` create such offsets; ``import
+--allow-rewind`` cannot remove them). ZooKeeper offsets are deleted as nodes (and a topic's offsets node that is
+left empty, when the backup had no ZooKeeper offset of that topic: the group would otherwise still list the topic);
+Kafka offsets with OffsetDelete (KIP-496, Kafka 2.4+). Partitions the backup does not cover are left as they are
+and listed (``not_in_backup``).
+
+The rules of the other writers hold: a dry run unless *execute*; refused while ZooKeeper members are live
+(``force`` overrides) or the broker-side group is active (its consumers commit on their own, and the broker
+refuses to delete the offsets of topics they consume); a backup of both stores as they are now is written first
+(restoring that undoes the restore); the group's lock is held by the caller.
+
+The recorded phase is not changed: after restoring a backup taken before ``cutover``, the group is still marked cut
+over until a ``zkmigrate rollback --execute`` lifts the mark (the report warns).
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from kazoo.exceptions import NoNodeError, NotEmptyError
+
+from zkconsumer.broker_group import describe_broker_group
+from zkconsumer.errors import GroupConflictError
+from zkconsumer.layout import paths
+
+from . import state
+from .backup import STORES, Backup, write_backup
+from .transfer import apply_copy, check_no_live_members
+
+__all__ = ["plan_restore", "restore_group"]
+
+TP = Tuple[str, int]
+Both = Dict[TP, Tuple[Optional[int], Optional[int]]]
+
+
+def _name(tp: TP) -> str:
+    return "%s-%d" % tp
+
+
+def plan_restore(saved: Both, current: Both) -> Dict[str, dict]:
+    """Per store: ``{"set": {tp: offset}, "delete": [tp], "unchanged": n}`` to turn *current* into *saved* on the
+    partitions of *saved* (pure)."""
+    out: Dict[str, dict] = {}
+    for i, store in enumerate(STORES):
+        todo: Dict[TP, int] = {}
+        delete: List[TP] = []
+        unchanged = 0
+        for tp, vals in sorted(saved.items()):
+            want, now = vals[i], current.get(tp, (None, None))[i]
+            if want == now:
+                unchanged += 1
+            elif want is None:
+                delete.append(tp)
+            else:
+                todo[tp] = want
+        out[store] = {"set": todo, "delete": delete, "unchanged": unchanged}
+    return out
+
+
+def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = False,
+                  backup_dir: Optional[str] = None) -> dict:
+    """Restore *backup* into the group's stores (see the module docstring); returns the report the command prints.
+    ``ok`` is false when a write or delete failed."""
+    if backup.group != gofs.group:
+        raise ValueError("backup %s is of group %s, not %s" % (backup.path, backup.group, gofs.group))
+    members = check_no_live_members(gofs.zk, gofs.group, force, "restore")
+    broker = describe_broker_group(gofs.bootstrap_servers, gofs.group, security=gofs.security)
+    if broker.active:
+        raise GroupConflictError("refusing to restore offsets of group %s: it is active as a broker-coordinated "
+                                 "group (%s, state %s); stop those consumers first"
+                                 % (gofs.group, broker.describe_protocol(), broker.state))
+    extra = sorted(set(gofs.partitions()) - set(backup.partitions))
+    current = gofs.read(list(backup.partitions) + extra)
+    extra = [tp for tp in extra if tp in current]
+    # a partition whose Kafka offset cannot be read now is not restored (in neither store): reported
+    saved = {tp: v for tp, v in backup.partitions.items() if tp in current}
+    plan = plan_restore(saved, current)
+    out = {"group": gofs.group, "from_backup": backup.path, "taken_at": backup.taken_at, "by": backup.by,
+           "exact": backup.exact, "execute": execute, "live_members": members,
+           "changes": {s: dict({_name(tp): {"from": current[tp][i], "to": o} for tp, o in plan[s]["set"].items()},
+                               **{_name(tp): {"from": current[tp][i], "to": None} for tp in plan[s]["delete"]})
+                       for i, s in enumerate(STORES)},
+           "unchanged": {s: plan[s]["unchanged"] for s in STORES},
+           "not_in_backup": {_name(tp): {"zookeeper": current[tp][0], "kafka": current[tp][1]}
+                             for tp in extra if current[tp] != (None, None)},
+           "backup": [], "written": 0, "deleted": 0, "failed": {}, "warnings": [],
+           "unreadable": gofs.unreadable_report()}
+    if not backup.exact:
+        out["warnings"].append("%s has no manifest (written before zkmigrate restore existed): only the partitions "
+                               "it lists are restored, and offsets of partitions it does not list are not deleted"
+                               % backup.path)
+    phase = state.read_phase(gofs.zk, gofs.group) or {}
+    if phase.get("phase") == "cutover":
+        out["warnings"].append("group %s is still marked cut over (ZooKeeper members refuse to join it): "
+                               "'zkmigrate rollback --group %s --execute' lifts the mark" % (gofs.group, gofs.group))
+    if execute and any(plan[s]["set"] or plan[s]["delete"] for s in STORES):
+        gofs.check_lock()
+        out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, current,
+                                     by="zkmigrate restore")
+        for i, s in enumerate(STORES):
+            store = gofs.store(s)
+            failed = {}
+            if plan[s]["set"]:
+                failed.update(apply_copy(store, plan[s]["set"]))
+                out["written"] += len(plan[s]["set"]) - len(failed)
+            if plan[s]["delete"]:
+                res = store.delete_offsets(plan[s]["delete"])
+                failed.update({tp: str(e) for tp, e in res.failed.items()})
+                out["deleted"] += len(res.committed)
+            out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
+        _remove_empty_topic_nodes(gofs, backup)
+    out["ok"] = not (out["failed"] or out["unreadable"])
+    return out
+
+
+def _remove_empty_topic_nodes(gofs, backup: Backup) -> None:
+    """``/consumers/G/offsets/T`` left empty by the deletes, for topics the backup had no ZooKeeper offset of."""
+    had = {t for (t, _), (z, _) in backup.partitions.items() if z is not None}
+    for t in sorted({t for t, _ in backup.partitions} - had):
+        try:
+            gofs.zk.delete(paths.topic_offsets_path(gofs.group, t))
+        except (NoNodeError, NotEmptyError):
+            pass
