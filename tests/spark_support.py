@@ -4,6 +4,7 @@ import time
 
 from kazoo.exceptions import NoNodeError
 
+from test_migrate_support import delete_topic  # noqa: F401  (the same deletion helper for the Spark tests)
 from zkconsumer.layout import paths
 
 
@@ -115,17 +116,6 @@ class Producer:
 
     def close(self):
         self.p.close()
-
-
-def delete_topic(services, zk, topic):
-    from kafka import KafkaAdminClient
-    admin = KafkaAdminClient(bootstrap_servers=services.bootstrap_servers)
-    try:
-        admin.delete_topics([topic], timeout_ms=30000)
-    finally:
-        admin.close()
-    assert wait_for(lambda: not zk.exists(paths.topic_path(topic)) and
-                    not zk.exists("/admin/delete_topics/%s" % topic), 60), "topic %s not deleted" % topic
 
 
 def recreate_topic(services, zk, topic, partitions=1):
