@@ -436,7 +436,7 @@ def forget_topic(zookeeper, bootstrap, groups, all_groups, matching, parallel, t
         out = forget_topics(gofs, list(topics), store, execute, backup_dir)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.forget_result, need_kafka=store != "zookeeper",
+                   render.forget_result,
                    lock=("forget-topic", lock_wait) if execute else None)
 
 
