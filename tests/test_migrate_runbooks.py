@@ -50,6 +50,7 @@ class Run:
                         PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
         self.env.pop("KAFKA_BOOTSTRAP", None)
         self.member, self.outputs, self.produced = None, [], set()
+        self.backup = None  # what BACKUP stands for in a runbook
         self.kafka_seen = set()  # delivered to broker-coordinated consumers
         self.parts = [(self.topic, p) for p in range(PARTITIONS)]
 
@@ -97,6 +98,8 @@ class Run:
         ran = []
         for cmd in commands:
             cmd = cmd.replace("orders-app", self.group).replace("--topic orders", "--topic " + self.topic)
+            if self.backup is not None:
+                cmd = cmd.replace("BACKUP", shlex.quote(self.backup))
             if cmd.startswith("kill -TERM $MEMBER"):
                 self.stop()
             elif cmd.endswith("&"):
@@ -217,3 +220,24 @@ def test_rollback_after_cutover(services, zk, unique, tmp_path):
     finally:
         run.stop()
 
+
+
+def test_undoing_a_cutover_whose_new_consumers_never_started(services, zk, unique, tmp_path):
+    """The second block of "After cutover": restore the backup the cutover printed, roll back (the fence goes),
+    and the ZooKeeper members resume where they stopped."""
+    run = Run(services, unique, tmp_path)
+    try:
+        _started_at_zero(run, zk)
+        run.consume(*ZOOKEEPER)
+        run.produce(30)
+        run.caught_up()
+        run.stop()
+        code, out, err = zkmigrate(services, "cutover", "--group", run.group, "--execute", "--backup-dir",
+                                   str(tmp_path), expect=0)
+        undo = [line for line in err.splitlines() if line.startswith("undo: zkmigrate restore ")]
+        assert len(undo) == 1, err
+        run.backup = shlex.split(undo[0])[3]
+        _sampled(run, runbook("After cutover", 1))
+        run.check_end(zk)
+    finally:
+        run.stop()
