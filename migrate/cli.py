@@ -260,8 +260,8 @@ def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, 
 def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
              topics, exclude, allow_stale, lock_wait, as_json):
     """Copy Kafka offsets back to ZooKeeper (never backwards unless --allow-rewind; idempotent; ZooKeeper offsets
-    Kafka cannot vouch for refused unless --allow-stale). With --execute and nothing left behind it lifts the cutover
-    fence."""
+    Kafka cannot vouch for refused unless --allow-stale; refused while broker-coordinated consumers of the group
+    run). With --execute and nothing left behind it lifts the cutover fence."""
     check_selection(groups, all_groups, matching)
 
     def per_group(gofs):

@@ -98,19 +98,14 @@ def reset_group(gofs, spec: str, value: Optional[int], scope: Dict[str, Optional
     group has with *all_topics*), *value* the offset, shift or epoch milliseconds of *spec*; writes to *store*
     (one of :data:`STORES`) after a backup of both stores, a dry run unless *execute*. Returns the report the
     command prints; ``ok`` is false when a write failed."""
-    from zkconsumer.broker_group import describe_broker_group
-    from zkconsumer.errors import GroupConflictError
     from zkconsumer.groups import log_ranges
 
     from .state import read_phase
-    from .transfer import backup_and_write, check_no_live_members
+    from .transfer import backup_and_write, check_no_broker_consumers, check_no_live_members
     if store not in STORES:
         raise ValueError("reset store %r (expected one of %s)" % (store, ", ".join(STORES)))
     members = check_no_live_members(gofs.zk, gofs.group, force, "reset")
-    broker = describe_broker_group(gofs.bootstrap_servers, gofs.group, security=gofs.security)
-    if broker.active:
-        raise GroupConflictError("refusing to reset offsets of group %s: it is active as a broker-coordinated "
-                                 "group (state %s); stop those consumers first" % (gofs.group, broker.state))
+    check_no_broker_consumers(gofs, "reset")
     from .leftovers import skipped_report, split_gone
     both, gone = split_gone(gofs.zk, gofs.read_all(list(scope)))
     parts = [tp for tp in both if all_topics or (tp[0] in scope and (scope[tp[0]] is None

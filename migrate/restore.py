@@ -25,13 +25,11 @@ from typing import Dict, List, Optional, Tuple
 
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
-from zkconsumer.broker_group import describe_broker_group
-from zkconsumer.errors import GroupConflictError
 from zkconsumer.layout import paths
 
 from . import state
 from .backup import STORES, Backup, write_backup
-from .transfer import apply_copy, check_no_live_members
+from .transfer import apply_copy, check_no_broker_consumers, check_no_live_members
 
 __all__ = ["plan_restore", "restore_group"]
 
@@ -70,11 +68,7 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
     if backup.group != gofs.group:
         raise ValueError("backup %s is of group %s, not %s" % (backup.path, backup.group, gofs.group))
     members = check_no_live_members(gofs.zk, gofs.group, force, "restore")
-    broker = describe_broker_group(gofs.bootstrap_servers, gofs.group, security=gofs.security)
-    if broker.active:
-        raise GroupConflictError("refusing to restore offsets of group %s: it is active as a broker-coordinated "
-                                 "group (%s, state %s); stop those consumers first"
-                                 % (gofs.group, broker.describe_protocol(), broker.state))
+    check_no_broker_consumers(gofs, "restore")
     extra = sorted(set(gofs.partitions()) - set(backup.partitions))
     current = gofs.read(list(backup.partitions) + extra)
     extra = [tp for tp in extra if tp in current]

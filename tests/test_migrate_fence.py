@@ -169,3 +169,37 @@ def test_cutover_without_the_right_to_fence_is_not_ready(services, zk, unique, t
         ks.close()
     zkmigrate(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
     assert state.fence_of(state.read_phase(zk, g)) is None
+
+
+def test_rollback_is_refused_while_the_broker_coordinated_consumers_run(services, zk, unique, tmp_path):
+    """Lifting the fence while the new consumers still run would let ZooKeeper members (a Scala one has no split-brain
+    guard) consume their partitions, and the offsets copied to ZooKeeper would already be behind: refused, naming
+    the group and what to do, nothing written, the fence kept; once they stopped, the rollback runs."""
+    from kafka import KafkaConsumer
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fb")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    kc = KafkaConsumer(t, bootstrap_servers=services.bootstrap_servers, group_id=g, enable_auto_commit=False,
+                       auto_offset_reset="none", session_timeout_ms=10000)
+    try:
+        wait_until(lambda: kc.poll(200) is not None and kc.assignment(), 60, interval=0,
+                   message="the broker-coordinated consumer to get its partitions")
+        kc.commit()
+        for args in ((), ("--execute",)):
+            code, out, _ = zkmigrate_json(services, "rollback", "--group", g, *args, "--backup-dir",
+                                          str(tmp_path / "rb"), expect=1)
+            assert g in out["error"] and "broker-coordinated" in out["error"] and "stop" in out["error"], out
+        assert state.fence_of(state.read_phase(zk, g)) is not None and not (tmp_path / "rb").exists()
+        assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
+    finally:
+        kc.close(autocommit=False)
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    assert rb["fence_lifted"]["changed"] and state.fence_of(state.read_phase(zk, g)) is None
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        committed = ks.fetch([(t, 0), (t, 1)])
+    finally:
+        ks.close()
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == committed
+
