@@ -306,6 +306,7 @@ def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, 
                            expiry_margin=None if no_expiry_check else expiry_margin)
         rep["settle"] = s
         if rep["ok"] and not no_record:
+            gofs.check_lock()
             rep["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, phase, "zkmigrate verify",
                                                        to if phase == "dual" else None)
         return rep, (0 if rep["ok"] else EXIT_CHECK_FAILED)

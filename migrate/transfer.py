@@ -168,6 +168,7 @@ def rollback_group(gofs, execute: bool = False, allow_rewind: bool = False, forc
         out["warnings"].append("group %s is fenced (cut over %s by %s): 'rollback --execute' lifts the fence once "
                                "nothing is left behind" % (gofs.group, fence.get("since"), fence.get("by")))
     if execute and out["ok"]:
+        gofs.check_lock()
         if fence is not None:
             out["fence_lifted"] = lift_fence(gofs.zk, gofs.group, fence.get("ids_acl"))
         out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "rollback", "zkmigrate rollback",
