@@ -160,17 +160,23 @@ def rollback_group(gofs, execute: bool = False, allow_rewind: bool = False, forc
     """:func:`copy_group` from Kafka to ZooKeeper. A rollback that executed and left nothing behind records the
     ``rollback`` phase and lifts the cutover fence, if any: the create right on ``/consumers/G/ids`` comes back
     (:mod:`.fence`) and ZooKeeper members may join again. The dry run says whether it would lift one."""
-    from .fence import lift_fence
+    from .fence import fenced_ids_node, lift_fence
+    from .status import unrecorded_fence_warning
     out = copy_group(gofs, "kafka", "zookeeper", execute, allow_rewind, force, backup_dir, topics, allow_stale)
     fence = state.fence_of(state.read_phase(gofs.zk, gofs.group))
     out["fence"] = fence
-    if fence is not None and not execute:
-        out["warnings"].append("group %s is fenced (cut over %s by %s): 'rollback --execute' lifts the fence once "
-                               "nothing is left behind" % (gofs.group, fence.get("since"), fence.get("by")))
+    # an ACL fence without a recorded one: a cutover that stopped between its two writes; lifted all the same
+    acl_only = fence is None and fenced_ids_node(gofs.zk, gofs.group)
+    if not execute:
+        if fence is not None:
+            out["warnings"].append("group %s is fenced (cut over %s by %s): 'rollback --execute' lifts the fence "
+                                   "once nothing is left behind" % (gofs.group, fence.get("since"), fence.get("by")))
+        elif acl_only:
+            out["warnings"].append(unrecorded_fence_warning(gofs.group, acl_only))
     if execute and out["ok"]:
         gofs.check_lock()
-        if fence is not None:
-            out["fence_lifted"] = lift_fence(gofs.zk, gofs.group, fence.get("ids_acl"))
+        if fence is not None or acl_only:
+            out["fence_lifted"] = lift_fence(gofs.zk, gofs.group, fence.get("ids_acl") if fence else None)
         out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "rollback", "zkmigrate rollback",
                                                    "zookeeper", fence=None)
     return out

@@ -203,3 +203,26 @@ def test_rollback_is_refused_while_the_broker_coordinated_consumers_run(services
         ks.close()
     assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == committed
 
+
+def test_a_cutover_stopped_between_its_acl_and_its_record_is_rolled_back(services, zk, unique, procs, tmp_path):
+    """cutover --execute killed after it took the create right off /consumers/G/ids and before it recorded the
+    fence: nobody can register (a member is refused with NoAuth, pointing at the rollback), so the rollback must
+    give the right back although no fence is recorded; status shows the fenced node meanwhile."""
+    from kazoo.security import Permissions
+    from zkconsumer_migrate import state
+    from zkconsumer_migrate.fence import is_fenced, set_fence
+    t, g = _group_with_offsets(services, zk, unique, "fh")
+    set_fence(zk, g)  # the first of cutover's two writes; the process dies before the second
+    assert state.read_phase(zk, g) is None
+    code, st, _ = zkmigrate_json(services, "status", "--group", g, expect=0)
+    assert st["fence_acl"] == paths.group_ids_path(g) and any("rollback" in w for w in st["warnings"]), st
+    code, dry, _ = zkmigrate_json(services, "rollback", "--group", g, "--backup-dir", str(tmp_path), expect=0)
+    assert any(paths.group_ids_path(g) in w for w in dry["warnings"]), dry["warnings"]
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    assert rb["fence_lifted"]["changed"], rb
+    acls, _ = zk.get_acls(paths.group_ids_path(g))
+    assert not is_fenced(acls) and all(a.perms == Permissions.ALL for a in acls), acls
+    back = CliConsumer(services, g, [t], consumer_id="back", props=DEFAULTS)
+    procs.append(back)
+    wait_until(lambda: len(back.seen(t)) == 14, 60, message="a member to join and consume from offset 3")
