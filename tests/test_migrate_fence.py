@@ -226,3 +226,23 @@ def test_a_cutover_stopped_between_its_acl_and_its_record_is_rolled_back(service
     back = CliConsumer(services, g, [t], consumer_id="back", props=DEFAULTS)
     procs.append(back)
     wait_until(lambda: len(back.seen(t)) == 14, 60, message="a member to join and consume from offset 3")
+
+
+def test_a_member_that_cannot_read_the_fence_does_not_join(services, zk, unique, procs, tmp_path):
+    """The fence fails closed: a member whose read of the phase record is refused (here: no READ right on it; a
+    ZooKeeper error alike) does not take that for "no fence" and join a cut-over group."""
+    from kazoo.security import ACL, Id, Permissions
+    t, g = _group_with_offsets(services, zk, unique, "fn")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--no-acl-fence", "--backup-dir", str(tmp_path),
+                   expect=0)
+    record = paths.group_migration_path(g)
+    zk.set_acls(record, [ACL(Permissions.ALL & ~Permissions.READ, Id("world", "anyone"))])
+    try:
+        again = CliConsumer(services, g, [t], consumer_id="old", props=DEFAULTS)
+        procs.append(again)
+        _refused_at_start(again, record)
+        wait_until(lambda: not again.alive(), 30, message="the refused member to exit")
+        assert again.proc.returncode != 0 and any(record in ln for ln in again.log), again.describe()
+        assert again.seen() == [] and not group_members(zk, g) and not owners(zk, g, [t])
+    finally:
+        zk.set_acls(record, [ACL(Permissions.ALL, Id("world", "anyone"))])
