@@ -193,14 +193,20 @@ def test_rollback_from_the_kafka_phase_stopped(services, zk, unique, tmp_path):
         run.stop()
 
 
+def _cut_over(run, zk):
+    """A group on ZooKeeper storage, its members stopped, cut over: cutover's stderr."""
+    _started_at_zero(run, zk)
+    run.consume(*ZOOKEEPER)
+    run.caught_up()
+    run.stop()
+    return zkmigrate(run.services, "cutover", "--group", run.group, "--execute", "--backup-dir", str(run.tmp),
+                     expect=0)[2]
+
+
 def test_rollback_after_cutover(services, zk, unique, tmp_path):
     run = Run(services, unique, tmp_path)
     try:
-        _started_at_zero(run, zk)
-        run.consume(*ZOOKEEPER)
-        run.caught_up()
-        run.stop()
-        zkmigrate(services, "cutover", "--group", run.group, "--execute", "--backup-dir", str(tmp_path), expect=0)
+        _cut_over(run, zk)
         # the broker-coordinated consumers take over, consume, commit, and are stopped
         run.produce(30)
         kc = KafkaConsumer(run.topic, bootstrap_servers=services.bootstrap_servers, group_id=run.group,
@@ -221,19 +227,12 @@ def test_rollback_after_cutover(services, zk, unique, tmp_path):
         run.stop()
 
 
-
 def test_undoing_a_cutover_whose_new_consumers_never_started(services, zk, unique, tmp_path):
     """The second block of "After cutover": restore the backup the cutover printed, roll back (the fence goes),
     and the ZooKeeper members resume where they stopped."""
     run = Run(services, unique, tmp_path)
     try:
-        _started_at_zero(run, zk)
-        run.consume(*ZOOKEEPER)
-        run.produce(30)
-        run.caught_up()
-        run.stop()
-        code, out, err = zkmigrate(services, "cutover", "--group", run.group, "--execute", "--backup-dir",
-                                   str(tmp_path), expect=0)
+        err = _cut_over(run, zk)
         undo = [line for line in err.splitlines() if line.startswith("undo: zkmigrate restore ")]
         assert len(undo) == 1, err
         run.backup = shlex.split(undo[0])[3]
