@@ -283,8 +283,8 @@ def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, 
 def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
              topics, exclude, allow_stale, lock_wait, as_json):
     """Copy Kafka offsets back to ZooKeeper (never backwards unless --allow-rewind; idempotent; ZooKeeper offsets
-    Kafka cannot vouch for refused unless --allow-stale). With --execute and nothing left behind it lifts the cutover
-    fence."""
+    Kafka cannot vouch for refused unless --allow-stale; refused while broker-coordinated consumers of the group
+    run). With --execute and nothing left behind it lifts the cutover fence."""
     check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
@@ -329,6 +329,7 @@ def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, 
                            expiry_margin=None if no_expiry_check else expiry_margin)
         rep["settle"] = s
         if rep["ok"] and not no_record:
+            gofs.check_lock()
             rep["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, phase, "zkmigrate verify",
                                                        to if phase == "dual" else None)
         return rep, (0 if rep["ok"] else EXIT_CHECK_FAILED)
@@ -459,7 +460,7 @@ def forget_topic(zookeeper, bootstrap, groups, all_groups, matching, parallel, t
         out = forget_topics(gofs, list(topics), store, execute, backup_dir)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.forget_result, need_kafka=store != "zookeeper",
+                   render.forget_result,
                    lock=("forget-topic", lock_wait) if execute else None)
 
 

@@ -108,19 +108,14 @@ def reset_group(gofs, spec: str, value: Value, scope: Dict[str, Optional[Set[int
     milliseconds or ``{tp: offset}`` of *spec*; writes to *store* (one of :data:`STORES`) after a backup of both
     stores, a dry run unless *execute*. Returns the report the command prints; ``ok`` is false when a write failed
     or (``file``) a partition of the file could not be planned (its topic lacks it, or no log range)."""
-    from zkconsumer.broker_group import describe_broker_group
-    from zkconsumer.errors import GroupConflictError
     from zkconsumer.groups import log_ranges
 
     from .state import read_phase
-    from .transfer import backup_and_write, check_no_live_members
+    from .transfer import backup_and_write, check_no_broker_consumers, check_no_live_members
     if store not in STORES:
         raise ValueError("reset store %r (expected one of %s)" % (store, ", ".join(STORES)))
     members = check_no_live_members(gofs.zk, gofs.group, force, "reset")
-    broker = describe_broker_group(gofs.bootstrap_servers, gofs.group, security=gofs.security)
-    if broker.active:
-        raise GroupConflictError("refusing to reset offsets of group %s: it is active as a broker-coordinated "
-                                 "group (state %s); stop those consumers first" % (gofs.group, broker.state))
+    check_no_broker_consumers(gofs, "reset")
     from .leftovers import skipped_report, split_gone
     if isinstance(value, dict):  # file: its partitions (one its topic does not have is gone: reported, exit 1)
         both, gone = split_gone(gofs.zk, gofs.read(sorted(value)))
