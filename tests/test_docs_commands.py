@@ -1,9 +1,9 @@
 """Every zkconsumer / zkmigrate command the docs print is one the CLIs accept: each command line of README.md's and
 docs/*.md's shell and session blocks parses as a whole (its subcommand, options, choices, required options and
 arguments, with ``[optional parts]`` dropped and ``a|b`` read as ``a``), and each one quoted inline names a
-subcommand and options that exist. What the commands do is run by the tests of each command (test_readme.py runs
-the README's against the cluster, .ci/walkthrough the migration walk-through); ``zkmigrate plan``'s own printed
-commands are run in test_migrate_plan_commands.py."""
+subcommand and options that exist. Running them is the job of test_readme.py (the README's), test_walkthrough.py
+(the migration walk-through, through .ci/walkthrough) and test_docs_commands_run.py (the rest, and where each
+command is run or why not); ``zkmigrate plan``'s own printed commands are run in test_migrate_plan_commands.py."""
 import os
 import re
 import shlex

@@ -3,12 +3,11 @@ from the store the group's phase says it uses, so the lag stays right through a 
 in the Kafka phase); kept by watches (a scrape reads nothing from ZooKeeper); lag of a group whose member died by
 kill -9 at the default settings keeps being exported. Real ZooKeeper + Apache Kafka."""
 import re
-import signal
 import subprocess
 import sys
 import urllib.request
 
-from consumer_helpers import produce_tracked, wait_until
+from consumer_helpers import CliConsumer, deliver_from_the_log_end, produce_tracked, wait_until
 from zkconsumer.lag_exporter import LagCache, LagCollector
 from zkconsumer.metrics import new_registry
 from zkconsumer.metrics_server import MetricsServer
@@ -79,6 +78,25 @@ def test_lag_follows_the_phase_through_a_migration_and_scrapes_read_no_zookeeper
         cache.close()
 
 
+def test_offsets_of_a_deleted_topic_do_not_stop_the_other_groups_lag(services, unique, zk):
+    """Legacy groups keep /consumers/G/offsets/T of topics deleted long ago: such a partition has no log to ask
+    the brokers about, and the refresh (one ListOffsets for every group) goes on without it."""
+    g, t = unique("expg"), services.create_topic(unique("expg"), 1)
+    old = unique("expg")
+    produce_tracked(services.bootstrap_servers, t, 5, partitions=1)
+    zk.create("/consumers/%s/offsets/%s/0" % (g, t), b"2", makepath=True)
+    zk.create("/consumers/%s/offsets/%s/0" % (old, "deleted-" + t), b"7", makepath=True)
+    cache = LagCache(zk, lambda name: name in (g, old), services.bootstrap_servers, interval_s=0.5).start()
+    server = MetricsServer(_registry(cache), 0)
+    try:
+        wait_until(lambda: _lag(server.url, g) == {0: 3}, 30, message="the lag of the group whose topic exists")
+        assert cache.last_refresh_error is None, cache.last_refresh_error
+        assert _lag(server.url, old) == {}  # no log: no lag to tell
+    finally:
+        server.close()
+        cache.close()
+
+
 def _registry(cache, name="test"):
     registry = new_registry("--port", "0")
     registry.register(LagCollector(cache, name))
@@ -91,21 +109,14 @@ def test_exporter_cli_keeps_exporting_lag_after_kill_9_at_default_settings(servi
     produced afterwards, and the group's members count drops to 0."""
     g, t = unique("expk"), services.create_topic(unique("expk"), 1)
     base = [sys.executable, "-m", "zkconsumer"]
-    member = subprocess.Popen(base + ["consume", "--zookeeper", services.zookeeper_connect, "--group", g, "--topic",
-                                      t, "--events"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    member = CliConsumer(services, g, [t], defaults=True)
     exporter = subprocess.Popen(base + ["exporter", "--zookeeper", services.zookeeper_connect, "--group", g,
                                         "--port", "0", "--interval", "1"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     second = None
     try:
-        line = member.stderr.readline()
-        while '"assign"' not in line:  # joined (largest: it starts at the log end)
-            assert line, "the member exited"
-            line = member.stderr.readline()
-        produce_tracked(services.bootstrap_servers, t, 5, partitions=1)
-        assert all(member.stdout.readline() for _ in range(5))
-        member.send_signal(signal.SIGTERM)
-        assert member.wait(60) == 0  # committed 5 at its graceful stop
+        deliver_from_the_log_end(member, services.bootstrap_servers, t, 1, 5)
+        assert member.terminate(60) == 0  # committed them at its graceful stop
         second = subprocess.Popen(base + ["consume", "--zookeeper", services.zookeeper_connect, "--group", g,
                                           "--topic", t], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         url = None
@@ -125,7 +136,8 @@ def test_exporter_cli_keeps_exporting_lag_after_kill_9_at_default_settings(servi
         wait_until(lambda: [v for lab, v in _series(url)["zkconsumer_group_members"] if lab["group"] == g] == [0.0],
                    30, message="the killed member's registration gone with its session")
     finally:
-        for p in (member, second, exporter):
+        member.kill()
+        for p in (second, exporter):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait(10)

@@ -213,7 +213,7 @@ def offsets_retention_ms(bootstrap_servers, default_minutes: int = 10080, securi
     except Exception as e:
         raise connect_error("reach Kafka for offsets.retention.minutes", bootstrap_servers, security, e) from e
     try:
-        broker = sorted(b.node_id for b in admin._manager.cluster.brokers())[0]
+        broker = min(b["broker_id"] for b in admin.describe_cluster()["brokers"])
         res = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(broker),
                                                      {"offsets.retention.minutes": None})], config_filter="all")
         value = _find_config(res, "offsets.retention.minutes")
