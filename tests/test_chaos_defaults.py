@@ -42,6 +42,13 @@ DOWN_S = 3.0     # seconds the producer keeps writing while every member is down
 RUN_S = 2.0      # seconds of delivery between two kills
 
 
+def _outcome(procs, t, produced):
+    """(the counted (partition, offset) set, every delivery in print order, the counted ones never delivered)."""
+    want = counted_from_first_delivery(procs, t, produced)
+    seen = delivered_after_waiting(procs, t, want)
+    return want, seen, sorted(want - set(seen))
+
+
 def test_the_defaults_are_what_the_defaults_variant_claims():
     """The ``defaults`` variant starts members with no property at all; this is what that means."""
     cfg = ConsumerConfig.from_properties({"group.id": "g", "zookeeper.connect": "127.0.0.1:2181"})
@@ -110,9 +117,7 @@ def test_kill_9_inside_the_first_commit_interval_loses_nothing(services, zk, uni
     finally:
         produced = producer.stop()
 
-    want = counted_from_first_delivery(procs, t, produced)
-    seen = delivered_after_waiting(procs, t, want)
-    lost = sorted(want - set(seen))
+    want, seen, lost = _outcome(procs, t, produced)
     ages = [c.killed_at - c.started_at for c in procs if c.killed_at is not None]
     figures = {"variant": variant, "partitions": PARTITIONS, "processes": len(procs), "kills": len(ages),
                "max_age_at_kill_s": round(max(ages), 1), "produced": len(produced),
@@ -164,9 +169,7 @@ def test_a_sigterm_hand_over_with_the_defaults_delivers_nothing_twice(services, 
         time.sleep(RUN_S)
     finally:
         produced = producer.stop()
-    want = counted_from_first_delivery(procs, t, produced)
-    seen = delivered_after_waiting(procs, t, want)
-    lost = sorted(want - set(seen))
+    want, seen, lost = _outcome(procs, t, produced)
     assert not lost, "%d of %d acknowledged messages never delivered: %s" % (len(lost), len(want), lost[:20])
     twice = duplicates(seen)
     assert not twice, "%d messages delivered twice after SIGTERM hand-overs, e.g. %s" % (len(twice), sorted(twice)[:10])
