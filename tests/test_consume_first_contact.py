@@ -52,6 +52,26 @@ def test_without_group_a_throwaway_group_is_joined_and_deleted_at_exit(services,
     assert zk.exists("/consumers/" + group) is None, "the throwaway group is deleted at exit"
 
 
+def test_the_throwaway_group_is_never_a_group_that_exists(services, zk):
+    """The throwaway group is joined and deleted at exit, so a console-consumer-NNNNN some group already has (a
+    colleague's console consumer, one left by a kill -9, a group so named on purpose) is never the one picked:
+    joining it would take its partitions, and deleting it would delete its offsets."""
+    import random
+    from zkconsumer.cli.consume import build_config, unused_throwaway_group
+    seed = random.randrange(1 << 30)
+    taken = "console-consumer-%d" % random.Random(seed).randrange(100000)
+    zk.create("/consumers/%s/offsets/t/0" % taken, b"42", makepath=True)
+    try:
+        config, throwaway = build_config(services.zookeeper_connect, None, None, [], throwaway_name=taken)
+        assert throwaway and config.group_id == taken and not config.auto_commit_enable
+        name = unused_throwaway_group(config, random.Random(seed))
+        assert name != taken and re.fullmatch(r"console-consumer-\d{1,5}", name)
+        assert zk.exists("/consumers/" + name) is None
+        assert zk.get("/consumers/%s/offsets/t/0" % taken)[0] == b"42"
+    finally:
+        zk.delete("/consumers/" + taken, recursive=True)
+
+
 def test_from_group_reads_without_joining_or_committing(services, unique, zk):
     """A production member at the default settings (auto.offset.reset=largest, auto.commit.interval.ms=60000):
     --from-group prints what follows its committed offsets, and nothing of the group changes."""
