@@ -97,6 +97,52 @@ def test_offsets_of_a_deleted_topic_do_not_stop_the_other_groups_lag(services, u
         cache.close()
 
 
+def test_unowned_partitions_are_of_the_subscribed_topics_only(services, unique, zk, conns):
+    """Legacy groups keep offsets of topics they no longer read (unsubscribed, or deleted): those partitions are
+    nobody's to own, and counting them made the critical ZkConsumerGroupWithoutOwners alert fire for ever on a
+    healthy group. A live member (static, then a whitelist one) owning its topics: 0; a registered member whose
+    topic nobody owns: that topic's partitions."""
+    import json as _json
+    from consumer_helpers import connector
+    from zkconsumer.consumer import Whitelist
+    g, gw, gf = unique("expown"), unique("expownw"), unique("expownf")
+    t = services.create_topic(unique("expown"), 2)
+    old = services.create_topic(unique("expown-old"), 3)
+    w1, w2 = services.create_topic(unique("expownw-a"), 2), services.create_topic(unique("expownw-b"), 1)
+    for topic, p in ((old, 0), (old, 1), ("deleted-" + t, 0)):
+        zk.create("/consumers/%s/offsets/%s/%d" % (g, topic, p), b"0", makepath=True)
+        zk.create("/consumers/%s/offsets/%s/%d" % (gw, topic, p), b"0", makepath=True)
+    member = connector(services, g)
+    conns.append(member)
+    member.create_message_streams({t: 1})
+    wild = connector(services, gw)
+    conns.append(wild)
+    prefix = w1.rsplit("-a", 1)[0]
+    wild.create_message_streams_by_filter(Whitelist(re.escape(prefix) + "-[ab].*"), 1)
+    wait_until(lambda: len(zk.get_children("/consumers/%s/owners/%s" % (g, t))) == 2, 30, message="owners")
+    wait_until(lambda: zk.exists("/consumers/%s/owners/%s" % (gw, w2)) and
+               len(zk.get_children("/consumers/%s/owners/%s" % (gw, w1))) == 2 and
+               len(zk.get_children("/consumers/%s/owners/%s" % (gw, w2))) == 1, 30, message="wildcard owners")
+    # a member registered for a topic nobody claims (as a member that never gets to its claim)
+    zk.create("/consumers/%s/ids/%s_fake" % (gf, gf), _json.dumps(
+        {"version": 1, "subscription": {old: 1}, "pattern": "static", "timestamp": "1"}).encode(),
+        ephemeral=True, makepath=True)
+    cache = LagCache(zk, lambda name: name in (g, gw, gf), services.bootstrap_servers, interval_s=0.5).start()
+    server = MetricsServer(_registry(cache), 0)
+    try:
+        def gauge(name):
+            return {lab["group"]: v for lab, v in _series(server.url).get(name, []) if lab["group"] in (g, gw, gf)}
+        wait_until(lambda: gauge("zkconsumer_group_members") == {g: 1.0, gw: 1.0, gf: 1.0}, 30, message="members")
+        wait_until(lambda: gauge("zkconsumer_group_unowned_partitions") == {g: 0.0, gw: 0.0, gf: 3.0}, 30,
+                   message="unowned partitions of the subscribed topics")
+        # what the group has offsets or owners for
+        wait_until(lambda: gauge("zkconsumer_group_partitions")[g] == 6, 30, message="the group's partitions")
+        assert gauge("zkconsumer_group_unowned_partitions") == {g: 0.0, gw: 0.0, gf: 3.0}
+    finally:
+        server.close()
+        cache.close()
+
+
 def _registry(cache, name="test"):
     registry = new_registry("--port", "0")
     registry.register(LagCollector(cache, name))
