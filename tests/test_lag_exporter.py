@@ -143,6 +143,44 @@ def test_unowned_partitions_are_of_the_subscribed_topics_only(services, unique, 
         cache.close()
 
 
+def test_expiries_of_many_stopped_kafka_groups_read_each_offsets_partition_once(services, unique, zk, monkeypatch):
+    """Stopped groups in the Kafka phase: when their offsets expire comes from their partitions of
+    __consumer_offsets. Reading one pass per group made a refresh of 1,000 such groups take minutes (the lag not
+    refreshed meanwhile); the groups that share a partition share its read, with one client for all: the same
+    figures as each group's own read."""
+    import kafka
+    from zkconsumer.offsets.expiry import offsets_retention_ms, read_commit_times
+    t = services.create_topic(unique("expx"), 1)
+    groups = [unique("expx") for _ in range(12)]
+    for i, g in enumerate(groups):
+        zk.create("/consumers/%s/offsets/%s/0" % (g, t), b"0", makepath=True)
+        state.record_phase(zk, g, "kafka", "test")
+        _kafka_commit(services, g, {(t, 0): i})
+    cache = LagCache(zk, lambda name: name in groups, services.bootstrap_servers, interval_s=3600).start(
+        refresh_loop=False)
+    clients = []
+    real_init = kafka.KafkaConsumer.__init__
+
+    def counting_init(self, *topics, **kw):
+        if kw.get("client_id") == "zkconsumer-expiry":
+            clients.append(kw)
+        real_init(self, *topics, **kw)
+    try:
+        assert cache.wait_idle(60)
+        monkeypatch.setattr(kafka.KafkaConsumer, "__init__", counting_init)
+        cache.refresh()
+        monkeypatch.undo()
+        assert cache.last_refresh_error is None, cache.last_refresh_error
+        assert len(clients) == 1, "one client reads the partitions of every group (%d)" % len(clients)
+        retention = offsets_retention_ms(services.bootstrap_servers)
+        with cache.lock:
+            got = {g: cache.groups[g].expires_ms for g in groups}
+        assert got == {g: min(read_commit_times(services.bootstrap_servers, g).values()) + retention
+                       for g in groups}
+    finally:
+        cache.close()
+
+
 def _registry(cache, name="test"):
     registry = new_registry("--port", "0")
     registry.register(LagCollector(cache, name))

@@ -537,25 +537,26 @@ class LagCache:
 
     def _expiries(self, groups: Set[str]) -> Optional[Dict[str, int]]:
         """{group: epoch ms when its first Kafka offset expires} of the stopped groups in the Kafka phase that have
-        Kafka offsets (each read is a pass over its partition of __consumer_offsets), every expiry_interval_s (None
-        between reads)."""
+        Kafka offsets (one pass over each partition of __consumer_offsets that holds one of them), every
+        expiry_interval_s (None between reads, and when the read failed: the last figures stay)."""
         now = self.clock()
         if self.expiry_interval_s <= 0 or now < self._next_expiry:
             return None
         self._next_expiry = now + self.expiry_interval_s
-        from .offsets.expiry import offsets_retention_ms, read_commit_times
+        from .offsets.expiry import offsets_retention_ms, read_commit_logs
         out: Dict[str, int] = {}
         if not groups:
             return out
         retention = offsets_retention_ms(self.bootstrap_servers, security=self.security)
-        for g in sorted(groups):
-            try:
-                times = read_commit_times(self.bootstrap_servers, g, security=self.security)
-            except ZkConsumerError as e:
-                log.warning("lag exporter: the commit times of %s: %s", g, e)
-                continue
+        try:
+            logs = read_commit_logs(self.bootstrap_servers, groups, security=self.security)
+        except ZkConsumerError as e:
+            log.warning("lag exporter: the commit times of %d group(s): %s", len(groups), e)
+            return None
+        for g, commits in logs.items():
+            times = [c.committed_ms for c in commits.values() if not c.removed and c.committed_ms is not None]
             if times:
-                out[g] = min(times.values()) + retention
+                out[g] = min(times) + retention
         return out
 
 
