@@ -72,6 +72,8 @@ def test_lag_follows_the_phase_through_a_migration_and_scrapes_read_no_zookeeper
         wait_until(lambda: _lag(server.url, g) == {0: 1, 1: 0}, 30, message="max(ZooKeeper, Kafka) while dual")
         s = _series(server.url)
         assert [v for lab, v in s["kafka_partition_latest_offset"] if lab["topic"] == t] == [10.0, 10.0]
+        assert "zkconsumer_exporter_last_refresh_timestamp_seconds" in \
+            urllib.request.urlopen(server.url, timeout=10).read().decode()
         assert [v for lab, v in s["kafka_consumergroup_group_sum_lag"] if lab["group"] == g] == [1.0]
     finally:
         server.close()
@@ -179,6 +181,29 @@ def test_expiries_of_many_stopped_kafka_groups_read_each_offsets_partition_once(
                        for g in groups}
     finally:
         cache.close()
+
+
+def test_a_failed_kafka_refresh_leaves_the_last_success_time(services, unique, zk):
+    """While Kafka cannot be read the lag is computed from old log ends (and shrinks as members commit): the time
+    of the last successful refresh is on the page, for ZkConsumerExporterStale, and a failed refresh does not move
+    it."""
+    from prometheus_client import generate_latest
+    g, t = unique("expst"), services.create_topic(unique("expst"), 1)
+    zk.create("/consumers/%s/offsets/%s/0" % (g, t), b"0", makepath=True)
+    now = [1700000000.0]
+    cache = LagCache(zk, lambda name: name == g, services.bootstrap_servers, interval_s=3600,
+                     wall_clock=lambda: now[0]).start(refresh_loop=False)
+    assert cache.wait_idle(30)
+    registry = _registry(cache)
+    assert b"zkconsumer_exporter_last_refresh_timestamp_seconds" not in generate_latest(registry)  # none yet
+    cache.refresh()
+    assert cache.last_refresh_error is None, cache.last_refresh_error
+    assert b"zkconsumer_exporter_last_refresh_timestamp_seconds 1.7e+09" in generate_latest(registry)
+    now[0] += 600
+    cache._kafka[0].close()  # its next ListOffsets fails
+    cache.refresh()
+    assert cache.last_refresh_error and cache.last_refresh_ok == 1700000000.0
+    cache.close()
 
 
 def _registry(cache, name="test"):

@@ -28,7 +28,9 @@ when the group has no live member}, ``kafka_consumergroup_group_sum_lag`` {group
 (1 for where the offsets were read), ``zkconsumer_group_phase`` {group, phase}, ``zkconsumer_group_members``,
 ``zkconsumer_group_partitions``, ``zkconsumer_group_unowned_partitions`` (of the topics the live members subscribe
 to: a topic the group only has old offsets for is nobody's to own), ``zkconsumer_group_split_brain``,
-``zkconsumer_group_offsets_expire_timestamp_seconds``, and the exporter's own ``zkconsumer_exporter_*``.
+``zkconsumer_group_offsets_expire_timestamp_seconds``, and the exporter's own ``zkconsumer_exporter_*`` (among them
+``zkconsumer_exporter_last_refresh_timestamp_seconds``: while Kafka cannot be read the lag is computed from old log
+ends and shrinks as the members commit, so a stale exporter hides lag).
 kafka-lag-exporter's ``..._lag_seconds`` (an interpolation of time lag) is not exported.
 """
 from __future__ import annotations
@@ -94,7 +96,7 @@ class LagCache:
 
     def __init__(self, zk: Any, select: Callable[[str], bool], bootstrap_servers: Optional[str] = None,
                  security: Any = None, interval_s: float = 30.0, expiry_interval_s: float = 600.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time) -> None:
         self.zk = zk
         self.select = select
         self.bootstrap_servers = bootstrap_servers
@@ -102,6 +104,7 @@ class LagCache:
         self.interval_s = interval_s
         self.expiry_interval_s = expiry_interval_s
         self.clock = clock
+        self.wall_clock = wall_clock
         self.lock = threading.Lock()
         self.groups: Dict[str, _Group] = {}
         self.partition_counts: Dict[str, int] = {}
@@ -113,6 +116,8 @@ class LagCache:
         self.refresh_seconds = 0.0
         self.refresh_errors = 0
         self.last_refresh_error: Optional[str] = None
+        #: when (unix time) the last Kafka refresh succeeded: the log ends, and so every lag, are that old
+        self.last_refresh_ok: Optional[float] = None
         self._queue: "queue.Queue[Optional[Tuple[str, str]]]" = queue.Queue()
         self._pending: Set[Tuple[str, str]] = set()
         self._busy = 0
@@ -458,6 +463,7 @@ class LagCache:
         try:
             self._refresh()
             self.last_refresh_error = None
+            self.last_refresh_ok = self.wall_clock()
         except Exception as e:  # noqa: BLE001  (an unreachable broker: the next refresh tries again)
             self.refresh_errors += 1
             self.last_refresh_error = str(e)
@@ -665,3 +671,7 @@ class LagCollector:
                                   value=c.refresh_seconds)
         yield CounterMetricFamily("zkconsumer_exporter_refresh_errors", "Kafka refreshes that failed",
                                   value=c.refresh_errors)
+        if c.last_refresh_ok is not None:
+            yield GaugeMetricFamily("zkconsumer_exporter_last_refresh_timestamp_seconds", "When the last Kafka "
+                                    "refresh succeeded: the log end offsets, and so every lag, are that old",
+                                    value=c.last_refresh_ok)
