@@ -103,6 +103,62 @@ def test_from_group_reads_without_joining_or_committing(services, unique, zk):
         member.shutdown()
 
 
+def test_from_group_of_a_kafka_phase_group_reads_kafkas_offsets_and_writes_nothing_even_killed(services, unique, zk):
+    """A group in the Kafka phase (members commit to Kafka only; ZooKeeper's offsets frozen behind), its member at
+    the default settings: --from-group starts from the Kafka offsets, and neither a reader that exits nor one
+    killed with kill -9 leaves anything: no node under /consumers/G changed, the Kafka offsets as they were, no
+    member of a broker-side group."""
+    import signal
+    import time
+    from kafka.admin import KafkaAdminClient
+    from zkconsumer.offsets.kafka import KafkaOffsetStore
+    from zkconsumer_migrate import state
+    g, t = unique("peekk"), services.create_topic(unique("peekk"), 2)
+    produce_tracked(services.bootstrap_servers, t, 20, partitions=2)
+    for p in (0, 1):
+        zk.create("/consumers/%s/offsets/%s/%d" % (g, t, p), b"2", makepath=True)
+    store = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        store.commit({(t, 0): 6, (t, 1): 7}).raise_for_errors()
+    finally:
+        store.close()
+    state.record_phase(zk, g, "kafka", "test")
+    member = connector(services, g, defaults=True, **{"offsets.storage": "kafka", "dual.commit.enabled": "false"})
+    admin = KafkaAdminClient(bootstrap_servers=services.bootstrap_servers)
+    try:
+        member.create_message_streams({t: 1})
+        wait_until(lambda: len(zk.get_children("/consumers/%s/owners/%s" % (g, t))) == 2, 30, message="owners")
+
+        def kafka_offsets():
+            got = admin.list_group_offsets({g: None}).get(g, {})
+            return {(tp.topic, tp.partition): m.offset for tp, m in got.items()}
+        snapshot, offsets = _tree(zk, "/consumers/" + g), kafka_offsets()
+        assert offsets == {(t, 0): 6, (t, 1): 7}
+        r = _run(services, "--from-group", g, "--max-messages", "27", "--timeout-ms", "20000")
+        assert r.returncode == 0, r.stderr
+        first = {}
+        for line in r.stdout.splitlines():
+            rec = json.loads(line)
+            first.setdefault(rec["partition"], rec["offset"])
+        assert first == {0: 6, 1: 7}, "Kafka's offsets, not ZooKeeper's frozen ones"
+        p = subprocess.Popen(CMD + ["--zookeeper", services.zookeeper_connect, "--from-group", g],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        try:
+            produce_tracked(services.bootstrap_servers, t, 2, partitions=2)
+            assert p.stdout.readline()  # it reads
+        finally:
+            p.send_signal(signal.SIGKILL)
+            p.wait(30)
+        time.sleep(1)
+        assert _tree(zk, "/consumers/" + g) == snapshot, "nothing under /consumers/G was written"
+        assert kafka_offsets() == offsets, "no offset was committed to Kafka"
+        described = admin.describe_groups([g])[g]
+        assert not described.get("members"), described
+    finally:
+        admin.close()
+        member.shutdown()
+
+
 def test_from_group_of_a_missing_group_is_bad_input(services, unique):
     r = _run(services, "--from-group", unique("nosuch"), "--max-messages", "1")
     assert r.returncode != 0 and "does not exist" in r.stderr
