@@ -111,17 +111,13 @@ def test_from_group_of_a_kafka_phase_group_reads_kafkas_offsets_and_writes_nothi
     import signal
     import time
     from kafka.admin import KafkaAdminClient
-    from zkconsumer.offsets.kafka import KafkaOffsetStore
+    from consumer_helpers import kafka_commit
     from zkconsumer_migrate import state
     g, t = unique("peekk"), services.create_topic(unique("peekk"), 2)
     produce_tracked(services.bootstrap_servers, t, 20, partitions=2)
     for p in (0, 1):
         zk.create("/consumers/%s/offsets/%s/%d" % (g, t, p), b"2", makepath=True)
-    store = KafkaOffsetStore(services.bootstrap_servers, g)
-    try:
-        store.commit({(t, 0): 6, (t, 1): 7}).raise_for_errors()
-    finally:
-        store.close()
+    kafka_commit(services.bootstrap_servers, g, {(t, 0): 6, (t, 1): 7})
     state.record_phase(zk, g, "kafka", "test")
     member = connector(services, g, defaults=True, **{"offsets.storage": "kafka", "dual.commit.enabled": "false"})
     admin = KafkaAdminClient(bootstrap_servers=services.bootstrap_servers)

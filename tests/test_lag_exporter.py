@@ -7,7 +7,7 @@ import subprocess
 import sys
 import urllib.request
 
-from consumer_helpers import CliConsumer, deliver_from_the_log_end, produce_tracked, wait_until
+from consumer_helpers import CliConsumer, deliver_from_the_log_end, kafka_commit, produce_tracked, wait_until
 from zkconsumer.lag_exporter import LagCache, LagCollector
 from zkconsumer.metrics import new_registry
 from zkconsumer.metrics_server import MetricsServer
@@ -30,12 +30,7 @@ def _lag(url, group, topic=None):
 
 
 def _kafka_commit(services, group, offsets):
-    from zkconsumer.offsets.kafka import KafkaOffsetStore
-    store = KafkaOffsetStore(services.bootstrap_servers, group)
-    try:
-        store.commit(offsets).raise_for_errors()
-    finally:
-        store.close()
+    kafka_commit(services.bootstrap_servers, group, offsets)
 
 
 def test_lag_follows_the_phase_through_a_migration_and_scrapes_read_no_zookeeper(services, unique, zk):
