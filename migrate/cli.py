@@ -522,7 +522,8 @@ def _parse_duration(text):
 @click.option("--all-topics", is_flag=True, help="Every topic the group has.")
 @click.option("--to-earliest", is_flag=True, help="The log start.")
 @click.option("--to-latest", is_flag=True, help="The log end.")
-@click.option("--to-current", is_flag=True, help="The current offset (clamped into the log range).")
+@click.option("--to-current", is_flag=True,
+              help="The current offset (clamped into the log range); the log end where there is none.")
 @click.option("--to-offset", type=click.IntRange(0, None), default=None, help="This offset.")
 @click.option("--to-datetime", default=None, metavar="ISO-8601",
               help="The first message at or after this time (no zone = UTC).")

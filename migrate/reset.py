@@ -4,6 +4,7 @@
 The new offset per partition (:func:`plan_reset`, pure) is one of
 
 * ``earliest`` / ``latest``: the log start / log end;
+* ``current``: the current offset; the log end where there is none, as Kafka's tool does;
 * ``offset N``: N;
 * ``datetime T``: the first offset whose timestamp is at or after T (ListOffsets by time); the log end when there
   is none, as Kafka's tool does;
@@ -52,10 +53,9 @@ def plan_reset(spec: str, value: Value, current: Dict[TP, Optional[int]], earlie
         elif spec == "latest":
             new = hi
         elif spec == "current":
-            if cur is None:
-                out[tp] = {"current": cur, "new": None, "note": "no current offset: not changed"}
-                continue
-            new = cur
+            new = hi if cur is None else cur
+            if cur is None:  # Kafka 3.9 ConsumerGroupCommand.resetToCurrent: the log end
+                note = "no current offset: the log end"
         elif isinstance(value, dict):  # file
             new = value[tp]
         elif spec == "offset":
