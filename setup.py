@@ -3,7 +3,7 @@
 ``zkconsumer._records`` is the record batch v2 decoder in C (zkconsumer/_records.c), and
 ``zkconsumer._rdkafka_records`` turns confluent-kafka's Messages into ConsumerRecords for the librdkafka fetch engine
 (zkconsumer/_rdkafka_records.c). Both are optional: without a C compiler the build goes on and zkconsumer uses their
-pure-Python equivalents (zkconsumer/consumer/record_batch.py, zkconsumer/consumer/librdkafka.py).
+pure-Python equivalents (zkconsumer/kafka/record_batch.py, zkconsumer/kafka/librdkafka.py).
 """
 from setuptools import Extension, setup
 

@@ -27,9 +27,9 @@ CPU_COMMITS = 100
 
 
 def run(cluster, quick=False, log=print):
-    from zkconsumer import zk as zkmod
-    from zkconsumer.config import ConsumerConfig
-    from zkconsumer.layout import paths
+    from zkconsumer.zookeeper import client as zkmod
+    from zkconsumer.core.config import ConsumerConfig
+    from zkconsumer.core.layout import paths
     from zkconsumer.offsets import ZooKeeperOffsetStore, make_offset_store
     rounds = 15 if quick else 31  # the 10,000-offset rows and the sequential baseline (0.5 s a round)
     pairs = 21 if quick else 61
@@ -156,8 +156,8 @@ def _cpu(servers):
 def _ten_thousand(cluster, rounds, log):
     """(store median ms, pipelined set_async median ms) for 10,000 offsets: 10 topics x 1,000 partitions, in
     ZooKeeper only (the store never asks Kafka, so no 10,000-partition topic is created)."""
-    from zkconsumer import zk as zkmod
-    from zkconsumer.layout import paths
+    from zkconsumer.zookeeper import client as zkmod
+    from zkconsumer.core.layout import paths
     from zkconsumer.offsets import ZooKeeperOffsetStore
     group, prefix = unique("bench-commit-10k"), unique("bench-10k")
     tps = [("%s-%d" % (prefix, i // 1000), i % 1000) for i in range(10000)]

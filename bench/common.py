@@ -147,7 +147,7 @@ def machine():
 
 def converged(members, topic, partitions, need_fetching=True):
     """Every member IDLE (and fetching), and their owner claims equal the range assignment of the members."""
-    from zkconsumer.assignors import range_assign
+    from zkconsumer.core.assignors import range_assign
     rebalancers = [m.rebalancer for m in members]
     for rb in rebalancers:  # first the cheap test, polled every few ms by a thread of the members' own process
         if rb is None or rb.state != "IDLE" or (need_fetching and not rb.fetching):

@@ -126,7 +126,7 @@ class _Scraper:
     (here on the same 2 cores: its client's CPU is part of the interference measured)."""
 
     def __init__(self, conn, every, first):
-        from zkconsumer.metrics import start_metrics_server
+        from zkconsumer.metrics.member import start_metrics_server
         self.server = start_metrics_server(conn, 0, addr="127.0.0.1")
         self.proc = subprocess.Popen([sys.executable, "-c", _SCRAPE_LOOP,
                                       "http://127.0.0.1:%d/metrics" % self.server.port, str(every), str(first)],
@@ -153,7 +153,7 @@ class _Scraper:
 def _zkconsumer(cluster, topic, total, ends, engine="kafka-python", scrape=None):
     """One read by a zkconsumer member (its defaults but the first offset); ``scrape``: None or (every, first) s
     for a scraper of its endpoint. Returns (msg/s, extra) with extra {"cpu_share", "scrapes"} when scraped."""
-    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.core.config import ConsumerConfig
     from zkconsumer.consumer import ZookeeperConsumerConnector
     from zkconsumer.errors import ConsumerTimeoutError
     cfg = ConsumerConfig.from_properties({

@@ -1,4 +1,4 @@
-"""The group lag exporter's cost for 1,000 groups (``zkconsumer exporter``, :mod:`zkconsumer.lag_exporter`).
+"""The group lag exporter's cost for 1,000 groups (``zkconsumer exporter``, :mod:`zkconsumer.tools.lag_exporter`).
 
 1,000 groups (200 in ``--quick``) of one 12-partition topic, each with a committed ZooKeeper offset per partition
 and no live member (so, without a phase record, the exporter reads the greater of ZooKeeper and Kafka: every group
@@ -34,8 +34,8 @@ def _full_read(zk, groups, topic, partitions):
 
 def run(cluster, quick=False, log=print):
     from prometheus_client import CollectorRegistry, generate_latest
-    from zkconsumer import zk as zkmod
-    from zkconsumer.lag_exporter import LagCache, LagCollector
+    from zkconsumer.zookeeper import client as zkmod
+    from zkconsumer.tools.lag_exporter import LagCache, LagCollector
     n_groups, partitions = (200 if quick else 1000), 12
     prefix = unique("lagx")
     topic = cluster.create_topic(prefix + "-t", partitions)

@@ -24,7 +24,7 @@ def _verify(cluster, prefix, parallel):
 
 
 def run(cluster, quick=False, log=print):
-    from zkconsumer import zk as zkmod
+    from zkconsumer.zookeeper import client as zkmod
     from zkconsumer.offsets import ZooKeeperOffsetStore
     from zkconsumer.offsets.kafka import KafkaOffsetStore
     groups = 100 if quick else GROUPS

@@ -3,7 +3,7 @@ beyond what this machine can run: ``python -m bench.model [--members 1000,10000]
 
 Pure Python, no services. It is driven by the real parts where they decide the cost:
 
-* the **real range assignor** (``zkconsumer.assignors.range_assign``) is run for N and N+1 members, which gives
+* the **real range assignor** (``zkconsumer.core.assignors.range_assign``) is run for N and N+1 members, which gives
   its CPU time per member attempt (timed here, in this run) and exactly which members' partitions change (those
   release and claim: two multi-ops each, and their successors may wait once for a release);
 * the **real read pattern** of a rebalance attempt with the group read cache (``zkconsumer/consumer/group_view.py``):
@@ -87,7 +87,7 @@ def _threads(n: int) -> List[str]:
 def assignor_cost(members: int, partitions: int, min_time: float = 0.2) -> Tuple[float, int]:
     """(seconds per range_assign call for N+1 members, members whose partitions change when one joins): both from
     the real assignor."""
-    from zkconsumer.assignors import range_assign
+    from zkconsumer.core.assignors import range_assign
     before_threads = _threads(members)
     joiner = "g_member-%07d-0x" % (members // 2)  # sorts mid-group, where a random id lands on average
     after_threads = sorted(before_threads + [joiner])
@@ -114,7 +114,7 @@ def assignor_cost(members: int, partitions: int, min_time: float = 0.2) -> Tuple
 
 def moved_partitions(members: int, partitions: int) -> int:
     """Partitions whose owner changes when a member joins mid-group (the real range assignor)."""
-    from zkconsumer.assignors import range_assign
+    from zkconsumer.core.assignors import range_assign
     before_threads = _threads(members)
     after_threads = sorted(before_threads + ["g_member-%07d-0x" % (members // 2)])
     parts = {"t": list(range(partitions))}

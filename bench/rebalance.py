@@ -30,7 +30,7 @@ MEMBERS, PARTITIONS = 8, 64
 
 
 def _zk_member(cluster, group, topic):
-    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.core.config import ConsumerConfig
     from zkconsumer.consumer import ZookeeperConsumerConnector
     cfg = ConsumerConfig.from_properties({  # defaults, as the peers (rebalance.backoff.ms 2 s, session 6 s)
         "group.id": group, "zookeeper.connect": cluster.zookeeper_connect, "auto.offset.reset": "smallest"})

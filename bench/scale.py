@@ -262,9 +262,9 @@ def _all_ok(answers, what):
 def _check_owner_nodes(cluster, group, topic, threads, partitions):
     """The owner nodes in ZooKeeper hold the range assignment of *threads*: one per partition, each naming the
     thread the assignment gives it (what Kafka's ConsumerGroupCommand would show)."""
-    from zkconsumer import zk as zkmod
-    from zkconsumer.assignors import range_assign
-    from zkconsumer.layout import paths
+    from zkconsumer.zookeeper import client as zkmod
+    from zkconsumer.core.assignors import range_assign
+    from zkconsumer.core.layout import paths
     want = range_assign({topic: list(threads)}, {topic: list(range(partitions))})
     zk = zkmod.connect(cluster.zookeeper_connect)
     try:

@@ -35,7 +35,7 @@ def make_member(zookeeper_connect, bootstrap_servers, group, name):
     """A member with ``consumer.id`` *name*, as users run it: fetchers, auto-commit and the start-up checks on, the
     defaults but a 30 s ZooKeeper session (the mass start of hundreds of members on 2 cores, before the measured
     join, would expire 6 s sessions)."""
-    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.core.config import ConsumerConfig
     from zkconsumer.consumer import ZookeeperConsumerConnector
     cfg = ConsumerConfig.from_properties({"group.id": group, "zookeeper.connect": zookeeper_connect, "consumer.id": name,
                                           "zookeeper.session.timeout.ms": "30000"})
@@ -52,7 +52,7 @@ _COUNT_LOCK = threading.Lock()
 def count_requests(member, into):
     """Count every request *member*'s ZooKeeper client sends from now on into *into* (``{"reads": n, "writes":
     n}``; a multi-op is one write): kazoo hands every request, synchronous or not, to its client's ``_call``."""
-    from zkconsumer.client_internals import kazoo_observe_requests
+    from zkconsumer.kafka.internals import kazoo_observe_requests
 
     def counting(request):
         kind = getattr(request, "type", None)
@@ -67,7 +67,7 @@ def count_requests(member, into):
 def expected_share(threads, partitions, mine, topic):
     """``{consumer id: {(topic, p): thread id}}`` for the members in *mine*: their part of the range assignment
     (the global one, computed whole) of *threads* over *partitions* partitions (one stream per member)."""
-    from zkconsumer.assignors import range_assign
+    from zkconsumer.core.assignors import range_assign
     out = {cid: {} for cid in mine}
     for tp, th in range_assign({topic: list(threads)}, {topic: list(range(partitions))}).items():
         cid = th[:-2]  # "<consumer id>-0"

@@ -26,7 +26,7 @@ import re
 import time
 from typing import Dict, Optional, Tuple
 
-from zkconsumer.layout import validate_group, validate_topic
+from zkconsumer.core.layout import validate_group, validate_topic
 
 from .offsets_file import OffsetsFileError, format_offsets, read_bytes, read_offsets_file
 

@@ -8,13 +8,13 @@ import sys
 
 import click
 
-from zkconsumer import zk as zkmod
+from zkconsumer.zookeeper import client as zkmod
 from zkconsumer.cli.common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_USAGE, ZkCommandGroup, _validate_groups,
                                    bootstrap_option, hoist_log_level,
                                    connect_zookeeper, emit_json, json_option, kafka_security, resolve_bootstrap,
                                    resolve_zookeeper, setup_logging, zookeeper_option,
                                    zookeeper_read_option)
-from zkconsumer.groups import list_groups
+from zkconsumer.tools.groups import list_groups
 
 from . import cutover as cutover_mod
 from . import plan as plan_mod
@@ -41,7 +41,7 @@ topic_option = click.option("--topic", "topics", multiple=True, metavar="TOPIC",
 
 def _validate_topics(ctx, param, values):
     """Check every topic name before anything connects (exit 2)."""
-    from zkconsumer.layout import validate_topic
+    from zkconsumer.core.layout import validate_topic
     try:
         return tuple(validate_topic(v) for v in values or ())
     except ValueError as e:
@@ -466,7 +466,7 @@ def forget_topic(zookeeper, bootstrap, groups, all_groups, matching, parallel, t
 
 def _parse_scope(values):
     """--topic T or T:P,P,... -> {topic: None (all partitions) or {partitions}}; checked before connecting."""
-    from zkconsumer.layout import validate_topic
+    from zkconsumer.core.layout import validate_topic
     scope = {}
     for v in values:
         topic, _, parts = v.partition(":")

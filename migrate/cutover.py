@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import time
 
-from zkconsumer import groups as zkgroups
-from zkconsumer.broker_group import describe_broker_group
+from zkconsumer.tools import groups as zkgroups
+from zkconsumer.kafka.broker_group import describe_broker_group
 from zkconsumer.errors import ClusterUnavailableError
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 from . import state
 from .fence import FenceError, set_fence

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from typing import Dict, Optional, Tuple
 
-from zkconsumer import groups as zkgroups
-from zkconsumer.broker_group import describe_broker_group
+from zkconsumer.tools import groups as zkgroups
+from zkconsumer.kafka.broker_group import describe_broker_group
 from zkconsumer.errors import ClusterUnavailableError, GroupConflictError
 from zkconsumer.offsets.expiry import OFFSETS_TOPIC, offsets_retention_ms, read_commit_times
 

@@ -19,7 +19,7 @@ from typing import Any, List, Optional
 from kazoo.exceptions import BadVersionError, NoAuthError, NodeExistsError, NoNodeError
 
 from zkconsumer.errors import GroupConflictError
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 __all__ = ["acl_to_json", "acl_from_json", "fenced_acl", "lifted_acl", "is_fenced", "fenced_ids_node", "set_fence",
            "lift_fence", "FenceError"]
@@ -89,7 +89,7 @@ def set_fence(zk, group: str) -> dict:
         try:
             acls, stat = zk.get_acls(path)
         except NoNodeError:
-            from zkconsumer.zk_auth import open_acl
+            from zkconsumer.zookeeper.auth import open_acl
             before = getattr(zk, "default_acl", None) or open_acl()
             try:
                 zk.ensure_path(paths.group_path(group))

@@ -1,7 +1,7 @@
 """Both offset stores of one group, side by side: which partitions the group has, and both stores' offsets.
 
 The group's partitions are every partition (from ``/brokers/topics``) of its ZooKeeper topics (``owners`` +
-``offsets`` + live subscriptions, :func:`zkconsumer.groups.group_topics`) and of the explicitly named topics; with
+``offsets`` + live subscriptions, :func:`zkconsumer.tools.groups.group_topics`) and of the explicitly named topics; with
 ``scan_all_topics=True`` (when Kafka is the source, e.g. a rollback) also every partition the group has an offset of
 in Kafka, as one OffsetFetch of all its topics lists them (:meth:`KafkaOffsetStore.fetch_all`): Kafka is asked
 about the group's own topics only, never about every topic of the cluster.
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from zkconsumer import groups as zkgroups
-from zkconsumer.layout import validate_group, validate_topic
+from zkconsumer.tools import groups as zkgroups
+from zkconsumer.core.layout import validate_group, validate_topic
 from zkconsumer.offsets import ZooKeeperOffsetStore
 
 from zkconsumer.offsets.kafka import KafkaOffsetStore
@@ -31,7 +31,7 @@ class GroupOffsets:
     """ZooKeeper + Kafka offset stores of *group* (the kazoo client belongs to the caller)."""
 
     def __init__(self, zk, bootstrap_servers, group: str, config=None, security=None):
-        from zkconsumer import kafka_security
+        from zkconsumer.core import kafka_security
         self.group = validate_group(group)
         self.zk = zk
         self.bootstrap_servers = bootstrap_servers

@@ -14,9 +14,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from kazoo.exceptions import BadVersionError, NoNodeError, NotEmptyError
 
-from zkconsumer import groups as zkgroups
+from zkconsumer.tools import groups as zkgroups
 from zkconsumer.errors import GroupConflictError, ZnodeFormatError
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 __all__ = ["split_gone", "gone_warnings", "skipped_report", "forget_topics", "STORES"]
 

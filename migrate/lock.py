@@ -29,7 +29,7 @@ import click
 from kazoo.exceptions import LockTimeout, NoNodeError, NotEmptyError
 
 from zkconsumer.errors import GroupConflictError
-from zkconsumer.layout import paths, validate_group
+from zkconsumer.core.layout import paths, validate_group
 from zkconsumer.local.processes import is_alive
 
 __all__ = ["GroupLock", "GroupLockedError", "lock_wait_option", "holder_text"]

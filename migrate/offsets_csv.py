@@ -17,7 +17,7 @@ import re
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from zkconsumer.errors import InvalidNameError
-from zkconsumer.layout import validate_group, validate_partition, validate_topic
+from zkconsumer.core.layout import validate_group, validate_partition, validate_topic
 
 __all__ = ["format_csv", "parse_csv"]
 

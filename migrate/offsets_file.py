@@ -4,7 +4,7 @@
 the first line (an offsets path starts with ``/``).
 
 Parsing validates **every** line before the caller writes anything: the path must pass
-:func:`zkconsumer.layout.parse_offset_path` (no path injection: exactly ``/consumers/<group>/offsets/<topic>/<p>``
+:func:`zkconsumer.core.layout.parse_offset_path` (no path injection: exactly ``/consumers/<group>/offsets/<topic>/<p>``
 with legal names), the offset must be a canonical non-negative decimal, and a partition may appear only once.
 Unlike ImportZkOffsets, an empty line does not end the file (blank lines and ``#`` comments are skipped).
 """
@@ -15,7 +15,7 @@ import re
 from typing import Dict, Iterable, List, Optional, Tuple, Union
 
 from zkconsumer.errors import ZkConsumerError, ZnodeFormatError
-from zkconsumer.layout import parse_offset_path, partition_offset_path
+from zkconsumer.core.layout import parse_offset_path, partition_offset_path
 
 from .offsets_csv import parse_csv
 

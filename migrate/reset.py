@@ -108,7 +108,7 @@ def reset_group(gofs, spec: str, value: Value, scope: Dict[str, Optional[Set[int
     milliseconds or ``{tp: offset}`` of *spec*; writes to *store* (one of :data:`STORES`) after a backup of both
     stores, a dry run unless *execute*. Returns the report the command prints; ``ok`` is false when a write failed
     or (``file``) a partition of the file could not be planned (its topic lacks it, or no log range)."""
-    from zkconsumer.groups import log_ranges
+    from zkconsumer.tools.groups import log_ranges
 
     from .state import read_phase
     from .transfer import backup_and_write, check_no_broker_consumers, check_no_live_members

@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Tuple
 
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 from . import state
 from .backup import STORES, Backup, write_backup

@@ -6,10 +6,10 @@ import sys
 
 import click
 
-from zkconsumer import zk as zkmod
+from zkconsumer.zookeeper import client as zkmod
 from zkconsumer.cli.common import (_validate_groups, connect_zookeeper, emit_json, exit_code_for, kafka_security,
                                    resolve_bootstrap, resolve_zookeeper)
-from zkconsumer.groups import list_groups
+from zkconsumer.tools.groups import list_groups
 
 from . import render
 from .fleet import run_groups, select_groups, worst_exit

@@ -34,7 +34,7 @@ from typing import Dict, NamedTuple, Optional, Tuple
 
 from kazoo.exceptions import NoNodeError
 
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 from .expiry import iso
 
@@ -195,7 +195,7 @@ def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> Tuple[Di
     log ends of *todo*, ZooKeeper's stats, the phase record and, only when a partition without a Kafka offset has
     a ZooKeeper offset older than the retention (so a removed Kafka offset could be behind it), the group's
     partition of ``__consumer_offsets``; when that cannot be read, a note says so and the rest still counts."""
-    from zkconsumer import groups as zkgroups
+    from zkconsumer.tools import groups as zkgroups
     from zkconsumer.errors import ClusterUnavailableError
     from . import state
     if not todo:
@@ -221,7 +221,7 @@ def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> Tuple[Di
 
 def check_to_zookeeper(gofs, both: Dict[TP, tuple]) -> Dict[TP, str]:
     """The refusals of a rollback of the partitions *both* (Kafka -> ZooKeeper)."""
-    from zkconsumer import groups as zkgroups
+    from zkconsumer.tools import groups as zkgroups
     from . import state
     if not both:
         return {}

@@ -28,7 +28,7 @@ from typing import Optional
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 __all__ = ["migration_path", "read_phase", "record_phase", "fence_of", "kafka_only_since", "default_backup_dir",
            "STATE_ENV", "KEEP"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 
-from zkconsumer import groups as zkgroups
+from zkconsumer.tools import groups as zkgroups
 from zkconsumer.errors import ClusterUnavailableError
 
-from zkconsumer.broker_group import describe_broker_group
+from zkconsumer.kafka.broker_group import describe_broker_group
 
 __all__ = ["group_status", "unrecorded_fence_warning"]
 
@@ -39,7 +39,7 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
         broker = describe_broker_group(gofs.bootstrap_servers, group, security=gofs.security).as_dict()
     except ClusterUnavailableError as e:
         broker = {"group": group, "state": "unknown", "members": [], "active": None, "error": str(e)}
-    from zkconsumer.group_describe import member_infos
+    from zkconsumer.tools.group_describe import member_infos
     from .state import fence_of, read_phase
     infos = member_infos(zk, group)
     warnings = skipped["warnings"] + ["%s-%d: %s offset %d is beyond the log end %d (the next start resets)"

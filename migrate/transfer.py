@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Optional, Tuple
 
-from zkconsumer import groups as zkgroups
+from zkconsumer.tools import groups as zkgroups
 from zkconsumer.errors import GroupConflictError, OffsetStoreError
 
 from . import state
@@ -50,7 +50,7 @@ def check_no_live_members(zk, group, force=False, what="copy"):
 
 def check_no_broker_consumers(gofs, what: str = "copy") -> None:
     """Refuse (:class:`GroupConflictError`) while the broker-side group of the same id is active."""
-    from zkconsumer.broker_group import describe_broker_group
+    from zkconsumer.kafka.broker_group import describe_broker_group
     broker = describe_broker_group(gofs.bootstrap_servers, gofs.group, security=gofs.security)
     if broker.active:
         raise GroupConflictError(

@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import time
 
-from zkconsumer import groups as zkgroups
+from zkconsumer.tools import groups as zkgroups
 from zkconsumer.errors import ClusterUnavailableError
 
-from zkconsumer.broker_group import describe_broker_group
+from zkconsumer.kafka.broker_group import describe_broker_group
 
 __all__ = ["verify_group", "settle_for", "PHASES"]
 
@@ -67,7 +67,7 @@ def settle_for(zk, group) -> float:
     """The default ``--settle``: commits in flight can take one auto-commit interval (plus a dual commit's two
     writes), so twice the largest ``auto.commit.interval.ms`` the live members publish, plus 1 s; 65 s when a live
     member publishes none (JVM members); 0 without live members (nothing is in flight)."""
-    from zkconsumer.group_describe import member_infos
+    from zkconsumer.tools.group_describe import member_infos
     members = zkgroups.live_members(zk, group)
     if not members:
         return 0.0
@@ -82,7 +82,7 @@ def _storage_problems(zk, group, members, phase):
     """The live members' own word on where they commit (their member info nodes; JVM members say nothing):
     ZooKeeper-only beside Kafka-only members reprocess without bound at every hand-over between them, and a member
     not yet on the verified phase means the rolling bounce is not finished."""
-    from zkconsumer.group_describe import member_infos
+    from zkconsumer.tools.group_describe import member_infos
     infos = member_infos(zk, group)
     modes = {m: infos[m].mode for m in members if m in infos}
     out = []

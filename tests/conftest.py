@@ -72,7 +72,7 @@ def services(tmp_path_factory):
 
 @pytest.fixture
 def zk(services):
-    from zkconsumer import zk as zkmod
+    from zkconsumer.zookeeper import client as zkmod
     client = zkmod.connect(services.zookeeper_connect)
     yield client
     zkmod.close(client)

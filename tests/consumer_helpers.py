@@ -20,13 +20,13 @@ import sys
 import threading
 import time
 
-from zkconsumer.assignors import range_assign
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.core.assignors import range_assign
+from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.consumer import ZookeeperConsumerConnector
 from zkconsumer.consumer.ownership import read_owners
 from zkconsumer.errors import ConsumerTimeoutError
-from zkconsumer.layout import codecs, paths
-from zkconsumer.topic_count import consumers_per_topic
+from zkconsumer.core.layout import codecs, paths
+from zkconsumer.core.subscription.topic_count import consumers_per_topic
 
 # short timeouts so that failover and rebalances happen within seconds (ZooKeeper runs with tickTime=500,
 # minSessionTimeout=1000, so a 4 s session timeout is granted as asked)

@@ -5,7 +5,7 @@ import time
 from kazoo.exceptions import NoNodeError
 
 from test_migrate_support import delete_topic  # noqa: F401  (the same deletion helper for the Spark tests)
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 
 def source_options(services, group, topic, **extra):

@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.assignors and zkconsumer.topic_count (Kafka's PartitionAssignor.scala, ZookeeperConsumerConnector.scala step 6, ZookeeperConsumerConnector.scala)."""
+"""Tests for zkconsumer.core.assignors and zkconsumer.core.subscription.topic_count (Kafka's PartitionAssignor.scala, ZookeeperConsumerConnector.scala step 6, ZookeeperConsumerConnector.scala)."""
 
 import itertools
 import random
@@ -6,10 +6,10 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from zkconsumer.assignors import (assignment_for, get_assignor, java_string_hashcode, own_assignment, range_assign,
-                                  range_assign_for, roundrobin_assign, roundrobin_partition_order, thread_owner)
+from zkconsumer.core.assignors import (assignment_for, get_assignor, java_string_hashcode, own_assignment, range_assign,
+                                       range_assign_for, roundrobin_assign, roundrobin_partition_order, thread_owner)
 from zkconsumer.errors import ConfigError, RebalanceError
-from zkconsumer.topic_count import consumers_per_topic, sort_thread_ids, thread_ids_per_topic
+from zkconsumer.core.subscription.topic_count import consumers_per_topic, sort_thread_ids, thread_ids_per_topic
 
 
 # ---------------------------------------------------------------- Java String.hashCode

@@ -13,7 +13,7 @@ import pytest
 
 from chaos_support import TimedConsumer, stable_tree, tree_diff, zk_tree
 from consumer_helpers import produce_tracked, wait_until
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 from zkconsumer.local import processes
 
 CLI = [sys.executable, "-m", "zkconsumer"]

@@ -10,12 +10,12 @@ import os
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from zkconsumer.config import KNOWN_KEYS, ConsumerConfig
+from zkconsumer.core.config import KNOWN_KEYS, ConsumerConfig
 from zkconsumer.consumer.leave_grace import decode_marker
 from zkconsumer.errors import ConfigError, PropertiesSyntaxError, ZkConsumerError, ZnodeFormatError
-from zkconsumer.layout import codecs, parse_offset_path, parse_zk_connect
-from zkconsumer.layout.member_info import decode_member_info
-from zkconsumer.properties import load_properties, parse_property_override
+from zkconsumer.core.layout import codecs, parse_offset_path, parse_zk_connect
+from zkconsumer.core.layout.member_info import decode_member_info
+from zkconsumer.core.properties import load_properties, parse_property_override
 
 # -- strategies ------------------------------------------------------------------------------------------------------
 json_scalars = (st.none() | st.booleans() | st.integers(-(2 ** 70), 2 ** 70) | st.floats(allow_nan=False,
@@ -299,7 +299,7 @@ def test_live_member_consumes_beside_garbage_of_others(services, zk, unique, pro
     and consumes every partition of the good topic, stays alive and names each problem in its log, once."""
     from chaos_support import TimedConsumer
     from consumer_helpers import produce_tracked, wait_until
-    from zkconsumer.layout import paths
+    from zkconsumer.core.layout import paths
     chroot = "/" + unique("garbage")
     g = "g"
     t = services.create_topic(unique("garbage"), 3)

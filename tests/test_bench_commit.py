@@ -4,7 +4,7 @@ from bench import commit, common
 
 def test_commits_are_spaced_as_auto_commit_spaces_them():
     """auto.commit.interval.ms spaces commits 1-60 s apart: the goal is judged at both ends, the default's included."""
-    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.core.config import ConsumerConfig
     default = ConsumerConfig.from_properties({"group.id": "g", "zookeeper.connect": "z"}).auto_commit_interval_ms
     assert commit.SPACING_S == 1.0 and commit.DEFAULT_SPACING_S * 1000 == default == 60000
     assert min(commit.DEFAULT_PAIRS) >= 3

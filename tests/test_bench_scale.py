@@ -4,7 +4,7 @@ import re
 
 from bench import model, scale
 from bench.scale_members import expected_share, share_converged
-from zkconsumer.assignors import range_assign
+from zkconsumer.core.assignors import range_assign
 
 
 def test_expected_share_is_each_members_part_of_the_range_assignment():

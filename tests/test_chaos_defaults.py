@@ -33,8 +33,8 @@ import pytest
 
 from chaos_support import TimedConsumer, check_delivery_overlaps, counted_from_first_delivery, delivered_after_waiting
 from consumer_helpers import BackgroundProducer, duplicates, wait_for_assignment, wait_until
-from zkconsumer.config import ConsumerConfig
-from zkconsumer.layout import paths
+from zkconsumer.core.config import ConsumerConfig
+from zkconsumer.core.layout import paths
 
 PARTITIONS = 8
 MEMBERS = ("a", "b", "c")

@@ -8,7 +8,7 @@ import time
 
 from chaos_support import TimedConsumer, check_delivery_overlaps
 from consumer_helpers import BackgroundProducer, wait_for_assignment, wait_until
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 PARTITIONS = 6
 SESSION_MS = 4000

@@ -13,8 +13,8 @@ import pytest
 
 from chaos_support import TimedConsumer, own_cluster_fixture
 from consumer_helpers import BackgroundProducer, group_members, produce_tracked, wait_for_assignment, wait_until
-from zkconsumer import zk as zkmod
-from zkconsumer.layout import paths
+from zkconsumer.zookeeper import client as zkmod
+from zkconsumer.core.layout import paths
 
 PARTITIONS = 6
 SESSION_MS = 15000

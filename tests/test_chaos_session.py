@@ -17,7 +17,7 @@ import pytest
 
 from chaos_support import TimedConsumer, check_deliveries
 from consumer_helpers import BackgroundProducer, group_members, wait_for_assignment, wait_until
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 PARTITIONS = 6
 SESSION_MS = 3000

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from consumer_helpers import FAST_PROPS
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 PARTITIONS = 4
 

@@ -1,4 +1,4 @@
-"""zkconsumer.client_internals, the one place zkconsumer uses kafka-python's and kazoo's non-public APIs: every
+"""zkconsumer.kafka.internals, the one place zkconsumer uses kafka-python's and kazoo's non-public APIs: every
 function, run against the session's ZooKeeper and Apache Kafka 3.9 with the installed kafka-python and kazoo. An
 upgrade that removes or changes any internal the adapter relies on fails here, by name, before it shows up as a
 commit, a describe or a decoder that quietly falls back."""
@@ -9,10 +9,10 @@ from kafka import KafkaConsumer
 from kafka.protocol.consumer import OffsetFetchRequest
 from kafka.protocol.metadata import FindCoordinatorRequest
 
-from zkconsumer import client_internals as internals
-from zkconsumer.consumer import fast_records
-from zkconsumer.protocol import zk_multi
-from zkconsumer.protocol.offset_commit import OffsetCommitResult, make_request
+from zkconsumer.kafka import internals
+from zkconsumer.kafka import fast_records
+from zkconsumer.zookeeper import multi as zk_multi
+from zkconsumer.kafka.protocol.offset_commit import OffsetCommitResult, make_request
 
 
 def _versions():

@@ -2,7 +2,7 @@
 jars) with every ``compression.type`` — none, gzip, snappy, lz4, zstd — and records with headers.
 
 * a zkconsumer group delivers every record with its key, value and headers intact;
-* the fast v2 decoder (``zkconsumer.consumer.fast_records``) handles each codec itself (the batch is decompressed
+* the fast v2 decoder (``zkconsumer.kafka.fast_records``) handles each codec itself (the batch is decompressed
   with kafka-python's codecs, then decoded by our decoder) and gives exactly the records kafka-python's stock
   decoder gives.
 """
@@ -11,9 +11,10 @@ import subprocess
 import pytest
 
 from consumer_helpers import FAST_PROPS, StreamCollector, wait_until
-from zkconsumer.config import ConsumerConfig
-from zkconsumer import client_internals
-from zkconsumer.consumer import ZookeeperConsumerConnector, fast_records
+from zkconsumer.core.config import ConsumerConfig
+from zkconsumer.kafka import internals as client_internals
+from zkconsumer.consumer import ZookeeperConsumerConnector
+from zkconsumer.kafka import fast_records
 from zkconsumer.local import discovery, maven
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]

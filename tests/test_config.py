@@ -1,12 +1,12 @@
-"""Tests for zkconsumer.config.ConsumerConfig (Kafka's ConsumerConfig.scala)."""
+"""Tests for zkconsumer.core.config.ConsumerConfig (Kafka's ConsumerConfig.scala)."""
 
 import dataclasses
 import logging
 
 import pytest
 
-from zkconsumer.config import (EXTENSION_KEYS, KNOWN_KEYS, ConsumerConfig, describe_keys,
-                               parse_zookeeper_connect)
+from zkconsumer.core.config import (EXTENSION_KEYS, KNOWN_KEYS, ConsumerConfig, describe_keys,
+                                    parse_zookeeper_connect)
 from zkconsumer.errors import ConfigError
 
 BASE = {"group.id": "grp", "zookeeper.connect": "zk1:2181"}
@@ -286,18 +286,18 @@ def test_suspended_grace_below_session_timeout():
 
 
 def test_unknown_keys_warn_once_each(caplog):
-    with caplog.at_level(logging.WARNING, logger="zkconsumer.config"):
+    with caplog.at_level(logging.WARNING, logger="zkconsumer.core.config"):
         c = make({"bogus.key": "1", "mirror.topics.whitelist": "x"})
-    msgs = [r.getMessage() for r in caplog.records if r.name == "zkconsumer.config"]
+    msgs = [r.getMessage() for r in caplog.records if r.name == "zkconsumer.core.config"]
     assert len(msgs) == 2
     assert any("bogus.key" in m for m in msgs) and any("mirror.topics.whitelist" in m for m in msgs)
     assert c.raw["bogus.key"] == "1"
 
 
 def test_no_warning_for_known_keys(caplog):
-    with caplog.at_level(logging.WARNING, logger="zkconsumer.config"):
+    with caplog.at_level(logging.WARNING, logger="zkconsumer.core.config"):
         make({k: v for k, v in [("rebalance.settle.ms", "5"), ("client.id", "c")]})
-    assert not [r for r in caplog.records if r.name == "zkconsumer.config"]
+    assert not [r for r in caplog.records if r.name == "zkconsumer.core.config"]
 
 
 def test_overrides_win_and_none_removes():
@@ -357,7 +357,7 @@ def test_describe_keys():
 
 def test_the_operators_guide_lists_every_key_as_describe_keys_says():
     import os
-    from zkconsumer.config import describe_keys
+    from zkconsumer.core.config import describe_keys
     text = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
                              "operators.md")).read()
     for key, default, doc in describe_keys():

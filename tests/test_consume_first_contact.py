@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from consumer_helpers import StreamCollector, connector, produce_tracked, wait_until
-from zkconsumer.groups import list_groups
+from zkconsumer.tools.groups import list_groups
 
 CMD = [sys.executable, "-m", "zkconsumer", "consume"]
 

@@ -9,7 +9,7 @@ import time
 
 from consumer_helpers import (BackgroundProducer, CliConsumer, duplicates, expected_range, group_members,
                               owners, produce_tracked, wait_for_assignment, wait_until)
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 SESSION_S = 4.0
 PARTITIONS = 12

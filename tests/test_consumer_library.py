@@ -10,7 +10,7 @@ import pytest
 from consumer_helpers import (StreamCollector, connector, expected_range, owners, produce_tracked, wait_until)
 from zkconsumer.consumer import RebalanceListener, Whitelist
 from zkconsumer.errors import ConsumerTimeoutError
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 
 def _start_collectors(streams):
@@ -261,7 +261,7 @@ def test_added_partitions_are_picked_up(services, zk, unique, conns):
 
 
 def admin_topics(services):
-    from zkconsumer.kafka_metadata import admin_client, fetch_cluster_metadata
+    from zkconsumer.kafka.metadata import admin_client, fetch_cluster_metadata
     admin = admin_client(services.bootstrap_servers)
     try:
         return set(fetch_cluster_metadata(admin).topics)

@@ -19,7 +19,7 @@ from consumer_helpers import (FAST_PROPS, BackgroundProducer, StreamCollector, c
                               wait_until)
 from zkconsumer.consumer import RebalanceListener
 from zkconsumer.errors import RebalanceError, RegistrationConflictError
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 
 def expire_session(services, client, timeout=15):
@@ -184,7 +184,7 @@ def test_duplicate_consumer_id_is_refused(services, zk, unique, conns, caplog):
     assert first.owned_partitions() == {(t, 0): g + "_same-0", (t, 1): g + "_same-0"}
     # the registration call itself raises the RebalanceError (bounded by wait_timeout)
     from zkconsumer.consumer.registration import register
-    from zkconsumer.layout import codecs
+    from zkconsumer.core.layout import codecs
     t0 = time.monotonic()
     with pytest.raises(RebalanceError, match="already registered"):
         register(zk, g, g + "_same", codecs.ConsumerRegistration.static({t: 1}), wait_timeout=0.5)

@@ -17,7 +17,7 @@ import time
 
 from chaos_support import own_cluster_fixture
 from consumer_helpers import FAST_PROPS, BackgroundProducer, StreamCollector, produce_tracked, wait_until
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.consumer import ZookeeperConsumerConnector
 from zkconsumer.local import processes
 

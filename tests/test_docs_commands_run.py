@@ -127,7 +127,7 @@ WHERE = {
     "zkconsumer local up --broker kafka": HERE + " (idempotent on the test cluster)",
 }
 NOT_ZKCONSUMER = {
-    "python -c 'from zkconsumer.config import describe_keys ...' (operators.md)": HERE,
+    "python -c 'from zkconsumer.core.config import describe_keys ...' (operators.md)": HERE,
     "docker compose up --build / --scale consumer=3 (operators.md)": "not run: no Docker engine on the machines "
                                                                       "the tests run on; tests/test_compose.py "
                                                                       "checks the file (and runs 'docker compose "

@@ -1,4 +1,4 @@
-"""zkconsumer.consumer.fast_records: our v2 record batch decoder must yield exactly what kafka-python's stock
+"""zkconsumer.kafka.fast_records: our v2 record batch decoder must yield exactly what kafka-python's stock
 ``Fetcher.PartitionRecords`` yields (every ConsumerRecord field, and the bookkeeping the fetcher reads).
 
 Pure tests build batches with kafka-python's own ``DefaultRecordBatchBuilder`` (patched the way a broker sets base
@@ -19,7 +19,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.structs import TopicPartition
 
-from zkconsumer.consumer import fast_records, record_batch
+from zkconsumer.kafka import fast_records, record_batch
 
 FAST = fast_records.fast_partition_records_class()
 STOCK = Fetcher.PartitionRecords

@@ -1,4 +1,4 @@
-"""The librdkafka fetch engine (``fetch.engine=librdkafka``, zkconsumer/consumer/librdkafka.py) on the session's
+"""The librdkafka fetch engine (``fetch.engine=librdkafka``, zkconsumer/kafka/librdkafka.py) on the session's
 Apache Kafka: the core consumer scenarios, with the same assertions as for the default engine. The whole suite runs
 on it with ZKCONSUMER_TEST_FETCH_ENGINE=librdkafka (consumer_helpers.FAST_PROPS)."""
 import time
@@ -7,9 +7,9 @@ import pytest
 from kafka import KafkaProducer
 
 from consumer_helpers import BackgroundProducer, StreamCollector, connector, owners, produce_tracked, wait_until
-from zkconsumer.consumer import librdkafka
+from zkconsumer.kafka import librdkafka
 from zkconsumer.errors import ConfigError
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 RD = {"fetch.engine": "librdkafka"}
 
@@ -104,7 +104,7 @@ def test_largest_starts_at_the_end_and_headers_arrive(services, unique, conns):
 
 
 def test_without_confluent_kafka_the_error_names_the_key(monkeypatch):
-    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.core.config import ConsumerConfig
     monkeypatch.setattr(librdkafka, "available", lambda: "No module named 'confluent_kafka'")
     cfg = ConsumerConfig.from_properties({"group.id": "g", "zookeeper.connect": "127.0.0.1:1", **RD})
     with pytest.raises(ConfigError) as e:
@@ -117,7 +117,7 @@ def test_unreachable_brokers_fail_the_client_within_the_socket_timeout(services)
     client, so an assignment (and the rebalance attempt) fails within socket.timeout.ms as with kafka-python, and
     the next attempt builds a client from the brokers registered then (tests/test_consumer_states.py's DEGRADED
     scenario, which the ZKCONSUMER_TEST_FETCH_ENGINE=librdkafka run covers)."""
-    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.core.config import ConsumerConfig
     from zkconsumer.consumer.fetcher import RdKafkaFetcherThread
     from zkconsumer.errors import ClusterUnavailableError
     from zkconsumer.local.processes import free_port

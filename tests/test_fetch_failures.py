@@ -3,7 +3,7 @@ stream's iterator raises FetchError naming the partitions (before, a crashed fet
 silently unconsumed and the error was stored where nothing read it). The failure is injected into our own fetch
 loop (a subclass that raises while handing chunks over), the services are real."""
 from consumer_helpers import FAST_PROPS, produce_tracked, wait_until
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.consumer import ZookeeperConsumerConnector
 from zkconsumer.consumer.fetcher import FetcherManager, FetcherThread
 from zkconsumer.errors import FetchError

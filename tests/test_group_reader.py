@@ -7,7 +7,7 @@ import pytest
 
 from consumer_helpers import wait_until
 from zkconsumer.consumer.group_view import GroupReader, read_group
-from zkconsumer.layout import codecs, paths
+from zkconsumer.core.layout import codecs, paths
 
 
 def _register(zk, g, cid, topics):
@@ -19,7 +19,7 @@ def _register(zk, g, cid, topics):
 def _count_reads(zk):
     """Count the read requests *zk* sends from now on (kazoo hands every request to ``_call``): exists, getData,
     getChildren, getChildren2."""
-    from zkconsumer.client_internals import kazoo_observe_requests
+    from zkconsumer.kafka.internals import kazoo_observe_requests
     counted = [0]
 
     def counting(request):

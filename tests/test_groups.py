@@ -8,7 +8,7 @@ import pytest
 from kafka import KafkaConsumer
 
 from zkconsumer.cli import cli as zkcli
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 from test_migrate_support import ConsumerProc, run_cli, wait_until, zkmigrate_json
 
@@ -129,8 +129,8 @@ class _RegistersOnFirstWrite:
 
 
 def test_delete_never_removes_a_member_that_registers_meanwhile(services, zk, unique):
-    from zkconsumer import groups
-    from zkconsumer import zk as zkmod
+    from zkconsumer.tools import groups
+    from zkconsumer.zookeeper import client as zkmod
     from zkconsumer.errors import GroupConflictError
     g = unique("delrace")
     for p in range(3):

@@ -18,8 +18,8 @@ import pytest
 from consumer_helpers import (BackgroundProducer, CliConsumer, duplicates, group_members, owners, produce_tracked,
                               topic_partitions, wait_until)
 from jvm_helpers import JvmMember, compile_member
-from zkconsumer.assignors import get_assignor
-from zkconsumer.topic_count import consumers_per_topic
+from zkconsumer.core.assignors import get_assignor
+from zkconsumer.core.subscription.topic_count import consumers_per_topic
 
 PROPS = {"zookeeper.session.timeout.ms": "6000", "auto.commit.interval.ms": "200", "rebalance.backoff.ms": "500",
          "rebalance.max.retries": "30", "auto.offset.reset": "smallest"}

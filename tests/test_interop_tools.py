@@ -20,7 +20,7 @@ import zipfile
 
 from consumer_helpers import CliConsumer, produce_tracked, wait_for_assignment, wait_until
 from jvm_helpers import legacy_classpath, run_tool
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 PROPS = {"auto.commit.interval.ms": "200"}
 ZKMIGRATE = os.path.join(os.path.dirname(sys.executable), "zkmigrate")  # the console script of this venv

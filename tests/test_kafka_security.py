@@ -13,11 +13,11 @@ import pytest
 from chaos_support import OwnCluster
 from test_migrate_support import run_cli
 from tls_support import CLIENT_KEY_PASSWORD, make_pki
-from zkconsumer import zk as zkmod
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.zookeeper import client as zkmod
+from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.errors import ConfigError, KafkaSecurityError, OffsetManagerUnavailableError
-from zkconsumer.kafka_security import KafkaSecurity, parse_jaas_config
-from zkconsumer.layout import codecs
+from zkconsumer.core.kafka_security import KafkaSecurity, parse_jaas_config
+from zkconsumer.core.layout import codecs
 from zkconsumer.local.security import BrokerSecurity
 
 PLAIN_USER, PLAIN_PW = "alice", "alice-Pl4in-pw"
@@ -221,7 +221,7 @@ def test_a_wrong_password_fails_clearly_and_is_never_printed(secure, tmp_path):
 
 
 def test_a_wrong_ca_is_a_clear_tls_error(secure):
-    from zkconsumer.kafka_metadata import admin_client
+    from zkconsumer.kafka.metadata import admin_client
     sec = KafkaSecurity.from_properties(client_props(secure, "SSL", ca=secure.pki.wrong_ca))
     with pytest.raises(KafkaSecurityError) as e:
         admin_client(secure.listeners["SSL"], timeout_ms=3000, security=sec, bootstrap_timeout_ms=3000)
@@ -275,8 +275,8 @@ def test_zkmigrate_copy_and_verify_over_sasl_ssl(secure, tmp_path):
 
 
 def test_the_registry_mirror_reads_over_ssl_and_registers_the_ssl_endpoint(secure):
-    from zkconsumer.kafka_metadata import admin_client
-    from zkconsumer.registry_mirror import RegistryMirror
+    from zkconsumer.kafka.metadata import admin_client
+    from zkconsumer.tools.registry_mirror import RegistryMirror
     from zkconsumer.errors import ClusterUnavailableError
     # the SSL listener requires a client certificate: without one the connection is refused ...
     with pytest.raises(ClusterUnavailableError):

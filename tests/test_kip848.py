@@ -9,11 +9,11 @@ import pytest
 from chaos_support import own_cluster_fixture
 from jvm_helpers import ConsumerProtocolMember, compile_consumer_protocol_member
 from test_migrate_support import ConsumerProc, wait_until, zkmigrate_json
-from zkconsumer.broker_group import describe_broker_group
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.kafka.broker_group import describe_broker_group
+from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.consumer import ZookeeperConsumerConnector
 from zkconsumer.errors import GroupConflictError
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 kafka4 = own_cluster_fixture("kip848-cluster", broker="kraft", kafka_jars="kafka4")
 
@@ -28,7 +28,7 @@ def group(kafka4, tmp_path_factory):
     zc = ConsumerProc(tmp, "zk1", kafka4.zookeeper_connect, g, topic)
     member = None
     try:
-        from zkconsumer import zk as zkmod
+        from zkconsumer.zookeeper import client as zkmod
         client = zkmod.connect(kafka4.zookeeper_connect)
         try:  # the ZooKeeper member registered (its guard ran while the broker had no group G)
             wait_until(lambda: client.exists(paths.group_ids_path(g)) and client.get_children(

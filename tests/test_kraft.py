@@ -12,7 +12,7 @@ import pytest
 
 from chaos_support import own_cluster_fixture
 from consumer_helpers import CliConsumer, produce_tracked, wait_for_assignment, wait_until
-from zkconsumer import zk as zkmod
+from zkconsumer.zookeeper import client as zkmod
 
 
 kraft = own_cluster_fixture("kraft-cluster", broker="kraft")

@@ -8,9 +8,9 @@ import sys
 import urllib.request
 
 from consumer_helpers import CliConsumer, deliver_from_the_log_end, kafka_commit, produce_tracked, wait_until
-from zkconsumer.lag_exporter import LagCache, LagCollector
-from zkconsumer.metrics import new_registry
-from zkconsumer.metrics_server import MetricsServer
+from zkconsumer.tools.lag_exporter import LagCache, LagCollector
+from zkconsumer.metrics.member import new_registry
+from zkconsumer.metrics.server import MetricsServer
 from zkconsumer_migrate import state
 
 

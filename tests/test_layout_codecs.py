@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.layout codecs (Kafka's ZkUtils.scala, Appendix A)."""
+"""Tests for zkconsumer.core.layout codecs (Kafka's ZkUtils.scala, Appendix A)."""
 
 import json
 import uuid
@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given, strategies as st
 
 from zkconsumer.errors import InvalidNameError, ZnodeFormatError
-from zkconsumer.layout import (BrokerRegistration, ConsumerRegistration, ConsumerThreadId, ControllerInfo,
-                               PartitionState, TopicAssignment, decode_broker_registration, decode_consumer_registration,
-                               decode_controller, decode_controller_epoch, decode_offset, decode_owner,
-                               decode_partition_state, decode_topic_assignment, encode_broker_registration,
-                               encode_consumer_registration, encode_controller, encode_controller_epoch,
-                               encode_offset, encode_owner, encode_partition_state, encode_topic_assignment,
-                               json_escape_string, make_consumer_id)
+from zkconsumer.core.layout import (BrokerRegistration, ConsumerRegistration, ConsumerThreadId, ControllerInfo,
+                                    PartitionState, TopicAssignment, decode_broker_registration,
+                                    decode_consumer_registration, decode_controller, decode_controller_epoch,
+                                    decode_offset, decode_owner, decode_partition_state, decode_topic_assignment,
+                                    encode_broker_registration, encode_consumer_registration, encode_controller,
+                                    encode_controller_epoch, encode_offset, encode_owner, encode_partition_state,
+                                    encode_topic_assignment, json_escape_string, make_consumer_id)
 
 topics = st.from_regex(r"[a-zA-Z0-9_-][a-zA-Z0-9._-]{0,30}", fullmatch=True)
 int32 = st.integers(min_value=0, max_value=2 ** 31 - 1)

@@ -1,11 +1,11 @@
-"""Tests for zkconsumer.layout.names (Kafka's ZkUtils.scala, ZookeeperConsumerConnector.scala)."""
+"""Tests for zkconsumer.core.layout.names (Kafka's ZkUtils.scala, ZookeeperConsumerConnector.scala)."""
 
 import pytest
 from hypothesis import given, strategies as st
 
 from zkconsumer.errors import InvalidNameError
-from zkconsumer.layout import (is_legal_name, validate_broker_id, validate_consumer_id, validate_group,
-                               validate_partition, validate_topic)
+from zkconsumer.core.layout import (is_legal_name, validate_broker_id, validate_consumer_id, validate_group,
+                                    validate_partition, validate_topic)
 
 LEGAL_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
 BAD_NAMES = ["", ".", "..", "../brokers", "a/b", "/", "x" * 250, "has space", "nul\x00", "caf\u00e9",

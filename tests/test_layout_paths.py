@@ -1,11 +1,11 @@
-"""Tests for zkconsumer.layout.paths and .connect (Kafka's ZkUtils.scala, ExportZkOffsets.scala / ImportZkOffsets.scala, Appendix A)."""
+"""Tests for zkconsumer.core.layout.paths and .connect (Kafka's ZkUtils.scala, ExportZkOffsets.scala / ImportZkOffsets.scala, Appendix A)."""
 
 import pytest
 from hypothesis import given, strategies as st
 
 from zkconsumer.errors import ConfigError, InvalidNameError, ZnodeFormatError
-from zkconsumer.layout import paths as P
-from zkconsumer.layout import parse_zk_connect, ZkConnect
+from zkconsumer.core.layout import paths as P
+from zkconsumer.core.layout import parse_zk_connect, ZkConnect
 
 G, T, C = "group1", "topic1", "group1_host1-1441925174996-4bd8d65c"
 

@@ -17,7 +17,7 @@ import time
 
 from chaos_support import TimedConsumer, own_cluster_fixture
 from consumer_helpers import wait_for_assignment, wait_until
-from zkconsumer import zk as zkmod
+from zkconsumer.zookeeper import client as zkmod
 
 PARTITIONS = 6
 PROPS = {"auto.commit.interval.ms": "200", "rebalance.backoff.ms": "200", "refresh.leader.backoff.ms": "200",
@@ -93,7 +93,7 @@ def _in_sync(zk, topic):
 def _describe_is_right(own, zk, groups, topic):
     """`zkconsumer groups describe` during the leader changes: every partition owned by the group's one member,
     offsets and lags that make sense."""
-    from zkconsumer.group_describe import describe
+    from zkconsumer.tools.group_describe import describe
     for reset, g in groups.items():
         rows = [r for r in describe(zk, g, own.bootstrap_servers) if r.topic == topic]
         assert sorted(r.partition for r in rows) == list(range(PARTITIONS)), rows

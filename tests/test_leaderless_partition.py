@@ -12,8 +12,8 @@ import time
 
 from chaos_support import own_cluster_fixture
 from consumer_helpers import StreamCollector, connector, produce_tracked, wait_until
-from zkconsumer import zk as zkmod
-from zkconsumer.layout import paths
+from zkconsumer.zookeeper import client as zkmod
+from zkconsumer.core.layout import paths
 
 own = own_cluster_fixture("leaderless", brokers=2, broker_config={"zookeeper.session.timeout.ms": 6000,
                                                                   "unclean.leader.election.enable": "false"})

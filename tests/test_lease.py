@@ -160,7 +160,7 @@ def test_no_lease_is_always_fresh():
 
 # -- hand-outs from a stale lease --------------------------------------------------------------------------------
 def test_a_fetcher_hands_no_chunk_from_a_stale_lease(services, relayed):
-    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.core.config import ConsumerConfig
     zk, relay = relayed
     clock = FakeClock()
     lease = SessionLease(zk, 6000, clock=clock)
@@ -230,7 +230,7 @@ def test_a_stream_hands_no_record_from_a_stale_lease(relayed):
 def test_the_spark_driver_member_hands_out_no_ownership_from_a_stale_lease(services, unique):
     """GroupMember.ownership() (what the Spark source plans its offset ranges from) returns None while the lease is
     stale and no round trip confirms the session; once one does, the same ownership again."""
-    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.core.config import ConsumerConfig
     from zkconsumer.spark.member import GroupMember
     t = services.create_topic(unique("lease"), 2)
     relay = Relay(zk_target(services))

@@ -10,7 +10,7 @@ import pytest
 from consumer_helpers import StreamCollector, connector, produce_tracked, wait_until
 from zkconsumer.consumer import RebalanceListener
 from zkconsumer.errors import ConfigError
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 PARTS = 8
 

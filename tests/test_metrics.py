@@ -6,7 +6,7 @@ import urllib.request
 
 from consumer_helpers import StreamCollector, connector, produce_tracked, wait_until
 from zkconsumer.local.processes import free_port
-from zkconsumer.metrics import start_metrics_server
+from zkconsumer.metrics.member import start_metrics_server
 
 
 def _scrape(port):

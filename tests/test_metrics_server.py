@@ -1,4 +1,4 @@
-"""The metrics endpoint's HTTP server (zkconsumer/metrics_server.py: prometheus_client's WSGI application on its
+"""The metrics endpoint's HTTP server (zkconsumer/metrics/server.py: prometheus_client's WSGI application on its
 threading server) on loopback: the page in both formats and gzipped; the favicon; a failing collector and a
 stalled or garbled client leave the server serving; close() frees the port; HTTPS with client certificates."""
 import gzip
@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
-from zkconsumer.metrics_server import MetricsServer
+from zkconsumer.metrics.server import MetricsServer
 
 
 class _Collector:
@@ -173,7 +173,7 @@ def test_https_with_client_certificates(tmp_path):
     import shutil
     import ssl
     import subprocess
-    from zkconsumer.metrics_server import tls_context
+    from zkconsumer.metrics.server import tls_context
     if not shutil.which("openssl"):
         pytest.fail("openssl is needed (apt-get install openssl)")
 

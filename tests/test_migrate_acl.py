@@ -15,7 +15,7 @@ from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ACLResourcePatter
 from chaos_support import OwnCluster
 from consumer_helpers import produce_tracked
 from test_migrate_support import run_cli
-from zkconsumer import zk as zkmod
+from zkconsumer.zookeeper import client as zkmod
 from zkconsumer.local.security import BrokerSecurity
 from zkconsumer.offsets import ZooKeeperOffsetStore
 from zkconsumer.offsets.kafka import KafkaOffsetStore

@@ -11,7 +11,7 @@ import pytest
 from consumer_helpers import CliConsumer, group_members, owners, wait_until
 from jvm_helpers import JvmMember, compile_member
 from test_migrate_support import zkmigrate, zkmigrate_json
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 from zkconsumer.offsets import ZooKeeperOffsetStore
 from zkconsumer.offsets.kafka import KafkaOffsetStore
 

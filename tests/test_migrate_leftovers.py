@@ -5,7 +5,7 @@ refused while a live member reads the topic)."""
 import glob
 
 from test_migrate_support import delete_topic, zkmigrate, zkmigrate_json
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 from zkconsumer.offsets import ZooKeeperOffsetStore
 from zkconsumer.offsets.kafka import KafkaOffsetStore
 

@@ -12,7 +12,7 @@ import threading
 
 from consumer_helpers import produce_tracked, wait_until
 from test_migrate_support import run_cli
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 from zkconsumer.offsets import ZooKeeperOffsetStore
 from zkconsumer.offsets.kafka import KafkaOffsetStore
 

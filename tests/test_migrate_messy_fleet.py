@@ -32,8 +32,8 @@ import pytest
 from consumer_helpers import produce_tracked, wait_until
 from test_migrate_acl import acl_cluster, ops
 from test_migrate_support import delete_topic, zkmigrate_json
-from zkconsumer import zk as zkmod
-from zkconsumer.layout import paths
+from zkconsumer.zookeeper import client as zkmod
+from zkconsumer.core.layout import paths
 from zkconsumer.offsets import ZooKeeperOffsetStore
 from zkconsumer.offsets.kafka import KafkaOffsetStore
 from zkconsumer_migrate import state

@@ -9,7 +9,7 @@ import time
 
 from chaos_support import own_cluster_fixture
 from consumer_helpers import produce_tracked, wait_until
-from zkconsumer import zk as zkmod
+from zkconsumer.zookeeper import client as zkmod
 from zkconsumer.offsets import ZooKeeperOffsetStore
 from zkconsumer.offsets.expiry import read_commit_times
 from zkconsumer.offsets.kafka import KafkaOffsetStore

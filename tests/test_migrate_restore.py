@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from consumer_helpers import produce_tracked
 from test_migrate_support import zkmigrate, zkmigrate_json
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 from zkconsumer.offsets import ZooKeeperOffsetStore
 from zkconsumer.offsets.kafka import KafkaOffsetStore
 from zkconsumer_migrate.restore import plan_restore

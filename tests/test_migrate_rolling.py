@@ -10,7 +10,7 @@ import pytest
 
 from test_migrate_support import (DUAL, KAFKA, ZOOKEEPER, ConsumerProc, OffsetSampler, Producer, wait_until,
                                   zkmigrate_json)
-from zkconsumer import groups as zkgroups
+from zkconsumer.tools import groups as zkgroups
 
 N = 3
 

@@ -18,7 +18,7 @@ from kafka import KafkaConsumer
 
 from consumer_helpers import produce_tracked, wait_until
 from test_migrate_support import OffsetSampler, zkmigrate
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 from zkconsumer.offsets import ZooKeeperOffsetStore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -12,7 +12,7 @@ nothing is written.
 """
 from chaos_support import own_cluster_fixture
 from test_migrate_support import delete_topic, wait_until, zkmigrate_json
-from zkconsumer import zk as zkmod
+from zkconsumer.zookeeper import client as zkmod
 from zkconsumer.offsets import ZooKeeperOffsetStore
 from zkconsumer.offsets.kafka import KafkaOffsetStore
 

@@ -91,7 +91,7 @@ class ConsumerProc:
 def delete_topic(services, zk, topic):
     """Delete *topic* (DeleteTopics) and wait until the brokers have removed it from ZooKeeper."""
     from kafka import KafkaAdminClient
-    from zkconsumer.layout import paths
+    from zkconsumer.core.layout import paths
     admin = KafkaAdminClient(bootstrap_servers=services.bootstrap_servers)
     try:
         admin.delete_topics([topic], timeout_ms=30000)
@@ -175,7 +175,7 @@ class OffsetSampler(threading.Thread):
 
     def __init__(self, zookeeper, bootstrap, group, partitions, interval=0.2):
         super().__init__(daemon=True)
-        from zkconsumer import zk as zkmod
+        from zkconsumer.zookeeper import client as zkmod
         from zkconsumer.offsets import ZooKeeperOffsetStore
         from zkconsumer.offsets.kafka import KafkaOffsetStore
         self.zkmod = zkmod

@@ -6,7 +6,7 @@ import time
 
 from kafka import KafkaConsumer
 
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 from zkconsumer.offsets import ZooKeeperOffsetStore
 from zkconsumer.offsets.dual import DualOffsetStore
 from zkconsumer.offsets.kafka import KafkaOffsetStore

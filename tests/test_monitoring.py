@@ -11,8 +11,8 @@ import types
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from zkconsumer.lag_exporter import LagCache, LagCollector, _Group
-from zkconsumer.metrics import MetricsCollector
+from zkconsumer.tools.lag_exporter import LagCache, LagCollector, _Group
+from zkconsumer.metrics.member import MetricsCollector
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MON = os.path.join(ROOT, "monitoring")

@@ -1,4 +1,4 @@
-"""zkconsumer.protocol.offset_commit: the one-pass OffsetCommit encoding is byte-identical to kafka-python's for
+"""zkconsumer.kafka.protocol.offset_commit: the one-pass OffsetCommit encoding is byte-identical to kafka-python's for
 every version it handles (2-5) and falls back to kafka-python's for the others; the answer to such a request is
 read with struct exactly as kafka-python reads it (pure; the live broker path is in test_offsets_kafka.py and
 test_offsets_dual.py)."""
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from kafka.protocol.consumer import OffsetCommitRequest as Stock
 from kafka.protocol.consumer import OffsetCommitResponse
 
-from zkconsumer.protocol.offset_commit import OffsetCommitRequest, OffsetCommitResult, _Reader, make_request
+from zkconsumer.kafka.protocol.offset_commit import OffsetCommitRequest, OffsetCommitResult, _Reader, make_request
 
 _Topic = Stock.OffsetCommitRequestTopic
 _Partition = _Topic.OffsetCommitRequestPartition

@@ -11,7 +11,7 @@ from test_migrate_support import run_cli
 from chaos_support import own_cluster_fixture
 from zkconsumer.offsets import ZooKeeperOffsetStore
 from zkconsumer.offsets.expiry import java_string_hash, offsets_topic_partition, parse_commit_record
-from zkconsumer import zk as zkmod
+from zkconsumer.zookeeper import client as zkmod
 
 
 def _s(text):

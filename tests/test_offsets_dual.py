@@ -4,9 +4,9 @@ import socket
 
 import pytest
 
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.errors import OffsetStoreError, OwnershipLostError
-from zkconsumer.layout import partition_offset_path, partition_owner_path
+from zkconsumer.core.layout import partition_offset_path, partition_owner_path
 from zkconsumer.offsets import OwnershipFence, ZooKeeperOffsetStore
 from zkconsumer.offsets.dual import DualOffsetStore
 from zkconsumer.offsets.kafka import KafkaOffsetStore

@@ -5,8 +5,8 @@ import time
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from zkconsumer import client_internals
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.kafka import internals as client_internals
+from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.errors import OffsetStoreError
 from zkconsumer.offsets.kafka import KafkaOffsetStore
 from consumer_helpers import wait_until
@@ -128,9 +128,9 @@ def test_every_retry_is_fenced_again(services, unique, topic, zk):
     ownership moved meanwhile (our node released, a successor's created in the same session window), the retry is
     not sent and the successor's offset stands. The first attempt's error is injected in our own send step."""
     from kafka import errors as Errors
-    from zkconsumer import zk as zkmod
+    from zkconsumer.zookeeper import client as zkmod
     from zkconsumer.errors import OwnershipLostError
-    from zkconsumer.layout import paths
+    from zkconsumer.core.layout import paths
     from zkconsumer.offsets.base import OwnershipFence
 
     g = unique("refence")
@@ -169,7 +169,7 @@ def test_every_retry_is_fenced_again(services, unique, topic, zk):
 def test_a_withdrawn_partition_is_refused_by_the_old_fence(services, unique, zk):
     """The rebalancer withdraws what it releases from the fence a commit may still hold."""
     from zkconsumer.errors import OwnershipLostError
-    from zkconsumer.layout import paths
+    from zkconsumer.core.layout import paths
     from zkconsumer.offsets.base import OwnershipFence
 
     g = unique("withdraw")

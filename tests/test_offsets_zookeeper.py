@@ -4,9 +4,9 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.errors import OffsetStoreError, OwnershipLostError
-from zkconsumer.layout import partition_offset_path, partition_owner_path
+from zkconsumer.core.layout import partition_offset_path, partition_owner_path
 from zkconsumer.offsets import CommitResult, OwnershipFence, ZooKeeperOffsetStore, make_offset_store
 
 

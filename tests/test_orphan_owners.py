@@ -16,9 +16,9 @@ import threading
 from consumer_helpers import connector, group_members, owners, wait_until
 from test_consumer_session import expire_session
 from zk_relay import Relay, zk_target
-from zkconsumer import zk as zkmod
+from zkconsumer.zookeeper import client as zkmod
 from zkconsumer.consumer import RebalanceListener
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 
 def _start(conn, topic, streams=1):
@@ -79,7 +79,7 @@ class _SlowRevoke(RebalanceListener):
 
 
 def _fake_registration(g, cid, topic):
-    from zkconsumer.layout import codecs
+    from zkconsumer.core.layout import codecs
     reg = codecs.ConsumerRegistration.static({topic: 1})
     return paths.consumer_registration_path(g, "%s_%s" % (g, cid)), codecs.encode_consumer_registration(reg)
 

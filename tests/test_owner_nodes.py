@@ -7,9 +7,9 @@
 import threading
 
 from consumer_helpers import BackgroundProducer, StreamCollector, connector, wait_until
-from zkconsumer import zk as zkmod
+from zkconsumer.zookeeper import client as zkmod
 from zkconsumer.consumer import ownership
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 
 def test_owner_node_deleted_out_of_band_is_claimed_again(services, zk, unique, conns):

@@ -62,7 +62,7 @@ def test_requirements_match_what_the_code_imports():
                 if line.strip() and not line.strip().startswith("#")]
     assert sorted(requires) == ["click", "kafka-python", "kazoo", "pure-sasl", "regex"]  # pure-sasl: kazoo's SASL
     [kafka_python] = [x.strip() for x in opts["install_requires"].split("\n") if x.strip().startswith("kafka-python")]
-    # its private API is used (zkconsumer/client_internals.py): a minor line is allowed once tests pass with it
+    # its private API is used (zkconsumer/kafka/internals.py): a minor line is allowed once tests pass with it
     assert re.fullmatch(r"kafka-python\[[a-z0-9,]+\]>=3\.0,<3\.[0-9]+", kafka_python), kafka_python
     assert opts["python_requires"].strip() == ">=3.11"
     assert sys.version_info >= (3, 11)
@@ -76,7 +76,7 @@ def test_installs_beside_another_package_named_migrate(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     assert (target / "migrate" / "__init__.py").read_text() == "OWNER = 'sqlalchemy-migrate'\n"
-    code = ("import migrate, zkconsumer_migrate.cli, zkconsumer.offsets.kafka, zkconsumer.broker_group;"
+    code = ("import migrate, zkconsumer_migrate.cli, zkconsumer.offsets.kafka, zkconsumer.kafka.broker_group;"
             "print(migrate.OWNER); print(zkconsumer_migrate.cli.__file__)")
     env = dict(os.environ, PYTHONPATH=str(target))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(tmp_path), env=env,
@@ -87,8 +87,8 @@ def test_installs_beside_another_package_named_migrate(tmp_path):
     assert cli_file.startswith(str(target / "zkconsumer_migrate")), cli_file
     assert (target / "zkconsumer" / "local" / "poms" / "kafka-3.9.xml").exists(), "the poms are package data"
     assert (target / "zkconsumer" / "local" / "poms" / "kafka-4.xml").exists(), "the poms are package data"
-    # the ConsumerGroupDescribe schemas are package data too (zkconsumer.broker_group, imported above, reads them)
-    assert (target / "zkconsumer" / "protocol" / "ConsumerGroupDescribeResponse.json").exists()
+    # the ConsumerGroupDescribe schemas are package data too (zkconsumer.kafka.broker_group, imported above, reads them)
+    assert (target / "zkconsumer" / "kafka" / "protocol" / "ConsumerGroupDescribeResponse.json").exists()
 
 
 @pytest.mark.spark
@@ -102,7 +102,7 @@ def test_the_py_files_zip_carries_the_pure_python_dependencies(tmp_path):
     tops = {n.split("/")[0] for n in zipfile.ZipFile(path).namelist()}
     assert tops == {"zkconsumer"} | set(ZIP_DEPENDENCIES)
     code = ("import sys; sys.path.insert(0, %r)\n"
-            "import kafka, kazoo.client, click, puresasl, zkconsumer.zk, zkconsumer.keystores\n"
+            "import kafka, kazoo.client, click, puresasl, zkconsumer.zookeeper.client, zkconsumer.core.keystores\n"
             "from kafka import KafkaConsumer, KafkaAdminClient\n"
             "assert all('.zip' in m.__file__ for m in (kafka, kazoo, click, puresasl, zkconsumer))\n" % path)
     out = subprocess.run([sys.executable, "-S", "-c", code], cwd=str(tmp_path), capture_output=True, text=True,

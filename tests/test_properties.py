@@ -1,11 +1,11 @@
-"""Tests for zkconsumer.properties: java.util.Properties.load/store semantics (Kafka's ConsumerConfig.scala)."""
+"""Tests for zkconsumer.core.properties: java.util.Properties.load/store semantics (Kafka's ConsumerConfig.scala)."""
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from zkconsumer.errors import PropertiesSyntaxError
-from zkconsumer.properties import (dump_properties, load_properties, parse_properties,
-                                   parse_property_override)
+from zkconsumer.core.properties import (dump_properties, load_properties, parse_properties,
+                                        parse_property_override)
 
 
 @pytest.mark.parametrize("line", [

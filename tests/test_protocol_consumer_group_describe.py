@@ -5,10 +5,11 @@ import uuid
 
 import pytest
 
-from zkconsumer.broker_group import BrokerGroup, _consumer_protocol
+from zkconsumer.kafka.broker_group import BrokerGroup, _consumer_protocol
 from zkconsumer.errors import BrokerGroupDescribeError, ClusterUnavailableError
-from zkconsumer.protocol.consumer_group_describe import (CONSUMER_GROUP_DESCRIBE_KEY, ConsumerGroupDescribeRequest,
-                                                         ConsumerGroupDescribeResponse)
+from zkconsumer.kafka.protocol.consumer_group_describe import (CONSUMER_GROUP_DESCRIBE_KEY,
+                                                               ConsumerGroupDescribeRequest,
+                                                               ConsumerGroupDescribeResponse)
 
 TOPIC_ID = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
 

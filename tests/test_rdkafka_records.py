@@ -1,5 +1,5 @@
 """zkconsumer._rdkafka_records, the librdkafka engine's Message-to-ConsumerRecord converter in C, against the Python
-loop of zkconsumer.consumer.librdkafka (``_from_messages_py``), on confluent-kafka Message objects hypothesis makes
+loop of zkconsumer.kafka.librdkafka (``_from_messages_py``), on confluent-kafka Message objects hypothesis makes
 (confluent-kafka's own test constructor); and the fetch queue backoff the engine gives librdkafka.
 
 The C converter is what the engine uses (``librdkafka.CONVERTER == "c"``); .ci/bootstrap builds it with the package.
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from kafka import TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
-from zkconsumer.config import ConsumerConfig
-from zkconsumer.consumer import librdkafka
+from zkconsumer.core.config import ConsumerConfig
+from zkconsumer.kafka import librdkafka
 
 C, PY = librdkafka._from_messages_c, librdkafka._from_messages_py
 EOF = RdError._PARTITION_EOF

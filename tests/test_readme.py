@@ -79,17 +79,17 @@ def test_python_snippet(services, unique):
     def handle(msg):
         got.append(msg)
         raise Done()
-    import zkconsumer.config
-    real = zkconsumer.config.ConsumerConfig.from_properties
+    import zkconsumer.core.config
+    real = zkconsumer.core.config.ConsumerConfig.from_properties
 
     def with_smallest(props, *a, **kw):  # the snippet's group is new: start at the earliest message
         return real(dict(props, **{"auto.offset.reset": "smallest"}), *a, **kw)
     try:
-        zkconsumer.config.ConsumerConfig.from_properties = with_smallest
+        zkconsumer.core.config.ConsumerConfig.from_properties = with_smallest
         try:
             exec(compile(code, "README.md", "exec"), {"handle": handle})
         except Done:
             pass
     finally:
-        zkconsumer.config.ConsumerConfig.from_properties = real
+        zkconsumer.core.config.ConsumerConfig.from_properties = real
     assert len(got) == 1 and got[0].topic == t

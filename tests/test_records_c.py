@@ -1,4 +1,4 @@
-"""zkconsumer._records, the C record decoder, against the pure-Python decoder of zkconsumer.consumer.record_batch.
+"""zkconsumer._records, the C record decoder, against the pure-Python decoder of zkconsumer.kafka.record_batch.
 
 The C extension is what the consumer uses (``record_batch.DECODER == "c"``); it must be built on the machines that
 run the suite (``.ci/bootstrap`` builds it with the package: it needs a C compiler and Python's headers). The Python
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.errors import CorruptRecordError
 
-from zkconsumer.consumer import record_batch
+from zkconsumer.kafka import record_batch
 
 C = record_batch._c_records
 

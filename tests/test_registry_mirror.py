@@ -14,10 +14,10 @@ import time
 
 import pytest
 
-from zkconsumer import zk as zkmod
-from zkconsumer.kafka_metadata import ClusterMetadata, PartitionInfo, admin_client, fetch_cluster_metadata
+from zkconsumer.zookeeper import client as zkmod
+from zkconsumer.kafka.metadata import ClusterMetadata, PartitionInfo, admin_client, fetch_cluster_metadata
 from zkconsumer.local import tools
-from zkconsumer.registry_mirror import RegistryMirror
+from zkconsumer.tools.registry_mirror import RegistryMirror
 
 BROKER_IDS = {"tansu": 111, "kafka": 0}  # tansu 0.6 always reports 111; the local cluster numbers Kafka from 0
 MIRROR_INTERVAL = 0.5  # what LocalCluster starts the mirror with

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from consumer_helpers import CliConsumer, produce_tracked, wait_until
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 
 def _zk_offset(zk, g, t, p=0):

@@ -3,7 +3,7 @@ did: otherwise, with the default ``largest``, a message produced while the group
 is skipped by a second reset to the end.
 """
 from consumer_helpers import StreamCollector, connector, produce_tracked, wait_until
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 
 def _committed(zk, g, t):

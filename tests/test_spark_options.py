@@ -3,7 +3,7 @@ failOnDataLoss - on the shared local[2] session against the real ZooKeeper + Apa
 import pytest
 
 from spark_support import delete_records, source_options as _opts
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 from zkconsumer.spark.offsets import split_ranges
 
 pytestmark = pytest.mark.spark

@@ -12,7 +12,7 @@ import pytest
 
 from spark_support import (delete_records, delete_topic, member_ids, owners, produced_set, set_zk_offsets, source_options, wait_for,
                            zk_offsets)
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 pytestmark = pytest.mark.spark
 
@@ -147,7 +147,7 @@ def test_the_member_is_released_after_the_last_commit(spark, services, zk, uniqu
     partitions and read the last batch again from the stored offsets. name_member + finish_query; the query listener
     is installed too and leaves the named member to the application; the reaper does not release while the driver
     lives."""
-    from zkconsumer.layout.codecs import make_consumer_id
+    from zkconsumer.core.layout.codecs import make_consumer_id
     from zkconsumer.spark import finish_query, install_release_listener, last_committed_end, name_member, plan_batch
     install_release_listener(spark)
     topic, group = services.create_topic(unique("rl"), 2), unique("g")
@@ -176,7 +176,7 @@ def test_commit_batch_recognises_its_member_and_is_fenced(services, zk, unique):
     """commit_batch commits the partitions of the application's member, named by consumer.id (a user-set one, without
     the spark- marker, included), skips those of any other member (another Spark member too), and its write is fenced
     by the owner node: a node of another session refuses it."""
-    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.core.config import ConsumerConfig
     from zkconsumer.offsets import make_offset_store
     from zkconsumer.spark import commit_batch
     from zkconsumer.spark.member import GroupMember
@@ -223,7 +223,7 @@ def test_idle_partitions_offsets_in_kafka_are_kept_alive(spark, services, unique
     partition that receives nothing is never committed again by forward-only commits. The member re-commits it
     (unchanged) every auto.commit.interval.ms (2 s here; default 60 s, at most half the retention): its commit
     timestamp in __consumer_offsets moves on while the query runs idle."""
-    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.core.config import ConsumerConfig
     from zkconsumer.offsets import make_offset_store
     from zkconsumer.offsets.expiry import read_commit_times
     from zkconsumer.spark import commit_batch, last_committed_end, read_checkpoint_offsets

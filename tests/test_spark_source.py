@@ -10,7 +10,7 @@ pytestmark = pytest.mark.spark
 
 from spark_support import owners as _owners, produced_set, set_zk_offsets as _set_zk_offsets  # noqa: E402
 from spark_support import source_options as _opts, wait_for as _wait, zk_offsets  # noqa: E402
-from zkconsumer.layout import paths  # noqa: E402
+from zkconsumer.core.layout import paths  # noqa: E402
 
 
 def test_batch_reads_committed_to_log_end(spark, services, zk, unique):
@@ -106,7 +106,7 @@ def test_streaming_commits_follow_batches_and_restart_continues(spark, services,
 
 def test_spark_member_and_plain_consumer_share_partitions(spark, services, zk, unique, tmp_path):
     import threading
-    from zkconsumer.assignors import range_assign
+    from zkconsumer.core.assignors import range_assign
     topic, group = services.create_topic(unique("sh"), 4), unique("g")
     cmd = [sys.executable, "-m", "zkconsumer", "consume", "--zookeeper", services.zookeeper_connect, "--group",
            group, "--topic", topic, "--property", "auto.offset.reset=smallest", "--events"]
@@ -156,7 +156,7 @@ def test_spark_member_and_plain_consumer_share_partitions(spark, services, zk, u
 
 def test_kafka_storage_with_dual_commit_writes_both(spark, services, zk, unique, tmp_path):
     from zkconsumer.offsets.dual import DualOffsetStore
-    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.core.config import ConsumerConfig
     from zkconsumer.offsets import make_offset_store
     from zkconsumer.spark import commit_batch, last_committed_end
     topic, group = services.create_topic(unique("sd"), 2), unique("g")

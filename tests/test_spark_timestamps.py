@@ -7,7 +7,7 @@ import time
 import pytest
 
 from zkconsumer.errors import ConfigError
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 pytestmark = pytest.mark.spark
 

@@ -10,10 +10,10 @@ from kafka import KafkaConsumer
 
 from consumer_helpers import connector, wait_until
 from test_consumer_session import expire_session
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.consumer import ZookeeperConsumerConnector
 from zkconsumer.errors import SplitBrainUnknownError
-from zkconsumer.layout import paths
+from zkconsumer.core.layout import paths
 
 
 class BrokerMember:
@@ -84,7 +84,7 @@ def test_guard_runs_again_before_re_registration(services, zk, unique, conns):
     wait_until(lambda: len(a.owned_partitions()) == 2, 20, message="a owns everything")
     kc = BrokerMember(services.bootstrap_servers, g, t)
     try:
-        from zkconsumer.broker_group import describe_broker_group
+        from zkconsumer.kafka.broker_group import describe_broker_group
         wait_until(lambda: describe_broker_group(services.bootstrap_servers, g).active, 30,
                    message="the broker-side group to be active")
         expire_session(services, a.zk)

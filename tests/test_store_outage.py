@@ -17,9 +17,9 @@ import pytest
 
 from chaos_support import own_cluster_fixture
 from consumer_helpers import StreamCollector, connector, owners, produce_tracked, wait_until
-from zkconsumer import zk as zkmod
+from zkconsumer.zookeeper import client as zkmod
 from zkconsumer.errors import OwnershipLostError
-from zkconsumer.layout import codecs, paths
+from zkconsumer.core.layout import codecs, paths
 
 own = own_cluster_fixture("store-outage")
 
@@ -74,7 +74,7 @@ def test_a_frozen_kafka_store_does_not_hold_up_the_release(own, zk, unique, conn
 
 
 def _dual_store(own, zk, g):
-    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.core.config import ConsumerConfig
     from zkconsumer.offsets import make_offset_store
     config = ConsumerConfig.from_properties({
         "group.id": g, "zookeeper.connect": own.zookeeper_connect, "offsets.storage": "kafka",

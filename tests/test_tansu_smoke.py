@@ -10,7 +10,7 @@ import json
 
 from chaos_support import own_cluster_fixture
 from consumer_helpers import CliConsumer, produce_tracked, wait_for_assignment, wait_until
-from zkconsumer import zk as zkmod
+from zkconsumer.zookeeper import client as zkmod
 
 TANSU_BROKER_ID = 111
 

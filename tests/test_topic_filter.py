@@ -1,10 +1,10 @@
-"""Tests for zkconsumer.topic_filter (Kafka's TopicFilter.scala)."""
+"""Tests for zkconsumer.core.subscription.topic_filter (Kafka's TopicFilter.scala)."""
 
 import pytest
 
 from zkconsumer.errors import ConfigError, ZkConsumerError
-from zkconsumer.java_regex import translate_java_regex
-from zkconsumer.topic_filter import Blacklist, Whitelist, normalise_regex, topic_filter_for
+from zkconsumer.core.subscription.java_regex import translate_java_regex
+from zkconsumer.core.subscription.topic_filter import Blacklist, Whitelist, normalise_regex, topic_filter_for
 
 
 @pytest.mark.parametrize("raw, expected", [

@@ -1,4 +1,4 @@
-"""Differential test of zkconsumer.topic_filter against java.util.regex itself (issue 11 item 1).
+"""Differential test of zkconsumer.core.subscription.topic_filter against java.util.regex itself (issue 11 item 1).
 
 ``tests/jvm/RegexOracle.java`` (run with ``java RegexOracle.java``, Java 11+) normalises each raw regex as Kafka
 1.1.1's ``TopicFilter`` does and prints, for every pattern Java compiles, which topics match
@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 from zkconsumer.errors import ConfigError
-from zkconsumer.topic_filter import Whitelist, normalise_regex
+from zkconsumer.core.subscription.topic_filter import Whitelist, normalise_regex
 
 ORACLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jvm", "RegexOracle.java")
 

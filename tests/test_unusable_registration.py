@@ -1,6 +1,7 @@
 """One member whose registration cannot be evaluated must not stall the group (issue 11 item 1).
 
-The rule (zkconsumer.topic_count.consumers_per_topic, zkconsumer.consumer.group_view.read_group): a registration
+The rule (zkconsumer.core.subscription.topic_count.consumers_per_topic,
+zkconsumer.consumer.group_view.read_group): a registration
 that is not JSON, lacks ``pattern``/``subscription``, has a bad stream count, a wildcard subscription without
 exactly one key, or a regex that cannot be evaluated gives that member no thread id; the other members are
 assigned all the partitions of their topics; one error naming the member and its pattern is logged per version of
@@ -12,10 +13,10 @@ import logging
 import pytest
 
 from consumer_helpers import CliConsumer, owners, produce_tracked, topic_partitions, wait_until
-from zkconsumer.assignors import range_assign
+from zkconsumer.core.assignors import range_assign
 from zkconsumer.consumer.group_view import read_group
-from zkconsumer.layout import paths
-from zkconsumer.topic_count import UnusableRegistration, consumers_per_topic, thread_ids_per_topic
+from zkconsumer.core.layout import paths
+from zkconsumer.core.subscription.topic_count import UnusableRegistration, consumers_per_topic, thread_ids_per_topic
 
 # a construct java.util.regex accepts that zkconsumer does not evaluate (see tests/test_topic_filter_java.py)
 UNEVALUABLE = "\\b{g}x.*"

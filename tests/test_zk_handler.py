@@ -1,12 +1,12 @@
-"""zkconsumer.zk_handler: kazoo's select contract on one poll(2) call (pure, on socket pairs), and every client the
-project makes uses it against the real ZooKeeper."""
+"""zkconsumer.zookeeper.handler: kazoo's select contract on one poll(2) call (pure, on socket pairs), and every
+client the project makes uses it against the real ZooKeeper."""
 import socket
 import time
 
 import pytest
 
-from zkconsumer import zk as zkmod
-from zkconsumer.zk_handler import PollHandler, poll_select
+from zkconsumer.zookeeper import client as zkmod
+from zkconsumer.zookeeper.handler import PollHandler, poll_select
 
 
 def test_ready_sockets_come_back_as_passed():

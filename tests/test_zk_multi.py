@@ -1,4 +1,4 @@
-"""zkconsumer.protocol.zk_multi: the one-pass setData/check multi-op is byte-identical to kazoo's transaction, its
+"""zkconsumer.zookeeper.multi: the one-pass setData/check multi-op is byte-identical to kazoo's transaction, its
 answer is ALL_OK only when every operation succeeded (else kazoo's own per-operation results), and the offset store
 using it behaves as before against a real ZooKeeper: failures, fences, races and chroots."""
 import struct
@@ -9,9 +9,9 @@ from kazoo.exceptions import BadVersionError, NoNodeError, RolledBackError, Runt
 from kazoo.protocol.serialization import CheckVersion, SetData, Transaction, multiheader_struct, stat_struct
 
 from zkconsumer.errors import OwnershipLostError
-from zkconsumer.layout import partition_offset_path, partition_owner_path
+from zkconsumer.core.layout import partition_offset_path, partition_owner_path
 from zkconsumer.offsets import OwnershipFence, ZooKeeperOffsetStore
-from zkconsumer.protocol import zk_multi
+from zkconsumer.zookeeper import multi as zk_multi
 
 paths = st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=0x2FF, exclude_characters="/"),
                 min_size=1, max_size=30).map(lambda s: "/consumers/g/offsets/" + s)

@@ -31,8 +31,8 @@ import time
 from chaos_support import (TimedConsumer, check_delivery_overlaps, counted_from_first_delivery, delivered_after_waiting,
                            own_cluster_fixture)
 from consumer_helpers import SteadyProducer, duplicates, wait_for_assignment, wait_until
-from zkconsumer import zk as zkmod
-from zkconsumer.layout import paths
+from zkconsumer.zookeeper import client as zkmod
+from zkconsumer.core.layout import paths
 from zkconsumer.local.cluster import zk_four_letter
 
 PARTITIONS = 6

@@ -20,11 +20,11 @@ from kazoo.security import Permissions
 
 from consumer_helpers import CliConsumer, produce_tracked, wait_for_assignment, wait_until
 from jvm_helpers import run_tool
-from zkconsumer import zk as zkmod
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.zookeeper import client as zkmod
+from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.errors import ConfigError
-from zkconsumer.layout import paths
-from zkconsumer.zk_auth import ZkAuth, ZkAuthError, build, digest_id, load_credentials
+from zkconsumer.core.layout import paths
+from zkconsumer.zookeeper.auth import ZkAuth, ZkAuthError, build, digest_id, load_credentials
 
 ALICE_PW, BOB_PW = "alice-Secr3t-pw", "bob-0ther-pw"
 PROPS = {"auto.commit.interval.ms": "200"}
@@ -182,9 +182,9 @@ def test_digest_members_consume_commit_and_others_cannot_change_the_group(servic
 @pytest.fixture(scope="module")
 def sasl_zk(tmp_path_factory, services):
     """A ZooKeeper with SASL on (users alice and bob) whose /brokers mirror the session's Kafka."""
-    from zkconsumer.kafka_metadata import admin_client
+    from zkconsumer.kafka.metadata import admin_client
     from zkconsumer.local import processes, servers
-    from zkconsumer.registry_mirror import RegistryMirror
+    from zkconsumer.tools.registry_mirror import RegistryMirror
     d = str(tmp_path_factory.mktemp("sasl-zk"))
     rec = servers.plan_zookeeper(d, {"alice": ALICE_PW, "bob": BOB_PW})
     pid = servers.spawn_ready(rec, d, 60)

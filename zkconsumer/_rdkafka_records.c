@@ -1,7 +1,7 @@
 /*
  * zkconsumer._rdkafka_records: confluent-kafka Messages to kafka-python ConsumerRecords, in C.
  *
- * from_messages() is a drop-in replacement for the pure-Python loop of zkconsumer/consumer/librdkafka.py
+ * from_messages() is a drop-in replacement for the pure-Python loop of zkconsumer/kafka/librdkafka.py
  * (``_from_messages_py``): same arguments, same result. It only calls the Messages' public methods (error, topic,
  * partition, offset, key, value, headers, timestamp), as the Python loop does; what it saves is the interpreter's
  * work around them: about 2 us per record in Python, the part of the librdkafka engine's time that raw
@@ -291,7 +291,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "zkconsumer._rdkafka_records",
                                     "confluent-kafka Messages to ConsumerRecords in C (see "
-                                    "zkconsumer/consumer/librdkafka.py).", -1, methods, NULL, NULL, NULL, NULL};
+                                    "zkconsumer/kafka/librdkafka.py).", -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__rdkafka_records(void)
 {

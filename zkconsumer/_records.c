@@ -1,5 +1,5 @@
 /*
- * zkconsumer._records: the record batch v2 decoder of zkconsumer/consumer/record_batch.py, in C.
+ * zkconsumer._records: the record batch v2 decoder of zkconsumer/kafka/record_batch.py, in C.
  *
  * decode_records() is a drop-in replacement for the pure-Python decode_records() of that module: same
  * arguments, same result (records, sizes, error). Records are built as instances of ``record_cls`` (kafka-python's
@@ -389,7 +389,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "zkconsumer._records",
-                                    "Record batch v2 decoding in C (see zkconsumer/consumer/record_batch.py).", -1,
+                                    "Record batch v2 decoding in C (see zkconsumer/kafka/record_batch.py).", -1,
                                     methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__records(void) { return PyModule_Create(&module); }

@@ -46,7 +46,7 @@ def hoist_log_level(argv):
 
 
 def exit_code_for(error: BaseException) -> int:
-    from ..zk_auth import ZkAuthError
+    from ..zookeeper.auth import ZkAuthError
     if isinstance(error, ZkAuthError):
         return EXIT_USAGE  # wrong credentials are bad input
     if isinstance(error, ClusterUnavailableError):
@@ -173,7 +173,7 @@ def resolve_bootstrap(value, directory=None, zk=None):
     security.protocol), else the running local cluster's broker. When ZooKeeper was asked and has no broker (and
     no local cluster runs), its ClusterUnavailableError: the brokers are down, the command lacks nothing."""
     if not value and not os.environ.get(KAFKA_ENV) and zk is not None:
-        from .. import zk as zkmod
+        from ..zookeeper import client as zkmod
         try:
             return zkmod.bootstrap_from_zk(zk, security_protocol=kafka_security().protocol)
         except ZkConsumerError:
@@ -186,14 +186,14 @@ def resolve_bootstrap(value, directory=None, zk=None):
 _bootstrap_option = click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT", default=None,
                                  help="Kafka bootstrap servers [default: $KAFKA_BOOTSTRAP, else the brokers "
                                       "registered in ZooKeeper, else the local cluster].")
-_KAFKA_SECURITY = "zkconsumer.kafka_security"
+_KAFKA_SECURITY = "zkconsumer.core.kafka_security"
 
 
 def _load_kafka_config(ctx, param, value):
     if value:
         from ..errors import ZkConsumerError
-        from ..kafka_security import SECURITY_KEYS, KafkaSecurity
-        from ..properties import load_properties
+        from ..core.kafka_security import SECURITY_KEYS, KafkaSecurity
+        from ..core.properties import load_properties
         try:
             props = load_properties(value)
             ctx.meta[_KAFKA_SECURITY] = KafkaSecurity.from_properties(
@@ -214,7 +214,7 @@ kafka_config_option = click.option(
 def kafka_security():
     """The --kafka-config's KafkaSecurity of the running command (PLAINTEXT without one); call it on the command's
     thread."""
-    from ..kafka_security import PLAINTEXT
+    from ..core.kafka_security import PLAINTEXT
     ctx = click.get_current_context(silent=True)
     return (ctx.meta.get(_KAFKA_SECURITY) if ctx is not None else None) or PLAINTEXT
 
@@ -225,7 +225,7 @@ def bootstrap_option(f):
 
 
 ZK_AUTH_ENV, ZK_CREDENTIALS_ENV = "ZK_AUTH_SCHEME", "ZK_CREDENTIALS_FILE"
-_AUTH_META = "zkconsumer.zk_auth"
+_AUTH_META = "zkconsumer.zookeeper.auth"
 
 
 def _remember_auth(ctx, param, value):
@@ -265,8 +265,8 @@ def given_auth_options():
 
 
 def zookeeper_auth_from_context():
-    """The :class:`~zkconsumer.zk_auth.ZkAuth` of the current command's ``--zookeeper-auth`` options."""
-    from ..zk_auth import build
+    """The :class:`~zkconsumer.zookeeper.auth.ZkAuth` of the current command's ``--zookeeper-auth`` options."""
+    from ..zookeeper.auth import build
     given = given_auth_options()
     scheme = given.get("zk_auth_scheme") or ("digest" if given.get("zk_credentials") else "none")
     return build(scheme, given.get("zk_credentials"), set_acl=bool(given.get("zk_set_acl")))
@@ -274,7 +274,7 @@ def zookeeper_auth_from_context():
 
 def connect_zookeeper(zookeeper_connect):
     """A started kazoo client for a tool, authenticated as the ``--zookeeper-auth`` options say."""
-    from .. import zk as zkmod
+    from ..zookeeper import client as zkmod
     return zkmod.connect(zookeeper_connect, auth=zookeeper_auth_from_context())
 
 
@@ -305,7 +305,7 @@ json_option = click.option("--json", "as_json", is_flag=True, callback=_remember
 
 def _validate_groups(ctx, param, values):
     """Check every --group name before anything connects (a bad name fails at once, exit code 2)."""
-    from ..layout import validate_group
+    from ..core.layout import validate_group
     out = []
     for v in values or ():
         try:
@@ -330,7 +330,7 @@ def selected_groups(zk, groups, all_groups, required=True):
     if groups and all_groups:
         raise click.UsageError("give --group or --all-groups, not both")
     if all_groups:
-        from ..groups import list_groups
+        from ..tools.groups import list_groups
         return list_groups(zk)
     if not groups and required:
         raise click.UsageError("no group given: pass --group GROUP (repeatable) or --all-groups")

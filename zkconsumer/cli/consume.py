@@ -9,10 +9,10 @@ import threading
 
 import click
 
-from ..config import ConsumerConfig
+from ..core.config import ConsumerConfig
 from ..consumer import Blacklist, RebalanceListener, Whitelist, ZookeeperConsumerConnector
 from ..errors import ConsumerTimeoutError, ZkConsumerError
-from ..properties import load_properties, parse_property_override
+from ..core.properties import load_properties, parse_property_override
 from .common import given_auth_options, resolve_zookeeper, zookeeper_auth_options
 from .message_format import FORMATTER_KEYS, TextFormatter, format_jsonl
 
@@ -31,9 +31,9 @@ def throwaway_group(taken=lambda group: False, rng=random) -> str:
 
 def unused_throwaway_group(config, rng=random) -> str:
     """*config*'s throwaway group id when no group of that name exists in its ZooKeeper, else another free one."""
-    from .. import groups as lib
-    from .. import zk as zkmod
-    from .. import zk_auth
+    from ..tools import groups as lib
+    from ..zookeeper import client as zkmod
+    from ..zookeeper import auth as zk_auth
     zk = zkmod.connect(config.zookeeper_connect, auth=zk_auth.from_config(config))
     try:
         if not lib.group_exists(zk, config.group_id):
@@ -66,7 +66,7 @@ def build_config(zookeeper, group, config_file, properties, throwaway_name=None)
     else :func:`throwaway_group`) that commits nothing unless auto.commit.enable is set."""
     props = load_properties(config_file) if config_file else {}
     overrides = dict(parse_property_override(p) for p in properties)
-    from ..kafka_security import SECRET_KEYS
+    from ..core.kafka_security import SECRET_KEYS
     for key in SECRET_KEYS:
         if key in overrides:  # a password on the command line shows in ps and in shell histories
             raise click.BadParameter("%s holds a password: put it in the --config file (or use "
@@ -98,9 +98,9 @@ def build_config(zookeeper, group, config_file, properties, throwaway_name=None)
 def delete_throwaway_group(config):
     """Delete ``/consumers/G`` of a throwaway group after its member left (Kafka's console consumer did the same
     for the group it made up); a failure is logged, never raised."""
-    from .. import groups as lib
-    from .. import zk as zkmod
-    from .. import zk_auth
+    from ..tools import groups as lib
+    from ..zookeeper import client as zkmod
+    from ..zookeeper import auth as zk_auth
     try:
         zk = zkmod.connect(config.zookeeper_connect, auth=zk_auth.from_config(config))
     except ZkConsumerError as e:
@@ -232,7 +232,7 @@ def consume(zookeeper, group, from_group, no_commit, topics, whitelist, blacklis
     connector = ZookeeperConsumerConnector(config, listener=_LoggingListener(events))
     metrics = None
     if metrics_port is not None:
-        from ..metrics import start_metrics_server
+        from ..metrics.member import start_metrics_server
         metrics = start_metrics_server(connector, metrics_port, addr=metrics_host)
         click.echo("zkconsumer: serving metrics at http://%s:%d/metrics" % (metrics.addr, metrics.port), err=True)
 
@@ -264,10 +264,10 @@ def _with_newline(render):
 
 def _peek(zookeeper, group, topics, config_file, consumer_props, from_beginning, timeout_ms, max_messages, render):
     """--from-group: the group's committed offsets, then its partitions read from there; nothing written."""
-    from .. import zk as zkmod
-    from .. import zk_auth
-    from ..group_peek import peek_records, start_offsets
-    from ..layout import validate_group
+    from ..zookeeper import client as zkmod
+    from ..zookeeper import auth as zk_auth
+    from ..tools.group_peek import peek_records, start_offsets
+    from ..core.layout import validate_group
     try:
         group = validate_group(group)
     except ValueError as e:
@@ -278,7 +278,7 @@ def _peek(zookeeper, group, topics, config_file, consumer_props, from_beginning,
     config, _ = build_config(zookeeper, group, config_file, consumer_props)
     zk = zkmod.connect(config.zookeeper_connect, auth=zk_auth.from_config(config))
     try:
-        from ..groups import require_group
+        from ..tools.groups import require_group
         require_group(zk, group)
         bootstrap = zkmod.bootstrap_from_zk(zk, config.zookeeper_connect, config.security_protocol)
         offsets, source = start_offsets(zk, group, bootstrap, topics, security=config.kafka_security)

@@ -1,5 +1,5 @@
 """``zkconsumer exporter``: a long-running Prometheus endpoint with the committed-offset lag of ZooKeeper-coordinated
-groups (:mod:`zkconsumer.lag_exporter`)."""
+groups (:mod:`zkconsumer.tools.lag_exporter`)."""
 import logging
 import re
 import signal
@@ -8,8 +8,8 @@ import threading
 
 import click
 
-from .. import zk as zkmod
-from ..lag_exporter import LagCache, LagCollector, store_of
+from ..zookeeper import client as zkmod
+from ..tools.lag_exporter import LagCache, LagCollector, store_of
 from .common import (EXIT_CODES_HELP, EXIT_UNAVAILABLE, bootstrap_option, connect_zookeeper, emit_json, json_option, kafka_security,
                      resolve_bootstrap, resolve_zookeeper, zookeeper_read_option)
 
@@ -90,8 +90,8 @@ def exporter(zookeeper, bootstrap, groups, all_groups, matching, port, addr, int
                 click.echo("zkconsumer exporter: Kafka could not be read: %s" % cache.last_refresh_error, err=True)
                 sys.exit(EXIT_UNAVAILABLE)
             return
-        from ..metrics import new_registry
-        from ..metrics_server import MetricsServer, tls_context
+        from ..metrics.member import new_registry
+        from ..metrics.server import MetricsServer, tls_context
         registry = new_registry("--port", str(port))
         registry.register(collector)
         tls = tls_context(tls_cert, tls_key, tls_client_ca) if tls_cert else None

@@ -5,9 +5,9 @@ import sys
 
 import click
 
-from .. import groups as lib
-from .. import zk as zkmod
-from ..group_describe import STORAGES, describe
+from ..tools import groups as lib
+from ..zookeeper import client as zkmod
+from ..tools.group_describe import STORAGES, describe
 from .common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, bootstrap_option, check_group_choice, connect_zookeeper,
                      emit_json, group_options, json_option, kafka_security, print_table, resolve_bootstrap,
                      resolve_zookeeper, selected_groups, zookeeper_option,

@@ -5,7 +5,7 @@ import time
 import click
 
 from ..errors import LocalClusterError
-from ..layout.names import validate_topic
+from ..core.layout.names import validate_topic
 from ..local import LocalCluster
 from ..local.cluster import BROKER_KINDS, ZOOKEEPER_COUNTS
 from ..local import maven, processes, tools

@@ -5,9 +5,9 @@ import threading
 
 import click
 
-from .. import zk as zkmod
-from ..kafka_metadata import admin_client
-from ..registry_mirror import RegistryMirror
+from ..zookeeper import client as zkmod
+from ..kafka.metadata import admin_client
+from ..tools.registry_mirror import RegistryMirror
 from .common import (bootstrap_option, connect_zookeeper, emit_json, json_option, kafka_security, resolve_bootstrap,
                      resolve_zookeeper, zookeeper_option)
 

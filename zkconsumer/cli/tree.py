@@ -1,7 +1,7 @@
 """``zkconsumer tree [PATH]``: print a ZooKeeper subtree with each node's data (read-only)."""
 import click
 
-from .. import zk as zkmod
+from ..zookeeper import client as zkmod
 from .common import connect_zookeeper, emit_json, json_option, resolve_zookeeper, zookeeper_read_option
 
 

@@ -21,11 +21,11 @@ import time
 
 
 from ..errors import ConfigError, ZkConsumerError
-from ..layout import codecs, paths
-from ..layout.names import validate_topic
+from ..core.layout import codecs, paths
+from ..core.layout.names import validate_topic
 from ..offsets import make_offset_store
-from .. import zk as zkmod
-from .. import zk_auth
+from ..zookeeper import client as zkmod
+from ..zookeeper import auth as zk_auth
 from . import join_guards
 from .fetcher import FetcherManager
 from .rebalancer import Rebalancer
@@ -430,7 +430,7 @@ def _member_info(config):
     import socket
 
     from .. import __version__
-    from ..layout.member_info import MemberInfo
+    from ..core.layout.member_info import MemberInfo
     return MemberInfo(host=socket.gethostname(), client_id=config.client_id or config.group_id,
                       offsets_storage=config.offsets_storage, dual_commit=bool(config.dual_commit_enabled),
                       pid=os.getpid(), library="zkconsumer %s" % __version__,

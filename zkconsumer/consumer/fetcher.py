@@ -25,7 +25,7 @@ import time
 
 from ..errors import ClusterUnavailableError, MessageTooLargeError, ZkConsumerError
 from .partition_info import ResetTo
-from .record_batch import payload_bytes
+from ..kafka.record_batch import payload_bytes
 from .stream import Chunk
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def consumer_settings(config):
         max_poll_records=100000,
         check_crcs=True,
     )
-    from ..kafka_security import of
+    from ..core.kafka_security import of
     settings.update(of(config).client_kwargs())
     if "socket.receive.buffer.bytes" in config.explicit_keys:
         # only when asked for: a fixed SO_RCVBUF (Scala's 64 KiB default) turns off the kernel's autotuning
@@ -261,11 +261,11 @@ class FetcherThread(threading.Thread):
             try:
                 self._consumer = KafkaConsumer(bootstrap_servers=servers, **consumer_settings(self.config))
             except (KafkaError, OSError) as e:
-                from ..kafka_connect_errors import connect_error
-                from ..kafka_security import of
+                from ..kafka.connect_errors import connect_error
+                from ..core.kafka_security import of
                 raise connect_error("reach brokers", servers, of(self.config), e) from e
             # decode v2 record batches with our own decoder (same records; kafka-python's for anything else)
-            from .fast_records import install
+            from ..kafka.fast_records import install
             install(self._consumer)
         return self._consumer
 
@@ -464,9 +464,9 @@ class RdKafkaFetcherThread(FetcherThread):
 
     def _ensure_consumer(self):
         if self._consumer is None:
-            from ..kafka_connect_errors import connect_error
-            from ..kafka_security import of
-            from .librdkafka import RdKafkaFetchClient
+            from ..kafka.connect_errors import connect_error
+            from ..core.kafka_security import of
+            from ..kafka.librdkafka import RdKafkaFetchClient
             servers = self.bootstrap_servers() if callable(self.bootstrap_servers) else self.bootstrap_servers
             try:
                 self._consumer = RdKafkaFetchClient(self.config, servers)

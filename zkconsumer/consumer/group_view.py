@@ -7,10 +7,10 @@ read (the ``cversion`` of ``/ids`` before and after), so every member computing 
 the same answer. Members that vanish between the list and the read are skipped.
 
 One rule for a registration that cannot be used — not JSON, missing ``pattern``/``subscription``, a bad stream
-count, a wildcard regex that cannot be evaluated (see :mod:`zkconsumer.topic_filter`): that member is kept in the
-member list but gets no thread id (it is assigned nothing), everyone else is assigned all the partitions of their
-topics, and ONE error naming the member and what it registered is logged per version of its registration znode
-(its ``mzxid``), not on every rebalance attempt. A subscribed topic that is not a legal topic name (a static
+count, a wildcard regex that cannot be evaluated (see :mod:`zkconsumer.core.subscription.topic_filter`): that
+member is kept in the member list but gets no thread id (it is assigned nothing), everyone else is assigned all the
+partitions of their topics, and ONE error naming the member and what it registered is logged per version of its
+registration znode (its ``mzxid``), not on every rebalance attempt. A subscribed topic that is not a legal topic name (a static
 subscription, or an unknown ``pattern`` kind — Kafka reads those as static) cannot exist: it has no partitions.
 
 Members in their leave grace (:mod:`.leave_grace`) are counted as if registered ("ghosts"): they are assigned
@@ -24,9 +24,9 @@ from typing import Dict, Hashable, List, Optional, Set
 from kazoo.exceptions import NoNodeError
 
 from ..errors import InvalidNameError, RebalanceError, ZnodeFormatError
-from ..layout import codecs, paths
-from ..layout.names import validate_topic
-from ..topic_count import UnusableRegistration, consumers_per_topic
+from ..core.layout import codecs, paths
+from ..core.layout.names import validate_topic
+from ..core.subscription.topic_count import UnusableRegistration, consumers_per_topic
 from .leave_grace import read_ghosts
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Tuple
 from kazoo.exceptions import NoAuthError, NoNodeError
 
 from ..errors import GroupConflictError, ZkConsumerError
-from ..layout import paths
+from ..core.layout import paths
 
 __all__ = ["preflight_checks", "refuse_split_brain", "refuse_cut_over_group", "refuse_stale_zookeeper_offsets",
            "kafka_ahead"]
@@ -57,7 +57,7 @@ def refuse_split_brain(conn: Any, clock: Callable[[], float] = time.monotonic,
     (COORDINATOR_NOT_AVAILABLE while ``__consumer_offsets`` is created), is asked again until
     ``split.brain.check.timeout.ms``; after that the answer is unknown: SplitBrainUnknownError with
     ``split.brain.check=refuse`` (the default), a warning with ``warn``; ``off`` never asks."""
-    from zkconsumer.broker_group import describe_broker_group
+    from zkconsumer.kafka.broker_group import describe_broker_group
     from ..errors import KafkaSecurityError, SplitBrainUnknownError
     refuse_cut_over_group(conn)
     mode = conn.config.split_brain_check
@@ -110,8 +110,8 @@ def refuse_stale_zookeeper_offsets(conn: Any) -> None:
     skips this. One OffsetFetch at start; a broker that cannot be asked only logs a warning."""
     if conn.config.offsets_storage != "zookeeper" or conn.config.offsets_storage_switch_check == "off":
         return
-    from .. import groups as zkgroups
-    from ..group_describe import member_infos
+    from ..tools import groups as zkgroups
+    from ..tools.group_describe import member_infos
     # quiet: a malformed registration is reported (once, as an error) by the rebalancer's group read
     live = set(zkgroups.live_members(conn.zk, conn.group, quiet=True)) - {conn.consumer_id}
     modes = {m: i.mode for m, i in member_infos(conn.zk, conn.group).items() if m in live}
@@ -146,7 +146,7 @@ _Offsets = Dict[Tuple[str, int], int]
 def kafka_ahead(conn: Any) -> Tuple[List[Tuple[str, int]], _Offsets, _Offsets]:
     """``(partitions where Kafka is ahead of ZooKeeper, ZooKeeper offsets, Kafka offsets)``; nothing when Kafka
     cannot be asked (logged)."""
-    from .. import groups as zkgroups
+    from ..tools import groups as zkgroups
     from ..offsets import ZooKeeperOffsetStore
     from ..offsets.kafka import KafkaOffsetStore
     try:

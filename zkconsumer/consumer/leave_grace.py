@@ -27,8 +27,8 @@ from typing import Dict, List, Optional, Tuple
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from ..errors import ZnodeFormatError
-from ..layout import codecs, paths
-from ..layout._json import MAX_INT64, load_json_object
+from ..core.layout import codecs, paths
+from ..core.layout._json import MAX_INT64, load_json_object
 
 log = logging.getLogger(__name__)
 _reported: set = set()  # (path, mzxid) of malformed markers already logged

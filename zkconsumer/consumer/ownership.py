@@ -9,7 +9,7 @@ import logging
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
 
-from ..layout import codecs, paths
+from ..core.layout import codecs, paths
 
 log = logging.getLogger(__name__)
 

@@ -47,10 +47,10 @@ import time
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import KazooState
 
-from ..assignors import get_assignor, own_assignment
+from ..core.assignors import get_assignor, own_assignment
 from ..errors import (GroupConflictError, OwnershipLostError, RebalanceError, RegistrationConflictError,
                       SplitBrainUnknownError)
-from ..layout import paths
+from ..core.layout import paths
 from ..offsets import OwnershipFence
 from . import ownership
 from .group_view import GroupReader

@@ -13,7 +13,7 @@ import time
 from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 
 from ..errors import RegistrationConflictError
-from ..layout import codecs, paths
+from ..core.layout import codecs, paths
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def deregister_first(zk, group, consumer_id) -> bool:
 def publish_member_info(zk, group, consumer_id, info) -> None:
     """Create (or update) our member info node beside the registration: ephemeral, so it goes with the session.
     Best effort: a member that cannot write it still consumes (tools then show it as unknown)."""
-    from ..layout.member_info import encode_member_info
+    from ..core.layout.member_info import encode_member_info
     path = paths.member_info_path(group, consumer_id)
     data = encode_member_info(info)
     try:

@@ -19,8 +19,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from .. import zk as zkmod
-from ..layout import paths
+from ..zookeeper import client as zkmod
+from ..core.layout import paths
 from .leave_grace import announce_leave
 from .ownership import release_and_deregister
 from .registration import deregister_first, withdraw_member_info

@@ -186,7 +186,7 @@ class LocalCluster(ProcessRecords):
 
     @staticmethod
     def _create_scram_users(zookeeper_connect: str, security: BrokerSecurity, log: Log) -> None:
-        from .. import zk as zkmod
+        from ..zookeeper import client as zkmod
         log("creating SCRAM users %s" % ", ".join(sorted(security.scram_users)))
         zk = zkmod.connect(zookeeper_connect)
         try:

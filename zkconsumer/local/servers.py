@@ -345,7 +345,7 @@ def _metadata_answers(bootstrap: str) -> bool:
 
 def _wait_kafka_zk(rec: Record, proc: Any, timeout: float) -> None:
     """Registered under /brokers/ids/<id> (Kafka writes it itself) and answering Metadata."""
-    from .. import zk as zkmod
+    from ..zookeeper import client as zkmod
     path = "/brokers/ids/%d" % rec["broker_id"]
     zk = zkmod.connect(rec["zookeeper_connect"])
     try:
@@ -369,7 +369,7 @@ def _wait_kafka_metadata(rec: Record, proc: Any, timeout: float) -> None:
 
 def _wait_mirror(rec: Record, proc: Any, timeout: float) -> None:
     """The first sync: the broker registration appears under /brokers/ids."""
-    from .. import zk as zkmod
+    from ..zookeeper import client as zkmod
     zk = zkmod.connect(rec["zookeeper_connect"])
     try:
         wait_until_ready(rec, proc, timeout, "the registry mirror",

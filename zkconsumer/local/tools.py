@@ -3,7 +3,7 @@ import json
 import time
 
 from ..errors import ClusterUnavailableError, LocalClusterError
-from ..kafka_metadata import admin_client, fetch_cluster_metadata
+from ..kafka.metadata import admin_client, fetch_cluster_metadata
 
 
 def partition_count(bootstrap, name):
@@ -62,8 +62,8 @@ def create_or_grow_topic(bootstrap, name, partitions, timeout=30.0, replication_
 
 def wait_for_zk_topic(zookeeper_connect, topic, partitions, timeout=15.0):
     """Wait until /brokers/topics/[topic] lists at least `partitions` partitions (the mirror wrote it)."""
-    from .. import zk as zkmod
-    from ..layout import codecs, paths
+    from ..zookeeper import client as zkmod
+    from ..core.layout import codecs, paths
     zk = zkmod.connect(zookeeper_connect)
     try:
         path = paths.topic_path(topic)

@@ -18,7 +18,7 @@ __all__ = ["CommitResult", "OffsetStore", "OwnershipFence", "ZooKeeperOffsetStor
 
 
 def make_offset_store(config, zk_client, bootstrap_servers=None, strict=False) -> OffsetStore:
-    """The offset store for ``config`` (a :class:`~zkconsumer.config.ConsumerConfig`), bound to ``group.id``.
+    """The offset store for ``config`` (a :class:`~zkconsumer.core.config.ConsumerConfig`), bound to ``group.id``.
 
     * ``offsets.storage=zookeeper`` -> :class:`ZooKeeperOffsetStore` (``dual.commit.enabled`` has no effect, ZookeeperConsumerConnector.scala);
     * ``kafka`` and ``dual.commit.enabled=false`` -> :class:`zkconsumer.offsets.kafka.KafkaOffsetStore`;

@@ -12,7 +12,7 @@ import logging
 from typing import Dict, Iterable, Mapping, Optional, Set, Tuple, Type, Union
 
 from ..errors import OffsetStoreError, OwnershipLostError
-from ..layout._json import MAX_INT64
+from ..core.layout._json import MAX_INT64
 
 __all__ = ["TopicPartitionKey", "OffsetStore", "CommitResult", "OwnershipFence", "NormalizedOffsets",
            "normalize_offsets", "normalize_partitions"]

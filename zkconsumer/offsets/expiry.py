@@ -25,8 +25,8 @@ from ..errors import ClusterUnavailableError
 __all__ = ["java_string_hash", "offsets_topic_partition", "parse_commit_record", "parse_commit", "read_commit_times",
            "read_commit_log", "read_commit_logs", "LastCommit", "offsets_retention_ms", "OFFSETS_TOPIC"]
 
-from ..kafka_connect_errors import connect_error
-from ..kafka_security import PLAINTEXT
+from ..kafka.connect_errors import connect_error
+from ..core.kafka_security import PLAINTEXT
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ retries), ZookeeperConsumerConnector.scala (versions), ClientUtils.scala (findin
 Layer chosen (kafka-python 3.0.12): one :class:`kafka.admin.KafkaAdminClient` per store, used only as a connection
 manager with its own IO thread.  We send FindCoordinator (v<=3), OffsetCommit (v<=5, ``generation_id=-1``,
 ``member_id=""``: a "simple consumer" commit, no JoinGroup ever) and OffsetFetch (v<=7) ourselves through
-:mod:`zkconsumer.client_internals` (kafka-python's connection manager) because the public ``list_group_offsets`` raises on the first partition error and neither
+:mod:`zkconsumer.kafka.internals` (kafka-python's connection manager) because the public ``list_group_offsets`` raises on the first partition error and neither
 public call lets us re-find the coordinator after NOT_COORDINATOR.  The coordinator gets its own connection
 (``cluster.add_coordinator``), kept across calls.  ``KafkaConsumer.commit`` was rejected: it raises for the whole
 batch instead of reporting per-partition errors.
@@ -28,12 +28,12 @@ import kafka.errors as Errors
 from kafka.protocol.consumer import OffsetFetchRequest
 from kafka.protocol.metadata import FindCoordinatorRequest
 
-from zkconsumer import client_internals as internals
-from zkconsumer.client_internals import AdminClient as _AdminClient
+from zkconsumer.kafka import internals
+from zkconsumer.kafka.internals import AdminClient as _AdminClient
 from zkconsumer.errors import OffsetManagerUnavailableError, OffsetStoreError
-from zkconsumer.layout import validate_group
+from zkconsumer.core.layout import validate_group
 from zkconsumer.offsets.base import CommitResult, OffsetStore, normalize_offsets, normalize_partitions
-from zkconsumer.protocol.offset_commit import OffsetCommitResult, make_request as make_commit_request
+from zkconsumer.kafka.protocol.offset_commit import OffsetCommitResult, make_request as make_commit_request
 
 __all__ = ["KafkaOffsetStore"]
 
@@ -59,11 +59,11 @@ class KafkaOffsetStore(OffsetStore):
     """The group's offsets in Kafka's offset manager (``offsets.storage=kafka``, Kafka's ZookeeperConsumerConnector.scala).
 
     :param bootstrap_servers: ``host:port[,host:port]`` (or a list).
-    :param config: a :class:`~zkconsumer.config.ConsumerConfig` for ``offsets.channel.backoff.ms``,
+    :param config: a :class:`~zkconsumer.core.config.ConsumerConfig` for ``offsets.channel.backoff.ms``,
         ``offsets.channel.socket.timeout.ms``, ``offsets.commit.max.retries`` and ``client.id`` (defaults 1000,
         10000, 5 and the group when None).
     :param zk: optional kazoo client, only used to pre-check an :class:`~zkconsumer.offsets.OwnershipFence`.
-    :param security: a :class:`~zkconsumer.kafka_security.KafkaSecurity`; default: the config's (PLAINTEXT without
+    :param security: a :class:`~zkconsumer.core.kafka_security.KafkaSecurity`; default: the config's (PLAINTEXT without
         a config).
 
     Nothing touches the network before the first ``fetch``/``commit``; the connection is then kept until
@@ -74,7 +74,7 @@ class KafkaOffsetStore(OffsetStore):
     name = "kafka"
 
     def __init__(self, bootstrap_servers, group: str, config=None, zk=None, security=None):
-        from zkconsumer import kafka_security
+        from zkconsumer.core import kafka_security
         self.group = validate_group(group)
         self.security = security if security is not None else kafka_security.of(config)
         self.bootstrap_servers = bootstrap_servers
@@ -101,7 +101,7 @@ class KafkaOffsetStore(OffsetStore):
                     reconnect_backoff_ms=50, reconnect_backoff_max_ms=max(50, self.backoff_ms),
                     **self.security.client_kwargs())
             except Exception as e:
-                from zkconsumer.kafka_connect_errors import connect_error_text
+                from zkconsumer.kafka.connect_errors import connect_error_text
                 raise OffsetManagerUnavailableError(connect_error_text(
                     "reach Kafka within %d ms (offsets.channel.socket.timeout.ms) for the offsets of group %s"
                     % (self.socket_timeout_ms, self.group), self.bootstrap_servers, self.security, e)) from e
@@ -319,7 +319,7 @@ class KafkaOffsetStore(OffsetStore):
         return result
 
     async def _async_commit(self, node, offsets):
-        # v5 at most (zkconsumer.protocol.offset_commit): what a simple-consumer commit needs, its partitions
+        # v5 at most (zkconsumer.kafka.protocol.offset_commit): what a simple-consumer commit needs, its partitions
         # encoded in one pass; v8's flexible encoding cost 1.6x the time for fields we never set
         request = make_commit_request(self.group, offsets)
         response = await internals.send(self._admin, request, node_id=node)

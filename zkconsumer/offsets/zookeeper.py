@@ -22,8 +22,8 @@ from kazoo.exceptions import (BadVersionError, KazooException, NodeExistsError, 
 from kazoo.protocol.serialization import CheckVersion, SetData
 
 from ..errors import OffsetStoreError, OwnershipLostError, ZnodeFormatError
-from ..layout import decode_offset, encode_offset, partition_offset_path, topic_offsets_path, validate_group
-from ..protocol import zk_multi
+from ..core.layout import decode_offset, encode_offset, partition_offset_path, topic_offsets_path, validate_group
+from ..zookeeper import multi as zk_multi
 from .base import CommitResult, OffsetStore, OwnershipFence, normalize_offsets, normalize_partitions
 
 __all__ = ["ZooKeeperOffsetStore"]

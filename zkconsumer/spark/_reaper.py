@@ -27,8 +27,8 @@ POLL_S = 0.5
 def release_member(zookeeper_connect, group, consumer_id, auth=None, session=None):
     """Delete the registration and owner nodes of ``consumer_id`` (a dead member); with ``session``, only nodes
     created by that ZooKeeper session. Returns what was deleted. ``auth``: the member's
-    :class:`~zkconsumer.zk_auth.ZkAuth` (with ACLs on, only its identity may delete them)."""
-    from .. import zk as zkmod
+    :class:`~zkconsumer.zookeeper.auth.ZkAuth` (with ACLs on, only its identity may delete them)."""
+    from ..zookeeper import client as zkmod
     zk = zkmod.connect(zookeeper_connect, auth=auth)
     try:
         return _release(zk, group, consumer_id, session)
@@ -38,7 +38,7 @@ def release_member(zookeeper_connect, group, consumer_id, auth=None, session=Non
 
 def _release(zk, group, consumer_id, session=None):
     from kazoo.exceptions import NoNodeError
-    from ..layout import paths
+    from ..core.layout import paths
     deleted = []
 
     def delete(path, stat):
@@ -101,15 +101,15 @@ def main(argv):
     driver_started = _start_time(driver) if driver > 0 else None
     auth = None
     if len(argv) >= 9:
-        from ..zk_auth import build
+        from ..zookeeper.auth import build
         auth = build(argv[5], argv[6] or None, argv[7], argv[8] == "true")
     try:
         while sys.stdin.buffer.read(65536):
             pass
     except Exception:
         pass
-    from .. import zk as zkmod
-    from ..layout import paths
+    from ..zookeeper import client as zkmod
+    from ..core.layout import paths
     try:
         zk = zkmod.connect(zk_connect, auth=auth)
     except Exception:

@@ -27,7 +27,7 @@ class AssignedPartitions:
     consumer_id: Optional[str] = None
 
     def __init__(self, opts: SourceOptions, bootstrap: Optional[str] = None):
-        from .. import zk as zkmod
+        from ..zookeeper import client as zkmod
         from ..offsets import make_offset_store
         self.opts = opts
         self.config = opts.consumer_config
@@ -46,7 +46,7 @@ class AssignedPartitions:
 
     def _kafka_bootstrap(self) -> str:
         if self._bootstrap is None:
-            from ..zk import bootstrap_from_zk
+            from ..zookeeper.client import bootstrap_from_zk
             self._bootstrap = bootstrap_from_zk(self.zk, self.opts.zookeeper_connect, self.opts.kafka_security.protocol)
         return self._bootstrap
 
@@ -105,7 +105,7 @@ class AssignedPartitions:
         return self._keepalive.refresh(self.offset_store, [tp for tp in due if tp not in busy])
 
     def shutdown(self) -> None:
-        from .. import zk as zkmod
+        from ..zookeeper import client as zkmod
         try:
             self.offset_store.close()
         finally:

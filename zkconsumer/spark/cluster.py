@@ -7,8 +7,8 @@ from typing import Dict, Iterable, List, Tuple, Union
 from kazoo.exceptions import NoNodeError
 
 from ..errors import ConfigError, ZkConsumerError, ZnodeFormatError
-from ..layout import codecs, paths
-from ..topic_filter import is_internal_topic
+from ..core.layout import codecs, paths
+from ..core.subscription.topic_filter import is_internal_topic
 
 log = logging.getLogger(__name__)
 

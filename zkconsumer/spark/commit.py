@@ -56,9 +56,9 @@ def plan_batch(options) -> BatchPlan:
     group's committed offset (or ``startingOffsets``: JSON entries win, ``earliest``/``latest`` apply where nothing
     is committed) to the log end (or ``endingOffsets`` JSON, ``endingTimestamp``, ``endingOffsetsByTimestamp``).
     ``options``: the source's option dict or parsed :class:`SourceOptions`."""
-    from .. import zk as zkmod
+    from ..zookeeper import client as zkmod
     from ..offsets import make_offset_store
-    from ..zk import bootstrap_from_zk
+    from ..zookeeper.client import bootstrap_from_zk
     from .cluster import offsets_at, partitions_to_read, require_all_partitions, resolve_start
     opts = _opts(options)
     zk = zkmod.connect(opts.zookeeper_connect, auth=opts.zk_auth())
@@ -137,7 +137,7 @@ def forward_only(store, offsets: Dict[TP, int], fence=None):
 def own_member_id(opts: SourceOptions):
     """The consumer id of this application's Spark member: ``<group>_<consumer.id>`` when ``consumer.id`` is given,
     else None (any Spark member of the group, ``<group>_spark-...``, counts as the application's)."""
-    from ..layout.codecs import make_consumer_id
+    from ..core.layout.codecs import make_consumer_id
     cfg = opts.consumer_config
     return make_consumer_id(opts.group, cfg.consumer_id) if cfg.consumer_id else None
 
@@ -155,10 +155,10 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True, member
     commits win); a partition nobody owns is committed. Returns ``{"committed": {...}, "unchanged": {...},
     "skipped": {...}, "failed": {...}}`` keyed ``"topic-partition"``.
     """
-    from .. import zk as zkmod
+    from ..zookeeper import client as zkmod
     from ..errors import OwnershipLostError
     from ..offsets import make_offset_store
-    from ..zk import bootstrap_from_zk
+    from ..zookeeper.client import bootstrap_from_zk
     from .fence import member_fence, owner_nodes
     opts = _opts(options)
     offsets = end_offsets if isinstance(end_offsets, dict) and all(isinstance(k, tuple) for k in end_offsets) \
@@ -248,7 +248,7 @@ def last_committed_end(checkpoint: str, source_index: int = 0, filesystem: str =
 def _offsets_of(line, where) -> Dict[TP, int]:
     """The source's offsets in a checkpoint's offset log line; ValueError naming the file when they are not (a
     checkpoint of another source, or a damaged file), like the offset log's other format errors."""
-    from ..layout.names import is_legal_name
+    from ..core.layout.names import is_legal_name
 
     def bad(why):
         return ValueError("%s: not offsets of the zkconsumer source ({\"topic\": {\"partition\": offset}}): %s"

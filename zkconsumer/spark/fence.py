@@ -12,7 +12,7 @@ from typing import Dict, Iterable, Tuple
 
 from kazoo.exceptions import NoNodeError
 
-from ..layout import paths
+from ..core.layout import paths
 from ..offsets import OwnershipFence
 
 TP = Tuple[str, int]

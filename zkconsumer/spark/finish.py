@@ -33,7 +33,7 @@ def name_member(options: Mapping[str, str]) -> Dict[str, str]:
     """``options`` with a ``consumer.id`` of the application's own (``spark-<host>-<millis>-<uuid8>``, kept when one
     is given), so :func:`commit_batch` and :func:`finish_query` know exactly which member's partitions are the
     query's; the member is marked as released by the application (the query listener leaves it alone)."""
-    from ..layout.codecs import make_consumer_id
+    from ..core.layout.codecs import make_consumer_id
     from .member import spark_consumer_id
     from .options import parse_options
     opts = dict(options)

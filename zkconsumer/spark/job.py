@@ -37,7 +37,7 @@ log = logging.getLogger("zkconsumer.spark.job")
 
 def build_options(args) -> dict:
     from ..cli.common import KAFKA_ENV, resolve_zookeeper
-    from ..properties import parse_property_override
+    from ..core.properties import parse_property_override
     opts = {"zookeeper.connect": resolve_zookeeper(args.zookeeper), "group.id": args.group}
     if args.topics:
         opts["subscribe"] = ",".join(args.topics)

@@ -30,14 +30,14 @@ class DataLossError(ZkConsumerError):
 
 def _consumer(bootstrap, security=None, kafka_params=(), client_id="zkconsumer-spark", **kw):
     """A KafkaConsumer that joins no group: the source's settings ``kw``, the Kafka security settings (*security*, a
-    :class:`~zkconsumer.kafka_security.KafkaSecurity`), then the user's ``kafka.*`` passthrough
+    :class:`~zkconsumer.core.kafka_security.KafkaSecurity`), then the user's ``kafka.*`` passthrough
     (:func:`~zkconsumer.spark.kafka_options.kafka_client_config`; a ``kafka.group.id`` is its group.id, as in Spark,
     but partitions are assigned, so it never joins that group), then what the source's semantics need (no auto
     commit)."""
     from kafka import KafkaConsumer
     from kafka.errors import KafkaError
-    from ..kafka_connect_errors import connect_error
-    from ..kafka_security import PLAINTEXT
+    from ..kafka.connect_errors import connect_error
+    from ..core.kafka_security import PLAINTEXT
     security = security or PLAINTEXT
     conf = dict(bootstrap_servers=bootstrap.split(","), client_id=client_id, group_id=None)
     conf.update(kw)
@@ -193,8 +193,8 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
     c = _consumer(bootstrap, security, kafka_params, client_id, auto_offset_reset="none", max_poll_records=batch_rows,
                   fetch_max_wait_ms=100,
                   max_partition_fetch_bytes=16 << 20, fetch_max_bytes=64 << 20, check_crcs=True)
-    from ..consumer.fast_records import install, install_columnar
-    from ..consumer.record_batch import ColumnSink, columns
+    from ..kafka.fast_records import install, install_columnar
+    from ..kafka.record_batch import ColumnSink, columns
     sink = ColumnSink(with_headers=include_headers)
     # records decoded straight into columns (C where built): no record object per row on this path
     columnar = install_columnar(c, sink)

@@ -3,7 +3,7 @@ kafka-python's, values converted to the type of kafka-python's defaults, the opt
 refused here too, and the others passed through where kafka-python has them, with a warning where it does not
 (:func:`kafka_client_config`; :mod:`zkconsumer.spark.options` calls it while parsing). The security keys
 (``kafka.security.protocol``, ``kafka.ssl.*`` with the Java stores, ``kafka.sasl.*``) are not handled here but by
-:class:`~zkconsumer.kafka_security.KafkaSecurity`."""
+:class:`~zkconsumer.core.kafka_security.KafkaSecurity`."""
 from __future__ import annotations
 
 import logging

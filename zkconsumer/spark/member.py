@@ -28,7 +28,7 @@ import time
 import uuid
 
 from ..consumer.connector import RebalanceListener, ZookeeperConsumerConnector
-from ..layout import codecs
+from ..core.layout import codecs
 from ..offsets import CommitResult
 from . import keepalive
 

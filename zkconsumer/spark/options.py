@@ -6,7 +6,7 @@ Names follow Spark's Kafka source where they mean the same thing (``assign``, ``
 ``includeHeaders``, ``minPartitions``, ``maxRecordsPerPartition``, the timestamp options,
 ``minOffsetsPerTrigger``/``maxTriggerDelay``, ``kafka.*``: :mod:`zkconsumer.spark.kafka_options`); every
 legacy consumer property (``zookeeper.connect``, ``group.id``, ``offsets.storage``, ``dual.commit.enabled``, ...:
-:data:`zkconsumer.config.KNOWN_KEYS`) is accepted as an option too. Spark lower-cases option names, so matching is
+:data:`zkconsumer.core.config.KNOWN_KEYS`) is accepted as an option too. Spark lower-cases option names, so matching is
 case-insensitive. A bad value raises :class:`~zkconsumer.errors.ConfigError` naming the option, the value and what
 is allowed.
 """
@@ -16,14 +16,14 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, Dict, Mapping, Optional, Tuple, Union
 
-from ..config import KNOWN_KEYS, ConsumerConfig
+from ..core.config import KNOWN_KEYS, ConsumerConfig
 from ..errors import ConfigError, InvalidNameError
-from ..kafka_security import SECURITY_KEYS, KafkaSecurity
-from ..layout.names import validate_partition, validate_topic
+from ..core.kafka_security import SECURITY_KEYS, KafkaSecurity
+from ..core.layout.names import validate_partition, validate_topic
 from .kafka_options import kafka_client_config, warn_once
 
 if TYPE_CHECKING:
-    from ..zk_auth import ZkAuth
+    from ..zookeeper.auth import ZkAuth
 
 # our option name (as documented) -> lower-case key Spark hands us
 SOURCE_OPTIONS = ("assign", "subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "maxOffsetsPerTrigger",
@@ -87,7 +87,7 @@ class SourceOptions:
     def zk_auth(self) -> "ZkAuth":
         """The ZooKeeper credentials and ACL of the ``zookeeper.auth.*`` / ``zookeeper.set.acl`` options (the
         password is read from the credentials file here, on the machine that connects; never an option)."""
-        from ..zk_auth import from_config
+        from ..zookeeper.auth import from_config
         return from_config(self.consumer_config)
 
     def default_reset(self, streaming: bool) -> Union[str, int]:
@@ -104,7 +104,7 @@ class SourceOptions:
         return "latest" if streaming else "earliest"
 
     def topic_filter(self):
-        from ..topic_filter import Whitelist
+        from ..core.subscription.topic_filter import Whitelist
         return Whitelist(self.pattern) if self.pattern is not None else None
 
     def log_end_probe(self, bootstrap: str):
@@ -295,7 +295,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     elif assigned is not None:
         topics = tuple(sorted({t for t, _ in assigned}))
     else:
-        from ..java_regex import compile_java_regex
+        from ..core.subscription.java_regex import compile_java_regex
         assert pattern is not None  # exactly one of assign, subscribe, subscribePattern
         try:
             compile_java_regex(pattern, key="subscribePattern")

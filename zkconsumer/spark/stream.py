@@ -116,8 +116,8 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _get_bootstrap(self):
         if self._bootstrap is None:
-            from .. import zk as zkmod
-            from ..zk import bootstrap_from_zk
+            from ..zookeeper import client as zkmod
+            from ..zookeeper.client import bootstrap_from_zk
             zk = zkmod.connect(self.opts.zookeeper_connect, auth=self.opts.zk_auth())
             try:
                 self._bootstrap = bootstrap_from_zk(zk, self.opts.zookeeper_connect,

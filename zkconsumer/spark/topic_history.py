@@ -19,7 +19,7 @@ from typing import Dict, Iterable, Optional, Set, Tuple
 
 from kazoo.exceptions import NoNodeError
 
-from ..layout import codecs, paths
+from ..core.layout import codecs, paths
 
 log = logging.getLogger("zkconsumer.spark")
 

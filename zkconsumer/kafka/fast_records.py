@@ -1,0 +1,249 @@
+"""A faster decoder for Kafka record batches (message format v2) on the fetch path.
+
+kafka-python decodes a fetched partition through ``Fetcher.PartitionRecords``: one ``DefaultRecordBatch`` per batch
+(a copy of the batch), one ``DefaultRecord`` per record with a pure-Python ``decode_varint`` call per field, then a
+``ConsumerRecord`` built from the record's properties. :class:`FastPartitionRecords` replaces only the decoding step
+(``_unpack_records``) with the record batch v2 decoder of :mod:`zkconsumer.kafka.record_batch` (in C when built).
+
+It yields the same ``ConsumerRecord`` values and keeps the same bookkeeping (``next_fetch_offset``, ``leader_epoch``,
+``bytes_read``, ``records_read``, drain at the end) as the stock code. It is used only where that is certainly
+right: read_uncommitted isolation and a fetch whose complete batches are all magic 2; anything else (legacy
+message formats, read_committed, undersized batches, an unknown ``records`` object) goes through kafka-python's own
+``_unpack_records``. :func:`install` puts it on a ``KafkaConsumer`` only if kafka-python has the internals it relies
+on and a self-test against the stock decoder passes, so another kafka-python version falls back to the stock path.
+"""
+import inspect
+import logging
+import struct
+
+from kafka.errors import CorruptRecordError
+
+from .internals import batch_data, consumer_fetcher, partition_records_class, records_buffer
+
+from .record_batch import (BATCH_HEADER, BATCH_HEADER_SIZE, CODEC_MASK, CONTROL_FLAG, CRC_FROM, LOG_APPEND_TIME_FLAG,
+                           DECODER, columns, decode_records, scan_v2_batches)
+
+log = logging.getLogger(__name__)
+
+_EXPECTED_FIELDS = ("topic", "partition", "leader_epoch", "offset", "timestamp", "timestamp_type", "key", "value",
+                    "headers", "checksum", "serialized_key_size", "serialized_value_size", "serialized_header_size")
+
+__all__ = ["install", "install_columnar", "fast_partition_records_class", "columnar_partition_records_class",
+           "DECODER"]  # DECODER: "c" or "python", the decoder record_batch uses
+
+
+def _make_class():
+    from kafka.consumer.fetcher import ConsumerRecord
+    from kafka.protocol.consumer import IsolationLevel
+
+    stock = partition_records_class()
+    read_uncommitted = IsolationLevel.READ_UNCOMMITTED
+
+    try:
+        from crc32c import crc32c as _crc32c
+    except ImportError:  # kafka-python's own (pure Python, slow) implementation
+        from kafka.record.util import calc_crc32c as _crc32c
+
+    class FastPartitionRecords(stock):
+        """kafka-python's PartitionRecords with a faster decoder for v2 batches (see the module docstring)."""
+
+        def _unpack_records(self, tp, records, key_deserializer, value_deserializer):
+            buf = records_buffer(records)
+            if self.isolation_level != read_uncommitted or not isinstance(buf, (bytes, bytearray, memoryview)):
+                return stock._unpack_records(self, tp, records, key_deserializer, value_deserializer)
+            if not isinstance(buf, bytes):
+                buf = bytes(buf)
+            batches = scan_v2_batches(buf)
+            if batches is None:
+                return stock._unpack_records(self, tp, records, key_deserializer, value_deserializer)
+            return self._fast_unpack(tp, buf, batches, key_deserializer, value_deserializer)
+
+        def _fast_unpack(self, tp, buf, batches, key_deserializer, value_deserializer):
+            deserialize = key_deserializer is not None or value_deserializer is not None
+            for recs, sizes, error in self._decoded_batches(tp, buf, batches):
+                if deserialize:
+                    for rec, size in zip(recs, sizes):
+                        rec = self._deserialized(rec, key_deserializer, value_deserializer)
+                        self.records_read += 1
+                        self.bytes_read += size
+                        self.next_fetch_offset = rec[3] + 1
+                        yield rec
+                else:
+                    for rec, size in zip(recs, sizes):
+                        self.records_read += 1
+                        self.bytes_read += size
+                        self.next_fetch_offset = rec[3] + 1
+                        yield rec
+                if error is not None:
+                    raise error
+            self.drain()
+
+        def _decoded_batches(self, tp, buf, batches):
+            """(records, sizes, error) of each batch that is not a control batch, in order: the CRC checked, the
+            leader epoch and (after control batches, and after the last batch) the next fetch offset kept."""
+            topic, partition = tp.topic, tp.partition
+            check_crcs = self.check_crcs
+            header = BATCH_HEADER.unpack_from
+            view = memoryview(buf)
+            next_offset = None
+            for start, end in batches:
+                (base_offset, _length, leader_epoch, _magic, crc, attributes, last_offset_delta, first_timestamp,
+                 max_timestamp, _pid, _pepoch, _pseq, count) = header(buf, start)
+                if check_crcs and _crc32c(view[start + CRC_FROM:end]) != crc:
+                    raise CorruptRecordError("Record batch for partition %s at offset %s failed crc check"
+                                             % (self.topic_partition, base_offset))
+                self.leader_epoch = leader_epoch
+                next_offset = base_offset + last_offset_delta + 1
+                if attributes & CONTROL_FLAG:  # transaction markers are not returned to the consumer
+                    self.next_fetch_offset = next_offset
+                    continue
+                if attributes & CODEC_MASK:
+                    data, pos = _decompressed(buf[start:end])
+                    data_end = len(data)
+                else:
+                    data, pos, data_end = buf, start + BATCH_HEADER_SIZE, end
+                yield decode_records(data, pos, data_end, count, base_offset, first_timestamp, max_timestamp,
+                                     attributes & LOG_APPEND_TIME_FLAG, topic, partition, leader_epoch,
+                                     ConsumerRecord)
+            if next_offset is not None:
+                # v2 keeps a batch's last offset even when compaction removed its last records: continue after it
+                self.next_fetch_offset = next_offset
+
+        def _deserialized(self, rec, key_deserializer, value_deserializer):
+            topic, headers = rec[0], rec[8]
+            return rec._replace(key=self._deserialize(key_deserializer, topic, headers, rec[6]),
+                                value=self._deserialize(value_deserializer, topic, headers, rec[7]))
+
+    return FastPartitionRecords
+
+
+def _decompressed(batch_bytes):
+    """(records bytes, start) of a compressed batch, decompressed by kafka-python's own codecs."""
+    from kafka.record.default_records import DefaultRecordBatch
+    batch = DefaultRecordBatch(batch_bytes)
+    iter(batch)  # decompresses (and checks the codec is available)
+    data, pos = batch_data(batch)
+    return bytes(data), pos
+
+
+_CLASS = None
+_CHECKED = False
+
+
+def fast_partition_records_class():
+    """The FastPartitionRecords class, or None when this kafka-python does not look like the one it was written
+    against (missing internals, or the self-test disagrees with the stock decoder)."""
+    global _CLASS, _CHECKED
+    if _CHECKED:
+        return _CLASS
+    _CHECKED = True
+    try:
+        from kafka.consumer.fetcher import ConsumerRecord
+        stock = partition_records_class()
+        if stock is None or tuple(ConsumerRecord._fields) != _EXPECTED_FIELDS:
+            return None
+        for name in ("_unpack_records", "_deserialize", "take", "drain"):
+            if not callable(getattr(stock, name, None)):
+                return None
+        params = inspect.signature(stock.__init__).parameters
+        for name in ("fetch_offset", "tp", "records", "key_deserializer", "value_deserializer", "check_crcs",
+                     "isolation_level"):
+            if name not in params:
+                return None
+        cls = _make_class()
+        if not _self_test(stock, cls):
+            log.warning("kafka-python's record decoding changed; using its stock decoder")
+            return None
+        _CLASS = cls
+        if DECODER == "python":
+            log.warning("the C record decoder is not built (no C compiler when zkconsumer was installed): records "
+                        "are decoded in Python, 3-10x slower (zkconsumer_info{decoder=\"python\"})")
+    except Exception as e:  # any surprise: the stock path
+        log.warning("fast record decoding unavailable (%s); using kafka-python's decoder", e)
+        _CLASS = None
+    return _CLASS
+
+
+def _self_test(stock, cls):
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from kafka.record import MemoryRecords
+    from kafka.structs import TopicPartition
+    data = b""
+    offset = 0
+    for compression in (0, 1):
+        builder = DefaultRecordBatchBuilder(magic=2, compression_type=compression, is_transactional=False,
+                                            producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+        for i in range(5):
+            builder.append(i, timestamp=1700000000000 + 37 * i, key=None if i % 2 else b"k%d" % i,
+                           value=None if i == 3 else b"v" * (i * 50), headers=[("h", b"x")] if i == 2 else [])
+        batch = bytearray(builder.build())
+        struct.pack_into(">q", batch, 0, offset)
+        offset += 5
+        data += bytes(batch)
+    tp = TopicPartition("self-test", 0)
+
+    def read(kind):
+        part = kind(1, tp, MemoryRecords(data), check_crcs=True)
+        out = part.take()
+        return out, part.next_fetch_offset, part.leader_epoch, part.bytes_read, part.records_read, bool(part)
+
+    return read(stock) == read(cls)
+
+
+def install_columnar(consumer, sink):
+    """Make ``consumer`` decode v2 batches straight into *sink* (a
+    :class:`~zkconsumer.kafka.record_batch.ColumnSink`): its ``poll`` then returns, per partition, one marker
+    ConsumerRecord per batch (the offset of the batch's last record, no key or value), and the records themselves
+    are in the sink, in order. For a reader that wants columns (the Spark source):
+    no record is built in Python. Positions and errors are kafka-python's, as with :func:`install`. Returns False
+    (consumer untouched) where the fast decoder is unavailable."""
+    cls = fast_partition_records_class()
+    fetcher = consumer_fetcher(consumer)
+    if cls is None or fetcher is None or getattr(type(fetcher), "PartitionRecords", None) is not cls.__bases__[0]:
+        return False
+    fetcher.PartitionRecords = columnar_partition_records_class(cls, sink)
+    return True
+
+
+def columnar_partition_records_class(fast_class, sink):
+    """A subclass of *fast_class* (FastPartitionRecords) that decodes into *sink* (see :func:`install_columnar`)."""
+    return type("ColumnarPartitionRecords", (fast_class,), {"sink": sink, "_fast_unpack": _columnar_unpack})
+
+
+def _columnar_unpack(self, tp, buf, batches, key_deserializer, value_deserializer):
+    """FastPartitionRecords._fast_unpack for :func:`install_columnar`: records go to ``self.sink``; one marker
+    record is yielded per batch that gave any."""
+    from kafka.consumer.fetcher import ConsumerRecord
+    if key_deserializer is not None or value_deserializer is not None:
+        raise ValueError("a columnar consumer has no deserializers")
+    sink = self.sink
+    for recs, sizes, error in self._decoded_batches(tp, buf, batches):
+        n, last = columns(recs, self.fetch_offset, sink.offsets, sink.timestamps, sink.types, sink.keys, sink.values,
+                          sink.headers)
+        self.records_read += len(recs)
+        self.bytes_read += sum(sizes)
+        if recs:
+            self.next_fetch_offset = recs[-1][3] + 1
+        if n:
+            yield ConsumerRecord(tp.topic, tp.partition, self.leader_epoch, last, -1, -1, None, None, [], None, -1, -1,
+                                 -1)
+        if error is not None:
+            raise error
+    self.drain()
+
+
+def install(consumer):
+    """Make ``consumer`` (a kafka-python KafkaConsumer) decode v2 batches with FastPartitionRecords; returns True
+    if installed. Leaves the consumer untouched when unavailable."""
+    cls = fast_partition_records_class()
+    fetcher = consumer_fetcher(consumer)
+    if cls is None or fetcher is None or getattr(type(fetcher), "PartitionRecords", None) is not cls.__bases__[0]:
+        return False
+    fetcher.PartitionRecords = cls  # an instance attribute: only this consumer's fetcher uses it
+    return True
+
+
+def decoder_in_use():
+    """The record decoder the fetchers use: ``c`` or ``python`` (zkconsumer's), or ``kafka-python`` (its stock
+    decoder, when this kafka-python does not look like the one zkconsumer's was written against)."""
+    return DECODER if fast_partition_records_class() is not None else "kafka-python"
