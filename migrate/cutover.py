@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 
 from zkconsumer.tools import groups as zkgroups
+from zkconsumer.consumer.registration import live_members
 from zkconsumer.kafka.broker_group import describe_broker_group
 from zkconsumer.errors import ClusterUnavailableError
 from zkconsumer.core.layout import paths
@@ -30,7 +31,7 @@ __all__ = ["cutover"]
 
 def _occupied(zk, group):
     own = zkgroups.owners(zk, group)
-    members = zkgroups.live_members(zk, group)
+    members = live_members(zk, group)
     return ["%s-%d:%s" % (t, p, o) for (t, p), o in own.items()], sorted(members)
 
 
@@ -47,7 +48,7 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
     next_guard = 0.0
     while True:
         own = zkgroups.owners(zk, group)
-        members = zkgroups.live_members(zk, group)
+        members = live_members(zk, group)
         if seen_members is not None:
             for m in sorted(set(seen_members) - set(members)):
                 say("member %s left; %d ZooKeeper member(s) still live" % (m, len(members)))

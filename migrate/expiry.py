@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Dict, Optional, Tuple
 
-from zkconsumer.tools import groups as zkgroups
+from zkconsumer.consumer.registration import live_members
 from zkconsumer.kafka.broker_group import describe_broker_group
 from zkconsumer.errors import ClusterUnavailableError, GroupConflictError
 from zkconsumer.offsets.expiry import OFFSETS_TOPIC, offsets_retention_ms, read_commit_times
@@ -70,7 +70,7 @@ def refresh_group(gofs, execute: bool, force: bool = False, topics=()) -> dict:
     """Re-commit the group's Kafka offsets with their current values (the broker restarts their retention).
     Refused while ZooKeeper members are live (they commit, and a refresh racing a newer commit could move an offset
     back) or the broker-side group is active, unless *force* (members only)."""
-    members = zkgroups.live_members(gofs.zk, gofs.group)
+    members = live_members(gofs.zk, gofs.group)
     if members and not force:
         raise GroupConflictError("refusing to refresh group %s: %d live ZooKeeper member(s) commit on their own (and a "
                                  "refresh racing a newer commit could move an offset back); --force to do it anyway"

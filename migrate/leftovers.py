@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from kazoo.exceptions import BadVersionError, NoNodeError, NotEmptyError
 
 from zkconsumer.tools import groups as zkgroups
+from zkconsumer.consumer.registration import live_members
 from zkconsumer.errors import GroupConflictError, ZnodeFormatError
 from zkconsumer.core.layout import paths
 
@@ -93,7 +94,7 @@ def _zk_offsets_of(zk, group: str, topic: str) -> Dict[str, Tuple[Optional[int],
 
 def _readers(zk, group: str, topics: Sequence[str]) -> Dict[str, List[str]]:
     """``{topic: [live members subscribed to it or owning one of its partitions]}`` (the group still reads it)."""
-    members = zkgroups.live_members(zk, group)
+    members = live_members(zk, group)
     subs = zkgroups.subscribed_topics(zk, members)
     owners = zkgroups.owners(zk, group)
     out = {}

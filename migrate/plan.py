@@ -43,8 +43,7 @@ def read_group(zk, group) -> dict:
     """What the plan's first step checks, read from ZooKeeper: the live members, where each says it commits
     (``zookeeper``, ``dual``, ``kafka``; ``unknown`` for members that publish nothing, JVM members) and the
     recorded phase."""
-    from zkconsumer.tools.group_describe import member_infos
-    from zkconsumer.tools.groups import live_members
+    from zkconsumer.consumer.registration import live_members, member_infos
     from .state import read_phase
     members = live_members(zk, group, quiet=True)
     infos = member_infos(zk, group)

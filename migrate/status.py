@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from zkconsumer.tools import groups as zkgroups
+from zkconsumer.consumer.registration import live_members, member_infos
 from zkconsumer.errors import ClusterUnavailableError
 
 from zkconsumer.kafka.broker_group import describe_broker_group
@@ -26,7 +27,7 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
     both, gone = split_gone(zk, gofs.read_all(topics, scan_all_topics))
     skipped = skipped_report(gofs, gone)
     own = zkgroups.owners(zk, group)
-    members = zkgroups.live_members(zk, group)
+    members = live_members(zk, group)
     lso, leo, _ = (zkgroups.log_ranges(gofs.bootstrap_servers, list(both), security=gofs.security) if both
                    else ({}, {}, None))
     rows = []
@@ -39,7 +40,6 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
         broker = describe_broker_group(gofs.bootstrap_servers, group, security=gofs.security).as_dict()
     except ClusterUnavailableError as e:
         broker = {"group": group, "state": "unknown", "members": [], "active": None, "error": str(e)}
-    from zkconsumer.tools.group_describe import member_infos
     from .state import fence_of, read_phase
     infos = member_infos(zk, group)
     warnings = skipped["warnings"] + ["%s-%d: %s offset %d is beyond the log end %d (the next start resets)"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Optional, Tuple
 
-from zkconsumer.tools import groups as zkgroups
+from zkconsumer.consumer.registration import live_members
 from zkconsumer.errors import GroupConflictError, OffsetStoreError
 
 from . import state
@@ -40,7 +40,7 @@ CHUNK = 500
 
 
 def check_no_live_members(zk, group, force=False, what="copy"):
-    members = zkgroups.live_members(zk, group)
+    members = live_members(zk, group)
     if members and not force:
         raise GroupConflictError(
             "refusing to %s offsets of group %s: %d live ZooKeeper member(s) (%s) would race with the write; stop "

@@ -39,6 +39,7 @@ from __future__ import annotations
 import time
 
 from zkconsumer.tools import groups as zkgroups
+from zkconsumer.consumer.registration import live_members, member_infos
 from zkconsumer.errors import ClusterUnavailableError
 
 from zkconsumer.kafka.broker_group import describe_broker_group
@@ -67,8 +68,7 @@ def settle_for(zk, group) -> float:
     """The default ``--settle``: commits in flight can take one auto-commit interval (plus a dual commit's two
     writes), so twice the largest ``auto.commit.interval.ms`` the live members publish, plus 1 s; 65 s when a live
     member publishes none (JVM members); 0 without live members (nothing is in flight)."""
-    from zkconsumer.tools.group_describe import member_infos
-    members = zkgroups.live_members(zk, group)
+    members = live_members(zk, group)
     if not members:
         return 0.0
     infos = member_infos(zk, group)
@@ -82,7 +82,6 @@ def _storage_problems(zk, group, members, phase):
     """The live members' own word on where they commit (their member info nodes; JVM members say nothing):
     ZooKeeper-only beside Kafka-only members reprocess without bound at every hand-over between them, and a member
     not yet on the verified phase means the rolling bounce is not finished."""
-    from zkconsumer.tools.group_describe import member_infos
     infos = member_infos(zk, group)
     modes = {m: infos[m].mode for m in members if m in infos}
     out = []
@@ -158,7 +157,7 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
             o_off = vals[idx[other]]
             if o_off is not None and t_off < o_off:
                 behind[tp] = (t_off, o_off)
-    members = zkgroups.live_members(zk, group)
+    members = live_members(zk, group)
     problems.extend(_storage_problems(zk, group, members, phase))
     deadline = time.monotonic() + settle
     # live members may simply not have committed yet (first auto-commit pending): wait for those offsets too

@@ -10,6 +10,7 @@ import pytest
 
 from test_migrate_support import (DUAL, KAFKA, ZOOKEEPER, ConsumerProc, OffsetSampler, Producer, wait_until,
                                   zkmigrate_json)
+from zkconsumer.consumer.registration import live_members
 from zkconsumer.tools import groups as zkgroups
 
 N = 3
@@ -37,7 +38,7 @@ def test_rolling_migration_and_rollback_under_load(services, zk, unique, tmp_pat
         return out
 
     def group_healthy():
-        return len(zkgroups.live_members(zk, g)) == N and zkgroups.verify(zk, g).ok
+        return len(live_members(zk, g)) == N and zkgroups.verify(zk, g).ok
 
     def no_loss(label):
         want = producer.snapshot()

@@ -1,6 +1,7 @@
-"""Packaging and layering: the engine never imports the migration layer; the ``migrate/`` folder installs as
-``zkconsumer_migrate`` (a top-level ``migrate`` is sqlalchemy-migrate's), beside a package that already has that name;
-setup.cfg lists every package of the tree."""
+"""Packaging and layering: each folder of ``zkconsumer/`` imports only the layers below it (the pure core nothing
+but the standard library; the engine never the tools, the surfaces or the migration layer); the ``migrate/`` folder
+installs as ``zkconsumer_migrate`` (a top-level ``migrate`` is sqlalchemy-migrate's), beside a package that already
+has that name; setup.cfg lists every package of the tree."""
 import ast
 import configparser
 import os
@@ -12,15 +13,53 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+_ADAPTERS = {"zookeeper", "kafka"}
+_BELOW_THE_ENGINE = {"core"} | _ADAPTERS | {"offsets"}
+#: the folders of zkconsumer/, bottom up, and the folders each may import besides itself (every layer may import
+#: zkconsumer.errors, the package's own ``__init__`` and the C extensions ``zkconsumer._*``)
+LAYERS = {
+    "core": set(),
+    "zookeeper": {"core"},
+    "kafka": {"core"},
+    "offsets": {"core"} | _ADAPTERS,
+    "consumer": _BELOW_THE_ENGINE,
+    "tools": _BELOW_THE_ENGINE | {"consumer"},
+    "metrics": _BELOW_THE_ENGINE | {"consumer"},
+    "local": _BELOW_THE_ENGINE,
+    "cli": _BELOW_THE_ENGINE | {"consumer", "tools", "metrics", "local"},
+    "spark": _BELOW_THE_ENGINE | {"consumer", "tools", "metrics", "local", "cli"},
+}
+#: kazoo's private request queue (the one-pass multi-op) is reached through kafka-python's adapter module, the one
+#: place both libraries' non-public APIs are used
+ALSO_ALLOWED = {"zookeeper": {"zkconsumer.kafka.internals"}}
+#: what the pure core may import from outside the standard library: Java regexes, and PKCS12 key stores (optional)
+CORE_THIRD_PARTY = {"regex", "cryptography"}
 
-def _imports(path):
+
+def _module_of(path):
+    rel = os.path.relpath(path, ROOT)[:-len(".py")].split(os.sep)
+    return rel[:-1] if rel[-1] == "__init__" else rel
+
+
+def _imports(path, relative=True):
+    """The absolute names a file imports (relative imports resolved, or skipped if not ``relative``; ``from pkg import
+    mod`` gives ``pkg.mod``)."""
     tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    here = _module_of(path)
+    package = here if path.endswith("__init__.py") else here[:-1]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            yield node.module
+        elif isinstance(node, ast.ImportFrom) and (relative or not node.level):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + (node.module.split(".") if node.module else []))
+            folder = os.path.join(ROOT, *module.split("."))
+            for alias in node.names:
+                if os.path.isfile(folder + os.sep + alias.name + ".py") or os.path.isdir(folder + os.sep + alias.name):
+                    yield module + "." + alias.name
+                else:
+                    yield module
 
 
 def _py_files(folder):
@@ -30,15 +69,67 @@ def _py_files(folder):
                 yield os.path.join(d, f)
 
 
-def test_no_import_climbs_from_the_engine_into_migration():
+def test_the_top_of_the_package_holds_no_loose_modules():
+    """Every module lives in the folder of its layer; the top keeps the public API, ``python -m zkconsumer`` and the
+    exception tree."""
+    top = sorted(f for f in os.listdir(os.path.join(ROOT, "zkconsumer")) if f.endswith(".py"))
+    assert top == ["__init__.py", "__main__.py", "errors.py"], top
+    folders = sorted(d for d in os.listdir(os.path.join(ROOT, "zkconsumer"))
+                     if os.path.isfile(os.path.join(ROOT, "zkconsumer", d, "__init__.py")))
+    assert folders == sorted(LAYERS), "a folder without a layer (add it to LAYERS): %s" % folders
+
+
+def _layer_offenders(layer):
+    allowed = LAYERS[layer] | {layer}
+    for path in _py_files(os.path.join("zkconsumer", layer)):
+        for m in _imports(path):
+            parts = m.split(".")
+            if parts[0] in ("migrate", "zkconsumer_migrate"):
+                yield os.path.relpath(path, ROOT), m
+            elif parts[0] != "zkconsumer":
+                if layer == "core" and parts[0] not in sys.stdlib_module_names and parts[0] not in CORE_THIRD_PARTY:
+                    yield os.path.relpath(path, ROOT), m
+            elif len(parts) > 1 and parts[1] not in allowed and parts[1] != "errors" and \
+                    not parts[1].startswith("_") and m not in ALSO_ALLOWED.get(layer, ()):
+                yield os.path.relpath(path, ROOT), m
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_each_layer_imports_only_the_layers_below_it(layer):
+    offenders = sorted(set(_layer_offenders(layer)))
+    assert not offenders, "zkconsumer/%s/ may import %s (and itself), not: %s" % (
+        layer, sorted(LAYERS[layer]) or "nothing of zkconsumer but errors", offenders)
+
+
+def test_no_import_climbs_from_the_package_into_migration():
     offenders = [(os.path.relpath(p, ROOT), m) for p in _py_files("zkconsumer") for m in _imports(p)
                  if m.split(".")[0] in ("migrate", "zkconsumer_migrate")]
-    assert not offenders, "the engine imports the migration layer: %s" % offenders
+    assert not offenders, "zkconsumer imports the migration layer: %s" % offenders
+
+
+def test_importing_the_core_imports_no_client_library():
+    """``import zkconsumer.core.config`` (what the public ``zkconsumer.ConsumerConfig`` loads) brings in neither kazoo
+    nor kafka-python: the package's ``__init__`` imports the public API when it is first used."""
+    code = ("import sys, zkconsumer.core.config, zkconsumer.core.layout, zkconsumer.core.assignors\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'kazoo', 'kafka', 'click'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_the_public_api_is_at_the_top_of_the_package():
+    import zkconsumer
+    from zkconsumer.consumer.connector import ZookeeperConsumerConnector
+    from zkconsumer.core.config import ConsumerConfig
+    assert zkconsumer.ConsumerConfig is ConsumerConfig
+    assert zkconsumer.ZookeeperConsumerConnector is ZookeeperConsumerConnector
+    with pytest.raises(AttributeError):
+        zkconsumer.NoSuchName  # noqa: B018
 
 
 def test_migration_code_imports_itself_relatively():
     """Inside migrate/ a sibling is imported as ``from .x`` (the folder installs under another name)."""
-    offenders = [(os.path.relpath(p, ROOT), m) for p in _py_files("migrate") for m in _imports(p)
+    offenders = [(os.path.relpath(p, ROOT), m) for p in _py_files("migrate") for m in _imports(p, relative=False)
                  if m.split(".")[0] == "migrate"]
     assert not offenders, offenders
 
@@ -88,7 +179,7 @@ def test_installs_beside_another_package_named_migrate(tmp_path):
     assert (target / "zkconsumer" / "local" / "poms" / "kafka-3.9.xml").exists(), "the poms are package data"
     assert (target / "zkconsumer" / "local" / "poms" / "kafka-4.xml").exists(), "the poms are package data"
     # the ConsumerGroupDescribe schemas are package data too (zkconsumer.kafka.broker_group, imported above, reads them)
-    assert (target / "zkconsumer" / "kafka" / "protocol" / "ConsumerGroupDescribeResponse.json").exists()
+    assert (target / "zkconsumer" / "protocol" / "ConsumerGroupDescribeResponse.json").exists()
 
 
 @pytest.mark.spark

@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from ..consumer.registration import live_members
 from ..tools import groups as lib
 from ..zookeeper import client as zkmod
 from ..tools.group_describe import STORAGES, describe
@@ -96,7 +97,7 @@ def owners_cmd(groups, all_groups, zookeeper, as_json):
         for g in selected_groups(zk, groups, all_groups):
             g = lib.require_group(zk, g)
             own = lib.owners(zk, g)
-            members = lib.live_members(zk, g)
+            members = live_members(zk, g)
             out.append({"group": g, "members": sorted(members),
                         "owners": [{"topic": t, "partition": p, "owner": o} for (t, p), o in own.items()]})
     finally:

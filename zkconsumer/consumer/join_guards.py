@@ -19,8 +19,9 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from kazoo.exceptions import NoAuthError, NoNodeError
 
-from ..errors import GroupConflictError, ZkConsumerError
-from ..core.layout import paths
+from ..errors import GroupConflictError, ZkConsumerError, ZnodeFormatError
+from ..core.layout import codecs, paths
+from .registration import live_members, member_infos
 
 __all__ = ["preflight_checks", "refuse_split_brain", "refuse_cut_over_group", "refuse_stale_zookeeper_offsets",
            "kafka_ahead"]
@@ -110,10 +111,8 @@ def refuse_stale_zookeeper_offsets(conn: Any) -> None:
     skips this. One OffsetFetch at start; a broker that cannot be asked only logs a warning."""
     if conn.config.offsets_storage != "zookeeper" or conn.config.offsets_storage_switch_check == "off":
         return
-    from ..tools import groups as zkgroups
-    from ..tools.group_describe import member_infos
     # quiet: a malformed registration is reported (once, as an error) by the rebalancer's group read
-    live = set(zkgroups.live_members(conn.zk, conn.group, quiet=True)) - {conn.consumer_id}
+    live = set(live_members(conn.zk, conn.group, quiet=True)) - {conn.consumer_id}
     modes = {m: i.mode for m, i in member_infos(conn.zk, conn.group).items() if m in live}
     kafka_only = sorted(m for m, mode in modes.items() if mode == "kafka")
     if kafka_only:
@@ -146,7 +145,6 @@ _Offsets = Dict[Tuple[str, int], int]
 def kafka_ahead(conn: Any) -> Tuple[List[Tuple[str, int]], _Offsets, _Offsets]:
     """``(partitions where Kafka is ahead of ZooKeeper, ZooKeeper offsets, Kafka offsets)``; nothing when Kafka
     cannot be asked (logged)."""
-    from ..tools import groups as zkgroups
     from ..offsets import ZooKeeperOffsetStore
     from ..offsets.kafka import KafkaOffsetStore
     try:
@@ -157,7 +155,7 @@ def kafka_ahead(conn: Any) -> Tuple[List[Tuple[str, int]], _Offsets, _Offsets]:
             topics = set()
         if conn.registration is not None and not conn.registration.is_wildcard:
             topics |= set(conn.registration.subscription)
-        parts = sorted(zkgroups.partitions_with_offsets_or_in_map(conn.zk, conn.group, topics))
+        parts = sorted(_partitions_with_offsets_or_in_map(conn.zk, conn.group, topics))
         if not parts:
             return [], {}, {}
         # Kafka first: a group without offsets in Kafka (the usual case) costs no read of ZooKeeper's offsets
@@ -173,6 +171,26 @@ def kafka_ahead(conn: Any) -> Tuple[List[Tuple[str, int]], _Offsets, _Offsets]:
         return [], {}, {}
     ahead = sorted(tp for tp, k in koffs.items() if zoffs.get(tp) is None or k > zoffs[tp])
     return ahead, zoffs, koffs
+
+
+def _partitions_with_offsets_or_in_map(zk, group: str, topics) -> set:
+    """``{(t, p)}`` of *topics*: the partitions of each one's map (``/brokers/topics/T``) and those with an offset
+    node of *group* in ZooKeeper, read with all the calls in flight at once (an unreadable map counts as empty:
+    the group read reports it)."""
+    calls = [(t, zk.get_async(paths.topic_path(t)), zk.get_children_async(paths.topic_offsets_path(group, t)))
+             for t in sorted(topics)]
+    out = set()
+    for t, topic_map, offset_nodes in calls:
+        try:
+            assignment = codecs.decode_topic_assignment(topic_map.get()[0], paths.topic_path(t))
+            out |= {(t, p) for p in assignment.partition_ids()}
+        except (NoNodeError, ZnodeFormatError):
+            pass
+        try:
+            out |= {(t, int(p)) for p in offset_nodes.get() if p.isdigit()}
+        except NoNodeError:
+            pass
+    return out
 
 
 def refuse_cut_over_group(conn: Any) -> None:

@@ -5,15 +5,21 @@ with our own session (KAFKA-1387's ``ZKCheckedEphemeral``): our own node from a 
 a node of another session — normally our own previous session that has not expired yet, or another process using
 the same explicit ``consumer.id`` — is waited for, bounded, and then reported as an error instead of looping
 forever as 0.8.2 did.
+
+Beside it, the member's info node (``/consumers/[g]/zkconsumer/members/[consumerId]``: host, client id, offset
+storage); :func:`live_members` and :func:`member_infos` read every member's of a group (the join guards, the tools
+and zkmigrate).
 """
 import logging
 import threading
 import time
+from typing import Dict, Optional
 
 from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 
-from ..errors import RegistrationConflictError
-from ..core.layout import codecs, paths
+from ..errors import RegistrationConflictError, ZnodeFormatError
+from ..core.layout import codecs, paths, validate_group
+from ..core.layout.member_info import MemberInfo, decode_member_info
 
 log = logging.getLogger(__name__)
 
@@ -119,3 +125,46 @@ def withdraw_member_info(zk, group, consumer_id) -> None:
             zk.delete(path, version=stat.version)
     except Exception:
         pass
+
+
+def live_members(zk, group, quiet: bool = False) -> Dict[str, Optional[codecs.ConsumerRegistration]]:
+    """``{consumer_id: registration or None (unreadable)}`` for the children of ``/consumers/G/ids`` (a malformed
+    registration is logged as a warning, at debug level when *quiet*)."""
+    ids_path = paths.group_ids_path(validate_group(group))
+    try:
+        children = zk.get_children(ids_path)
+    except NoNodeError:
+        return {}
+    pending = {cid: zk.get_async(ids_path + "/" + cid) for cid in children}
+    out: Dict[str, Optional[codecs.ConsumerRegistration]] = {}
+    for cid, res in pending.items():
+        try:
+            data, _ = res.get()
+        except NoNodeError:
+            continue
+        try:
+            out[cid] = codecs.decode_consumer_registration(data, ids_path + "/" + cid)
+        except ZnodeFormatError as e:
+            log.log(logging.DEBUG if quiet else logging.WARNING, "member %s has a malformed registration: %s", cid, e)
+            out[cid] = None
+    return dict(sorted(out.items()))
+
+
+def member_infos(zk, group) -> Dict[str, MemberInfo]:
+    """``{consumer_id: MemberInfo}`` of the zkconsumer members that published one (malformed nodes are logged)."""
+    base = paths.group_member_info_dir(group)
+    try:
+        children = zk.get_children(base)
+    except NoNodeError:
+        return {}
+    pending = {cid: zk.get_async(base + "/" + cid) for cid in children}
+    out = {}
+    for cid, res in pending.items():
+        try:
+            data, _ = res.get()
+            out[cid] = decode_member_info(data, base + "/" + cid)
+        except NoNodeError:
+            continue
+        except ZnodeFormatError as e:
+            log.warning("%s", e)
+    return out

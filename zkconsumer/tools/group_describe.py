@@ -21,14 +21,12 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from kazoo.exceptions import NoNodeError
+from ..consumer.registration import live_members, member_infos
+from ..core.layout.member_info import MemberInfo
+from ..errors import ZkConsumerError
+from .groups import group_topics, log_end_offsets, owners, require_group, topic_partitions, zk_offsets
 
-from ..errors import ZkConsumerError, ZnodeFormatError
-from .groups import group_topics, live_members, log_end_offsets, owners, require_group, topic_partitions, zk_offsets
-from ..core.layout import paths
-from ..core.layout.member_info import MemberInfo, decode_member_info
-
-__all__ = ["DescribeRow", "describe", "member_infos", "host_of_consumer_id", "STORAGES"]
+__all__ = ["DescribeRow", "describe", "host_of_consumer_id", "STORAGES"]
 
 log = logging.getLogger(__name__)
 
@@ -65,26 +63,6 @@ def host_of_consumer_id(group: str, consumer_id: str) -> Optional[str]:
         return None
     m = _GENERATED_ID.match(consumer_id[len(prefix):])
     return m.group("host") if m else None
-
-
-def member_infos(zk, group) -> Dict[str, MemberInfo]:
-    """``{consumer_id: MemberInfo}`` of the zkconsumer members that published one (malformed nodes are logged)."""
-    base = paths.group_member_info_dir(group)
-    try:
-        children = zk.get_children(base)
-    except NoNodeError:
-        return {}
-    pending = {cid: zk.get_async(base + "/" + cid) for cid in children}
-    out = {}
-    for cid, res in pending.items():
-        try:
-            data, _ = res.get()
-            out[cid] = decode_member_info(data, base + "/" + cid)
-        except NoNodeError:
-            continue
-        except ZnodeFormatError as e:
-            log.warning("%s", e)
-    return out
 
 
 def _consumer_of(owner: Optional[str]) -> Optional[str]:

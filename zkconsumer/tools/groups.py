@@ -17,18 +17,19 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
-from ..errors import ClusterUnavailableError, GroupConflictError, ZkConsumerError, ZnodeFormatError
+from ..errors import ClusterUnavailableError, GroupConflictError, ZkConsumerError
 from ..core.layout import codecs, paths, validate_group
 from ..core.subscription.topic_count import consumers_per_topic
+from ..consumer.registration import live_members
 
 from ..kafka.connect_errors import connect_error
 from ..core.kafka_security import PLAINTEXT
 
-__all__ = ["GroupNotFoundError", "list_groups", "group_exists", "live_members", "owners", "zk_offsets",
+__all__ = ["GroupNotFoundError", "list_groups", "group_exists", "owners", "zk_offsets",
            "topic_partitions", "log_end_offsets", "log_ranges", "verify", "delete", "VerifyReport",
            "group_topics"]
 
@@ -60,29 +61,6 @@ def require_group(zk, group) -> str:
         raise GroupNotFoundError("the consumer group %r does not exist (no %s in ZooKeeper)"
                                  % (group, paths.group_path(group)))
     return group
-
-
-def live_members(zk, group, quiet: bool = False) -> Dict[str, Optional[codecs.ConsumerRegistration]]:
-    """``{consumer_id: registration or None (unreadable)}`` for the children of ``/consumers/G/ids`` (a malformed
-    registration is logged as a warning, at debug level when *quiet*)."""
-    ids_path = paths.group_ids_path(validate_group(group))
-    try:
-        children = zk.get_children(ids_path)
-    except NoNodeError:
-        return {}
-    pending = {cid: zk.get_async(ids_path + "/" + cid) for cid in children}
-    out: Dict[str, Optional[codecs.ConsumerRegistration]] = {}
-    for cid, res in pending.items():
-        try:
-            data, _ = res.get()
-        except NoNodeError:
-            continue
-        try:
-            out[cid] = codecs.decode_consumer_registration(data, ids_path + "/" + cid)
-        except ZnodeFormatError as e:
-            log.log(logging.DEBUG if quiet else logging.WARNING, "member %s has a malformed registration: %s", cid, e)
-            out[cid] = None
-    return dict(sorted(out.items()))
 
 
 def _children(zk, path) -> List[str]:
@@ -125,25 +103,6 @@ def topic_partitions(zk, topic) -> List[int]:
 def decode_partition_ids(data: bytes, path: str) -> List[int]:
     """Partition ids in the bytes of a ``/brokers/topics/T`` node (read from *path*)."""
     return sorted(codecs.decode_topic_assignment(data, path).partition_ids())
-
-
-def partitions_with_offsets_or_in_map(zk, group: str, topics) -> set:
-    """``{(t, p)}`` of *topics*: the partitions of each one's map (``/brokers/topics/T``) and those with an offset
-    node of *group* in ZooKeeper, read with all the calls in flight at once (an unreadable map counts as empty:
-    the group read reports it)."""
-    calls = [(t, zk.get_async(paths.topic_path(t)), zk.get_children_async(paths.topic_offsets_path(group, t)))
-             for t in sorted(topics)]
-    out = set()
-    for t, topic_map, offset_nodes in calls:
-        try:
-            out |= {(t, p) for p in decode_partition_ids(topic_map.get()[0], paths.topic_path(t))}
-        except (NoNodeError, ZnodeFormatError):
-            pass
-        try:
-            out |= {(t, int(p)) for p in offset_nodes.get() if p.isdigit()}
-        except NoNodeError:
-            pass
-    return out
 
 
 def subscribed_topics(zk, members) -> Dict[str, List[str]]:
