@@ -22,7 +22,7 @@ class FailingFetcher(FetcherThread):
 class Member(ZookeeperConsumerConnector):
     def _make_fetchers(self):
         return FetcherManager(self.config, self._kafka_bootstrap(), on_error=self._on_fetch_error,
-                              thread_class=FailingFetcher)
+                              thread_class=FailingFetcher, lease=self.lease)
 
 
 def test_persistent_fetch_failure_surfaces_then_consumption_resumes(services, unique, conns):

@@ -178,8 +178,9 @@ def test_installs_beside_another_package_named_migrate(tmp_path):
     assert cli_file.startswith(str(target / "zkconsumer_migrate")), cli_file
     assert (target / "zkconsumer" / "local" / "poms" / "kafka-3.9.xml").exists(), "the poms are package data"
     assert (target / "zkconsumer" / "local" / "poms" / "kafka-4.xml").exists(), "the poms are package data"
-    # the ConsumerGroupDescribe schemas are package data too (zkconsumer.kafka.broker_group, imported above, reads them)
-    assert (target / "zkconsumer" / "protocol" / "ConsumerGroupDescribeResponse.json").exists()
+    # the ConsumerGroupDescribe schemas are package data too (zkconsumer.kafka.broker_group, imported above, reads
+    # them)
+    assert (target / "zkconsumer" / "kafka" / "protocol" / "ConsumerGroupDescribeResponse.json").exists()
 
 
 @pytest.mark.spark

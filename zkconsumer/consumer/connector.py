@@ -27,10 +27,11 @@ from ..offsets import make_offset_store
 from ..zookeeper import client as zkmod
 from ..zookeeper import auth as zk_auth
 from . import join_guards
-from .fetcher import FetcherManager
+from .fetcher import FetcherManager, Fetchers, NoFetchers
+from .member import Member
 from .rebalancer import Rebalancer
-from .shutdown import shut_down
-from .stream import Generation, KafkaStream
+from .shutdown import ShutdownBudget, bounded, leave_group
+from .stream import SHUTDOWN, Generation, KafkaStream
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class RebalanceListener:
         pass
 
 
-class ZookeeperConsumerConnector:
+class ZookeeperConsumerConnector(Member):
     def __init__(self, config, listener=None, bootstrap_servers=None):
         if not config.group_id:
             raise ConfigError("group.id", config.group_id, "a group id (required)")
@@ -73,7 +74,8 @@ class ZookeeperConsumerConnector:
         self.member_info = _member_info(config)
         self.commit_counts = {"zookeeper": 0, "kafka": 0, "failed": 0}  # commits per store, and failed ones (metrics)
         self.rebalancer = None
-        self.fetchers = None
+        self.fetchers: Fetchers = NoFetchers()   # until the member starts
+        self._last_fetch_error = None
         self._bootstrap = bootstrap_servers
         self._bootstrap_given = bool(bootstrap_servers)  # else read from ZooKeeper, and re-read for new clients
         self._commit_thread = None
@@ -145,11 +147,9 @@ class ZookeeperConsumerConnector:
         return s
 
     def _start(self, wait_timeout=None):
-        join_guards.preflight_checks(self)
+        join_guards.preflight_checks(self.zk, self.config, self.consumer_id, self.registration, self._brokers)
         self.lease.start()
         self.fetchers = self._make_fetchers()
-        for f in getattr(self.fetchers, "fetchers", ()):
-            f.lease = self.lease
         self.rebalancer = Rebalancer(self)
         self.zk.add_listener(self.rebalancer.session_listener)
         self.rebalancer.start()
@@ -168,9 +168,10 @@ class ZookeeperConsumerConnector:
             log.warning("%s: first rebalance still in progress after %.0f s (state %s)", self.consumer_id,
                         timeout, self.rebalancer.state)
 
-    def _refuse_split_brain(self):
-        """Before a re-registration (the rebalancer, after a session expiry): see :mod:`.join_guards`."""
-        join_guards.refuse_split_brain(self)
+    def recheck_join_guards(self):
+        """Before a re-registration (the rebalancer, after a session expiry): the split-brain guard of
+        :mod:`.join_guards`."""
+        join_guards.refuse_split_brain(self.zk, self.config, self._brokers)
 
     def metrics(self) -> dict:
         """The Scala consumer's metrics, by their JMX names, read now (cheap: counters kept per chunk and per
@@ -182,12 +183,10 @@ class ZookeeperConsumerConnector:
         ZooKeeper alone."""
         rb = self.rebalancer
         parts = dict(rb.parts) if rb is not None else {}
-        hw = self.fetchers.highwaters() if self.fetchers is not None and hasattr(self.fetchers, "highwaters") \
-            else {}
+        hw = self.fetchers.highwaters()
         lag = {tp: max(0, hw[tp] - part.consumed) for tp, part in parts.items()
                if tp in hw and part.consumed is not None}
-        rates = self.fetchers.fetch_rates() if self.fetchers is not None and hasattr(self.fetchers,
-                                                                                    "fetch_rates") else []
+        rates = self.fetchers.fetch_rates()
         stats = dict(rb.stats) if rb is not None else {}
         return {"group": self.group, "consumer_id": self.consumer_id,
                 "client_id": self.config.client_id or self.group,
@@ -210,12 +209,18 @@ class ZookeeperConsumerConnector:
     def offsets_degraded(self) -> bool:
         """True while dual commit writes ZooKeeper alone (Kafka's offset manager down past
         ``dual.commit.kafka.outage.ms``)."""
-        return bool(getattr(self.offset_store, "zookeeper_only", False))
+        return self.offset_store.zookeeper_only
 
-    def _make_fetchers(self):
-        """The fetcher manager (a subclass that only coordinates — e.g. a Spark driver member — overrides this)."""
+    def _make_fetchers(self) -> Fetchers:
+        """The member's fetchers, made when it starts (a member that only coordinates — the Spark driver's —
+        returns :class:`~.fetcher.NoFetchers`)."""
         servers = self._bootstrap if self._bootstrap_given else self._fresh_bootstrap
-        return FetcherManager(self.config, servers, on_error=self._on_fetch_error, on_reset=self._reset_recorded)
+        return FetcherManager(self.config, servers, on_error=self._on_fetch_error, on_reset=self._reset_recorded,
+                              lease=self.lease)
+
+    def _brokers(self):
+        """The bootstrap servers given, else the brokers registered in ZooKeeper now."""
+        return self._bootstrap if self._bootstrap_given else self._fresh_bootstrap()
 
     def _kafka_bootstrap(self):
         if not self._bootstrap:
@@ -291,8 +296,10 @@ class ZookeeperConsumerConnector:
         return any(tp in pending for tp in ready)
 
     def listener_call(self, name, partitions):
+        hooks = {"on_revoke": self.listener.on_revoke, "on_assign": self.listener.on_assign,
+                 "on_lost": self.listener.on_lost}
         try:
-            getattr(self.listener, name)(partitions)
+            hooks[name](partitions)
         except Exception:
             log.exception("rebalance listener %s failed", name)
 
@@ -303,7 +310,7 @@ class ZookeeperConsumerConnector:
     def last_fetch_error(self):
         """(unix time, exception) of the last fetch failure, or None (fetchers retry; the streams raise
         FetchError when failures persist)."""
-        return getattr(self, "_last_fetch_error", None)
+        return self._last_fetch_error
 
     # -- offsets -----------------------------------------------------------------------------------------------
     def commit_offsets(self, raise_errors=False):
@@ -336,7 +343,7 @@ class ZookeeperConsumerConnector:
             fence = rb.fence()
         result = self.offset_store.commit(offsets, fence=fence)
         if result.committed:
-            kind = getattr(self.offset_store, "name", "zookeeper")
+            kind = self.offset_store.name
             if kind in ("zookeeper", "dual"):
                 self.commit_counts["zookeeper"] += 1
             if kind == "kafka" or (kind == "dual" and not result.degraded):
@@ -406,7 +413,39 @@ class ZookeeperConsumerConnector:
         With ``rebalance.leave.grace.ms`` > 0 the member announces that it comes back (the others keep its
         partitions unassigned that long); ``leave_grace=False`` leaves for good (the group rebalances now).
         """
-        shut_down(self, leave_grace)
+        with self._shutdown_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._stopped.set()
+        self._commit_soon.set()  # the auto-commit thread ends
+        budget = ShutdownBudget(self.shutdown_bound_s())
+        try:
+            leave_group(self, budget, leave_grace)
+        finally:
+            self._close(budget)
+
+    def _close(self, budget):
+        """The streams end; the fetchers, the lease, the offset store and the ZooKeeper session are closed, within
+        what is left of the shutdown's *budget* (a :class:`~.shutdown.ShutdownBudget`)."""
+        for q in self._queues.values():
+            try:
+                q.put_nowait(SHUTDOWN)
+            except queue.Full:
+                while True:
+                    try:
+                        q.get_nowait()
+                    except queue.Empty:
+                        break
+                q.put_nowait(SHUTDOWN)
+        self.fetchers.shutdown(timeout=budget.left())
+        self.lease.stop()
+        try:  # a commit still waiting for ZooKeeper holds the store's lock: bounded too
+            bounded("closing the offset store", self.offset_store.close, budget.left())
+        finally:
+            bounded("closing the ZooKeeper session", lambda: zkmod.close(self.zk), budget.left())
+        if self._commit_thread is not None:
+            self._commit_thread.join(min(budget.left(), 5.0))
 
     def shutdown_bound_s(self):
         """How long shutdown() may take in all: twice zookeeper.connection.timeout.ms, at most 20 s."""

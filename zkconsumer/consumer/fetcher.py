@@ -18,13 +18,16 @@ overtook it, the log was truncated) is reset the same way, and either way the ne
 consumed position, so the next commit records it (the client itself is told to reset nothing: kafka-python's and
 librdkafka's own resets would move the fetch position without the member knowing).
 """
+import abc
 import logging
 import queue
 import threading
 import time
+from typing import Dict, List, Optional, Tuple
 
 from ..errors import ClusterUnavailableError, MessageTooLargeError, ZkConsumerError
-from .partition_info import ResetTo
+from .lease import NoLease
+from .partition_info import PartitionTopicInfo, ResetTo
 from ..kafka.record_batch import payload_bytes
 from .stream import Chunk
 
@@ -63,12 +66,13 @@ RESOLVE_WAIT_S = 2.0
 
 
 class FetcherThread(threading.Thread):
-    def __init__(self, index, bootstrap_servers, config, on_error=None, on_reset=None):
+    def __init__(self, index, bootstrap_servers, config, on_error=None, on_reset=None, lease=None):
         super().__init__(name="zkconsumer-fetcher-%d" % index, daemon=True)
         self.bootstrap_servers = bootstrap_servers
         self.config = config
         self.on_error = on_error or (lambda tp, exc: None)
         self.on_reset = on_reset or (lambda part: None)  # a reset point was recorded on this PartitionTopicInfo
+        self.lease = lease if lease is not None else NoLease()  # no hand-off while it is stale
         self._consumer = None
         self._lock = threading.Condition()
         self._pending = None        # (generation, {(t, p): PartitionTopicInfo}, done_event)
@@ -440,9 +444,8 @@ class FetcherThread(threading.Thread):
             self._reset(tp, pos, "log %d..%d, confirmed twice by ListOffsets" % (first, last))
 
     def _put(self, q, chunk):
-        lease = getattr(self, "lease", None)
-        if lease is not None and not lease.fresh():  # no hand-off from a stale lease
-            if not lease.wait_fresh(self._changing):
+        if not self.lease.fresh():  # no hand-off from a stale lease
+            if not self.lease.wait_fresh(self._changing):
                 return False
         while not self._changing():
             try:
@@ -483,14 +486,67 @@ class RdKafkaFetcherThread(FetcherThread):
 
 FETCHER_THREADS = {"kafka-python": FetcherThread, "librdkafka": RdKafkaFetcherThread}
 
+TP = Tuple[str, int]
 
-class FetcherManager:
-    """``num.consumer.fetchers`` fetcher threads; partitions are spread over them by a stable hash."""
 
-    def __init__(self, config, bootstrap_servers, on_error=None, thread_class=None, on_reset=None):
+class Fetchers(abc.ABC):
+    """What a member's fetchers do for the connector and its rebalancer (:class:`FetcherManager`: the fetcher
+    threads; :class:`NoFetchers`: a member that coordinates and fetches nothing, as the Spark driver's).
+
+    The rebalancer calls :meth:`assign` and :meth:`stop_all` under its ownership lock, from its own thread;
+    ``metrics()`` calls :meth:`highwaters` and :meth:`fetch_rates` from any thread; :meth:`shutdown` is the last call.
+    """
+
+    @abc.abstractmethod
+    def assign(self, generation: int, parts: Dict[TP, PartitionTopicInfo]) -> None:
+        """Fetch exactly *parts* under *generation* from now on, each from its consumed position (its reset point
+        when it has none); ``{}`` stops fetching. Returns when the fetchers have applied it: nothing fetched under
+        an earlier assignment is queued afterwards."""
+
+    @abc.abstractmethod
+    def stop_all(self, generation: int, timeout: Optional[float] = None) -> None:
+        """Stop fetching (within *timeout* seconds in all when given); never raises."""
+
+    @abc.abstractmethod
+    def highwaters(self) -> Dict[TP, int]:
+        """``{(topic, partition): high watermark}`` last seen (metrics: ConsumerLag)."""
+
+    @abc.abstractmethod
+    def fetch_rates(self) -> List[float]:
+        """Completed fetch passes per second of each fetcher (metrics: MinFetchRate is the smallest)."""
+
+    @abc.abstractmethod
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """End the fetchers, waiting at most *timeout* seconds."""
+
+
+class NoFetchers(Fetchers):
+    """The fetchers of a member that fetches nothing (before it starts, or a coordinating-only member)."""
+
+    def assign(self, generation: int, parts: Dict[TP, PartitionTopicInfo]) -> None:
+        pass
+
+    def stop_all(self, generation: int, timeout: Optional[float] = None) -> None:
+        pass
+
+    def highwaters(self) -> Dict[TP, int]:
+        return {}
+
+    def fetch_rates(self) -> List[float]:
+        return []
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        pass
+
+
+class FetcherManager(Fetchers):
+    """``num.consumer.fetchers`` fetcher threads; partitions are spread over them by a stable hash. Each thread
+    checks *lease* before it hands a chunk to a stream."""
+
+    def __init__(self, config, bootstrap_servers, on_error=None, thread_class=None, on_reset=None, lease=None):
         self.config = config
-        thread_class = thread_class or FETCHER_THREADS[getattr(config, "fetch_engine", "kafka-python")]
-        self.fetchers = [thread_class(i, bootstrap_servers, config, on_error, on_reset)
+        thread_class = thread_class or FETCHER_THREADS[config.fetch_engine]
+        self.fetchers = [thread_class(i, bootstrap_servers, config, on_error, on_reset, lease)
                          for i in range(config.num_consumer_fetchers)]
         for f in self.fetchers:
             f.start()

@@ -9,27 +9,44 @@ every re-registration after a session expiry). Each refuses with :class:`~zkcons
 * stale offsets: a member on ZooKeeper storage where Kafka holds newer offsets, or beside Kafka-only members
   (``offsets.storage.switch.check``).
 
-Functions of the connector (``conn``): its config, group, ZooKeeper client and broker list.
+Each takes what it reads explicitly: the member's kazoo client, its config (the group and the checks' settings),
+and where needed its consumer id, its registration and ``brokers`` (a function returning the bootstrap servers: the
+ones given, else those registered in ZooKeeper).
 """
 import json
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from kazoo.exceptions import NoAuthError, NoNodeError
 
-from ..errors import GroupConflictError, ZkConsumerError, ZnodeFormatError
+from ..errors import ConfigError, GroupConflictError, ZkConsumerError, ZnodeFormatError
 from ..core.layout import codecs, paths
 from .registration import live_members, member_infos
+
+if TYPE_CHECKING:
+    from ..core.config import ConsumerConfig
+    from ..core.layout.codecs import ConsumerRegistration
 
 __all__ = ["preflight_checks", "refuse_split_brain", "refuse_cut_over_group", "refuse_stale_zookeeper_offsets",
            "kafka_ahead"]
 
 log = logging.getLogger(__name__)
 
+#: the bootstrap servers to ask, read when needed
+Brokers = Callable[[], Any]
 
-def preflight_checks(conn: Any) -> None:
+
+def _group_of(config: "ConsumerConfig") -> str:
+    """The member's group id (the connector refuses a config without one)."""
+    if not config.group_id:
+        raise ConfigError("group.id", config.group_id, "a group id (required)")
+    return config.group_id
+
+
+def preflight_checks(zk: Any, config: "ConsumerConfig", consumer_id: str,
+                     registration: "Optional[ConsumerRegistration]", brokers: Brokers) -> None:
     """The checks before the first registration, side by side (each waits on its own broker round trips; in a
     row they made a joining member's start ~2x slower): the storage switch check in a helper thread, the
     split-brain guard here. A refusal of the guard is raised at once (the read-only storage check is left to
@@ -39,18 +56,19 @@ def preflight_checks(conn: Any) -> None:
 
     def storage_check() -> None:
         try:
-            refuse_stale_zookeeper_offsets(conn)
+            refuse_stale_zookeeper_offsets(zk, config, consumer_id, registration, brokers)
         except BaseException as e:  # handed to the starting thread
             box["error"] = e
-    t = threading.Thread(target=storage_check, daemon=True, name="%s-storage-check" % conn.consumer_id)
+    t = threading.Thread(target=storage_check, daemon=True, name="%s-storage-check" % consumer_id)
     t.start()
-    refuse_split_brain(conn)
+    refuse_split_brain(zk, config, brokers)
     t.join()
     if "error" in box:
         raise box["error"]
 
 
-def refuse_split_brain(conn: Any, clock: Callable[[], float] = time.monotonic,
+def refuse_split_brain(zk: Any, config: "ConsumerConfig", brokers: Brokers,
+                       clock: Callable[[], float] = time.monotonic,
                        sleep: Callable[[float], None] = time.sleep) -> None:
     """Before registering (at start, and again before every re-registration after a session expiry): is the
     broker-side group of the same id active (members, not Empty/Dead)? Then both rebalance protocols would hand
@@ -60,18 +78,18 @@ def refuse_split_brain(conn: Any, clock: Callable[[], float] = time.monotonic,
     ``split.brain.check=refuse`` (the default), a warning with ``warn``; ``off`` never asks."""
     from zkconsumer.kafka.broker_group import describe_broker_group
     from ..errors import KafkaSecurityError, SplitBrainUnknownError
-    refuse_cut_over_group(conn)
-    mode = conn.config.split_brain_check
+    refuse_cut_over_group(zk, config)
+    group = _group_of(config)
+    mode = config.split_brain_check
     if mode == "off":
         return
-    timeout = conn.config.split_brain_check_timeout_ms / 1000.0
+    timeout = config.split_brain_check_timeout_ms / 1000.0
     deadline = clock() + timeout
     said = False
     while True:
         why = None
         try:
-            servers = conn._bootstrap if conn._bootstrap_given else conn._fresh_bootstrap()
-            bg = describe_broker_group(servers, conn.group, security=conn.config.kafka_security,
+            bg = describe_broker_group(brokers(), group, security=config.kafka_security,
                                        timeout_ms=int(max(1000, min(5000, (deadline - clock()) * 1000))))
             if bg.error is None or bg.active:
                 break
@@ -82,49 +100,51 @@ def refuse_split_brain(conn: Any, clock: Callable[[], float] = time.monotonic,
             why = str(e)
         if not said and clock() < deadline:
             said = True
-            log.warning("split-brain check for group %s: %s; asking again for up to %.0f s", conn.group, why,
+            log.warning("split-brain check for group %s: %s; asking again for up to %.0f s", group, why,
                         max(0.0, deadline - clock()))
         if clock() >= deadline:
             if mode == "warn":
                 log.warning("could not find out whether group %s is active as a broker-coordinated group "
-                            "within %.0f s (%s); joining anyway (split.brain.check=warn)", conn.group, timeout, why)
+                            "within %.0f s (%s); joining anyway (split.brain.check=warn)", group, timeout, why)
                 return
             raise SplitBrainUnknownError(
                 "cannot tell whether group %s is active as a broker-coordinated group (%s; asked for %.0f s, "
                 "split.brain.check.timeout.ms): not joining, since both protocols would consume the same "
                 "partitions. Set split.brain.check=warn to join when the broker cannot be asked"
-                % (conn.group, why, timeout))
+                % (group, why, timeout))
         sleep(0.5)
     if bg.active:
         raise GroupConflictError(
             "group %s is already active as a broker-coordinated group (%s, state %s, %d member(s), e.g. %s): a "
             "ZooKeeper-coordinated member would consume the same partitions (split brain); stop those "
-            "consumers or use another group.id" % (conn.group, bg.describe_protocol(), bg.state, len(bg.members),
+            "consumers or use another group.id" % (group, bg.describe_protocol(), bg.state, len(bg.members),
                                                    bg.members[0]["member_id"]))
 
 
-def refuse_stale_zookeeper_offsets(conn: Any) -> None:
+def refuse_stale_zookeeper_offsets(zk: Any, config: "ConsumerConfig", consumer_id: str,
+                                   registration: "Optional[ConsumerRegistration]", brokers: Brokers) -> None:
     """A member on ZooKeeper storage must not start where Kafka holds newer offsets for the group: that is a
     direct kafka -> zookeeper switch, resuming from frozen ZooKeeper offsets (reprocessing everything since the
     Kafka-only phase began) - also the unsafe mix of a ZooKeeper-only member beside Kafka-only ones. The safe
     way back is the dual phase first (``zkmigrate plan --to zookeeper``); ``offsets.storage.switch.check=off``
     skips this. One OffsetFetch at start; a broker that cannot be asked only logs a warning."""
-    if conn.config.offsets_storage != "zookeeper" or conn.config.offsets_storage_switch_check == "off":
+    if config.offsets_storage != "zookeeper" or config.offsets_storage_switch_check == "off":
         return
+    group = _group_of(config)
     # quiet: a malformed registration is reported (once, as an error) by the rebalancer's group read
-    live = set(live_members(conn.zk, conn.group, quiet=True)) - {conn.consumer_id}
-    modes = {m: i.mode for m, i in member_infos(conn.zk, conn.group).items() if m in live}
+    live = set(live_members(zk, group, quiet=True)) - {consumer_id}
+    modes = {m: i.mode for m, i in member_infos(zk, group).items() if m in live}
     kafka_only = sorted(m for m, mode in modes.items() if mode == "kafka")
     if kafka_only:
         raise GroupConflictError(
             "group %s has members on Kafka-only offset storage (%s): a member on offsets.storage=zookeeper "
             "beside them resumes from stale offsets at every hand-over. Go back through the dual phase "
             "('zkmigrate plan --to zookeeper'), or set offsets.storage.switch.check=off"
-            % (conn.group, ", ".join(kafka_only[:3])))
+            % (group, ", ".join(kafka_only[:3])))
     if "dual" in modes.values():
         return  # the rollback's second phase: dual members keep ZooKeeper up to date
     for attempt in (0, 1):
-        ahead, zoffs, koffs = kafka_ahead(conn)
+        ahead, zoffs, koffs = kafka_ahead(zk, config, registration, brokers)
         if not ahead:
             return
         if attempt == 0:
@@ -135,39 +155,41 @@ def refuse_stale_zookeeper_offsets(conn: Any) -> None:
         "ZooKeeper %s): starting with offsets.storage=zookeeper would resume from the older ZooKeeper "
         "offsets. Go back through the dual phase (offsets.storage=kafka, dual.commit.enabled=true; see "
         "'zkmigrate plan --to zookeeper'), copy them ('zkmigrate rollback --execute'), or set "
-        "offsets.storage.switch.check=off" % (conn.group, len(ahead), t, p, koffs[(t, p)],
+        "offsets.storage.switch.check=off" % (group, len(ahead), t, p, koffs[(t, p)],
                                                zoffs.get((t, p), "none")))
 
 
 _Offsets = Dict[Tuple[str, int], int]
 
 
-def kafka_ahead(conn: Any) -> Tuple[List[Tuple[str, int]], _Offsets, _Offsets]:
+def kafka_ahead(zk: Any, config: "ConsumerConfig", registration: "Optional[ConsumerRegistration]",
+                brokers: Brokers) -> Tuple[List[Tuple[str, int]], _Offsets, _Offsets]:
     """``(partitions where Kafka is ahead of ZooKeeper, ZooKeeper offsets, Kafka offsets)``; nothing when Kafka
     cannot be asked (logged)."""
     from ..offsets import ZooKeeperOffsetStore
     from ..offsets.kafka import KafkaOffsetStore
+    group = _group_of(config)
     try:
         # the topics that count: those with offsets in ZooKeeper, and those this member subscribes to
         try:
-            topics = set(conn.zk.get_children(paths.group_offsets_path(conn.group)))
+            topics = set(zk.get_children(paths.group_offsets_path(group)))
         except NoNodeError:
             topics = set()
-        if conn.registration is not None and not conn.registration.is_wildcard:
-            topics |= set(conn.registration.subscription)
-        parts = sorted(_partitions_with_offsets_or_in_map(conn.zk, conn.group, topics))
+        if registration is not None and not registration.is_wildcard:
+            topics |= set(registration.subscription)
+        parts = sorted(_partitions_with_offsets_or_in_map(zk, group, topics))
         if not parts:
             return [], {}, {}
         # Kafka first: a group without offsets in Kafka (the usual case) costs no read of ZooKeeper's offsets
-        store = KafkaOffsetStore(conn._kafka_bootstrap(), conn.group, config=conn.config)
+        store = KafkaOffsetStore(brokers(), group, config=config)
         try:
             koffs = store.fetch(parts)
         finally:
             store.close()
-        zoffs = ZooKeeperOffsetStore(conn.zk, conn.group, strict=False).fetch(sorted(koffs)) if koffs else {}
+        zoffs = ZooKeeperOffsetStore(zk, group, strict=False).fetch(sorted(koffs)) if koffs else {}
     except ZkConsumerError as e:
         log.warning("could not compare group %s's Kafka offsets with ZooKeeper's before starting on ZooKeeper "
-                    "storage: %s", conn.group, e)
+                    "storage: %s", group, e)
         return [], {}, {}
     ahead = sorted(tp for tp, k in koffs.items() if zoffs.get(tp) is None or k > zoffs[tp])
     return ahead, zoffs, koffs
@@ -193,23 +215,24 @@ def _partitions_with_offsets_or_in_map(zk, group: str, topics) -> set:
     return out
 
 
-def refuse_cut_over_group(conn: Any) -> None:
+def refuse_cut_over_group(zk: Any, config: "ConsumerConfig") -> None:
     """The fence ``zkmigrate cutover`` leaves: a group handed to broker-coordinated consumers is not joined by a
     ZooKeeper member (an old deployment restarting) unless ``cutover.fence=ignore``. The record's ``fence`` field
     holds it (later records, e.g. a passing ``zkmigrate verify``, carry it over; only a rollback removes it); a
     record with phase ``cutover`` and no ``fence`` field (an older zkmigrate's) is fenced as well."""
-    if conn.config.cutover_fence == "ignore":
+    if config.cutover_fence == "ignore":
         return
-    path = paths.group_migration_path(conn.group)
+    group = _group_of(config)
+    path = paths.group_migration_path(group)
     try:
-        data, _ = conn.zk.get(path)
+        data, _ = zk.get(path)
     except NoNodeError:  # no record: the normal case
         return
     except NoAuthError:
         raise GroupConflictError(
             "cannot read %s (ZooKeeper refused: no READ right on it), so whether group %s was cut over to "
             "broker-coordinated consumers is unknown: not joining. Give this identity READ on it, or set "
-            "cutover.fence=ignore" % (path, conn.group)) from None
+            "cutover.fence=ignore" % (path, group)) from None
     # any other error (ZooKeeper unreachable) is raised as it is: the start, or the re-registration, fails
     try:
         rec = json.loads(data.decode("utf-8"))
@@ -226,4 +249,4 @@ def refuse_cut_over_group(conn: Any) -> None:
     raise GroupConflictError(
         "group %s was cut over to broker-coordinated consumers (%s, %s): a ZooKeeper-coordinated member "
         "must not join it; after a deliberate rollback ('zkmigrate rollback --execute' clears the mark) "
-        "start again, or set cutover.fence=ignore" % (conn.group, fence.get("by"), fence.get("since")))
+        "start again, or set cutover.fence=ignore" % (group, fence.get("by"), fence.get("since")))

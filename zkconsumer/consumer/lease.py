@@ -27,6 +27,8 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
+from ..kafka.internals import kazoo_session_timeout_ms
+
 log = logging.getLogger(__name__)
 
 __all__ = ["SessionLease", "NoLease"]
@@ -57,10 +59,8 @@ class SessionLease:
 
     # -- the session timeout the server granted ----------------------------------------------------------------
     def timeout_s(self) -> float:
-        negotiated = getattr(self.zk, "_session_timeout", None)  # kazoo keeps the negotiated value here (ms)
-        if isinstance(negotiated, (int, float)) and negotiated > 0:
-            return negotiated / 1000.0
-        return self.configured_timeout_s
+        negotiated = kazoo_session_timeout_ms(self.zk)
+        return negotiated / 1000.0 if negotiated is not None else self.configured_timeout_s
 
     # -- lifecycle ------------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -157,9 +157,10 @@ class SessionLease:
 
 
 class NoLease:
-    """For streams used without a connector (tests): always fresh."""
+    """For streams and fetchers used without a connector (tests): always fresh."""
 
     deadline = INFINITY
+    clock = staticmethod(time.monotonic)
 
     def wait_fresh(self, abort: Callable[[], bool] = lambda: False, poll: float = 0.05) -> bool:
         return True

@@ -43,6 +43,7 @@ import queue
 import random
 import threading
 import time
+from typing import TYPE_CHECKING, Any, Dict, Set, Tuple
 
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import KazooState
@@ -58,7 +59,12 @@ from .partition_info import OwnedThreads, PartitionTopicInfo
 from .leave_grace import withdraw_leave
 from .registration import publish_member_info, register
 
+if TYPE_CHECKING:
+    from .member import Member
+
 log = logging.getLogger(__name__)
+
+TP = Tuple[str, int]
 
 STARTING, IDLE, SETTLING, ASSIGNING, RELEASING, CLAIMING, FETCHING = (
     "STARTING", "IDLE", "SETTLING", "ASSIGNING", "RELEASING", "CLAIMING", "FETCHING")
@@ -68,32 +74,34 @@ AUDIT_INTERVAL_S = 30.0
 
 
 class Rebalancer(threading.Thread):
-    def __init__(self, connector):
-        super().__init__(name="%s_watcher_executor" % connector.consumer_id, daemon=True)
-        c = connector
+    def __init__(self, member: "Member"):
+        """*member*: the connector whose ownership this thread keeps (:class:`~.member.Member`: what it drives)."""
+        super().__init__(name="%s_watcher_executor" % member.consumer_id, daemon=True)
+        c = member
         self.c = c
         self.zk = c.zk
         self.config = c.config
         self.group = c.config.group_id
         self.consumer_id = c.consumer_id
         self.assignor = get_assignor(c.config.partition_assignment_strategy, c.config.legacy_consumer_version)
-        self.events = queue.Queue()
+        self.events: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
         self.lock = threading.RLock()       # ownership state; commits take it too
-        self.parts = {}                     # (t, p) -> PartitionTopicInfo, claimed under self.session_id
+        self.parts: Dict[TP, PartitionTopicInfo] = {}  # (t, p) -> PartitionTopicInfo, claimed under self.session_id
         self.owned = OwnedThreads(self.parts)  # the same, read as (t, p) -> thread id
         self.session_id = None
         self._registered_session = None     # the session our registration was created under
-        self._uncertain = set()             # (t, p) whose claim may have been applied unseen (ConnectionLoss)
+        self._uncertain: Set[TP] = set()    # (t, p) whose claim may have been applied unseen (ConnectionLoss)
         self._waiting_since = None          # monotonic time the current claim wait began
-        self.claim_wait = {}                # owner node path -> {"owner": data, "session": "0x..."} waited for
+        self.claim_wait: Dict[str, Dict[str, Any]] = {}  # owner node path -> {"owner": data, "session": "0x..."}
         self._wait_reported_at = None
         self.fetching = False
         self._verify_owners = False         # check our owner nodes at the next attempt (fence failure, audit)
         self.state = STARTING
         self.failures = 0
-        self.stats = {"attempts": 0, "rebalances": 0, "failed_attempts": 0, "claim_waits": 0, "noop_attempts": 0,
-                      "last_duration_ms": None, "last_zk_reads": None, "zk_reads": 0, "state_changes": 0,
-                      "rebalance_seconds": 0.0, "claim_resumes": 0, "session_expiries": 0}
+        self.stats: Dict[str, Any] = {
+            "attempts": 0, "rebalances": 0, "failed_attempts": 0, "claim_waits": 0, "noop_attempts": 0,
+            "last_duration_ms": None, "last_zk_reads": None, "zk_reads": 0, "state_changes": 0,
+            "rebalance_seconds": 0.0, "claim_resumes": 0, "session_expiries": 0}
         self.first_done = threading.Event()
         self._stopping = False
         self._suspended_timer = None
@@ -110,7 +118,7 @@ class Rebalancer(threading.Thread):
 
     # -- event intake (any thread; never blocks) ---------------------------------------------------------------
     def watch(self, event=None):
-        self.events.put(("watch", getattr(event, "path", None)))
+        self.events.put(("watch", event.path if event is not None else None))
 
     def session_listener(self, state):
         self.events.put(("session", state))
@@ -285,13 +293,13 @@ class Rebalancer(threading.Thread):
         if self._need_register:
             resume = None  # registering (again): the group is read in full
             if self._registered_once:  # a re-registration (session expiry): a broker-side group may have formed
-                c._refuse_split_brain()
+                c.recheck_join_guards()
             register(self.zk, self.group, self.consumer_id, c.registration,
                      wait_timeout=self.config.zookeeper_session_timeout_ms / 1000.0 * 2)
             self._registered_session = self.zk.client_id[0]
             publish_member_info(self.zk, self.group, self.consumer_id, c.member_info)
             withdraw_leave(self.zk, self.group, self.consumer_id)  # back: no more ghost of us
-            if self._registered_once and getattr(c, "lease", None) is not None:
+            if self._registered_once:
                 c.lease.new_session()  # the lease follows the new session
             self._need_register = False
             self._registered_once = True
@@ -560,7 +568,7 @@ class Rebalancer(threading.Thread):
         return self._fence
 
     def on_commit_result(self, result):
-        if any(isinstance(e, OwnershipLostError) for e in getattr(result, "failed", {}).values()):
+        if any(isinstance(e, OwnershipLostError) for e in result.failed.values()):
             self._verify_owners = True
             self.request("ownership lost (commit fenced)")
 

@@ -7,120 +7,103 @@ owner nodes go together in one multi-op at the end. With ``rebalance.leave.grace
 member announces that it comes back instead of deleting its registration first.
 
 Bounds. Every step that talks to ZooKeeper or a store runs on a helper thread and is given up (logged) when the
-connector's ``shutdown_bound_s()`` has passed: ZooKeeper may be unreachable, and owner nodes and the registration
-then vanish with the session. What could not be committed is said in the log. Each step has a share of the bound, so
-that a rebalance in progress (waiting for brokers, say) or a fetcher that cannot stop does not leave the final
-commit no time: the rebalancer gets until a quarter of it to finish, stopping the fetchers until half of it, the
-commit until 85 %, the release the rest.
+connector's ``shutdown_bound_s()`` (a :class:`ShutdownBudget`) has passed: ZooKeeper may be unreachable, and owner
+nodes and the registration then vanish with the session. What could not be committed is said in the log. Each step
+has a share of the bound, so that a rebalance in progress (waiting for brokers, say) or a fetcher that cannot stop
+does not leave the final commit no time: the rebalancer gets until a quarter of it to finish, stopping the fetchers
+until half of it, the commit until 85 %, the release the rest; the connector closes its streams, fetchers, offset
+store and ZooKeeper session in what is left.
 """
 import logging
-import queue
 import threading
 import time
-from typing import Any, Callable
+from typing import Callable, List
 
-from ..zookeeper import client as zkmod
 from ..core.layout import paths
 from .leave_grace import announce_leave
+from .member import Member
 from .ownership import release_and_deregister
 from .registration import deregister_first, withdraw_member_info
-from .stream import SHUTDOWN
 
-__all__ = ["shut_down", "bounded"]
+__all__ = ["ShutdownBudget", "leave_group", "bounded"]
 
 log = logging.getLogger(__name__)
 
 
-def shut_down(conn: Any, leave_grace: bool = True) -> None:
-    """Stop *conn* and leave its group (see the module's docstring); a second call does nothing."""
-    with conn._shutdown_lock:
-        if conn._closed:
-            return
-        conn._closed = True
-    conn._stopped.set()
-    conn._commit_soon.set()  # the auto-commit thread ends
-    rb = conn.rebalancer
-    budget = conn.shutdown_bound_s()
-    start = time.monotonic()
-    deadline = start + budget
+class ShutdownBudget:
+    """The bound of one shutdown (*seconds* from now), and how much of it is left for a step."""
 
-    def left():
-        return max(0.1, deadline - time.monotonic())
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self.start = clock()
+        self.deadline = self.start + seconds
 
-    def until(share):
+    def left(self) -> float:
+        """Seconds left of the bound (at least a little, so every step is tried)."""
+        return max(0.1, self.deadline - self._clock())
+
+    def until(self, share: float) -> float:
         """Seconds left of the first *share* of the bound (at least a little, so every step is tried)."""
-        return max(0.05, start + share * budget - time.monotonic())
-    leaving = []
-    reg_path = paths.consumer_registration_path(conn.group, conn.consumer_id)
-    try:
-        if rb is not None:
-            rb.stop()
-            rb.join(until(0.25))
-            conn.zk.remove_listener(rb.session_listener)
-            if conn.registration is not None and conn.zk.connected and not (
-                    conn.config.rebalance_leave_grace_ms > 0 and leave_grace):
-                bounded("deleting the registration", lambda: deregister_first(
-                    conn.zk, conn.group, conn.consumer_id), until(0.35))
-            # the rebalancer may still hold the lock in a ZooKeeper call that waits for an unreachable server
-            locked = rb.lock.acquire(timeout=until(0.4))
-            try:
-                conn.stop_delivery(timeout=until(0.5))
-                leaving = list(rb.owned)
-                session = conn.zk.client_id[0] if conn.zk.connected and conn.zk.client_id else None
-                can_write = session is not None and rb.session_id == session
-            finally:
-                if locked:
-                    rb.lock.release()
-            if conn.config.auto_commit_enable and leaving:
-                if can_write:
-                    bounded("committing %d partition(s)" % len(leaving),
-                                  lambda: conn.commit_partitions(leaving), until(0.85))
-                else:
-                    log.warning("shutdown: ZooKeeper is unreachable or the session changed: the consumed offsets "
-                                "of %d partition(s) were not committed (messages delivered since the last "
-                                "commit will be delivered again)", len(leaving))
-            if leaving:
-                conn.listener_call("on_revoke", set(leaving))
-            locked = rb.lock.acquire(timeout=left())
-            try:
-                rb.parts.clear()
-            finally:
-                if locked:
-                    rb.lock.release()
-        if conn.registration is not None:
-            if conn.zk.connected:
-                if conn.config.rebalance_leave_grace_ms > 0 and leave_grace:
-                    bounded("announcing the restart (rebalance.leave.grace.ms)",
-                                  lambda: announce_leave(conn.zk, conn.group, conn.consumer_id,
-                                                         conn.registration, conn.config.rebalance_leave_grace_ms),
-                                  left())
-                bounded("releasing owner nodes and the registration",
-                              lambda: release_and_deregister(conn.zk, conn.group, leaving, reg_path), left())
-                bounded("withdrawing the member info node",
-                              lambda: withdraw_member_info(conn.zk, conn.group, conn.consumer_id), left())
-            else:
-                log.warning("shutdown: ZooKeeper is unreachable: the owner nodes and the registration vanish "
-                            "when the session expires (zookeeper.session.timeout.ms)")
-    finally:
-        for q in conn._queues.values():
-            try:
-                q.put_nowait(SHUTDOWN)
-            except queue.Full:
-                while True:
-                    try:
-                        q.get_nowait()
-                    except queue.Empty:
-                        break
-                q.put_nowait(SHUTDOWN)
-        if conn.fetchers is not None:
-            conn.fetchers.shutdown(timeout=left())
-        conn.lease.stop()
-        try:  # a commit still waiting for ZooKeeper holds the store's lock: bounded too
-            bounded("closing the offset store", conn.offset_store.close, left())
+        return max(0.05, self.start + share * self.seconds - self._clock())
+
+
+def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True) -> None:
+    """*member* leaves its group (see the module's docstring): its rebalancer stops, delivery stops, the consumed
+    positions are committed, the listener's ``on_revoke`` is called, and the owner nodes, the registration and the
+    member info node go (or a leave-grace marker announces that the member comes back). The caller has stopped the
+    auto-commit thread and closes the member's resources afterwards."""
+    rb = member.rebalancer
+    leaving: List = []
+    reg_path = paths.consumer_registration_path(member.group, member.consumer_id)
+    if rb is not None:
+        rb.stop()
+        rb.join(budget.until(0.25))
+        member.zk.remove_listener(rb.session_listener)
+        if member.registration is not None and member.zk.connected and not (
+                member.config.rebalance_leave_grace_ms > 0 and leave_grace):
+            bounded("deleting the registration", lambda: deregister_first(
+                member.zk, member.group, member.consumer_id), budget.until(0.35))
+        # the rebalancer may still hold the lock in a ZooKeeper call that waits for an unreachable server
+        locked = rb.lock.acquire(timeout=budget.until(0.4))
+        try:
+            member.stop_delivery(timeout=budget.until(0.5))
+            leaving = list(rb.owned)
+            session = member.zk.client_id[0] if member.zk.connected and member.zk.client_id else None
+            can_write = session is not None and rb.session_id == session
         finally:
-            bounded("closing the ZooKeeper session", lambda: zkmod.close(conn.zk), left())
-        if conn._commit_thread is not None:
-            conn._commit_thread.join(min(left(), 5.0))
+            if locked:
+                rb.lock.release()
+        if member.config.auto_commit_enable and leaving:
+            if can_write:
+                bounded("committing %d partition(s)" % len(leaving),
+                        lambda: member.commit_partitions(leaving), budget.until(0.85))
+            else:
+                log.warning("shutdown: ZooKeeper is unreachable or the session changed: the consumed offsets "
+                            "of %d partition(s) were not committed (messages delivered since the last "
+                            "commit will be delivered again)", len(leaving))
+        if leaving:
+            member.listener_call("on_revoke", set(leaving))
+        locked = rb.lock.acquire(timeout=budget.left())
+        try:
+            rb.parts.clear()
+        finally:
+            if locked:
+                rb.lock.release()
+    if member.registration is not None:
+        if member.zk.connected:
+            if member.config.rebalance_leave_grace_ms > 0 and leave_grace:
+                bounded("announcing the restart (rebalance.leave.grace.ms)",
+                        lambda: announce_leave(member.zk, member.group, member.consumer_id,
+                                               member.registration, member.config.rebalance_leave_grace_ms),
+                        budget.left())
+            bounded("releasing owner nodes and the registration",
+                    lambda: release_and_deregister(member.zk, member.group, leaving, reg_path), budget.left())
+            bounded("withdrawing the member info node",
+                    lambda: withdraw_member_info(member.zk, member.group, member.consumer_id), budget.left())
+        else:
+            log.warning("shutdown: ZooKeeper is unreachable: the owner nodes and the registration vanish "
+                        "when the session expires (zookeeper.session.timeout.ms)")
 
 
 def bounded(what: str, fn: Callable[[], object], seconds: float) -> bool:

@@ -20,8 +20,6 @@ from ..errors import ConsumerTimeoutError
 from .lease import NoLease
 from .partition_info import ResetTo
 
-_monotonic = time.monotonic
-
 # part: the partition's PartitionTopicInfo (None for a fetcher's error); nbytes: keys + values, for metrics
 Chunk = namedtuple("Chunk", "generation part records nbytes", defaults=(0,))
 
@@ -61,7 +59,7 @@ class KafkaStream:
         self._index = 0
         self._chunk_gen = -1
         self._lease = lease if lease is not None else NoLease()
-        self._clock = getattr(self._lease, "clock", _monotonic)  # the lease's (injectable) clock
+        self._clock = self._lease.clock  # the lease's (injectable) clock
         self._part = None                   # the PartitionTopicInfo of the chunk being handed out
         self.messages = 0                   # records in the chunks taken (metrics: MessagesPerSec, per chunk)
         self.bytes = 0                      # their keys + values (BytesPerSec)

@@ -24,7 +24,9 @@ The record decoder (:mod:`zkconsumer.kafka.fast_records`) subclasses ``Fetcher.P
 back to kafka-python's own decoder when they are missing. kazoo (2.9-2.11) sends a request object only through
 ``KazooClient._call`` (what its ``TransactionRequest.commit_async`` does): :func:`kazoo_call` sends the one-pass
 multi-op of :mod:`zkconsumer.zookeeper.multi`, and :func:`kazoo_observe_requests` lets the bench and the tests
-count the requests a client sends.
+count the requests a client sends. :func:`kazoo_transaction_requests` is a transaction's request list (the ZooKeeper
+offset store appends requests it built itself) and :func:`kazoo_session_timeout_ms` the session timeout the server
+granted (the session lease's length).
 
 A kafka-python or kazoo without what these functions need raises :class:`IncompatibleClientError` naming the
 library, its version and the missing attribute; ``tests/test_client_internals.py`` runs every function here against
@@ -40,7 +42,8 @@ from ..errors import ZkConsumerError
 
 __all__ = ["IncompatibleClientError", "AdminClient", "run", "submit", "send", "add_group_coordinator",
            "close_connection", "wrap_header", "partition_records_class", "consumer_fetcher", "records_buffer",
-           "batch_data", "kazoo_supports_call", "kazoo_call", "kazoo_observe_requests"]
+           "batch_data", "kazoo_supports_call", "kazoo_call", "kazoo_observe_requests", "kazoo_transaction_requests",
+           "kazoo_session_timeout_ms"]
 
 
 class IncompatibleClientError(ZkConsumerError):
@@ -173,3 +176,16 @@ def kazoo_observe_requests(zk: Any, observe: Callable[[Any], None]) -> None:
         return call(request, async_object)
     zk._call = observed
 
+
+def kazoo_transaction_requests(txn: Any) -> Optional[list]:
+    """The request list of a new kazoo transaction (``TransactionRequest.operations``), where whole requests can be
+    appended; None when this kazoo keeps its transactions differently (then the caller uses its methods)."""
+    ops = getattr(txn, "operations", None)
+    return ops if isinstance(ops, list) and not ops and not getattr(txn, "committed", False) else None
+
+
+def kazoo_session_timeout_ms(zk: Any) -> Optional[float]:
+    """The session timeout the server granted, in ms (``KazooClient._session_timeout``, set when a session is
+    established); None when this kazoo does not keep it there."""
+    negotiated = getattr(zk, "_session_timeout", None)
+    return negotiated if isinstance(negotiated, (int, float)) and negotiated > 0 else None

@@ -7,6 +7,7 @@ offset to consume (ZookeeperConsumerConnector.scala), keyed by ``(topic, partiti
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import logging
 from typing import Dict, Iterable, Mapping, Optional, Set, Tuple, Type, Union
@@ -206,7 +207,7 @@ class OwnershipFence:
         return refused
 
 
-class OffsetStore:
+class OffsetStore(abc.ABC):
     """Interface of the ZooKeeper, Kafka and dual offset stores (Kafka's ZookeeperConsumerConnector.scala).
 
     * ``fetch(partitions) -> {(t, p): next_offset}``; partitions without a committed offset are absent;
@@ -214,14 +215,19 @@ class OffsetStore:
     * ``close()``.
     """
 
+    #: which store: "zookeeper", "kafka" or "dual" (the member counts its commits per store by it)
     name: str = "abstract"
     group: str
+    #: True while a dual store commits to ZooKeeper alone (Kafka down past dual.commit.kafka.outage.ms)
+    zookeeper_only: bool = False
 
+    @abc.abstractmethod
     def fetch(self, partitions) -> Dict[TopicPartitionKey, int]:
-        raise NotImplementedError
+        """The committed offsets of *partitions*."""
 
+    @abc.abstractmethod
     def commit(self, offsets, fence: Optional[OwnershipFence] = None) -> CommitResult:
-        raise NotImplementedError
+        """Write *offsets* (``{(t, p): next offset}``), each only while *fence* says it is still owned."""
 
     def close(self) -> None:
         pass

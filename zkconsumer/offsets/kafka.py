@@ -78,10 +78,13 @@ class KafkaOffsetStore(OffsetStore):
         self.group = validate_group(group)
         self.security = security if security is not None else kafka_security.of(config)
         self.bootstrap_servers = bootstrap_servers
-        self.backoff_ms = getattr(config, "offsets_channel_backoff_ms", 1000)
-        self.socket_timeout_ms = getattr(config, "offsets_channel_socket_timeout_ms", 10000)
-        self.max_retries = getattr(config, "offsets_commit_max_retries", 5)
-        self.client_id = getattr(config, "client_id", None) or self.group
+        if config is not None:
+            self.backoff_ms = config.offsets_channel_backoff_ms
+            self.socket_timeout_ms = config.offsets_channel_socket_timeout_ms
+            self.max_retries = config.offsets_commit_max_retries
+            self.client_id = config.client_id or self.group
+        else:
+            self.backoff_ms, self.socket_timeout_ms, self.max_retries, self.client_id = 1000, 10000, 5, self.group
         self.zk = zk
         self._admin: Optional[_AdminClient] = None
         self._node = None  # coordinator node id (synthesized "coordinator-N": a dedicated connection)

@@ -23,6 +23,7 @@ from kazoo.protocol.serialization import CheckVersion, SetData
 
 from ..errors import OffsetStoreError, OwnershipLostError, ZnodeFormatError
 from ..core.layout import decode_offset, encode_offset, partition_offset_path, topic_offsets_path, validate_group
+from ..kafka.internals import kazoo_transaction_requests
 from ..zookeeper import multi as zk_multi
 from .base import CommitResult, OffsetStore, OwnershipFence, normalize_offsets, normalize_partitions
 
@@ -36,14 +37,6 @@ _MAX_TXN_OPS = 4000
 _OP_OVERHEAD = 32  # per-op header + lengths, generous
 
 _ABSENT = object()  # cache marker: we know the node does not exist
-
-
-def _raw_operations(txn) -> Optional[list]:
-    """The request list of a kazoo transaction, where whole requests can be appended: our paths are built
-    normalized and absolute, so kazoo's per-operation normalization (a third of a 10,000-offset commit's client
-    time) is not needed. None when this kazoo keeps its transactions differently (then its methods are used)."""
-    ops = getattr(txn, "operations", None)
-    return ops if isinstance(ops, list) and not ops and not getattr(txn, "committed", False) else None
 
 
 class _Once:
@@ -308,7 +301,9 @@ class ZooKeeperOffsetStore(OffsetStore):
     def _transaction(self, chunk, pending: Dict, exists: Dict, fence: Optional[OwnershipFence]):
         """kazoo's transaction for a chunk that creates nodes (or when this kazoo has no ``_call``)."""
         txn = self.zk.transaction()
-        raw = _raw_operations(txn)  # kazoo's request list: skips its per-op path normalization
+        # kazoo's request list: our paths are built normalized and absolute, so kazoo's per-operation normalization
+        # (a third of a 10,000-offset commit's client time) is skipped; None: this kazoo's own methods are used
+        raw = kazoo_transaction_requests(txn)
         root = self.zk.chroot or ""
         for tp in chunk:
             path = self._path(tp)

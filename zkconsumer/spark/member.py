@@ -28,6 +28,7 @@ import time
 import uuid
 
 from ..consumer.connector import RebalanceListener, ZookeeperConsumerConnector
+from ..consumer.fetcher import NoFetchers
 from ..core.layout import codecs
 from ..offsets import CommitResult
 from . import keepalive
@@ -89,7 +90,7 @@ class GroupMember(ZookeeperConsumerConnector):
 
     def _make_fetchers(self):
         """The engine's hook: a coordinating-only member has no fetchers (Spark's executors read)."""
-        return None
+        return NoFetchers()
 
     # -- delivery hooks the rebalancer calls (under its lock) --------------------------------------------------
     def stop_delivery(self, timeout=None):
