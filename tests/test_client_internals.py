@@ -108,6 +108,30 @@ def test_kazoo_requests_can_be_observed(zk):
     assert seen[-2:] == [3, 8], "%s: kazoo no longer hands its requests to _call (%r)" % (_versions(), seen)
 
 
+def test_kazoo_transactions_take_our_requests(zk, unique):
+    """The ZooKeeper offset store appends requests it built to a new transaction's request list."""
+    from kazoo.protocol.serialization import SetData
+    path = "/internals-%s" % unique("txn")
+    zk.create(path, b"0", makepath=True)
+    txn = zk.transaction()
+    ops = internals.kazoo_transaction_requests(txn)
+    assert ops is not None, "%s: KazooClient.transaction() has no request list (operations)" % _versions()
+    ops.append(SetData((zk.chroot or "") + path, b"7", -1))
+    assert [type(r).__name__ for r in txn.commit()] == ["ZnodeStat"]
+    assert zk.get(path)[0] == b"7"
+    assert internals.kazoo_transaction_requests(txn) is None  # committed: nothing more goes in
+    zk.delete(path)
+
+
+def test_kazoo_tells_the_session_timeout_it_was_granted(zk):
+    """The session lease's length is the timeout the server granted, not the one asked for."""
+    from zkconsumer.consumer.lease import SessionLease
+    granted = internals.kazoo_session_timeout_ms(zk)
+    assert granted is not None and granted > 0, "%s: KazooClient._session_timeout is gone" % _versions()
+    assert SessionLease(zk, 123456).timeout_s() == granted / 1000.0
+    assert internals.kazoo_session_timeout_ms(object()) is None
+
+
 def test_a_missing_internal_is_named():
     class Bare:
         pass

@@ -107,6 +107,21 @@ def test_no_import_climbs_from_the_package_into_migration():
     assert not offenders, "zkconsumer imports the migration layer: %s" % offenders
 
 
+def test_the_engine_meets_its_parts_at_seams_not_probes():
+    """The engine's parts meet at declared interfaces (consumer.member.Member, consumer.fetcher.Fetchers,
+    offsets.OffsetStore): nothing in consumer/ asks an object with getattr/hasattr what it is."""
+    from zkconsumer.consumer.connector import ZookeeperConsumerConnector
+    from zkconsumer.consumer.fetcher import FetcherManager, Fetchers, NoFetchers
+    from zkconsumer.consumer.member import Member
+    assert issubclass(ZookeeperConsumerConnector, Member) and not ZookeeperConsumerConnector.__abstractmethods__
+    assert issubclass(FetcherManager, Fetchers) and NoFetchers() is not None
+    probes = [(os.path.relpath(p, ROOT), node.lineno) for p in _py_files(os.path.join("zkconsumer", "consumer"))
+              for node in ast.walk(ast.parse(open(p, encoding="utf-8").read()))
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "hasattr")]
+    assert not probes, probes
+
+
 def test_importing_the_core_imports_no_client_library():
     """``import zkconsumer.core.config`` (what the public ``zkconsumer.ConsumerConfig`` loads) brings in neither kazoo
     nor kafka-python: the package's ``__init__`` imports the public API when it is first used."""
