@@ -1,4 +1,5 @@
-"""The rebalancer: one thread that owns all of a connector's ownership state (Kafka's ZookeeperConsumerConnector.scala).
+"""The rebalancer: one thread that owns all of a connector's ownership state (Kafka 1.1.1
+``ZookeeperConsumerConnector.ZKRebalancerListener`` and its ``<consumer id>_watcher_executor`` thread).
 
 States and transitions (``Rebalancer.state``)::
 
@@ -68,6 +69,36 @@ AUDIT_INTERVAL_S = 30.0
 
 
 class Rebalancer(threading.Thread):
+    """The thread named ``<consumer id>_watcher_executor`` that runs a connector's rebalances (the states and
+    transitions are in the module's docstring).
+
+    Who writes what:
+
+    * only this thread changes ownership: ``parts`` (the registry ``{(t, p): PartitionTopicInfo}`` of the owned
+      partitions; ``owned`` is a read-only view of it), ``session_id`` (the session they were claimed under),
+      the commit fence, and the connector's delivery generation (through ``stop_delivery`` / ``start_delivery``);
+      :meth:`shutdown <.connector.ZookeeperConsumerConnector.shutdown>` stops this thread first, then stops
+      delivery and clears ``parts`` under ``lock`` (without it when the lock is not free within its share of the
+      shutdown's bound);
+    * this thread alone also writes ``state``, ``stats``, ``failures``, ``claim_wait`` and the claim plan;
+      ``metrics()`` reads them without a lock (``claim_wait`` is replaced whole, never changed in place);
+    * every other thread only puts events on ``events``: kazoo's watch and session callbacks (on kazoo's event
+      thread), the suspension and leave-grace timers, :meth:`stop`, and :meth:`on_commit_result` (a commit the
+      fence refused: it also raises the ``_verify_owners`` flag). None of them blocks, so a ZooKeeper callback
+      never waits for a rebalance.
+
+    ``lock`` (re-entrant) guards ``parts``, ``session_id``, the fence and ``fetching``. An attempt holds it from
+    start to end, except around three calls made with it released (:meth:`_unlocked`): the listener hooks, the
+    wait for the commit of the partitions leaving, and starting the fetchers (which may wait for brokers). The
+    hooks run unlocked because ``on_revoke`` may wait for application threads that call
+    :meth:`commit_offsets <.connector.ZookeeperConsumerConnector.commit_offsets>`, which takes the lock to read
+    the consumed positions: holding it there would deadlock. That is safe because delivery has stopped before
+    the hooks run (a new generation, streams fenced, fetchers stopped) and no other thread changes ownership, so
+    what a commit reads meanwhile is consistent. Committers (the application, the auto-commit thread, the commit
+    of the partitions leaving, shutdown) take the lock only to read positions and the fence, never for a store's
+    round trip.
+    """
+
     def __init__(self, connector):
         super().__init__(name="%s_watcher_executor" % connector.consumer_id, daemon=True)
         c = connector
@@ -267,8 +298,10 @@ class Rebalancer(threading.Thread):
             self.stats["claim_waits"] += 1  # a predecessor still holds a partition: wait for its release
         elif not ok:
             self.stats["failed_attempts"] += 1
-            log.info("Rebalancing attempt failed. Clearing the cache before the next rebalancing operation is "
-                     "triggered")
+            # Kafka 1.1.1 logs "... Clearing the cache before the next rebalancing operation is triggered" here;
+            # this member keeps its group read cache, whose watches keep it true
+            log.info("Rebalancing attempt failed; the next attempt reads the group again (the registrations and "
+                     "partition maps that did not change come from the cache)")
         return ok
 
     def _reconcile_safely(self):
