@@ -1,15 +1,19 @@
 """Offsets in Kafka's offset manager (``__consumer_offsets``) without joining a broker-side group.
 
-Kafka's ZookeeperConsumerConnector.scala (OffsetCommit, error handling), ZookeeperConsumerConnector.scala (retries), ZookeeperConsumerConnector.scala (OffsetFetch
-retries), ZookeeperConsumerConnector.scala (versions), ClientUtils.scala (finding the coordinator); PySpark's Python data source API (kafka-python 3.x).
+What the Scala consumer did, in Kafka 1.1.1 ``ZookeeperConsumerConnector``: ``commitOffsets`` sends one
+OffsetCommit for all owned partitions, re-finds the coordinator after NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE,
+does not retry OFFSET_METADATA_TOO_LARGE and makes up to 1 + ``offsets.commit.max.retries`` attempts,
+``offsets.channel.backoff.ms`` apart; ``fetchOffsets`` sends OffsetFetch and retries after NOT_COORDINATOR and
+COORDINATOR_LOAD_IN_PROGRESS; ``ClientUtils.channelToOffsetManager`` finds the coordinator. It sent OffsetCommit v2
+and OffsetFetch v2 (``OffsetCommitRequest.CurrentVersion``, ``OffsetFetchRequest.CurrentVersion``).
 
 Layer chosen (kafka-python 3.0.12): one :class:`kafka.admin.KafkaAdminClient` per store, used only as a connection
 manager with its own IO thread.  We send FindCoordinator (v<=3), OffsetCommit (v<=5, ``generation_id=-1``,
 ``member_id=""``: a "simple consumer" commit, no JoinGroup ever) and OffsetFetch (v<=7) ourselves through
-:mod:`zkconsumer.client_internals` (kafka-python's connection manager) because the public ``list_group_offsets`` raises on the first partition error and neither
-public call lets us re-find the coordinator after NOT_COORDINATOR.  The coordinator gets its own connection
-(``cluster.add_coordinator``), kept across calls.  ``KafkaConsumer.commit`` was rejected: it raises for the whole
-batch instead of reporting per-partition errors.
+:mod:`zkconsumer.client_internals` (kafka-python's connection manager) because the public ``list_group_offsets``
+raises on the first partition error and neither public call lets us re-find the coordinator after NOT_COORDINATOR.
+The coordinator gets its own connection (``cluster.add_coordinator``), kept across calls.  ``KafkaConsumer.commit``
+is not used: it raises for the whole batch instead of reporting per-partition errors.
 
 Observed tansu behaviour (the test broker): OffsetCommit for an unknown topic -> UNKNOWN_TOPIC_OR_PARTITION for
 that partition (the others commit); for a non-existent partition of an existing topic -> NONE (stored);
@@ -56,9 +60,10 @@ _PERMANENT = (Errors.UnknownTopicOrPartitionError, Errors.OffsetMetadataTooLarge
 
 
 class KafkaOffsetStore(OffsetStore):
-    """The group's offsets in Kafka's offset manager (``offsets.storage=kafka``, Kafka's ZookeeperConsumerConnector.scala).
+    """The group's offsets in Kafka's offset manager (``offsets.storage=kafka``).
 
     :param bootstrap_servers: ``host:port[,host:port]`` (or a list).
+    :param group: the group id (checked: :class:`~zkconsumer.errors.InvalidNameError` when it is not a legal name).
     :param config: a :class:`~zkconsumer.config.ConsumerConfig` for ``offsets.channel.backoff.ms``,
         ``offsets.channel.socket.timeout.ms``, ``offsets.commit.max.retries`` and ``client.id`` (defaults 1000,
         10000, 5 and the group when None).
@@ -112,7 +117,8 @@ class KafkaOffsetStore(OffsetStore):
         return bs if isinstance(bs, str) else ",".join(bs)
 
     def _coordinator(self):
-        """The coordinator's node id: cached, else FindCoordinator (ClientUtils.scala); raises the broker's error class."""
+        """The coordinator's node id: cached, else FindCoordinator (as Kafka 1.1.1
+        ``ClientUtils.channelToOffsetManager`` asks); raises the broker's error class."""
         if self._node is None:
             admin = self._client()
             self._node = internals.run(admin, self._async_find_coordinator, admin)
@@ -148,14 +154,15 @@ class KafkaOffsetStore(OffsetStore):
         self._node = None
 
     def _attempts(self, fn, pending: Dict, what: str, refence=None, first=None):
-        """Run ``fn(node, pending) -> {tp: (error_class, value)}`` (or ``ALL_COMMITTED``) with the
-        ZookeeperConsumerConnector.scala retry budget (1 + max retries, backoff between attempts), re-finding the
-        coordinator after NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE and waiting out COORDINATOR_LOAD_IN_PROGRESS.
+        """Run ``fn(node, pending) -> {tp: (error_class, value)}`` (or ``ALL_COMMITTED``) with the retry budget of
+        Kafka 1.1.1 ``ZookeeperConsumerConnector.commitOffsets`` (1 + ``offsets.commit.max.retries`` attempts,
+        ``offsets.channel.backoff.ms`` apart), re-finding the coordinator after NOT_COORDINATOR /
+        COORDINATOR_NOT_AVAILABLE and waiting out COORDINATOR_LOAD_IN_PROGRESS.
         Returns ``(done {tp: value}, failed {tp: exception}, exhausted)`` (a commit's values are not meant to be
-        read: None, or the offsets sent), *exhausted* being the partitions that still had a retriable error when the budget ran out.
-        Transport failures stop retrying once ``offsets.channel.socket.timeout.ms`` has passed; if the broker
-        never answered, raises :class:`OffsetStoreError`. *first*, when given, is ``(node, wait)``: the first
-        attempt already sent to *node*, ``wait()`` returning its outcome (:meth:`begin_commit`)."""
+        read: None, or the offsets sent), *exhausted* being the partitions that still had a retriable error when
+        the budget ran out. Transport failures stop retrying once ``offsets.channel.socket.timeout.ms`` has passed;
+        if the broker never answered, raises :class:`OffsetStoreError`. *first*, when given, is ``(node, wait)``:
+        the first attempt already sent to *node*, ``wait()`` returning its outcome (:meth:`begin_commit`)."""
         done: Dict = {}
         failed: Dict = {}
         last: Dict = {}
@@ -238,10 +245,18 @@ class KafkaOffsetStore(OffsetStore):
     # ---- commit -----------------------------------------------------------------------------------------------
 
     def commit(self, offsets, fence=None) -> CommitResult:
-        """OffsetCommit of all *offsets* in one request (ZookeeperConsumerConnector.scala: Kafka commits are unfiltered), empty metadata.
+        """OffsetCommit of all *offsets* in one request, empty metadata: every value is sent, changed or not (as
+        Kafka 1.1.1 ``ZookeeperConsumerConnector.commitOffsets`` does; only its ZooKeeper writes skip unchanged
+        values).
 
-        Per-partition errors are in the result; an unreachable broker raises :class:`OffsetStoreError`.  With a
-        *fence* and a ``zk`` client, partitions the fence refuses are not sent (see ``OwnershipFence``).
+        :param offsets: ``{(topic, partition): next offset to consume}`` (``TopicPartition`` keys too).
+        :param fence: an :class:`~.base.OwnershipFence`; with a ``zk`` client, partitions it refuses are not sent,
+            and every retry is fenced again.
+        :returns: a :class:`CommitResult`; per-partition errors (the broker's, a fence's refusal) are in its
+            ``failed``, never raised.
+        :raises OffsetManagerUnavailableError: no broker or coordinator answered (the next call tries again).
+        :raises OffsetStoreError: the store is closed.
+        :raises ValueError: an offset is not an integer from 0 to 2^63-1.
         """
         offsets = normalize_offsets(offsets)
         result = CommitResult()
@@ -333,14 +348,20 @@ class KafkaOffsetStore(OffsetStore):
     # ---- fetch ------------------------------------------------------------------------------------------------
 
     def fetch(self, partitions) -> Dict:
-        """OffsetFetch (ZookeeperConsumerConnector.scala): ``{(t, p): next_offset}``; partitions without an offset (-1) are absent.
+        """OffsetFetch of *partitions*.
 
-        Unlike Scala (which retries forever while holding the rebalance lock) this retries coordinator errors
-        within the offsets.commit.max.retries budget and then raises :class:`OffsetStoreError`. Any other error is
-        raised too, naming the partition and the broker's error: GROUP_AUTHORIZATION_FAILED,
-        TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION, or a partition missing from the answer. Scala read
-        those as "no offset", so a Kafka-storage member reset, a dual member fell back to a stale ZooKeeper offset
-        and a rollback left partitions out, all silently. A partition that simply has no offset (-1) is absent.
+        Unlike Kafka 1.1.1 ``ZookeeperConsumerConnector.fetchOffsets`` (which retries forever while holding the
+        rebalance lock) this retries coordinator errors within the ``offsets.commit.max.retries`` budget and then
+        raises. Any other error is raised too, naming the partition and the broker's error:
+        GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION, or a partition missing
+        from the answer. Scala read those as "no offset", so a Kafka-storage member reset, a dual member fell back
+        to a stale ZooKeeper offset and a rollback left partitions out, all silently.
+
+        :param partitions: ``(topic, partition)`` pairs (``TopicPartition`` too).
+        :returns: ``{(topic, partition): next offset to consume}``; a partition without an offset (-1) is absent.
+        :raises OffsetManagerUnavailableError: no broker or coordinator answered.
+        :raises OffsetStoreError: the broker refused a partition (the message names it and the error), or the
+            store is closed.
         """
         offsets, failed, exhausted = self._fetch(partitions)
         if failed:
@@ -446,7 +467,7 @@ class KafkaOffsetStore(OffsetStore):
             for topic in response.topics for part in topic.partitions}
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection (idempotent); later calls raise :class:`OffsetStoreError`."""
         with self._lock:
             self._closed = True
             admin, self._admin, self._node = self._admin, None, None

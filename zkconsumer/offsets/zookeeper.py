@@ -1,7 +1,8 @@
 """Offsets in ZooKeeper: ``/consumers/[g]/offsets/[t]/[p]`` holding the next offset as a decimal string.
 
-Kafka's ZookeeperConsumerConnector.scala (node and encoding), ZookeeperConsumerConnector.scala (commit only what changed,
-``checkpointedZkOffsets``), ZookeeperConsumerConnector.scala (fetch; a missing node means "no offset").  Differences from Scala, by design:
+What the Scala consumer did, in Kafka 1.1.1 ``ZookeeperConsumerConnector``: ``commitOffsetToZooKeeper`` writes the
+offset as ``offset.toString``, and only when it differs from the value in ``checkpointedZkOffsets`` (the last one
+read or written); ``fetchOffsetFromZooKeeper`` reads a missing node as "no offset". Differences, by design:
 
 * many partitions are read with pipelined ``get_async`` calls and written with a few multi-ops (chunked below
   ZooKeeper's 1 MB ``jute.maxbuffer``) instead of one round trip per partition;
@@ -60,13 +61,15 @@ class _Once:
 
 
 class ZooKeeperOffsetStore(OffsetStore):
-    """ZooKeeper offset storage for one group (``offsets.storage=zookeeper``, Kafka's ZookeeperConsumerConnector.scala).
+    """ZooKeeper offset storage for one group (``offsets.storage=zookeeper``).
 
     :param zk: a started kazoo client (owned by the caller, not closed by :meth:`close`).
+    :param group: the group id (checked: :class:`~zkconsumer.errors.InvalidNameError` when it is not a legal name).
     :param strict: on a malformed offset node, ``fetch`` raises :class:`OffsetStoreError` naming the path (tools);
         with ``strict=False`` it logs a warning and treats the partition as having no offset (the consumer then
         applies ``auto.offset.reset``, like a missing node).  A negative stored value (e.g. ``-1`` written by
-        tools) always counts as "no offset" (ZookeeperConsumerConnector.scala).
+        tools) always counts as "no offset", as the Scala fetcher resets a negative start offset (Kafka 1.1.1
+        ``AbstractFetcherThread.addPartitions``).
     """
 
     name = "zookeeper"
@@ -93,11 +96,15 @@ class ZooKeeperOffsetStore(OffsetStore):
     # ---- fetch ------------------------------------------------------------------------------------------------
 
     def fetch(self, partitions) -> Dict:
-        """``{(t, p): next_offset}`` for the partitions that have a valid committed offset (ZookeeperConsumerConnector.scala).
+        """The committed offsets of *partitions*.
 
         One ``get_children`` per topic finds the existing nodes, then all their reads are issued at once
         (``get_async``) and collected.  Seeds the only-changed cache.
-        Raises :class:`OffsetStoreError` when ZooKeeper cannot be read, or (strict) a node is malformed.
+
+        :param partitions: ``(topic, partition)`` pairs (``TopicPartition`` too).
+        :returns: ``{(topic, partition): next offset to consume}`` for the partitions that have a valid committed
+            offset; a missing node, a negative value and (not strict) a malformed one are absent.
+        :raises OffsetStoreError: ZooKeeper cannot be read, or (strict) a node is malformed (naming its path).
         """
         parts = normalize_partitions(partitions)
         out, error = {}, None
@@ -141,12 +148,18 @@ class ZooKeeperOffsetStore(OffsetStore):
 
     def commit(self, offsets, fence: Optional[OwnershipFence] = None, force: bool = False,
                sent: Optional[Callable[[], None]] = None) -> CommitResult:
-        """Write changed offsets in a few multi-ops (ZookeeperConsumerConnector.scala), optionally fenced (see :class:`OwnershipFence`).
+        """Write the changed offsets in a few multi-ops, optionally fenced.
 
-        ``force=True`` writes even values the cache says are already stored (tools).  ZooKeeper errors are
-        reported per partition in the result, never raised.  ``sent`` is called once, as soon as the first
-        requests are handed to the client (before their answers), or before returning when nothing was sent: the
-        dual store starts Kafka's OffsetCommit there, so that ZooKeeper's longer path starts first.
+        :param offsets: ``{(topic, partition): next offset to consume}`` (``TopicPartition`` keys too).
+        :param fence: an :class:`OwnershipFence`: each write is paired with a check of the partition's owner node,
+            and partitions it refuses are not written.
+        :param force: write even values the cache says are already stored (tools).
+        :param sent: called once, as soon as the first requests are handed to the client (before their answers),
+            or before returning when nothing was sent: the dual store starts Kafka's OffsetCommit there, so that
+            ZooKeeper's longer path starts first.
+        :returns: a :class:`CommitResult`: values already stored are in ``committed`` and ``unchanged``; ZooKeeper
+            errors and fence refusals are in ``failed``, per partition, never raised.
+        :raises ValueError: an offset is not an integer from 0 to 2^63-1 (nothing is written).
         """
         once = _Once(sent)
         try:
