@@ -1,4 +1,5 @@
-"""Partition assignors of the old consumer: Scala ``kafka.consumer.PartitionAssignor`` (Kafka's PartitionAssignor.scala, ZookeeperConsumerConnector.scala step 6).
+"""Partition assignors of the old consumer: Kafka 1.1.1 ``kafka.consumer.RangeAssignor`` and ``RoundRobinAssignor``
+(``PartitionAssignor.scala``), called by ``ZKRebalancerListener.rebalance`` with an ``AssignmentContext``.
 
 Both assignors are pure and deterministic and compute the *global* assignment (0.9+ form, KAFKA-1997):
 
@@ -95,7 +96,7 @@ def _prepare(consumers_for_topic: Mapping[str, Iterable[str]], partitions_for_to
 
 def range_assign(consumers_for_topic: Mapping[str, Iterable[str]],
                  partitions_for_topic: Mapping[str, Iterable[int]]) -> Assignment:
-    """``RangeAssignor`` (the default, PartitionAssignor.scala), per topic and independently.
+    """``RangeAssignor`` (the default; Kafka 1.1.1 ``RangeAssignor.assign``), per topic and independently.
 
     With ``n`` partitions (ascending) and ``k`` threads (sorted as strings), thread at position ``i`` gets
     ``n // k`` partitions plus one if ``i < n % k``, starting at ``(n // k) * i + min(i, n % k)``. Threads past the
@@ -154,7 +155,7 @@ def roundrobin_partition_order(partitions: Iterable[TopicPartition],
 
 def roundrobin_assign(consumers_for_topic: Mapping[str, Iterable[str]], partitions_for_topic: Mapping[str, Iterable[int]],
                       legacy_version: str = DEFAULT_LEGACY_VERSION) -> Assignment:
-    """``RoundRobinAssignor`` as of 0.10.2+ (KAFKA-2434), PartitionAssignor.scala.
+    """``RoundRobinAssignor`` as of 0.10.2+ (KAFKA-2434; Kafka 1.1.1 ``RoundRobinAssignor.assign``).
 
     1. ``allThreadIds``: the union of every topic's thread ids, sorted as strings, in a circular iterator;
     2. all partitions of all subscribed topics ordered by Java ``hashCode`` of ``"[topic,partition]"``

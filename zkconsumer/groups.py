@@ -1,6 +1,7 @@
 """Read-mostly operations on ZooKeeper-coordinated groups: list, describe, owners, verify, delete.
 
-Kafka's VerifyConsumerRebalance.scala (VerifyConsumerRebalance), ConsumerGroupCommand.scala (``kafka-consumer-groups --zookeeper``).
+Kafka 1.1.1 ``kafka.tools.VerifyConsumerRebalance`` and ``kafka.admin.ConsumerGroupCommand``'s
+``ZkConsumerGroupService`` (``kafka-consumer-groups --zookeeper``).
 The CLI is :mod:`zkconsumer.cli.groups`; :mod:`migrate` uses the same readers (members, owners, offsets).
 
 Differences from the Scala tools, on purpose:

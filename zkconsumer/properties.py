@@ -1,7 +1,7 @@
 """A faithful, pure-Python reader and writer for Java ``.properties`` text.
 
-The old consumer is configured from ``java.util.Properties`` (Kafka's ConsumerConfig.scala: "Built from
-``java.util.Properties`` through ``VerifiableProperties``"), so files written for the Scala
+The old consumer is configured from ``java.util.Properties`` (Kafka 1.1.1 ``ConsumerConfig`` takes
+``java.util.Properties`` and reads them through ``VerifiableProperties``), so files written for the Scala
 ``ZookeeperConsumerConnector`` must mean exactly the same thing here.  This module ports the
 JDK 11+ ``Properties.LineReader.readLine`` / ``load0`` / ``loadConvert`` and ``saveConvert``
 logic character for character:

@@ -1,7 +1,7 @@
 """Registry mirror: keep the legacy ``/brokers`` layout in ZooKeeper in step with a Kafka cluster's metadata.
 
 Brokers that do not register in ZooKeeper (KRaft clusters, tansu) are invisible to ZooKeeper-coordinated
-consumers, which read ``/brokers/ids`` and ``/brokers/topics`` (Kafka's ZkUtils.scala). The mirror reads the
+consumers, which read ``/brokers/ids`` and ``/brokers/topics`` (Kafka's ``ZkUtils``). The mirror reads the
 cluster's metadata over the Kafka protocol and writes:
 
 * ``/brokers/ids/[id]`` — ephemeral, version 4 JSON with one endpoint, owned by the mirror's session, so
@@ -10,7 +10,8 @@ cluster's metadata over the Kafka protocol and writes:
   ``security.protocol`` set: consumers with the same setting then find it; a non-PLAINTEXT-only broker has
   ``host`` null and ``port`` -1, as Kafka writes it);
 * ``/brokers/topics/[topic]`` — version 1 partition map, rewritten only when the map really changes (the
-  consumers' data watch fires on every write, and each firing is a group rebalance, Kafka's ZookeeperConsumerConnector.scala);
+  consumers' data watch fires on every write, and each firing is a group rebalance: Kafka 1.1.1
+  ``ZKTopicPartitionChangeListener.handleDataChange``);
 * ``/brokers/topics/[topic]/partitions/[p]/state`` — leader, leader epoch and ISR, as a controller would.
 
 Safety: a broker registration under ``/brokers/ids`` whose ephemeral owner is not this mirror's session was

@@ -1,7 +1,8 @@
 """ZooKeeper adapter: one place that builds kazoo clients from a ``zookeeper.connect`` string.
 
 The chroot suffix (``host:port,host:port/chroot``) is handled by kazoo; the string is validated first
-(Kafka's ConsumerConfig.scala, ``zookeeper.connect``), so a malformed one fails before any connection is tried.
+(``zookeeper.connect``, see :mod:`zkconsumer.layout.connect`), so a malformed one fails before any connection is
+tried.
 """
 import logging
 
@@ -64,8 +65,9 @@ _skipped: set = set()  # broker registrations reported as unusable (bootstrap_fr
 
 def bootstrap_from_zk(zk, zookeeper_connect="", security_protocol="PLAINTEXT"):
     """``host:port,...`` of every broker registered under ``/brokers/ids`` with an endpoint of *security_protocol*
-    (PLAINTEXT: how the old consumer finds brokers, Kafka's ZkUtils.scala; the others through the registration's
-    ``listener_security_protocol_map``); ClusterUnavailableError when there is none."""
+    (PLAINTEXT: how the old consumer finds brokers, Kafka 1.1.1 ``ClientUtils.getPlaintextBrokerEndPoints``; the
+    others through the registration's ``listener_security_protocol_map``); ClusterUnavailableError when there is
+    none."""
     from kazoo.exceptions import NoNodeError
     from .layout import codecs, paths
     try:

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 def consumer_settings(config):
-    """kafka-python settings equivalent to the old consumer's fetch keys (Kafka's ConsumerConfig.scala)."""
+    """kafka-python settings equivalent to the old consumer's fetch keys (Kafka 1.1.1 ``ConsumerConfig``)."""
     settings = dict(
         client_id=config.client_id or config.group_id or "zkconsumer",
         group_id=None,

@@ -1,4 +1,6 @@
-"""One consistent read of a group's state for an assignment (Kafka's ZookeeperConsumerConnector.scala step 6; peer failure mode 4).
+"""One consistent read of a group's state for an assignment: what Kafka 1.1.1's ``AssignmentContext`` reads
+(``ZkUtils.getConsumersPerTopic``, ``getPartitionsForTopics``), read so that members that read at slightly
+different moments still compute the same assignment.
 
 Reads the member list, every member's registration, the topic list (for wildcard members) and the partition map
 of every topic any member subscribes to — with parallel asynchronous reads, and watches re-armed on the nodes whose
@@ -47,13 +49,14 @@ class GroupSnapshot:
 class GroupReader:
     """Reads a group's state for one member across its rebalance attempts, re-reading only what changed.
 
-    Every member used to read every registration and every subscribed topic's partition map on every attempt:
-    O(N) reads per member, O(N^2) per rebalance of the group (the herd effect). Here registrations and partition
-    maps are cached, each with a one-shot data watch armed when it is read: a change or deletion drops the entry
-    (and calls *on_change*, so the member rebalances again), so an attempt reads only the member list, the topic
-    and broker lists, and what is new or changed. The member list's ``cversion`` is compared before and after, as
-    before; a registration that was deleted and recreated under the same consumer id fires its watch (deletion)
-    and is read again. What is computed from the reads is unchanged (bit-identical assignments).
+    Reading every registration and every subscribed topic's partition map on every attempt, as Kafka 1.1.1's
+    ``AssignmentContext`` does, costs O(N) reads per member and O(N^2) per rebalance of the group (the herd
+    effect). Here registrations and partition maps are cached, each with a one-shot data watch armed when it is
+    read: a change or deletion drops the entry (and calls *on_change*, so the member rebalances again), so an
+    attempt reads only the member list, the topic and broker lists, and what is new or changed. The member list's
+    ``cversion`` is compared before and after the read; a registration that was deleted and recreated under the
+    same consumer id fires its watch (deletion) and is read again. The reads give the assignor the same input as
+    uncached reads would (bit-identical assignments).
 
     A watch can fire between ZooKeeper's answer to a read and the moment the answer is stored (the node changed
     right after it was read): the answer is then stale and no watch is left on the node. Each entry has a change

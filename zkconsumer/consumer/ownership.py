@@ -1,4 +1,5 @@
-"""Owner znodes ``/consumers/[g]/owners/[t]/[p]`` (ephemeral, data = consumer thread id; Kafka's ZookeeperConsumerConnector.scala).
+"""Owner znodes ``/consumers/[g]/owners/[t]/[p]``: ephemeral, data = the consumer thread id (Kafka 1.1.1
+``ZKRebalancerListener.reflectPartitionOwnershipDecision``, ``ConsumerThreadId.toString``).
 
 Claims and releases are each one ZooKeeper multi-op (chunked for very large groups), so a claim is atomic: when
 any partition is still owned by someone else the whole claim fails and nothing has to be rolled back — where Scala

@@ -1,10 +1,11 @@
-"""Consumer registration: the ephemeral ``/consumers/[g]/ids/[consumerId]`` node (Kafka's ZookeeperConsumerConnector.scala).
+"""Consumer registration: the ephemeral ``/consumers/[g]/ids/[consumerId]`` node (Kafka 1.1.1
+``ZookeeperConsumerConnector.registerConsumerInZK``).
 
 Created with its data in one step (never create-then-set). On NodeExists the node's ephemeral owner is compared
-with our own session (KAFKA-1387's ``ZKCheckedEphemeral``): our own node from a retried create counts as success;
-a node of another session — normally our own previous session that has not expired yet, or another process using
-the same explicit ``consumer.id`` — is waited for, bounded, and then reported as an error instead of looping
-forever as 0.8.2 did.
+with our own session (Kafka 1.1.1 ``ZKCheckedEphemeral``, KAFKA-1387): our own node from a retried create counts
+as success; a node of another session — normally our own previous session that has not expired yet, or another
+process using the same explicit ``consumer.id`` — is waited for, bounded, and then reported as an error (Kafka
+0.8.2's ``createEphemeralPathExpectConflictHandleZKBug`` waited for it without a bound).
 """
 import logging
 import threading

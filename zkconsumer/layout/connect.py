@@ -1,7 +1,7 @@
 """Parsing of ``zookeeper.connect`` strings: ``host:port,host:port[/chroot]``.
 
-Kafka's ConsumerConfig.scala (``zookeeper.connect``) and ZkUtils.scala (all paths are chroot-relative, as ZkClient
-sees them).  ZooKeeper's ``ConnectStringParser`` splits off the chroot at the first ``/``, splits the hosts on ``,``
+Kafka's ``ZKConfig`` (``zookeeper.connect``; every path the consumer builds is chroot-relative, as ZkClient sees
+it).  ZooKeeper's ``ConnectStringParser`` splits off the chroot at the first ``/``, splits the hosts on ``,``
 and defaults a missing port to 2181; a chroot of just ``/`` means "no chroot".
 
 Accepted here:

@@ -1,8 +1,9 @@
 """Codecs for the consumer-written znodes: registration, partition owner, committed offset; consumer ids.
 
-Kafka's ZookeeperConsumerConnector.scala (``/consumers/[g]/ids/[id]`` and how the id is formed), ZookeeperConsumerConnector.scala
-(``/consumers/[g]/owners/[t]/[p]`` holding ``ConsumerThreadId.toString``), ZookeeperConsumerConnector.scala (``/consumers/[g]/offsets/[t]/[p]``
-holding the next offset as a decimal string) and Appendix A.
+Kafka 1.1.1 ``ZookeeperConsumerConnector``: ``registerConsumerInZK`` (``/consumers/[g]/ids/[id]``; the id is
+``consumerIdString``), ``ZKRebalancerListener.reflectPartitionOwnershipDecision`` (``/consumers/[g]/owners/[t]/[p]``
+holding ``ConsumerThreadId.toString``) and ``commitOffsetToZooKeeper`` (``/consumers/[g]/offsets/[t]/[p]`` holding
+the next offset as a decimal string).
 
 Consumer registration compatibility
 -----------------------------------
@@ -71,7 +72,7 @@ def json_unescape_string(s: str) -> str:
     return text
 
 
-# ---- registration (ZookeeperConsumerConnector.scala) ----------------------------------------------------------------------------------------
+# ---- registration (ZookeeperConsumerConnector.registerConsumerInZK) ---------------------------------------------
 
 @dataclass
 class ConsumerRegistration:
@@ -194,7 +195,7 @@ def encode_consumer_registration(reg: ConsumerRegistration, now_ms: Optional[int
             ).encode("utf-8")
 
 
-# ---- owners (ZookeeperConsumerConnector.scala) ------------------------------------------------------------------------------------------------
+# ---- owners (ZKRebalancerListener.reflectPartitionOwnershipDecision) ---------------------------------------------
 
 @functools.total_ordering
 @dataclass(frozen=True, eq=True)
@@ -249,7 +250,7 @@ def decode_owner(data: object, path: str = "<owner value>") -> Tuple[str, int]:
     return consumer_id, int(n)
 
 
-# ---- offsets (ZookeeperConsumerConnector.scala) -------------------------------------------------------------------------------------------------
+# ---- offsets (ZookeeperConsumerConnector.commitOffsetToZooKeeper) -----------------------------------------------
 
 def encode_offset(offset: int) -> bytes:
     """``str(offset)`` as bytes (Scala ``offset.toString``).  Any Java ``Long`` is accepted, including -1."""
@@ -279,7 +280,7 @@ def decode_offset(data: bytes, path: str) -> int:
     return value
 
 
-# ---- consumer id (ZookeeperConsumerConnector.scala) ----------------------------------------------------------------------------------------------
+# ---- consumer id (ZookeeperConsumerConnector.consumerIdString) --------------------------------------------------
 
 def _uuid_hex8(u: _uuid.UUID) -> str:
     """``uuid.getMostSignificantBits().toHexString.substring(0,8)``.  ``Long.toHexString`` renders the 64-bit
