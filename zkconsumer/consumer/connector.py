@@ -113,18 +113,23 @@ class ZookeeperConsumerConnector:
         self.group = config.group_id
         self.generation = Generation()
         self.streams = []
-        self._queues = {}                   # (topic, n) or n (wildcard) -> Queue
+        # (topic, n) or n (wildcard) -> Queue
+        self._queues = {}
         self._wildcard = False
         self.registration = None
         self.member_info = _member_info(config)
-        self.commit_counts = {"zookeeper": 0, "kafka": 0, "failed": 0}  # commits per store, and failed ones (metrics)
+        # commits per store, and failed ones (metrics)
+        self.commit_counts = {"zookeeper": 0, "kafka": 0, "failed": 0}
         self.rebalancer = None
         self.fetchers = None
         self._bootstrap = bootstrap_servers
-        self._bootstrap_given = bool(bootstrap_servers)  # else read from ZooKeeper, and re-read for new clients
+        # else read from ZooKeeper, and re-read for new clients
+        self._bootstrap_given = bool(bootstrap_servers)
         self._commit_thread = None
-        self._commit_soon = threading.Event()   # wakes the auto-commit thread: reset points to commit, or stop
-        self._reset_partitions = {}             # (t, p) -> PartitionTopicInfo whose reset point awaits its commit
+        # wakes the auto-commit thread: reset points to commit, or stop
+        self._commit_soon = threading.Event()
+        # (t, p) -> PartitionTopicInfo whose reset point awaits its commit
+        self._reset_partitions = {}
         self._stopped = threading.Event()
         self._shutdown_lock = threading.Lock()
         self._closed = False
@@ -132,7 +137,8 @@ class ZookeeperConsumerConnector:
         self.zk = zkmod.connect(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
                                 config.zookeeper_connection_timeout_ms, auth=self.zk_auth)
         if self.zk_auth.enabled:
-            try:  # a wrong digest password is another identity: say so now, not at the first write
+            # a wrong digest password is another identity: say so now, not at the first write
+            try:
                 for path in (paths.group_path(self.group), paths.group_ids_path(self.group),
                              paths.group_owners_path(self.group), paths.group_offsets_path(self.group)):
                     zk_auth.check_write_access(self.zk, self.zk_auth, path, config.zookeeper_connect)
@@ -360,7 +366,8 @@ class ZookeeperConsumerConnector:
         if not ready:
             return False
         result = self.commit_partitions(ready)
-        if result is None:  # the lease was not fresh: nothing was written
+        # the lease was not fresh: nothing was written
+        if result is None:
             return True
         for tp in ready:
             if tp in result.committed or isinstance(result.failed.get(tp), OwnershipLostError):
@@ -423,7 +430,8 @@ class ZookeeperConsumerConnector:
         :raises OffsetManagerUnavailableError: as for :meth:`commit_offsets`.
         """
         rb = self.rebalancer
-        if not self.lease.fresh():  # after a pause: a round trip first (a commit would be fenced anyway)
+        # after a pause: a round trip first (a commit would be fenced anyway)
+        if not self.lease.fresh():
             give_up = time.monotonic() + self.lease.timeout_s()
             if not self.lease.wait_fresh(lambda: time.monotonic() > give_up or self._stopped.is_set()):
                 log.warning("commit skipped: no answer from ZooKeeper under our session for a while (the session "

@@ -14,7 +14,8 @@ from ..layout import codecs, paths
 
 log = logging.getLogger(__name__)
 
-MAX_OPS = 1000  # ops per transaction: stays far below ZooKeeper's 1 MB request limit
+# ops per transaction: stays far below ZooKeeper's 1 MB request limit
+MAX_OPS = 1000
 
 
 def _chunks(items, n=MAX_OPS):
@@ -97,7 +98,8 @@ def release(zk, group, partitions):
             tx.delete(paths.partition_owner_path(group, t, p), version=ours[(t, p)])
         results = tx.commit()
         if any(isinstance(r, Exception) for r in results):
-            for t, p in chunk:  # some were already gone: delete the rest one by one
+            # some were already gone: delete the rest one by one
+            for t, p in chunk:
                 try:
                     zk.delete(paths.partition_owner_path(group, t, p), version=ours[(t, p)])
                 except (NoNodeError, BadVersionError):
@@ -124,7 +126,8 @@ def release_and_deregister(zk, group, partitions, registration_path):
     partitions = sorted(partitions)
     stat = zk.exists(registration_path)
     if stat is None or not zk.client_id or stat.ephemeralOwner != zk.client_id[0]:
-        release(zk, group, partitions)  # the registration is not ours (any more): leave it alone
+        # the registration is not ours (any more): leave it alone
+        release(zk, group, partitions)
         return
     if len(partitions) < MAX_OPS:
         ours = owned_by_session(zk, group, partitions)

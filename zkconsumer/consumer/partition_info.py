@@ -67,7 +67,8 @@ class ResetTo:
         self.offset = offset
         self.recorded = recorded
 
-    def __len__(self) -> int:  # no records (metrics count len(records) per chunk)
+    # no records (metrics count len(records) per chunk)
+    def __len__(self) -> int:
         return 0
 
 

@@ -32,7 +32,8 @@ def register(zk, group, consumer_id, registration, wait_timeout):
             return path
         except NodeExistsError:
             pass
-        except NoAuthError:  # a failed start, as for a duplicate consumer.id; retried after a session expiry
+        except NoAuthError:
+            # a failed start, as for a duplicate consumer.id; retried after a session expiry
             raise RegistrationConflictError(
                 "ZooKeeper refused to create %s (no CREATE right on %s): 'zkmigrate cutover --execute' fences a "
                 "group it handed to broker-coordinated consumers this way, and 'zkmigrate rollback --execute' lifts "
@@ -103,11 +104,13 @@ def publish_member_info(zk, group, consumer_id, info) -> None:
             pass
         current, stat = zk.get(path)
         if stat.ephemeralOwner != zk.client_id[0]:
-            zk.delete(path, version=stat.version)  # an earlier session of ours (same consumer.id), not yet expired
+            # an earlier session of ours (same consumer.id), not yet expired
+            zk.delete(path, version=stat.version)
             zk.create(path, data, ephemeral=True, makepath=True)
         elif current != data:
             zk.set(path, data, version=stat.version)
-    except Exception as e:  # e.g. no permission under a shared /consumers
+    except Exception as e:
+        # e.g. no permission under a shared /consumers
         log.warning("could not publish member info %s: %r (tools will show this member as unknown)", path, e)
 
 

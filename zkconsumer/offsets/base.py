@@ -189,7 +189,8 @@ class OwnershipFence:
         for tp, (path, res) in pending.items():
             try:
                 stat = res.get()
-            except Exception as e:  # connection loss etc.: we cannot prove ownership
+            except Exception as e:
+                # connection loss etc.: we cannot prove ownership
                 refused[tp] = OwnershipLostError("commit for %s-%d refused: cannot read owner node %s: %r"
                                                  % (tp[0], tp[1], path, e))
                 continue

@@ -55,11 +55,14 @@ class DualOffsetStore(OffsetStore):
         self.zk_store = zk_store
         self.kafka_store = kafka_store
         self.group = zk_store.group
-        self.kafka_outage_ms = kafka_outage_ms  # < 0: never commit ZooKeeper alone (the Scala behaviour)
+        # < 0: never commit ZooKeeper alone (the Scala behaviour)
+        self.kafka_outage_ms = kafka_outage_ms
         self._clock = clock
         self._kafka_failing_since: Optional[float] = None
-        self.zookeeper_only = False  # True while commits go to ZooKeeper alone (visible to the member and tools)
-        self._kafka_healthy = False  # the last Kafka commit was acknowledged in full: overlap the two writes
+        # True while commits go to ZooKeeper alone (visible to the member and tools)
+        self.zookeeper_only = False
+        # the last Kafka commit was acknowledged in full: overlap the two writes
+        self._kafka_healthy = False
         self.stats = {"overlapped": 0, "sequential": 0}
 
     def _kafka_failed(self, why) -> bool:
@@ -143,10 +146,12 @@ class DualOffsetStore(OffsetStore):
         self.stats["overlapped"] += 1
         started: List[Callable[[], CommitResult]] = []
 
-        def start_kafka() -> None:  # called by the ZooKeeper store once its requests are on their way
+        # called by the ZooKeeper store once its requests are on their way
+        def start_kafka() -> None:
             try:
                 started.append(self.kafka_store.begin_commit(offsets, fence=fence))
-            except Exception as e:  # raised from finish() below, after ZooKeeper's answers are in
+            except Exception as e:
+                # raised from finish() below, after ZooKeeper's answers are in
                 started.append(functools.partial(_reraise, e))
         zk_result = self.zk_store.commit(offsets, fence=fence, sent=start_kafka)
         finish = started[0]

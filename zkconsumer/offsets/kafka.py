@@ -51,7 +51,8 @@ class _AllCommitted:
 
 
 ALL_COMMITTED = _AllCommitted()
-_ALL = ("*", -1)  # the one "partition" of fetch_all's request: all of the group's
+# the one "partition" of fetch_all's request: all of the group's
+_ALL = ("*", -1)
 
 _REFIND = (Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError)
 _WAIT = (Errors.CoordinatorLoadInProgressError,)
@@ -89,7 +90,8 @@ class KafkaOffsetStore(OffsetStore):
         self.client_id = getattr(config, "client_id", None) or self.group
         self.zk = zk
         self._admin: Optional[_AdminClient] = None
-        self._node = None  # coordinator node id (synthesized "coordinator-N": a dedicated connection)
+        # coordinator node id (synthesized "coordinator-N": a dedicated connection)
+        self._node = None
         self._lock = threading.RLock()
         self._closed = False
 
@@ -148,7 +150,8 @@ class KafkaOffsetStore(OffsetStore):
     def _drop_coordinator(self):
         if self._node is not None and self._admin is not None:
             try:
-                internals.close_connection(self._admin, self._node)  # "offsetsChannel.disconnect()"
+                # what Kafka 1.1.1's offsetsChannel.disconnect() does: the next call finds the coordinator again
+                internals.close_connection(self._admin, self._node)
             except Exception:
                 pass
         self._node = None
@@ -171,7 +174,8 @@ class KafkaOffsetStore(OffsetStore):
         for attempt in range(1 + self.max_retries):
             if attempt:
                 time.sleep(self.backoff_ms / 1000.0)
-                if refence is not None:  # ``refence(pending) -> {tp: exception}``: not sent any more
+                # ``refence(pending) -> {tp: exception}``: not sent any more
+                if refence is not None:
                     for tp, exc in refence(pending).items():
                         failed[tp] = exc
                         pending = {k: v for k, v in pending.items() if k != tp}
@@ -187,7 +191,8 @@ class KafkaOffsetStore(OffsetStore):
                     answered = True
                     errs = internals.run(self._client(), fn, node, pending)
             except OffsetStoreError:
-                raise  # bootstrap failed: unreachable
+                # bootstrap failed: unreachable
+                raise
             except Errors.KafkaError as e:
                 last_exc = e
                 log.warning("offset %s for group %s failed (attempt %d): %r", what, self.group, attempt + 1, e)
@@ -197,11 +202,13 @@ class KafkaOffsetStore(OffsetStore):
                 if not answered and (time.monotonic() - start) * 1000 >= self.socket_timeout_ms:
                     break
                 continue
-            if errs is ALL_COMMITTED:  # every partition sent answered NONE (the usual commit)
+            # every partition sent answered NONE (the usual commit)
+            if errs is ALL_COMMITTED:
                 if done:
                     done.update(pending)
                 else:
-                    done = pending  # a commit's values in done are never read (_commit_result takes offsets')
+                    # a commit's values in done are never read (_commit_result takes offsets')
+                    done = pending
                 pending = {}
                 break
             retry = {}
@@ -298,10 +305,12 @@ class KafkaOffsetStore(OffsetStore):
         try:
             admin = self._client()
             node = self._coordinator()
-            future = internals.submit(admin, self._async_commit, node, offsets)  # our own copy: nobody changes it
+            # our own copy: nobody changes it
+            future = internals.submit(admin, self._async_commit, node, offsets)
             if future is None:
                 raise LookupError("kafka-python runs no IO thread here")
-        except Exception:  # the ordinary path, in the caller's time
+        except Exception:
+            # the ordinary path, in the caller's time
             return lambda: self.commit(offsets, fence=fence)
         answered = threading.Event()
         future.add_both(lambda _: answered.set())
@@ -338,7 +347,8 @@ class KafkaOffsetStore(OffsetStore):
         # encoded in one pass; v8's flexible encoding cost 1.6x the time for fields we never set
         request = make_commit_request(self.group, offsets)
         response = await internals.send(self._admin, request, node_id=node)
-        if isinstance(response, OffsetCommitResult):  # v2-v5, read with struct
+        # v2-v5, read with struct
+        if isinstance(response, OffsetCommitResult):
             if response.acknowledges(request.offsets_by_topic):
                 return ALL_COMMITTED
             return {tp: (Errors.for_code(code), None) for tp, code in response.error_codes.items()}
@@ -434,7 +444,8 @@ class KafkaOffsetStore(OffsetStore):
         ``committed`` lists the partitions whose offset is gone (value -1; one that had none counts as deleted),
         ``failed`` the others with the broker's error (e.g. GROUP_SUBSCRIBED_TO_TOPIC while a broker-coordinated
         group consumes the topic, NON_EMPTY_GROUP). A group the coordinator does not know (GROUP_ID_NOT_FOUND) and a
-        topic that no longer exists (UNKNOWN_TOPIC_OR_PARTITION) have nothing to delete. Coordinator errors are retried as for :meth:`fetch`; an unreachable broker raises."""
+        topic that no longer exists (UNKNOWN_TOPIC_OR_PARTITION) have nothing to delete. Coordinator errors are
+        retried as for :meth:`fetch`; an unreachable broker raises :class:`OffsetManagerUnavailableError`."""
         parts = {tp: None for tp in normalize_partitions(partitions)}
         result = CommitResult()
         if not parts:
@@ -461,7 +472,8 @@ class KafkaOffsetStore(OffsetStore):
             return {tp: (Errors.NoError, None) for tp in parts}
         if top is not Errors.NoError:
             return {tp: (top, None) for tp in parts}
-        gone = (Errors.NoError, Errors.UnknownTopicOrPartitionError)  # a deleted topic's offsets went with it
+        # a deleted topic's offsets went with it
+        gone = (Errors.NoError, Errors.UnknownTopicOrPartitionError)
         return {(topic.name, part.partition_index): (
             Errors.NoError if Errors.for_code(part.error_code) in gone else Errors.for_code(part.error_code), None)
             for topic in response.topics for part in topic.partitions}
