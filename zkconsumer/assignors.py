@@ -85,7 +85,8 @@ def _prepare(consumers_for_topic: Mapping[str, Iterable[str]], partitions_for_to
     partitions = {}
     for topic in threads:
         plist = list(partitions_for_topic.get(topic, ()))
-        if plist and (set(map(type, plist)) != {int} or min(plist) < 0):  # (C loops: the usual case is cheap)
+        # (C loops: the usual case is cheap)
+        if plist and (set(map(type, plist)) != {int} or min(plist) < 0):
             for p in plist:
                 _check_partition(topic, p)
         if len(set(plist)) != len(plist):
@@ -178,7 +179,8 @@ def roundrobin_assign(consumers_for_topic: Mapping[str, Iterable[str]], partitio
     cursor = 0
     result = {}
     for topic, partition in layout:
-        members = subscribed[topic]    # non-empty, so the scan below terminates within one lap
+        # non-empty, so the scan below terminates within one lap
+        members = subscribed[topic]
         while all_threads[cursor] not in members:
             cursor = (cursor + 1) % n
         result[(topic, partition)] = all_threads[cursor]
@@ -203,7 +205,8 @@ def get_assignor(name: str, legacy_version: str = DEFAULT_LEGACY_VERSION) -> Ass
     except (KeyError, TypeError):
         raise ConfigError("partition.assignment.strategy", name, "'range' or 'roundrobin'") from None
     if assignor is roundrobin_assign and legacy_version != DEFAULT_LEGACY_VERSION:
-        topic_partition_string("t", 0, legacy_version)  # validates the version
+        # validates the version
+        topic_partition_string("t", 0, legacy_version)
         return functools.partial(roundrobin_assign, legacy_version=legacy_version)
     return assignor
 

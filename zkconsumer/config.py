@@ -72,10 +72,13 @@ _SAME_AS = {
 @dataclasses.dataclass(frozen=True)
 class _Key:
     name: str
-    kind: str  # int | bool | enum | name | zk | derived-bool | security | path
-    default: object  # None = required/derived/unset
+    # int | bool | enum | name | zk | derived-bool | security | path
+    kind: str
+    # None = required/derived/unset
+    default: object
     doc: str
-    lo: Optional[int] = None  # inclusive minimum for ints
+    # inclusive minimum for ints
+    lo: Optional[int] = None
     choices: Tuple[str, ...] = ()
     extension: bool = False
 
@@ -341,7 +344,8 @@ class ConsumerConfig:
                 values[key.attr] = _parse_bool(key, text)
             elif key.kind == "name":
                 values[key.attr] = _parse_name(key, text)
-            elif key.kind == "security":  # validated together below
+            elif key.kind == "security":
+                # validated together below
                 values[key.attr] = text.strip()
             elif key.kind == "path":
                 if not text.strip():
@@ -354,7 +358,8 @@ class ConsumerConfig:
                 if s not in key.choices:
                     raise ConfigError(key.name, text, " or ".join(key.choices))
                 values[key.attr] = s
-            else:  # zk
+            else:
+                # zk
                 hosts, chroot = parse_zookeeper_connect(text)
                 values[key.attr] = text.strip()
                 values["zookeeper_hosts"], values["zookeeper_chroot"] = hosts, chroot
@@ -370,7 +375,8 @@ class ConsumerConfig:
                               "socket.timeout.ms should always be at least fetch.wait.max.ms")
         grace, session = values["zookeeper_suspended_grace_ms"], values["zookeeper_session_timeout_ms"]
         if "zookeeper.suspended.grace.ms" not in merged and grace >= session:
-            grace = values["zookeeper_suspended_grace_ms"] = session // 2  # default clamped below session
+            # default clamped below session
+            grace = values["zookeeper_suspended_grace_ms"] = session // 2
         if grace >= session:
             raise ConfigError("zookeeper.suspended.grace.ms", merged.get("zookeeper.suspended.grace.ms", str(grace)),
                               "less than zookeeper.session.timeout.ms (%d)" % session)

@@ -189,7 +189,8 @@ def log_ranges(bootstrap_servers, partitions, timestamp_ms=None, timeout_ms=1000
         return start, end, at
     except (KafkaError, OSError) as e:
         raise ClusterUnavailableError("cannot read the log ranges from %s: %s" % (bootstrap_servers, e)) from e
-    except KeyError as e:  # kafka-python's answer when the broker refused one partition (e.g. not authorized)
+    except KeyError as e:
+        # kafka-python's answer when the broker refused one partition (e.g. not authorized)
         raise ClusterUnavailableError("cannot read the log range of %s from %s: the broker did not answer for it "
                                       "(may this Kafka identity Describe the topic?)" % (e, bootstrap_servers)) from e
     finally:

@@ -105,7 +105,8 @@ class RegistryMirror:
                     self.zk.create(path, data, ephemeral=True, makepath=True)
                     report.registered.append(broker_id)
                 except NodeExistsError:
-                    pass  # raced with someone; judged on the next pass
+                    # raced with someone; judged on the next pass
+                    pass
                 continue
             if not self._mine(stat):
                 report.refused.append(broker_id)
@@ -153,7 +154,8 @@ class RegistryMirror:
         existing = self.zk.get_children(paths.broker_topics_path())
         for topic in existing:
             if topic in meta.topics or topic in meta.unavailable_topics:
-                continue  # a topic reporting an error (e.g. no leader yet) still exists: never churn its node
+                # a topic reporting an error (e.g. no leader yet) still exists: never churn its node
+                continue
             try:
                 path = paths.topic_path(topic)
             except ValueError:
@@ -219,7 +221,8 @@ class RegistryMirror:
                 failures = 0
             except (NotEmptyError, NoNodeError, NodeExistsError) as e:
                 log.info("registry sync raced with another writer (%s); retrying", e)
-            except Exception as e:  # keep mirroring through broker or ZooKeeper outages
+            except Exception as e:
+                # keep mirroring through broker or ZooKeeper outages
                 failures += 1
                 log.warning("registry sync failed (%d in a row): %s", failures, e)
             stop_event.wait(interval if not failures else min(5.0, interval * (1 + failures)))

@@ -573,7 +573,8 @@ class Rebalancer(threading.Thread):
 
     def _on_owner_event(self, event):
         """Data watch on a conflicting owner node. One bound method for every path and wait, so kazoo keeps ONE
-        watcher per path (a new lambda per retry piled up thousands during a long conflict)."""
+        watcher per path (kazoo keeps every distinct callable: a new lambda per retry would pile up thousands during
+        a long conflict)."""
         self.events.put(("owner_deleted", event.path))
 
     def _hook(self, name, partitions):

@@ -49,7 +49,8 @@ def load_json(data: object, path: str) -> Any:
         return json.loads(text, parse_constant=_reject_constant)
     except ValueError as e:
         raise ZnodeFormatError(path, "not valid JSON (%s)" % e, data) from e
-    except RecursionError:  # json's C scanner recurses per nesting level: '[' * 5000 is not a registration
+    except RecursionError:
+        # json's C scanner recurses per nesting level: '[' * 5000 is not a registration
         raise ZnodeFormatError(path, "not valid JSON (nested too deeply)", data) from None
 
 

@@ -27,7 +27,8 @@ __all__ = ["ZkConnect", "parse_zk_connect", "DEFAULT_ZK_PORT"]
 DEFAULT_ZK_PORT = 2181
 _KEY = "zookeeper.connect"
 _ALLOWED = "host[:port][,host[:port]...][/chroot], e.g. zk1:2181,zk2:2181/kafka"
-_HOST = re.compile(r"[A-Za-z0-9._%-]+\Z")            # hostname, IPv4 address, or zone-less name
+# hostname, IPv4 address, or zone-less name
+_HOST = re.compile(r"[A-Za-z0-9._%-]+\Z")
 _IPV6 = re.compile(r"\[([0-9A-Fa-f:.%A-Za-z]+)\]\Z")
 _ZK_ILLEGAL_CHARS = re.compile("[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff]")
 

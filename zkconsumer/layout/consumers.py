@@ -68,7 +68,8 @@ def json_escape_string(s: str) -> str:
 
 def json_unescape_string(s: str) -> str:
     """Inverse of :func:`json_escape_string` (any valid JSON string body); raises ``ValueError``."""
-    text: str = json.loads('"' + s + '"')  # a JSON string literal parses to a str
+    # a JSON string literal parses to a str
+    text: str = json.loads('"' + s + '"')
     return text
 
 
@@ -128,7 +129,8 @@ def _decode_legacy(text: str, path: str, data: object) -> Optional[ConsumerRegis
     m = _LEGACY_WILDCARD.match(text)
     if m:
         digits = m.group(2).lstrip("0")
-        n = int(digits) if 0 < len(digits) <= 10 else 0  # (int() of thousands of digits raises ValueError)
+        # (int() of thousands of digits raises ValueError)
+        n = int(digits) if 0 < len(digits) <= 10 else 0
         if not 1 <= n <= MAX_INT32:
             raise ZnodeFormatError(path, "legacy wildcard stream count %d out of range" % n, data)
         return ConsumerRegistration({m.group(3): n}, WHITE_LIST if m.group(1) == "*" else BLACK_LIST, None, 0)
@@ -272,7 +274,8 @@ def decode_offset(data: bytes, path: str) -> int:
     m = re.match(r"[+-]?0*([0-9]+)\Z", text, re.ASCII)
     if not m:
         raise ZnodeFormatError(path, "offset must be a decimal integer", data)
-    if len(m.group(1)) > 19:  # (and int() of thousands of digits would raise ValueError)
+    # (and int() of thousands of digits would raise ValueError)
+    if len(m.group(1)) > 19:
         raise ZnodeFormatError(path, "offset is outside the Java Long range", data)
     value = -int(m.group(1)) if text.startswith("-") else int(m.group(1))
     if not MIN_INT64 <= value <= MAX_INT64:

@@ -125,7 +125,8 @@ def _validate_int32(kind: str, value: object) -> int:
     elif isinstance(value, str):
         if not _CANONICAL_DECIMAL.match(value):
             raise InvalidNameError(kind, value, "must be a canonical non-negative decimal integer")
-        n = int(value) if len(value) <= 10 else MAX_INT32 + 1  # (int() of > 4300 digits raises ValueError)
+        # (int() of > 4300 digits raises ValueError)
+        n = int(value) if len(value) <= 10 else MAX_INT32 + 1
     else:
         raise InvalidNameError(kind, value, "must be a non-negative integer, not %s" % type(value).__name__)
     if n < 0:
