@@ -86,7 +86,8 @@ class ZookeeperConsumerConnector:
       of owned partitions (``rebalancer.parts``) and the delivery generation (:meth:`stop_delivery`,
       :meth:`start_delivery`); kazoo's watch and session callbacks and the timers only put events on its queue;
     * **the fetchers** (``num.consumer.fetchers`` threads, :mod:`.fetcher`): each partition's fetch position and
-      reset point, the chunks on the stream queues; a reset point recorded is handed to the auto-commit thread
+      reset point, the chunks on the stream queues, the last fetch error; a reset point recorded (by the fetcher,
+      or by the stream that reaches one queued behind records) is handed to the auto-commit thread
       (``_reset_partitions``, a dict whose single operations are atomic);
     * **the auto-commit thread**: :meth:`commit_offsets` every ``auto.commit.interval.ms``, reset points at once;
     * short-lived helpers: the commit of the partitions leaving in a rebalance, the bounded steps of
@@ -95,11 +96,11 @@ class ZookeeperConsumerConnector:
     Locks. ``rebalancer.lock`` guards the registry of owned partitions, the ZooKeeper session they were claimed
     under and the commit fence: the rebalancer holds it through an attempt, and a commit takes it only to read the
     consumed positions and the fence (the store is written without it, so a slow store never holds a rebalance
-    up). Each offset store serializes its own requests; ``_shutdown_lock`` makes :meth:`shutdown` run once. The
-    hot path takes no lock: a stream checks the generation around each hand-out and the rebalancer bumps the
-    generation and waits for every stream's in-flight flag (:meth:`KafkaStream.fence <.stream.KafkaStream.fence>`)
-    before ownership changes. The metrics counters (``commit_counts``, the streams' counts) are updated without a
-    lock.
+    up). The ZooKeeper and Kafka offset stores each hold a lock of their own around a call's requests;
+    ``_shutdown_lock`` makes :meth:`shutdown` run once. The hot path takes no lock: a stream checks the generation
+    around each hand-out and the rebalancer bumps the generation and waits for every stream's in-flight flag
+    (:meth:`KafkaStream.fence <.stream.KafkaStream.fence>`) before ownership changes. The metrics counters
+    (``commit_counts``, the streams' counts) are updated without a lock.
     """
 
     def __init__(self, config, listener=None, bootstrap_servers=None):
