@@ -11,6 +11,7 @@ import logging
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
 
 from ..layout import codecs, paths
+from ..layout.names import is_legal_name
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +153,8 @@ def read_owners(zk, group, topics=None):
             topics = zk.get_children(paths.group_owners_path(group))
         except NoNodeError:
             return {}
+        # pykafka on Python 3 writes owner nodes named b'topic': no Kafka topic can have such a name
+        topics = [t for t in topics if is_legal_name(t)]
     pending = []
     for t in topics:
         base = paths.topic_owners_path(group, t)
