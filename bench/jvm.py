@@ -1,4 +1,4 @@
-"""The bench's JVM peers: bench/jvm/*.java compiled against Kafka 1.1.1's jars (as tests/jvm_helpers.py does for
+"""The bench's JVM peers: bench/jvm/*.java compiled against Kafka 1.1.1's jars (as tests/support/jvm_helpers.py does for
 the interop tests) and run with the JDK found by zkconsumer.local.discovery: Kafka 1.1.1's Scala consumer, and
 Kafka 3.9's ConsumerPerformance (JavaConsumerPerf.java loads it by reflection, so it runs on the 3.9 jars)."""
 import json

@@ -8,17 +8,30 @@ cache the first time, or ``$KAFKA_HOME``), ``tansu`` (the fallback broker + regi
 Set ``ZK_CONNECT`` and ``KAFKA_BOOTSTRAP`` to run the suite against external services instead (their brokers must
 be visible in ZooKeeper: a real ZooKeeper-mode Kafka, or a ``zkconsumer registry sync`` mirror).
 A missing service is a test error with the reason, never a skip.
+
+Tests that need live services are marked ``live``: every test that asks for ``services`` (or a fixture built on it,
+such as ``zk``), ``spark`` or ``spark_cluster`` is marked here; a test that starts servers, Kafka's tools or a JVM
+of its own carries the marker itself. ``pytest -m "not live"`` runs the rest, the pure core, in seconds and without
+Java.
 """
 import os
 import uuid
 
 import pytest
 
-import service_selection
+from tests.support import ROOT, service_selection
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.local import LocalCluster
 
 BROKER_ENV = service_selection.BROKER_ENV
+# the session's live services: a test asking for any of them (or for a fixture that does) is a live test
+LIVE_FIXTURES = frozenset({"services", "spark", "spark_cluster"})
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if LIVE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.live)
 
 
 class Services:
@@ -110,11 +123,10 @@ def unique():
 def spark():
     """A local[2] SparkSession with the ``zkconsumer`` data source registered (started once, ~10-15 s)."""
     import sys
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
     from zkconsumer.spark import ZkConsumerDataSource
     session = (SparkSession.builder.master("local[2]").appName("zkconsumer-tests")
@@ -128,7 +140,7 @@ def spark():
     session.stop()
 
 
-# --- Spark standalone cluster (tests/test_spark_cluster.py): a master and two workers, started once, on demand -----
+# --- Spark standalone cluster (tests/spark/test_spark_cluster.py): a master and two workers, started once, on demand
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory):
     """A real Spark standalone cluster from the installed pyspark: one master and two workers (1 core, 512 MiB

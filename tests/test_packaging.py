@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.support import ROOT
 
 _ADAPTERS = {"zookeeper", "kafka"}
 _BELOW_THE_ENGINE = {"core"} | _ADAPTERS | {"offsets"}

@@ -19,7 +19,7 @@
  *  -1 without headers).
  *
  * The extension is optional (setup.py builds it when a C compiler is there); librdkafka.py falls back to the
- * Python loop without it and tests/test_rdkafka_records.py checks the two agree on every input hypothesis makes.
+ * Python loop without it and tests/kafka/test_rdkafka_records.py checks the two agree on every input hypothesis makes.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

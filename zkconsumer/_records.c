@@ -10,7 +10,7 @@
  * Python decoder. Varints are read as Java's ByteUtils reads them: at most 10 bytes, bits past 64 dropped.
  *
  * The extension is optional (setup.py builds it when a C compiler is there); record_batch.py falls back to the
- * Python decoder without it and tests/test_fast_records.py checks the two agree on every input hypothesis makes.
+ * Python decoder without it and tests/kafka/test_fast_records.py checks the two agree on every input hypothesis makes.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

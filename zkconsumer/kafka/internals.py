@@ -29,8 +29,8 @@ offset store appends requests it built itself) and :func:`kazoo_session_timeout_
 granted (the session lease's length).
 
 A kafka-python or kazoo without what these functions need raises :class:`IncompatibleClientError` naming the
-library, its version and the missing attribute; ``tests/test_client_internals.py`` runs every function here against
-a real broker and ZooKeeper, so an upgrade that changes any of it fails that test by name.
+library, its version and the missing attribute; ``tests/kafka/test_client_internals.py`` runs every function here
+against a real broker and ZooKeeper, so an upgrade that changes any of it fails that test by name.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ themselves and for the launcher's own readiness checks) and with what: a PKCS#12
 PLAIN users (in the broker's JAAS entry) and SCRAM users (credentials written to ZooKeeper's ``/config/users``
 before the broker starts, as ``kafka-configs --zookeeper --alter --add-config 'SCRAM-SHA-256=[...]'`` does).
 Every SASL listener enables PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512. The keystore itself is made by the caller
-(``keytool``/``openssl``; the tests make theirs in ``tests/tls_support.py``).
+(``keytool``/``openssl``; the tests make theirs in ``tests/support/tls_support.py``).
 """
 from __future__ import annotations
 

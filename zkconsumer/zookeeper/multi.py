@@ -12,7 +12,8 @@ a closing ``MultiHeader(-1, true, -1)``) built from byte strings the caller cach
 in C (``struct.iter_unpack`` over the fixed-size results): when every operation succeeded it is ``[ALL_OK]`` (no
 object per result; :func:`all_ok` tells); otherwise it is parsed by kazoo's own ``Transaction.deserialize``, so
 errors come back exactly as kazoo reports them (one exception instance per operation).
-``tests/test_zk_multi.py`` checks the bytes against kazoo's serialization and runs it against a real ZooKeeper.
+``tests/zookeeper/test_zk_multi.py`` checks the bytes against kazoo's serialization and runs it against a real
+ZooKeeper.
 """
 from __future__ import annotations
 

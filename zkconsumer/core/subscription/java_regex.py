@@ -3,7 +3,7 @@ subscriptions (:mod:`zkconsumer.core.subscription.topic_filter`) and the Spark s
 
 The regex is written for ``java.util.regex`` (Java 17), and JVM members of the group register such regexes too, so
 every member must match them as Java does. It is translated once to the syntax of the ``regex`` package (version 1
-behaviour: nested sets and set intersection) and compiled; ``tests/test_topic_filter_java.py`` checks the result
+behaviour: nested sets and set intersection) and compiled; ``tests/core/test_topic_filter_java.py`` checks the result
 against ``java.util.regex.Pattern`` itself over a corpus of patterns and topic names. The translation:
 
   * case-insensitivity as Java's: ``(?i)`` folds ASCII letters only, ``(?iu)`` (or ``(?U)``) folds Unicode letters

@@ -6,7 +6,7 @@ lock, time the dual store's ZooKeeper half waits for. In versions 2 to 5 the top
 field and every partition is ``partition_index int32, committed_offset int64, committed_metadata string`` (no leader
 epoch: v6; no flexible encoding: v8), so this class lets kafka-python encode the header and the fields before the
 array (group, generation, member, retention) and appends the array itself with ``struct``: byte-identical output
-(``tests/test_offset_commit_request.py``), ~0.3 ms. Any other version is encoded by kafka-python from the same
+(``tests/kafka/test_offset_commit_request.py``), ~0.3 ms. Any other version is encoded by kafka-python from the same
 offsets. The class keeps kafka-python's name, which is how kafka-python finds the message's schema.
 
 The answer to such a request (v2-v5: ``throttle_time_ms`` from v3, then per topic its name and per partition

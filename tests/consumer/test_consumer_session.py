@@ -1,0 +1,174 @@
+"""ZooKeeper session expiry of an in-process consumer, and consumer id registration conflicts (Kafka 1.1.1
+``ZKSessionExpireListener.handleNewSession``; ``ZKCheckedEphemeral``, KAFKA-1387), against a real ZooKeeper.
+
+Forcing expiry: a second client attaches to the consumer's session with the same session id *and password*
+(``KazooClient(client_id=(id, passwd))``) and closes it. Closing sends a CloseSession request, so the server ends
+that session at once; the consumer's own connection then learns on its next request/reconnect that the session
+has expired (kazoo state LOST), exactly as after a real expiry. Checked with ZooKeeper 3.9: merely attaching a
+second client to the session, without closing it, does not expire it — the two clients just steal the connection
+from each other, the first flapping SUSPENDED/CONNECTED.
+"""
+import logging
+import time
+
+import pytest
+
+from tests.support.consumer_helpers import (FAST_PROPS, BackgroundProducer, StreamCollector, connector, expire_session,
+                                            owners, produce_tracked)
+from tests.support.waiting import wait_until
+from zkconsumer.consumer import RebalanceListener
+from zkconsumer.errors import RebalanceError, RegistrationConflictError
+from zkconsumer.core.layout import paths
+
+
+class _Recorder(RebalanceListener):
+    """Hook calls with their times; on_lost reads the committed offsets at that moment (it runs on the
+    rebalancer thread, before any re-registration or new claim can happen)."""
+
+    def __init__(self, zk, group, topic, partitions, outage=1.5):
+        self.zk, self.group, self.topic, self.partitions = zk, group, topic, partitions
+        self.outage = outage
+        self.calls = []
+        self.lost_at = None
+        self.committed_at_loss = None
+
+    def on_revoke(self, partitions):
+        self.calls.append(("revoke", set(partitions), time.monotonic()))
+
+    def on_assign(self, partitions):
+        self.calls.append(("assign", set(partitions), time.monotonic()))
+
+    def on_lost(self, partitions):
+        self.committed_at_loss = {}
+        for p in range(self.partitions):
+            path = paths.partition_offset_path(self.group, self.topic, p)
+            self.committed_at_loss[p] = int(self.zk.get(path)[0]) if self.zk.exists(path) else 0
+        self.lost_at = time.monotonic()
+        self.calls.append(("lost", set(partitions), self.lost_at))
+        # a slow hook keeps the consumer out of the group for a while (it runs on the rebalancer thread, before
+        # re-registration): a real outage window, in which nothing may be delivered and messages keep coming
+        time.sleep(self.outage)
+
+
+def test_session_expiry_lost_reregister_resume_without_loss(services, zk, unique, conns):
+    g, t = unique("g"), unique("t")
+    services.create_topic(t, 3)
+    # a backlog and a slow application with small queues: at the moment of the loss chunks fetched under the old
+    # session are sitting in the queue, and must not be handed out any more
+    backlog = produce_tracked(services.bootstrap_servers, t, 600, partitions=3, tag="backlog")
+    rec = _Recorder(zk, g, t, 3)
+    conn = connector(services, g, listener=rec, **{"queued.max.message.chunks": "2",
+                                                   "fetch.message.max.bytes": "4096"})
+    conns.append(conn)
+    [stream] = conn.create_message_streams({t: 1})[t]
+    col = StreamCollector(stream, delay=0.003)
+    col.start()
+    reg = paths.consumer_registration_path(g, conn.consumer_id)
+    mine = {(t, p): conn.consumer_id + "-0" for p in range(3)}
+    wait_until(lambda: owners(zk, g, [t]) == mine, 10, message="owner nodes")
+    producer = BackgroundProducer(services.bootstrap_servers, t, 3, batch=6, pause=0.1, tag="live")
+    producer.start()
+    try:
+        wait_until(lambda: len(col.seen()) >= 150 and _committed_any(zk, g, t), 15,
+                   message="consumption and a first auto-commit")
+        old_session = zk.exists(reg).ephemeralOwner
+        assert old_session == conn.zk.client_id[0]
+        gen_before = conn.generation.value
+
+        expire_session(services, conn.zk)
+        wait_until(lambda: rec.lost_at is not None, 10, message="the lost hook")
+        assert [c[1] for c in rec.calls if c[0] == "lost"] == [set(mine)]
+        assert conn.generation.value > gen_before
+
+        # re-registered under a new session, rebalanced, owns its partitions again
+        def back():
+            st = zk.exists(reg)
+            return st is not None and st.ephemeralOwner != old_session and owners(zk, g, [t]) == mine and st
+        st = wait_until(back, 20, message="re-registration and re-claim under a new session")
+        assert st.ephemeralOwner == conn.zk.client_id[0] != old_session
+        for p in range(3):
+            assert zk.exists(paths.partition_owner_path(g, t, p)).ephemeralOwner == st.ephemeralOwner
+        wait_until(lambda: any(c[0] == "assign" and c[2] > rec.lost_at for c in rec.calls), 10,
+                   message="the assign hook after the loss")
+        reassigned_at = min(c[2] for c in rec.calls if c[0] == "assign" and c[2] > rec.lost_at)
+        wait_until(lambda: len(col.seen_between(reassigned_at, 1e18)) > 0, 15,
+                   message="delivery to resume after the new assignment")
+        time.sleep(0.5)
+    finally:
+        live = producer.stop()
+    produced = backlog + live
+    want = {(t, p, o) for p, o, _ in produced}
+    wait_until(lambda: want <= set(col.seen()), 25,
+               message="every message (including those produced during the outage) to be delivered")
+
+    # delivery stopped: nothing was handed out between the loss (fence, then the hook) and the new assignment
+    assert reassigned_at - rec.lost_at >= rec.outage
+    stale = col.seen_between(rec.lost_at + 0.05, reassigned_at)
+    assert not stale, "delivered after the session loss, before the new assignment: %s" % stale[:10]
+    # the new generation resumes exactly at the committed offsets; re-delivery only of the uncommitted window
+    seen = col.seen()
+    times = list(col.times)
+    after = [(x, ts) for x, ts in zip(seen, times) if ts >= reassigned_at]
+    for p in range(3):
+        first_after = next((x[2] for x, _ in after if x[1] == p), None)
+        assert first_after == rec.committed_at_loss[p], \
+            "p%d resumed at %s, committed at loss %s" % (p, first_after, rec.committed_at_loss[p])
+    before_loss = {x for x, ts in zip(seen, times) if ts <= rec.lost_at}
+    counts = {}
+    for x in seen:
+        counts[x] = counts.get(x, 0) + 1
+    for x, n in counts.items():
+        if n > 1:
+            assert n == 2 and x in before_loss and x[2] >= rec.committed_at_loss[x[1]], \
+                "unexpected duplicate %s (x%d)" % (x, n)
+    assert conn.state in ("IDLE", "SETTLING")
+
+
+def _committed_any(zk, g, t):
+    return any(zk.exists(paths.partition_offset_path(g, t, p)) for p in range(3))
+
+
+def test_duplicate_consumer_id_is_refused(services, zk, unique, conns, caplog):
+    """KAFKA-1387: a second connector with the same explicit consumer.id, while the first lives, must not loop
+    forever nor take over: registration waits a bounded time for the node to go, then fails with a clear
+    RebalanceError; the member never owns anything and the first one is undisturbed."""
+    g, t = unique("g"), unique("t")
+    services.create_topic(t, 2)
+    first = connector(services, g, **{"consumer.id": "same"})
+    conns.append(first)
+    first.create_message_streams({t: 1})
+    reg = paths.consumer_registration_path(g, g + "_same")
+    owner_session = zk.exists(reg).ephemeralOwner
+    assert owner_session == first.zk.client_id[0]
+    wait_until(lambda: len(owners(zk, g, [t])) == 2, 10, message="owner nodes of the first")
+
+    caplog.set_level(logging.INFO, logger="zkconsumer.consumer.rebalancer")
+    second = connector(services, g, **{"consumer.id": "same", "rebalance.max.retries": "2",
+                                       "rebalance.slow.retry.ms": "60000"})
+    conns.append(second)
+    t0 = time.monotonic()
+    with pytest.raises(RegistrationConflictError) as err:  # like Scala 0.9+: the subscription call fails
+        second.create_message_streams({t: 1})
+    took = time.monotonic() - t0
+    session_s = int(FAST_PROPS["zookeeper.session.timeout.ms"]) / 1000.0
+    # registration waits at most 2 session timeouts for the node to go
+    assert took < 2 * session_s + 5, "registration conflict not reported in bounded time (%.1f s)" % took
+    assert not second.owned_partitions()
+    msg = str(err.value)
+    assert "already registered" in msg
+    assert g + "_same" in msg and "0x%x" % owner_session in msg and "same consumer.id" in msg
+    # the first member keeps its registration and its partitions
+    assert zk.exists(reg).ephemeralOwner == owner_session
+    assert owners(zk, g, [t]) == {(t, 0): g + "_same-0", (t, 1): g + "_same-0"}
+    assert first.owned_partitions() == {(t, 0): g + "_same-0", (t, 1): g + "_same-0"}
+    # the registration call itself raises the RebalanceError (bounded by wait_timeout)
+    from zkconsumer.consumer.registration import register
+    from zkconsumer.core.layout import codecs
+    t0 = time.monotonic()
+    with pytest.raises(RebalanceError, match="already registered"):
+        register(zk, g, g + "_same", codecs.ConsumerRegistration.static({t: 1}), wait_timeout=0.5)
+    assert time.monotonic() - t0 < 3
+    # the failed second (already shut down by the failed call) did not delete the first's registration
+    second.shutdown()
+    assert zk.exists(reg).ephemeralOwner == owner_session
+    assert owners(zk, g, [t]) == {(t, 0): g + "_same-0", (t, 1): g + "_same-0"}

@@ -1,0 +1,146 @@
+"""The group reader caches registrations and partition maps between attempts (the herd effect: O(N) reads per
+member per rebalance became O(changes)); a watch per cached node drops it when it changes or goes, so what is
+computed stays what a fresh read computes. Real ZooKeeper."""
+import threading
+
+import pytest
+
+from tests.support.waiting import wait_until
+from zkconsumer.consumer.group_view import GroupReader, read_group
+from zkconsumer.core.layout import codecs, paths
+
+
+def _register(zk, g, cid, topics):
+    reg = codecs.ConsumerRegistration.static({t: 1 for t in topics})
+    zk.create(paths.consumer_registration_path(g, cid), codecs.encode_consumer_registration(reg), ephemeral=True,
+              makepath=True)
+
+
+def _count_reads(zk):
+    """Count the read requests *zk* sends from now on (kazoo hands every request to ``_call``): exists, getData,
+    getChildren, getChildren2."""
+    from zkconsumer.kafka.internals import kazoo_observe_requests
+    counted = [0]
+
+    def counting(request):
+        if getattr(request, "type", None) in (3, 4, 8, 12):
+            counted[0] += 1
+    kazoo_observe_requests(zk, counting)
+    return counted
+
+
+def test_reads_only_what_changed_and_agrees_with_a_fresh_read(services, zk, unique):
+    g = unique("reader")
+    sent = _count_reads(zk)
+    t1, t2 = services.create_topic(unique("rd"), 4), services.create_topic(unique("rd"), 2)
+    for i in range(20):
+        _register(zk, g, "m%02d" % i, [t1])
+    changes = []
+    reader = GroupReader(zk, g, on_change=lambda e: changes.append(e))
+    before = sent[0]
+    first = reader.read()
+    assert len(first.members) == 20 and first.zk_reads >= 20
+    assert first.zk_reads == sent[0] - before  # the count the rebalancer reports is the requests sent
+    before = sent[0]
+    again = reader.read()
+    # lists only, nothing changed: members (before and after), topics, brokers, leave markers
+    assert again.zk_reads == sent[0] - before == 5, (again.zk_reads, sent[0] - before)
+    assert again.consumers_for_topic == first.consumers_for_topic and again.partitions == first.partitions
+    _register(zk, g, "m20", [t1])  # one joins: one more registration read
+    before = sent[0]
+    joined = reader.read()
+    assert joined.zk_reads == sent[0] - before == 6 and len(joined.members) == 21
+    # a member re-registers under the same id with another subscription: its watch drops the cached copy
+    zk.delete(paths.consumer_registration_path(g, "m05"))
+    _register(zk, g, "m05", [t1, t2])
+    wait_until(lambda: changes, 10, message="the cached registration's watch to fire")
+    fresh = read_group(zk, g)
+    cached = reader.read()
+    assert cached.consumers_for_topic == fresh.consumers_for_topic
+    assert cached.consumers_for_topic[t2] == ["m05-0"] and cached.partitions[t2] == [0, 1]
+    # a set() of a registration (same node) is seen too
+    changes.clear()
+    reg = codecs.ConsumerRegistration.static({t2: 1})
+    zk.set(paths.consumer_registration_path(g, "m07"), codecs.encode_consumer_registration(reg))
+    wait_until(lambda: changes, 10, message="the watch on m07 to fire")
+    assert reader.read().consumers_for_topic == read_group(zk, g).consumers_for_topic
+
+
+def test_concurrent_reads_and_changes_converge(services, zk, unique):
+    g, t = unique("reader-c"), services.create_topic(unique("rdc"), 8)
+    for i in range(10):
+        _register(zk, g, "c%d" % i, [t])
+    reader = GroupReader(zk, g, on_change=lambda e: None)
+    stop = threading.Event()
+
+    def churn():
+        n = 100
+        while not stop.is_set():
+            _register(zk, g, "x%d" % n, [t])
+            zk.delete(paths.consumer_registration_path(g, "x%d" % n))
+            n += 1
+    th = threading.Thread(target=churn, daemon=True)
+    th.start()
+    try:
+        for _ in range(20):
+            try:
+                reader.read()
+            except Exception:
+                pass  # "kept changing" is allowed under churn
+    finally:
+        stop.set()
+        th.join(10)
+    assert reader.read().consumers_for_topic == read_group(zk, g).consumers_for_topic
+
+
+def test_the_member_list_path_is_made_once_and_again_if_a_tool_removed_it(zk, unique, monkeypatch):
+    """ensure_path of /consumers/G/ids costs a round trip: the reader makes it on its first read only, and when the
+    (empty) path was deleted since, it makes it again instead of failing."""
+    g = unique("reader")
+    reader = GroupReader(zk, g)
+    calls = []
+    real = zk.ensure_path
+    monkeypatch.setattr(zk, "ensure_path", lambda path, *a, **k: calls.append(path) or real(path, *a, **k))
+    assert reader.read().members == {} and calls == [paths.group_ids_path(g)]
+    assert reader.read().members == {} and len(calls) == 1  # not again
+    zk.delete(paths.group_ids_path(g))  # e.g. an operator's cleanup of an empty group
+    assert reader.read().members == {} and len(calls) == 2 and zk.exists(paths.group_ids_path(g))
+    _register(zk, g, "m00", [])
+    assert list(reader.read().members) == ["m00"] and len(calls) == 2
+
+
+@pytest.mark.parametrize("what", ["partition map", "registration"])
+def test_a_change_between_the_answer_and_the_cache_store_is_not_lost(services, zk, unique, monkeypatch, what):
+    """ZooKeeper answered a read and armed its one-shot watch; the node changes and the watch fires before the reader
+    stored the answer. The answer is stale and no watch is left on the node: it must not be cached. The window is
+    held open here by decoding the answer only after the change was seen (the decoders are pure code)."""
+    g, t = unique("race"), services.create_topic(unique("race"), 2)
+    t2 = services.create_topic(unique("race2"), 1)
+    _register(zk, g, "m0", [t])
+    changes = []
+    reader = GroupReader(zk, g, on_change=changes.append)
+    if what == "partition map":
+        name, watched = "decode_topic_assignment", paths.topic_path(t)
+
+        def change():
+            services.create_topic(t, 3)  # a partition is added
+    else:
+        name, watched = "decode_consumer_registration", paths.consumer_registration_path(g, "m0")
+
+        def change():
+            zk.set(watched, codecs.encode_consumer_registration(codecs.ConsumerRegistration.static({t: 1, t2: 1})))
+    real = getattr(codecs, name)
+    armed = [True]
+
+    def decode_after_a_change(data, path):
+        if armed[0] and path == watched:
+            armed[0] = False
+            change()
+            wait_until(lambda: changes, 10, message="the watch on %s to fire" % watched)
+        return real(data, path)
+    monkeypatch.setattr(codecs, name, decode_after_a_change)
+    reader.read()
+    assert not armed[0], "the window was not reached"
+    fresh = read_group(zk, g)
+    again = reader.read()
+    assert (again.partitions, again.consumers_for_topic) == (fresh.partitions, fresh.consumers_for_topic)

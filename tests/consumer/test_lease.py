@@ -1,0 +1,282 @@
+"""The session lease (zkconsumer/consumer/lease.py) driven by an injected clock, against a real ZooKeeper.
+
+The lease's clock is a fake one the test moves; its round trips go to the session's ZooKeeper through a small TCP
+relay on loopback that the test can hold (answers wait in the relay, as they would behind a frozen network or
+server). Covered: the deadline from start and from each answered heartbeat (the time it was *sent*), stale after the
+deadline, a stale lease waiting for a fresh round trip (streams and fetchers hand nothing out meanwhile), no renewal
+after the session expired until the lease follows the new session, stop. And the Spark source's driver member hands
+out no ownership from a stale lease.
+"""
+import queue
+import threading
+import time
+
+import pytest
+from kazoo.client import KazooClient
+
+from zkconsumer.consumer.fetcher import FetcherThread
+from zkconsumer.consumer.lease import NoLease, SessionLease
+from zkconsumer.consumer.partition_info import PartitionTopicInfo
+from zkconsumer.consumer.stream import Chunk, Generation, KafkaStream
+from tests.support.zk_relay import Relay, zk_target
+
+
+class FakeClock:
+    def __init__(self, t=1000.0):
+        self.t = t
+
+    def __call__(self):
+        return self.t
+
+    def advance(self, seconds):
+        self.t += seconds
+
+
+@pytest.fixture
+def relayed(services):
+    """(kazoo client connected through a relay, the relay): session timeout 6 s."""
+    relay = Relay(zk_target(services))
+    relay.start()
+    client = KazooClient(hosts="127.0.0.1:%d" % relay.port, timeout=6.0)
+    client.start(timeout=15)
+    yield client, relay
+    relay.release()
+    client.stop()
+    client.close()
+    relay.close()
+
+
+def _timeout(client):
+    return client._session_timeout / 1000.0  # negotiated (what the lease uses)
+
+
+def _started(lease):
+    """start() the lease and wait until its first heartbeat was answered (none is in flight afterwards)."""
+    lease.start()
+    deadline = time.monotonic() + 10
+    while lease.renewals < 2 or lease._outstanding:
+        assert time.monotonic() < deadline, "the first heartbeat was not answered"
+        time.sleep(0.01)
+
+
+def test_deadline_from_start_and_stale_after_it(relayed):
+    zk, _ = relayed
+    clock = FakeClock()
+    lease = SessionLease(zk, 6000, clock=clock)
+    try:
+        assert lease.fresh()  # not started: +inf (a member not registered delivers nothing anyway)
+        lease.start()
+        T = _timeout(zk)
+        assert lease.deadline == pytest.approx(1000.0 + 0.6 * T)
+        clock.advance(0.6 * T - 0.01)
+        assert lease.fresh()
+        clock.advance(0.02)
+        assert not lease.fresh()
+    finally:
+        lease.stop()
+    assert not lease.fresh() and lease.wait_fresh() is False  # stopped: never fresh again
+
+
+def test_a_stale_lease_waits_for_a_round_trip_and_renews_from_its_send_time(relayed):
+    zk, relay = relayed
+    clock = FakeClock()
+    lease = SessionLease(zk, 6000, clock=clock)
+    _started(lease)
+    try:
+        T = _timeout(zk)
+        renewals = lease.renewals
+        relay.hold()                          # the server's answers wait in the relay
+        clock.advance(T)                      # a "pause" longer than the lease
+        assert not lease.fresh()
+        sent_at = clock.t
+        renewed_from = []                     # the send time of every answered heartbeat, in order
+        renew = lease._renew
+        lease._renew = lambda sent: (renewed_from.append(sent), renew(sent))
+        got = []
+        waiter = threading.Thread(target=lambda: got.append(lease.wait_fresh()), daemon=True)
+        waiter.start()
+        time.sleep(1.0)                       # no answer: still waiting, nothing renewed
+        assert waiter.is_alive() and not got and lease.renewals == renewals and not lease.fresh()
+        clock.advance(0.5)                    # time passes while the heartbeat is in flight
+        released = time.monotonic()
+        relay.release()
+        waiter.join(5)
+        assert got == [True] and lease.fresh(), "no renewal after the answer arrived"
+        assert time.monotonic() - released < 2.0
+        assert lease.renewals > renewals and lease.stale_waits == 1
+        # renewed from when the heartbeat was sent (the server heard from us no earlier), not when it was answered
+        assert renewed_from and renewed_from[0] == sent_at, renewed_from
+        assert lease.deadline == pytest.approx(max(renewed_from) + 0.6 * T) and max(renewed_from) <= clock.t
+    finally:
+        relay.release()
+        lease.stop()
+
+
+def test_the_deadline_never_moves_back(relayed):
+    zk, _ = relayed
+    clock = FakeClock()
+    lease = SessionLease(zk, 6000, clock=clock)
+    _started(lease)
+    try:
+        before = lease.deadline
+        lease._renew(clock.t - 5.0)           # a late answer to an older heartbeat
+        assert lease.deadline == before
+    finally:
+        lease.stop()
+
+
+def test_no_renewal_after_the_session_expired_until_the_lease_follows_the_new_session(services, relayed):
+    zk, _ = relayed
+    clock = FakeClock()
+    lease = SessionLease(zk, 6000, clock=clock)
+    _started(lease)
+    try:
+        old = zk.client_id[0]
+        sid, pw = zk.client_id
+        other = KazooClient(hosts=services.zookeeper_connect, client_id=(sid, pw), timeout=6.0)
+        other.start(timeout=15)
+        other.stop()                          # closing the same session from another client: it is gone
+        other.close()
+        deadline = time.monotonic() + 20
+        while not (zk.connected and zk.client_id and zk.client_id[0] != old):
+            assert time.monotonic() < deadline, "kazoo did not start a new session"
+            time.sleep(0.05)
+        clock.advance(_timeout(zk))
+        give_up = time.monotonic() + 1.5
+        assert lease.wait_fresh(lambda: time.monotonic() > give_up) is False  # answers come under another session
+        assert not lease.fresh()
+        lease.new_session()                   # the connector re-registered: the lease follows the new session
+        assert lease.fresh()
+        clock.advance(_timeout(zk))
+        give_up = time.monotonic() + 5
+        assert lease.wait_fresh(lambda: time.monotonic() > give_up) is True  # renewed under the new session
+    finally:
+        lease.stop()
+
+
+def test_no_lease_is_always_fresh():
+    assert NoLease().fresh() and NoLease().wait_fresh()
+
+
+# -- hand-outs from a stale lease --------------------------------------------------------------------------------
+def test_a_fetcher_hands_no_chunk_from_a_stale_lease(services, relayed):
+    from zkconsumer.core.config import ConsumerConfig
+    zk, relay = relayed
+    clock = FakeClock()
+    lease = SessionLease(zk, 6000, clock=clock)
+    _started(lease)
+    cfg = ConsumerConfig.from_properties({"group.id": "g", "zookeeper.connect": services.zookeeper_connect})
+    f = FetcherThread(0, services.bootstrap_servers, cfg)   # never started: only its hand-off is exercised
+    f.lease = lease
+    q = queue.Queue(4)
+    try:
+        assert f._put(q, "fresh") is True and q.get_nowait() == "fresh"
+        relay.hold()
+        clock.advance(_timeout(zk))
+        done = []
+        t = threading.Thread(target=lambda: done.append(f._put(q, "after-pause")), daemon=True)
+        t.start()
+        time.sleep(1.0)
+        assert q.empty() and not done, "a chunk was queued from a stale lease"
+        relay.release()
+        t.join(5)
+        assert done == [True] and q.get_nowait() == "after-pause"
+        # stale, and the assignment changes meanwhile: the chunk is dropped, never queued
+        relay.hold()
+        clock.advance(_timeout(zk))
+        t = threading.Thread(target=lambda: done.append(f._put(q, "dropped")), daemon=True)
+        t.start()
+        time.sleep(0.3)
+        f.shutdown()
+        t.join(5)
+        assert done[-1] is False and q.empty()
+    finally:
+        relay.release()
+        lease.stop()
+
+
+def test_a_stream_hands_no_record_from_a_stale_lease(relayed):
+    zk, relay = relayed
+    clock = FakeClock()
+    lease = SessionLease(zk, 6000, clock=clock)
+    _started(lease)
+    gen = Generation()
+    q = queue.Queue()
+    s = KafkaStream(q, gen, timeout_ms=5000, lease=lease)
+    Rec = type("Rec", (), {})
+    records = []
+    for off in range(2):
+        r = Rec()
+        r.topic, r.partition, r.offset = "t", 0, off
+        records.append(r)
+    q.put(Chunk(0, PartitionTopicInfo(("t", 0), "c-0"), records))
+    try:
+        assert next(s).offset == 0
+        relay.hold()
+        clock.advance(_timeout(zk))
+        got = []
+        t = threading.Thread(target=lambda: got.append(next(s)), daemon=True)
+        t.start()
+        time.sleep(1.0)
+        assert not got, "a record was handed out from a stale lease"
+        relay.release()
+        t.join(5)
+        assert [r.offset for r in got] == [1]
+    finally:
+        relay.release()
+        lease.stop()
+
+
+def test_the_spark_driver_member_hands_out_no_ownership_from_a_stale_lease(services, unique):
+    """GroupMember.ownership() (what the Spark source plans its offset ranges from) returns None while the lease is
+    stale and no round trip confirms the session; once one does, the same ownership again."""
+    from zkconsumer.core.config import ConsumerConfig
+    from zkconsumer.spark.member import GroupMember
+    t = services.create_topic(unique("lease"), 2)
+    relay = Relay(zk_target(services))
+    relay.start()
+    cfg = ConsumerConfig.from_properties({"group.id": unique("lease"), "consumer.id": "driver",
+                                          "zookeeper.connect": "127.0.0.1:%d" % relay.port,
+                                          "zookeeper.session.timeout.ms": "6000", "split.brain.check": "off",
+                                          "offsets.storage.switch.check": "off"})
+    member = GroupMember(cfg, bootstrap_servers=services.bootstrap_servers, reaper=False)
+    try:
+        member.join(topics=[t], wait_timeout=60)
+        snap = member.wait_ownership(30)
+        assert snap is not None and snap[0] == {(t, 0), (t, 1)}
+        lease = member.lease
+        deadline = time.monotonic() + 10
+        while lease._outstanding:  # no heartbeat in flight: the next one is sent after the "pause"
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        renewals = lease.renewals
+        relay.hold()
+        lease.clock = lambda: time.monotonic() + 100.0   # the lease's clock jumps: a 100 s pause
+        t0 = time.monotonic()
+        assert member.ownership() is None, "ownership handed out from a stale lease"
+        assert time.monotonic() - t0 >= 0.9            # it waited (stale_wait) for a round trip
+        assert member.ownership(stale_wait=0.1) is None and lease.renewals == renewals
+        relay.release()
+        snap = member.wait_ownership(10)
+        assert snap is not None and snap[0] == {(t, 0), (t, 1)} and lease.renewals > renewals
+    finally:
+        relay.release()
+        member.shutdown()
+        relay.close()
+
+
+def test_one_heartbeat_per_interval_not_one_per_round_trip(relayed):
+    """A renewal wakes the streams waiting on the lease, and the heartbeat thread with them: it must go back to
+    sleep until its next beat (0.45 T), not beat again (it once heartbeat as fast as ZooKeeper answered: an idle
+    member kept a core busy and hid a frozen server from kazoo's pings)."""
+    zk, _ = relayed
+    lease = SessionLease(zk, 6000)
+    try:
+        lease.start()
+        time.sleep(1.5)  # 0.45 T is 2.7 s: the beat at start, and no other
+        assert lease.renewals <= 3, "%d renewals in 1.5 s" % lease.renewals
+        before = lease.renewals
+        time.sleep(0.45 * _timeout(zk) + 0.5)
+        assert 1 <= lease.renewals - before <= 2
+    finally:
+        lease.stop()

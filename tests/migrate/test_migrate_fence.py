@@ -1,0 +1,249 @@
+"""The cutover fence on Apache Kafka 3.9 (ZooKeeper mode), with the consumers' default settings and kill -9:
+
+* it outlives any later passing ``verify`` (which records its phase) and only ``rollback --execute`` lifts it: a
+  zkconsumer deployment that restarts after the cutover and a fleet verify is refused, and joins after the rollback;
+* it binds Kafka 1.1.1's own Scala consumer too: ``cutover --execute`` takes the create right off
+  ``/consumers/G/ids`` (nobody can register), the rollback gives it back;
+* cutover looks again for members after the copy and after the fence, and is not ready when one came back.
+"""
+import pytest
+
+from tests.support.consumer_helpers import CliConsumer, group_members, owners
+from tests.support.jvm_helpers import JvmMember, compile_member
+from tests.support.migrate_support import zkmigrate, zkmigrate_json
+from tests.support.waiting import wait_until
+from zkconsumer.core.layout import paths
+from zkconsumer.offsets import ZooKeeperOffsetStore
+from zkconsumer.offsets.kafka import KafkaOffsetStore
+
+# the settings users run (the consumers' own defaults)
+DEFAULTS = {"auto.offset.reset": "largest", "auto.commit.interval.ms": "60000", "zookeeper.session.timeout.ms": "6000",
+            "rebalance.backoff.ms": "2000", "rebalance.max.retries": "4"}
+
+
+@pytest.fixture(scope="module")
+def jvm_cp(tmp_path_factory):
+    return compile_member(str(tmp_path_factory.mktemp("jvm-classes")))
+
+
+def _group_with_offsets(services, zk, unique, name, start=3, per_partition=10):
+    """A 2-partition topic with *per_partition* records each, and a group whose ZooKeeper offsets are *start*."""
+    t = services.create_topic(unique(name), 2)
+    for p in (0, 1):
+        services.produce(t, per_partition, partition=p)
+    g = unique(name + "-g")
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): start, (t, 1): start}).raise_for_errors()
+    return t, g
+
+
+def _refused_at_start(member, needle, timeout=90):
+    """Wait until the member's process has exited, or logged *needle*; the member registered nothing."""
+    wait_until(lambda: not member.alive() or any(needle in ln for ln in member.log), timeout, interval=0.2,
+               message="the member to be refused (%s)" % needle)
+
+
+def test_the_fence_outlives_a_passing_verify_and_only_a_rollback_lifts_it(services, zk, unique, procs, tmp_path):
+    t, g = _group_with_offsets(services, zk, unique, "fv")
+    old = CliConsumer(services, g, [t], consumer_id="old", props=DEFAULTS)
+    procs.append(old)
+    wait_until(lambda: len(old.seen(t)) == 14, 60, message="the old deployment to consume from offset 3")
+    old.kill()  # kill -9: no commit, no release; cutover waits for the session to expire
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--timeout", "60", "--backup-dir",
+                                  str(tmp_path), expect=0)
+    assert out["ready"] and out["copied"] == {"%s-0" % t: 3, "%s-1" % t: 3}
+    # the routine fleet verify after the switch passes and records its phase
+    code, rep, _ = zkmigrate_json(services, "verify", "--groups-matching", g, "--phase", "kafka", expect=0)
+    [one] = rep["groups"]
+    assert one["recorded_phase"]["phase"] == "kafka"
+    # the old deployment restarts: refused before it registers
+    again = CliConsumer(services, g, [t], consumer_id="old", props=DEFAULTS)
+    procs.append(again)
+    _refused_at_start(again, "cut over")
+    wait_until(lambda: not again.alive(), 30, message="the refused member to exit")
+    assert again.proc.returncode != 0 and any("cut over" in ln for ln in again.log), again.describe()
+    assert again.seen() == [] and not group_members(zk, g) and not owners(zk, g, [t])
+    # the fence is the record's own field, carried over by verify; status shows it and the fenced ids node
+    assert one["recorded_phase"]["fence"]["by"] == "zkmigrate cutover"
+    code, st, _ = zkmigrate_json(services, "status", "--group", g, expect=0)
+    assert st["fence"] and st["fence_acl"] == paths.group_ids_path(g)
+    # only a deliberate rollback lifts it
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    assert rb["fence_lifted"]["changed"] and rb["recorded_phase"]["phase"] == "rollback"
+    assert "fence" not in rb["recorded_phase"]
+    back = CliConsumer(services, g, [t], consumer_id="old", props=DEFAULTS)
+    procs.append(back)
+    wait_until(lambda: len(back.seen(t)) == 14, 60, message="the member to join and consume from offset 3 again")
+
+
+def test_cutover_fence_keeps_a_scala_consumer_out_until_a_rollback(services, zk, unique, procs, jvm_cp, tmp_path):
+    """Kafka 1.1.1's ZookeeperConsumerConnector knows nothing of the phase record; the ACL stops it."""
+    from kazoo.security import Permissions
+    t, g = _group_with_offsets(services, zk, unique, "fj")
+    old = JvmMember(services, g, [t], jvm_cp, consumer_id="jvm", props=DEFAULTS, workdir=str(tmp_path))
+    procs.append(old)
+    wait_until(lambda: len(old.seen(t)) == 14, 90, message="the Scala member to consume from offset 3")
+    old.kill()  # kill -9
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--timeout", "60", "--backup-dir",
+                                  str(tmp_path), expect=0)
+    assert out["ready"]
+    # the old Scala deployment restarts: ZooKeeper refuses its registration, it consumes nothing
+    again = JvmMember(services, g, [t], jvm_cp, consumer_id="jvm", props=DEFAULTS, workdir=str(tmp_path))
+    procs.append(again)
+    _refused_at_start(again, "NoAuth")
+    assert any("NoAuth" in ln for ln in again.log), again.describe()
+    assert again.seen() == [] and not group_members(zk, g) and not owners(zk, g, [t])
+    again.kill()
+    assert out["acl_fence"] == paths.group_ids_path(g)
+    acls, _ = zk.get_acls(paths.group_ids_path(g))
+    assert acls and not any(a.perms & Permissions.CREATE for a in acls)
+    assert out["recorded_phase"]["fence"]["ids_acl"] == [{"perms": Permissions.ALL, "scheme": "world",
+                                                          "id": "anyone"}]
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    assert rb["fence_lifted"]["acl"] == [{"perms": Permissions.ALL, "scheme": "world", "id": "anyone"}]
+    back = JvmMember(services, g, [t], jvm_cp, consumer_id="jvm", props=DEFAULTS, workdir=str(tmp_path))
+    procs.append(back)
+    wait_until(lambda: len(back.seen(t)) == 14, 90, message="the Scala member to join after the rollback")
+    assert set(back.seen(t)) == {(p, o) for p in (0, 1) for o in range(3, 10)}
+
+
+def _cutover_with(services, zk, g, on_message, backup_dir):
+    """cutover --execute in-process, calling on_message(text) for each progress message."""
+    from zkconsumer_migrate.cutover import cutover
+    from zkconsumer_migrate.group_offsets import GroupOffsets
+    gofs = GroupOffsets(zk, services.bootstrap_servers, g)
+    try:
+        return cutover(gofs, execute=True, timeout=5, backup_dir=str(backup_dir), progress=on_message)
+    finally:
+        gofs.close()
+
+
+def _register(zk, g, t, cid):
+    body = b'{"version":1,"subscription":{"%s":1},"pattern":"static","timestamp":"1"}' % t.encode()
+    zk.create(paths.consumer_registration_path(g, cid), body, ephemeral=True, makepath=True)
+
+
+@pytest.mark.parametrize("when", ["copied", "fencing"])
+def test_cutover_looks_again_after_the_copy_and_after_the_fence(services, zk, unique, tmp_path, when):
+    """A member that registers while cutover copies (or just before the fence) makes it not ready, naming the
+    member; after the copy nothing is fenced, after the fence the fence stays (the member must stop)."""
+    t, g = _group_with_offsets(services, zk, unique, "fr")
+    cid = g + "_back-1-abcdef12"
+
+    def on_message(msg):
+        if msg.startswith(when) and not group_members(zk, g):
+            _register(zk, g, t, cid)
+    out = _cutover_with(services, zk, g, on_message, tmp_path)
+    assert out["ready"] is False and cid in out["reason"] and "came back" in out["reason"], out
+    assert out["zookeeper_members"] == [cid]
+    from zkconsumer_migrate import state
+    fence = state.fence_of(state.read_phase(zk, g))
+    assert (fence is None) == (when == "copied"), fence
+    # once the member is gone, cutover finishes (the copy is idempotent)
+    zk.delete(paths.consumer_registration_path(g, cid))
+    out = _cutover_with(services, zk, g, lambda msg: None, tmp_path)
+    assert out["ready"] is True and state.fence_of(state.read_phase(zk, g)) is not None
+
+
+def test_cutover_without_the_right_to_fence_is_not_ready(services, zk, unique, tmp_path):
+    """An identity without ADMIN on /consumers/G/ids: not ready, naming the path and the two ways out; no phase
+    record. --no-acl-fence fences zkconsumer members only."""
+    from kazoo.security import ACL, Id, Permissions
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fa")
+    ids = paths.group_ids_path(g)
+    zk.ensure_path(ids)
+    zk.set_acls(ids, [ACL(Permissions.ALL & ~Permissions.ADMIN, Id("world", "anyone"))])
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                  expect=1)
+    assert not out["ready"] and ids in out["reason"] and "--zookeeper-credentials" in out["reason"] \
+        and "--no-acl-fence" in out["reason"] and g in out["reason"]
+    assert state.read_phase(zk, g) is None
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--no-acl-fence", "--backup-dir",
+                                  str(tmp_path), expect=0)
+    assert out["ready"] and "acl_fence" not in out and state.fence_of(out["recorded_phase"]) is not None
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
+    finally:
+        ks.close()
+    zkmigrate(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    assert state.fence_of(state.read_phase(zk, g)) is None
+
+
+def test_rollback_is_refused_while_the_broker_coordinated_consumers_run(services, zk, unique, tmp_path):
+    """Lifting the fence while the new consumers still run would let ZooKeeper members (a Scala one has no split-brain
+    guard) consume their partitions, and the offsets copied to ZooKeeper would already be behind: refused, naming
+    the group and what to do, nothing written, the fence kept; once they stopped, the rollback runs."""
+    from kafka import KafkaConsumer
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fb")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    kc = KafkaConsumer(t, bootstrap_servers=services.bootstrap_servers, group_id=g, enable_auto_commit=False,
+                       auto_offset_reset="none", session_timeout_ms=10000)
+    try:
+        wait_until(lambda: kc.poll(200) is not None and kc.assignment(), 60, interval=0,
+                   message="the broker-coordinated consumer to get its partitions")
+        kc.commit()
+        for args in ((), ("--execute",)):
+            code, out, _ = zkmigrate_json(services, "rollback", "--group", g, *args, "--backup-dir",
+                                          str(tmp_path / "rb"), expect=1)
+            assert g in out["error"] and "broker-coordinated" in out["error"] and "stop" in out["error"], out
+        assert state.fence_of(state.read_phase(zk, g)) is not None and not (tmp_path / "rb").exists()
+        assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
+    finally:
+        kc.close(autocommit=False)
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    assert rb["fence_lifted"]["changed"] and state.fence_of(state.read_phase(zk, g)) is None
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        committed = ks.fetch([(t, 0), (t, 1)])
+    finally:
+        ks.close()
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == committed
+
+
+def test_a_cutover_stopped_between_its_acl_and_its_record_is_rolled_back(services, zk, unique, procs, tmp_path):
+    """cutover --execute killed after it took the create right off /consumers/G/ids and before it recorded the
+    fence: nobody can register (a member is refused with NoAuth, pointing at the rollback), so the rollback must
+    give the right back although no fence is recorded; status shows the fenced node meanwhile."""
+    from kazoo.security import Permissions
+    from zkconsumer_migrate import state
+    from zkconsumer_migrate.fence import is_fenced, set_fence
+    t, g = _group_with_offsets(services, zk, unique, "fh")
+    set_fence(zk, g)  # the first of cutover's two writes; the process dies before the second
+    assert state.read_phase(zk, g) is None
+    code, st, _ = zkmigrate_json(services, "status", "--group", g, expect=0)
+    assert st["fence_acl"] == paths.group_ids_path(g) and any("rollback" in w for w in st["warnings"]), st
+    code, dry, _ = zkmigrate_json(services, "rollback", "--group", g, "--backup-dir", str(tmp_path), expect=0)
+    assert any(paths.group_ids_path(g) in w for w in dry["warnings"]), dry["warnings"]
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    assert rb["fence_lifted"]["changed"], rb
+    acls, _ = zk.get_acls(paths.group_ids_path(g))
+    assert not is_fenced(acls) and all(a.perms == Permissions.ALL for a in acls), acls
+    back = CliConsumer(services, g, [t], consumer_id="back", props=DEFAULTS)
+    procs.append(back)
+    wait_until(lambda: len(back.seen(t)) == 14, 60, message="a member to join and consume from offset 3")
+
+
+def test_a_member_that_cannot_read_the_fence_does_not_join(services, zk, unique, procs, tmp_path):
+    """The fence fails closed: a member whose read of the phase record is refused (here: no READ right on it; a
+    ZooKeeper error alike) does not take that for "no fence" and join a cut-over group."""
+    from kazoo.security import ACL, Id, Permissions
+    t, g = _group_with_offsets(services, zk, unique, "fn")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--no-acl-fence", "--backup-dir", str(tmp_path),
+                   expect=0)
+    record = paths.group_migration_path(g)
+    zk.set_acls(record, [ACL(Permissions.ALL & ~Permissions.READ, Id("world", "anyone"))])
+    try:
+        again = CliConsumer(services, g, [t], consumer_id="old", props=DEFAULTS)
+        procs.append(again)
+        _refused_at_start(again, record)
+        wait_until(lambda: not again.alive(), 30, message="the refused member to exit")
+        assert again.proc.returncode != 0 and any(record in ln for ln in again.log), again.describe()
+        assert again.seen() == [] and not group_members(zk, g) and not owners(zk, g, [t])
+    finally:
+        zk.set_acls(record, [ACL(Permissions.ALL, Id("world", "anyone"))])

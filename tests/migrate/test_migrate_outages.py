@@ -1,0 +1,113 @@
+"""`zkmigrate refresh --every` (the keep-alive that stops a stopped group's Kafka offsets expiring) on a cluster of
+its own whose broker and ZooKeeper are stopped and started again under it: it logs each outage, keeps going, and
+refreshes again once the servers are back. Brokers are found in ZooKeeper, as operators run it."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.support.chaos_support import own_cluster_fixture
+from tests.support.consumer_helpers import produce_tracked
+from tests.support.waiting import wait_until
+from zkconsumer.zookeeper import client as zkmod
+from zkconsumer.offsets import ZooKeeperOffsetStore
+from zkconsumer.offsets.expiry import read_commit_times
+from zkconsumer.offsets.kafka import KafkaOffsetStore
+
+pytestmark = pytest.mark.live
+
+own = own_cluster_fixture("refresh-outage")
+
+
+class Keepalive:
+    """``zkmigrate refresh --every`` as a child process; stdout and stderr go to files."""
+
+    def __init__(self, tmp_path, *args):
+        self.out, self.err = tmp_path / "refresh.out", tmp_path / "refresh.err"
+        env = dict(os.environ, ZKCONSUMER_LOCAL_DIR=str(tmp_path / "no-local-cluster"))
+        env.pop("KAFKA_BOOTSTRAP", None)
+        zkmigrate = os.path.join(os.path.dirname(sys.executable), "zkmigrate")
+        with open(self.out, "wb") as out, open(self.err, "wb") as err:
+            self.proc = subprocess.Popen([zkmigrate, "refresh"] + list(args), stdout=out, stderr=err,
+                                         stdin=subprocess.DEVNULL, env=env)
+
+    def stdout(self):
+        return self.out.read_text()
+
+    def stderr(self):
+        return self.err.read_text()
+
+    def refreshed(self):
+        return self.stdout().count("refreshed 2 Kafka offset(s)")
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        return self.proc.returncode
+
+
+def test_refresh_every_survives_broker_and_zookeeper_outages(own, unique, tmp_path):
+    t = own.create_topic(unique("ka"), 2)
+    produce_tracked(own.bootstrap_servers, t, 20, partitions=2)
+    g = unique("ka-g")
+    zk = zkmod.connect(own.zookeeper_connect)
+    ks = KafkaOffsetStore(own.bootstrap_servers, g)
+    try:  # a stopped group in the Kafka phase: frozen ZooKeeper offsets, Kafka offsets nobody commits
+        assert ZooKeeperOffsetStore(zk, g).commit({(t, 0): 2, (t, 1): 3}).ok
+        assert ks.commit({(t, 0): 5, (t, 1): 6}).ok
+    finally:
+        ks.close()
+        zkmod.close(zk)
+    ka = Keepalive(tmp_path, "--group", g, "--execute", "--every", "2", "--zookeeper", own.zookeeper_connect)
+    try:
+        wait_until(lambda: ka.refreshed() >= 1, 60, message="a first refresh round")
+
+        own.stop("broker")
+        wait_until(lambda: "next round in" in ka.stderr(), 90, message="the broker outage logged")
+        assert "broker" in ka.stderr().lower() or "kafka" in ka.stderr().lower(), ka.stderr()[-3000:]
+        before = ka.refreshed()
+        time.sleep(5)  # a few failing rounds
+        assert ka.alive(), ka.stderr()[-3000:]
+        own.start_broker()
+        wait_until(lambda: ka.refreshed() > before, 120, message="a refresh once the broker is back")
+        assert ka.alive()
+
+        err_before = len(ka.stderr())
+        own.stop("zookeeper")
+        wait_until(lambda: "ZooKeeper" in ka.stderr()[err_before:] and "next round in" in ka.stderr()[err_before:],
+                   90, message="the ZooKeeper outage logged")
+        before = ka.refreshed()
+        time.sleep(5)
+        assert ka.alive(), ka.stderr()[-3000:]
+        own.start_zookeeper()
+        back = time.time()
+        wait_until(lambda: ka.refreshed() > before, 120, message="a refresh once ZooKeeper is back")
+        assert ka.alive()
+        assert "recovered" in ka.stderr()[err_before:], ka.stderr()[-3000:]
+        # the offsets kept their values, and their retention restarted after the outages
+        times = read_commit_times(own.bootstrap_servers, g, [(t, 0), (t, 1)])
+        assert set(times) == {(t, 0), (t, 1)} and min(times.values()) >= (back - 5) * 1000, times
+        ks = KafkaOffsetStore(own.bootstrap_servers, g)
+        try:
+            assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 5, (t, 1): 6}
+        finally:
+            ks.close()
+        assert "Traceback" not in ka.stderr(), ka.stderr()[-3000:]
+    finally:
+        code = ka.stop()
+        print("refresh stdout:\n%s\nrefresh stderr:\n%s" % (ka.stdout()[-3000:], ka.stderr()[-5000:]))
+        if own.cluster.read_state():
+            own.start_zookeeper()
+            own.start_broker()
+    assert code == 0, (code, ka.stderr()[-3000:])

@@ -1,0 +1,131 @@
+""""Never backwards" is not enough: offsets that must not be carried between the stores, on Apache Kafka 3.9.
+
+* a topic deleted and created again while the group was on Kafka: its ZooKeeper offsets belong to the old topic
+  (beyond the new log end, or pointing into unrelated records): cutover, copy and rollback refuse them;
+* on a broker with ``offsets.retention.minutes=1`` (a cluster of this module's own): a group that stopped in the
+  Kafka phase until its Kafka offsets expired keeps weeks-old ("frozen") ZooKeeper offsets: rollback refuses to keep
+  them, cutover refuses to copy them, verify --phase zookeeper fails; the evidence is the phase record (a passing
+  verify --phase kafka), the expired commits in ``__consumer_offsets``, and the ZooKeeper offsets' age.
+
+Every refusal names the group, the partition and the ways out (reset-offsets, --exclude-topic, --allow-stale), and
+nothing is written.
+"""
+import pytest
+
+from tests.support.chaos_support import own_cluster_fixture
+from tests.support.migrate_support import delete_topic, zkmigrate_json
+from tests.support.waiting import wait_until
+from zkconsumer.zookeeper import client as zkmod
+from zkconsumer.offsets import ZooKeeperOffsetStore
+from zkconsumer.offsets.kafka import KafkaOffsetStore
+
+pytestmark = pytest.mark.live
+
+
+def _refused_well(out, group, parts, store):
+    """Every partition of *parts* refused, each message naming the group, the partition and the ways out."""
+    assert set(out["refused"]) == set(parts), out["refused"]
+    for name, why in out["refused"].items():
+        topic, p = name.rsplit("-", 1)
+        assert "group %s, %s:" % (group, name) in why, why
+        assert "reset-offsets --group %s --topic %s:%s --store %s" % (group, topic, p, store) in why, why
+        assert "--allow-stale" in why and "--exclude-topic %s" % topic in why, why
+
+
+def test_a_recreated_topic_keeps_its_old_offsets_out(services, zk, unique, tmp_path):
+    t = services.create_topic(unique("rc"), 2)
+    for p in (0, 1):
+        services.produce(t, 500, size=20, partition=p)
+    g = unique("rc-g")
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 480, (t, 1): 5}).raise_for_errors()
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        ks.commit({(t, 0): 490, (t, 1): 495}).raise_for_errors()  # the Kafka phase
+        delete_topic(services, zk, t)  # the broker drops the group's Kafka offsets of it; ZooKeeper keeps its own
+        services.create_topic(t, 2)
+        for p in (0, 1):
+            services.produce(t, 20, size=20, partition=p)
+        parts = ["%s-0" % t, "%s-1" % t]
+        # cutover would copy 480 (beyond the new log end 20) and 5 (of the old topic): refused, nothing written
+        code, out, err = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir",
+                                        str(tmp_path), expect=1)
+        assert not out["ready"] and out["copied"] == {} and out["backup"] == []
+        _refused_well(out, g, parts, "kafka")
+        assert "beyond the log end 20" in out["refused"]["%s-0" % t]
+        assert "before topic %s was created" % t in out["refused"]["%s-1" % t]
+        assert "topic id" in out["refused"]["%s-1" % t]  # Kafka 3.9 stores the topic id in /brokers/topics/T
+        assert ks.fetch([(t, 0), (t, 1)]) == {}
+        code, cp, _ = zkmigrate_json(services, "copy", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                     expect=1)
+        assert cp["written"] == 0 and not cp["ok"]
+        _refused_well(cp, g, parts, "kafka")
+        code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir",
+                                     str(tmp_path), expect=1)
+        _refused_well(rb, g, parts, "zookeeper")
+        assert ks.fetch([(t, 0), (t, 1)]) == {}
+        # the way out: set the position for the new topic; then cutover copies it
+        zkmigrate_json(services, "reset-offsets", "--group", g, "--topic", t, "--to-earliest", "--execute",
+                       "--backup-dir", str(tmp_path), expect=0)
+        code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir",
+                                      str(tmp_path), expect=0)
+        assert out["ready"] and out["copied"] == {"%s-0" % t: 0, "%s-1" % t: 0}
+    finally:
+        ks.close()
+
+
+own = own_cluster_fixture("stale", broker_config={"offsets.retention.minutes": 1,
+                                                   "offsets.retention.check.interval.ms": 1000})
+
+
+def test_frozen_zookeeper_offsets_after_the_kafka_offsets_expired(own, unique, tmp_path):
+    t = own.create_topic(unique("fz"), 2)
+    from zkconsumer.local import tools
+    for p in (0, 1):
+        tools.produce(own.bootstrap_servers, t, 20, partition=p)
+    zk = zkmod.connect(own.zookeeper_connect)
+    recorded, unrecorded = unique("fz-rec"), unique("fz-norec")
+    parts = ["%s-0" % t, "%s-1" % t]
+    try:
+        for g in (recorded, unrecorded):
+            # ZooKeeper frozen at 3 when the members went Kafka-only; they consumed on to 15 in Kafka, then stopped
+            ZooKeeperOffsetStore(zk, g).commit({(t, 0): 3, (t, 1): 3}).raise_for_errors()
+            ks = KafkaOffsetStore(own.bootstrap_servers, g)
+            try:
+                ks.commit({(t, 0): 15, (t, 1): 15}).raise_for_errors()
+            finally:
+                ks.close()
+        zkmigrate_json(own, "verify", "--group", recorded, "--phase", "kafka", "--settle", "0", "--no-expiry-check",
+                   expect=0)  # the operator verified the Kafka phase: recorded
+        wait_until(lambda: all(r["kafka_offset"] is None for g in (recorded, unrecorded)
+                               for r in zkmigrate_json(own, "status", "--group", g, expect=0)[1]["partitions"]),
+                   150, "the Kafka offsets to expire (offsets.retention.minutes=1)", interval=2)
+
+        # (a) a rollback would keep ZooKeeper's 3 where the group had reached 15: refused, nothing recorded
+        code, rb, _ = zkmigrate_json(own, "rollback", "--group", recorded, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=1)
+        _refused_well(rb, recorded, parts, "zookeeper")
+        assert "frozen" in rb["refused"][parts[0]] and "recorded phase" in rb["refused"][parts[0]]
+        assert "recorded_phase" not in rb
+        code, rep, _ = zkmigrate_json(own, "verify", "--group", recorded, "--phase", "zookeeper", expect=1)
+        assert any("frozen" in p and recorded in p for p in rep["problems"]), rep["problems"]
+        code, rb, _ = zkmigrate_json(own, "rollback", "--group", unrecorded, "--backup-dir", str(tmp_path), expect=1)
+        _refused_well(rb, unrecorded, parts, "zookeeper")
+        assert "offsets.retention.minutes=1" in rb["refused"][parts[0]]
+
+        # (b) cutover would copy the frozen 3 into Kafka and say READY: refused, nothing written, no fence
+        for g, needle in ((recorded, "recorded phase"), (unrecorded, "Kafka held offset 15")):
+            code, co, _ = zkmigrate_json(own, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                     expect=1)
+            assert not co["ready"] and co["copied"] == {} and "recorded_phase" not in co
+            _refused_well(co, g, parts, "kafka")
+            assert all(needle in why for why in co["refused"].values()), co["refused"]
+            assert all(r["kafka_offset"] is None
+                       for r in zkmigrate_json(own, "status", "--group", g, expect=0)[1]["partitions"])
+
+        # the explicit override: keep ZooKeeper's offsets (the rollback then records its phase)
+        code, rb, _ = zkmigrate_json(own, "rollback", "--group", recorded, "--execute", "--allow-stale",
+                                 "--backup-dir", str(tmp_path), expect=0)
+        assert rb["refused"] == {} and rb["recorded_phase"]["phase"] == "rollback"
+        zkmigrate_json(own, "verify", "--group", recorded, "--phase", "zookeeper", expect=0)
+    finally:
+        zkmod.close(zk)
