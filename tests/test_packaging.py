@@ -109,16 +109,30 @@ def test_no_import_climbs_from_the_package_into_migration():
 
 def test_the_engine_meets_its_parts_at_seams_not_probes():
     """The engine's parts meet at declared interfaces (consumer.member.Member, consumer.fetcher.Fetchers,
-    offsets.OffsetStore): nothing in consumer/ asks an object with getattr/hasattr what it is."""
+    offsets.OffsetStore): nothing in consumer/ or offsets/ asks an object with getattr/hasattr what it is. The
+    offset stores read two fields of kafka-python's objects that not every class or version has (an error class's
+    ``errno``, a response's ``error_code``): those are the only ones."""
     from zkconsumer.consumer.connector import ZookeeperConsumerConnector
     from zkconsumer.consumer.fetcher import FetcherManager, Fetchers, NoFetchers
     from zkconsumer.consumer.member import Member
-    assert issubclass(ZookeeperConsumerConnector, Member) and not ZookeeperConsumerConnector.__abstractmethods__
-    assert issubclass(FetcherManager, Fetchers) and NoFetchers() is not None
-    probes = [(os.path.relpath(p, ROOT), node.lineno) for p in _py_files(os.path.join("zkconsumer", "consumer"))
-              for node in ast.walk(ast.parse(open(p, encoding="utf-8").read()))
-              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-              and node.func.id in ("getattr", "hasattr")]
+    from zkconsumer.offsets import OffsetStore, ZooKeeperOffsetStore
+    from zkconsumer.offsets.dual import DualOffsetStore
+    from zkconsumer.offsets.kafka import KafkaOffsetStore
+    from zkconsumer.spark.member import GroupMember
+    for member in (ZookeeperConsumerConnector, GroupMember):
+        assert issubclass(member, Member) and not member.__abstractmethods__, member
+    assert issubclass(FetcherManager, Fetchers) and not NoFetchers.__abstractmethods__
+    for store in (ZooKeeperOffsetStore, KafkaOffsetStore, DualOffsetStore):
+        assert issubclass(store, OffsetStore) and not store.__abstractmethods__, store
+    probes = []
+    for folder in ("consumer", "offsets"):
+        for p in _py_files(os.path.join("zkconsumer", folder)):
+            for node in ast.walk(ast.parse(open(p, encoding="utf-8").read())):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                        node.func.id in ("getattr", "hasattr"):
+                    attr = node.args[1].value if isinstance(node.args[1], ast.Constant) else None
+                    if not (folder == "offsets" and node.func.id == "getattr" and attr in ("errno", "error_code")):
+                        probes.append((os.path.relpath(p, ROOT), node.lineno, node.func.id, attr))
     assert not probes, probes
 
 
