@@ -381,7 +381,8 @@ def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
 @click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
 @click.option("--every", type=click.FloatRange(1, None), default=None, metavar="SECONDS",
               help="Keep-alive: repeat every SECONDS until SIGTERM/SIGINT (e.g. a quarter of offsets.retention.minutes); "
-                   "a round that fails (ZooKeeper or Kafka down) is logged and the next one runs on time.")
+                   "a round that fails (ZooKeeper or Kafka down) is logged and the next one runs on time; the exit "
+                   "code is the last round's.")
 @topic_option
 @exclude_option
 @lock_wait_option
