@@ -213,8 +213,10 @@ def import_cmd(zookeeper, bootstrap, path, group, store, execute, allow_rewind, 
     """Write the offsets of an ExportZkOffsets file or a kafka-consumer-groups CSV into one store (every line
     validated first).
 
-    The rule of copy and rollback: an offset is never moved backwards without --allow-rewind, both stores are
-    backed up before the first write, and the dry run shows every change."""
+    The rules of copy and rollback: an offset is never moved backwards without --allow-rewind, both stores are
+    backed up before the first write, the dry run shows every change, and a group with live ZooKeeper members
+    (--force) or active broker-coordinated consumers is refused, for every group of the file before anything is
+    written."""
     data = read_offsets_file(path, group)  # raises before anything is touched
     if group is not None:
         if group not in data:
@@ -224,11 +226,17 @@ def import_cmd(zookeeper, bootstrap, path, group, store, execute, allow_rewind, 
     result = {"file": path, "store": store, "execute": execute, "groups": {}}
     zk = connect_zookeeper(resolve_zookeeper(zookeeper))
     try:
-        bs = resolve_bootstrap(bootstrap, zk=zk) if store == "kafka" else None
-        for name in data:
+        bs = resolve_bootstrap(bootstrap, zk=zk)  # both stores are backed up; the broker-side group is asked
+        security = kafka_security()
+        for name in data:  # every group of the file checked before the first write
             transfer.check_no_live_members(zk, name, force, "import")
+            probe = GroupOffsets(zk, bs, name, security=security)
+            try:
+                transfer.check_no_broker_consumers(probe, "import")
+            finally:
+                probe.close()
         for name, offs in sorted(data.items()):
-            gofs = GroupOffsets(zk, bs, name, security=kafka_security())
+            gofs = GroupOffsets(zk, bs, name, security=security)
             try:
                 if execute:
                     with GroupLock(zk, name, "import", lock_wait) as gofs.lock:

@@ -6,8 +6,8 @@ Rules (all checked before anything is written):
   (reported in ``skipped_rewind``) unless ``allow_rewind``;
 * refuse (:class:`GroupConflictError`) while ZooKeeper members are live (children of ``/consumers/G/ids``): they
   commit concurrently and one of the two writes would be lost; ``force`` overrides;
-* ``copy`` and ``rollback`` refuse while the broker-side group is active (broker-coordinated consumers commit on
-  their own; a rollback would copy offsets they are already past and lift the cutover fence under them);
+* ``copy``, ``rollback`` and ``import`` refuse while the broker-side group is active (broker-coordinated consumers
+  commit on their own; a rollback would copy offsets they are already past and lift the cutover fence under them);
 * before the first write, a backup of **both** stores (:mod:`.backup`: ExportZkOffsets files and a manifest that
   also lists the partitions without an offset, for ``zkmigrate restore``) is written to the backup directory;
 * writes only the partitions that differ, so a second run (or a run after a crash half-way) changes nothing more;
@@ -185,7 +185,8 @@ def rollback_group(gofs, execute: bool = False, allow_rewind: bool = False, forc
 def import_group(gofs, offsets: Dict[TP, int], store: str, execute: bool = False, allow_rewind: bool = False,
                  backup_dir: Optional[str] = None) -> dict:
     """Write *offsets* (one group's lines of an offsets file) into *store* under the rules above (the caller checks
-    for live members first, for every group of the file); a dry run unless *execute*."""
+    for live members and an active broker-side group first, for every group of the file); a dry run unless
+    *execute*."""
     both = gofs.read(list(offsets))
     offsets = {tp: o for tp, o in offsets.items() if tp in both}  # not the partitions Kafka would not answer for
     i = 0 if store == "zookeeper" else 1

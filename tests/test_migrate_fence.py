@@ -204,6 +204,38 @@ def test_rollback_is_refused_while_the_broker_coordinated_consumers_run(services
     assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == committed
 
 
+def test_import_is_refused_while_the_broker_coordinated_consumers_run(services, zk, unique, tmp_path):
+    """import follows the other writers: while the new consumers hold the group on the broker, an import into
+    either store is refused for every group of the file before anything is written (their commits would overwrite
+    a Kafka import, and a ZooKeeper import would be behind them); once they stopped, it runs."""
+    from kafka import KafkaConsumer
+    t, g = _group_with_offsets(services, zk, unique, "fi")
+    other = unique("fi-other")  # a second group of the same file, not in use
+    f = tmp_path / "offsets.txt"
+    f.write_text("".join("/consumers/%s/offsets/%s/%d:%d\n" % (name, t, p, o) for name in (other, g)
+                         for p, o in ((0, 5), (1, 6))))
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    kc = KafkaConsumer(t, bootstrap_servers=services.bootstrap_servers, group_id=g, enable_auto_commit=False,
+                       auto_offset_reset="none", session_timeout_ms=10000)
+    try:
+        wait_until(lambda: kc.poll(200) is not None and kc.assignment(), 60, interval=0,
+                   message="the broker-coordinated consumer to get its partitions")
+        kc.commit()
+        for store in ("kafka", "zookeeper"):
+            for args in ((), ("--execute",)):
+                code, out, err = zkmigrate(services, "import", "--file", str(f), "--store", store, *args,
+                                           "--backup-dir", str(tmp_path / "imp"))
+                assert code == 1 and g in err and "broker-coordinated" in err and "stop" in err, (code, out, err)
+        assert not (tmp_path / "imp").exists()
+        assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
+        assert ZooKeeperOffsetStore(zk, other).fetch([(t, 0), (t, 1)]) == {}
+    finally:
+        kc.close(autocommit=False)
+    code, rep, _ = zkmigrate_json(services, "import", "--file", str(f), "--store", "zookeeper", "--execute",
+                                  "--backup-dir", str(tmp_path / "imp"), expect=0)
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 5, (t, 1): 6}
+
+
 def test_a_cutover_stopped_between_its_acl_and_its_record_is_rolled_back(services, zk, unique, procs, tmp_path):
     """cutover --execute killed after it took the create right off /consumers/G/ids and before it recorded the
     fence: nobody can register (a member is refused with NoAuth, pointing at the rollback), so the rollback must
