@@ -4,7 +4,10 @@
   zkconsumer deployment that restarts after the cutover and a fleet verify is refused, and joins after the rollback;
 * it binds Kafka 1.1.1's own Scala consumer too: ``cutover --execute`` takes the create right off
   ``/consumers/G/ids`` (nobody can register), the rollback gives it back;
-* cutover looks again for members after the copy and after the fence, and is not ready when one came back.
+* cutover looks again for members after the copy and after the fence, and is not ready when one came back;
+* a routine ``verify --phase zookeeper`` (or ``dual``) that passes on a fenced group does not end the evidence that
+  the group kept its offsets in Kafka since the cutover: a rollback after its Kafka offsets were removed still
+  refuses the frozen ZooKeeper offsets.
 """
 import pytest
 
@@ -234,6 +237,59 @@ def test_import_is_refused_while_the_broker_coordinated_consumers_run(services, 
     code, rep, _ = zkmigrate_json(services, "import", "--file", str(f), "--store", "zookeeper", "--execute",
                                   "--backup-dir", str(tmp_path / "imp"), expect=0)
     assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 5, (t, 1): 6}
+
+
+def test_kafka_only_since_under_the_fence():
+    """Pure: which records end the Kafka-only run (epoch ms of the run's start + 999, or None)."""
+    from zkconsumer_migrate.state import kafka_only_since
+
+    def rec(*records, fence="2026-01-02T00:00:00Z"):
+        newest, older = records[0], [dict(phase=p, since=s, by=b) for p, s, b in records[1:]]
+        out = dict(phase=newest[0], since=newest[1], by=newest[2], history=older)
+        if fence:
+            out["fence"] = {"since": fence, "by": "zkmigrate cutover"}
+        return out
+    t0, cut = 1767225600000 + 999, 1767312000000 + 999  # 2026-01-01T00:00:00Z, 2026-01-02T00:00:00Z
+    kafka = ("kafka", "2026-01-01T00:00:00Z", "zkmigrate verify")
+    cutover = ("cutover", "2026-01-02T00:00:00Z", "zkmigrate cutover")
+    zk_verify = ("zookeeper", "2026-01-03T00:00:00Z", "zkmigrate verify")
+    assert kafka_only_since(rec(cutover, kafka)) == t0
+    assert kafka_only_since(rec(zk_verify, cutover, kafka)) == t0  # a verify under the fence
+    assert kafka_only_since(rec(("dual", "2026-01-03T00:00:00Z", "zkmigrate verify"), zk_verify, cutover)) == cut
+    assert kafka_only_since(rec(zk_verify, cutover, kafka, fence=None)) is None  # not fenced: it counts
+    assert kafka_only_since(rec(("restore", "2026-01-03T00:00:00Z", "zkmigrate restore"), cutover)) is None
+    assert kafka_only_since(rec(zk_verify, ("restore", "2026-01-02T12:00:00Z", "zkmigrate restore"), cutover)) \
+        is None
+    # a verify from before the fence (zookeeper, then kafka, then the cutover) still ends the older run
+    assert kafka_only_since(rec(cutover, kafka, ("zookeeper", "2025-12-31T00:00:00Z", "zkmigrate verify"),
+                                ("kafka", "2025-12-30T00:00:00Z", "zkmigrate verify"))) == t0
+
+
+def test_a_verify_of_another_phase_keeps_the_fenced_groups_kafka_evidence(services, zk, unique, tmp_path):
+    from zkconsumer_migrate import state
+    for phase in (["zookeeper"], ["dual", "--to", "zookeeper"]):
+        t, g = _group_with_offsets(services, zk, unique, "fk")
+        parts = [(t, 0), (t, 1)]
+        zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+        # the stopped cut-over group passes a routine fleet verify of another phase, which records that phase
+        code, rep, _ = zkmigrate_json(services, "verify", "--groups-matching", g, "--phase", *phase, expect=0)
+        assert rep["groups"][0]["recorded_phase"]["phase"] == phase[0]
+        assert state.fence_of(state.read_phase(zk, g)) is not None
+        # the group's Kafka offsets are removed (as after offsets.retention.minutes without a commit)
+        ks = KafkaOffsetStore(services.bootstrap_servers, g)
+        try:
+            assert set(ks.delete_offsets(parts).committed) == set(parts) and ks.fetch(parts) == {}
+        finally:
+            ks.close()
+        # ZooKeeper still holds the offsets of before the cutover: how far the new consumers got is unknown
+        code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir",
+                                     str(tmp_path), expect=1)
+        assert set(rb["refused"]) == {"%s-0" % t, "%s-1" % t}, (phase, rb)
+        assert all("recorded phase" in why and "frozen" in why for why in rb["refused"].values()), rb["refused"]
+        assert "recorded_phase" not in rb and state.fence_of(state.read_phase(zk, g)) is not None
+        code, rep, _ = zkmigrate_json(services, "verify", "--group", g, "--phase", "zookeeper", "--no-record",
+                                      expect=1)
+        assert any("frozen" in p for p in rep["problems"]), rep["problems"]
 
 
 def test_a_cutover_stopped_between_its_acl_and_its_record_is_rolled_back(services, zk, unique, procs, tmp_path):
