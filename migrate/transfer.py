@@ -138,12 +138,10 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
            "backup": [], "failed": {}, "written": 0, "refused": {}, "unreadable": gofs.unreadable_report()}
     out.update(skipped_report(gofs, gone))
     if not allow_stale:
-        if dst == "kafka":
-            refused, notes = check_to_kafka(gofs, todo, both)
-            out["warnings"] += notes
-        else:
-            refused = check_to_zookeeper(gofs, both)
-        out["refused"] = {_name(tp): why for tp, why in refused.items()}
+        check = check_to_kafka(gofs, todo, both) if dst == "kafka" else check_to_zookeeper(gofs, both)
+        out["warnings"] += check.notes
+        out["refused"] = {_name(tp): why for tp, why in check.refused.items()}
+        out["unchecked"] = [_name(tp) for tp in check.unchecked]
     if execute and todo and not out["refused"]:
         out["backup"], errors = backup_and_write(gofs, both, {dst: todo}, backup_dir)
         failed = errors[dst]
