@@ -421,14 +421,18 @@ def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
                 type=click.Path(exists=True, dir_okay=False))
 @click.option("--execute", is_flag=True, help="Write and delete (default: show what would change).")
 @click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
+@click.option("--discard-newer", is_flag=True,
+              help="Also delete or move back offsets committed after the backup was taken (the consumers' work "
+                   "since is undone); without it such offsets refuse the restore.")
 @backup_option
 @lock_wait_option
 @json_option
-def restore(zookeeper, bootstrap, backups, execute, force, backup_dir, lock_wait, as_json):
+def restore(zookeeper, bootstrap, backups, execute, force, discard_newer, backup_dir, lock_wait, as_json):
     """Put both stores of a group back exactly as a backup found them: its offsets written back (backwards too),
     offsets created since deleted. BACKUP is the backup-<group>-<time>.json that every writing command leaves
     beside its two .txt files (either .txt will do). Dry run unless --execute; a backup of what is there now is
-    written first; refused while the group is live."""
+    written first; refused while the group is live, and when an offset it would delete or move back was committed
+    after the backup was taken (other than by the command that wrote the backup; --discard-newer)."""
     from .backup import load_backup
     from .restore import restore_group
     loaded = {}
@@ -440,7 +444,7 @@ def restore(zookeeper, bootstrap, backups, execute, force, backup_dir, lock_wait
         loaded[b.group] = b
 
     def per_group(gofs):
-        out = restore_group(gofs, loaded[gofs.group], execute, force, backup_dir)
+        out = restore_group(gofs, loaded[gofs.group], execute, force, backup_dir, discard_newer)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, tuple(loaded), False, None, 4, per_group, as_json, render.restore_result,
                    lock=("restore", lock_wait) if execute else None)

@@ -106,7 +106,7 @@ def backup_and_write(gofs, both: Dict[TP, Tuple[Optional[int], Optional[int]]], 
     offset}}``) store by store. Returns (the backup's paths, ``{store name: {tp: error}}`` for each store written)."""
     gofs.check_lock()
     backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both,
-                          by="zkmigrate %s" % gofs.lock.command if gofs.lock is not None else None)
+                          by="zkmigrate %s" % gofs.lock.command if gofs.lock is not None else None, writes=writes)
     return backup, {name: apply_copy(gofs.store(name), todo) for name, todo in writes.items() if todo}
 
 
