@@ -53,7 +53,8 @@ exclude_option = click.option("--exclude-topic", "exclude", multiple=True, metav
 allow_stale_option = click.option("--allow-stale", is_flag=True,
                                   help="Carry over offsets found stale (a frozen ZooKeeper offset whose Kafka "
                                        "offset was removed, an offset of an earlier topic of the same name, one "
-                                       "beyond the log end) instead of refusing the group.")
+                                       "beyond the log end), and those whose staleness could not be checked (no "
+                                       "Read on __consumer_offsets), instead of refusing the group.")
 backup_option = click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
                              help="Where the backup export of both stores is written before any change [default: "
                                   "$ZKMIGRATE_STATE_DIR/backups or ~/.zkconsumer/migrate/backups].")
