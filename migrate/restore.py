@@ -108,7 +108,8 @@ def newer_commits(gofs, backup: Backup, plan: Dict[str, dict], current: Both) ->
         for tp in todo[store]:
             t = times[store].get(tp)
             if t is not None and taken is not None and t < taken:
-                continue  # committed before the backup was taken
+                # committed before the backup was taken
+                continue
             now, want = current[tp][i], plan[store]["set"].get(tp)
             if t is None:
                 when = "its commit time cannot be read: %s" % (unknown if store == "kafka" else "no offset node")

@@ -265,7 +265,8 @@ def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleChe
                         % (todo[tp], iso(mtime), _age(now - mtime), retention.describe(), todo[tp], OFFSETS_TOPIC,
                            e))
     shown = to_kafka_refusals(gofs.group, todo, both, ev, frozen_since)
-    unchecked = {tp: why for tp, why in unchecked.items() if tp not in shown}  # the evidence says more already
+    # the evidence says more already
+    unchecked = {tp: why for tp, why in unchecked.items() if tp not in shown}
     return StaleCheck(to_kafka_refusals(gofs.group, todo, both, ev, frozen_since, unchecked), notes, sorted(unchecked))
 
 

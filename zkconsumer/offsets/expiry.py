@@ -256,7 +256,8 @@ def read_offsets_retention(bootstrap_servers, security=None,
         res = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(broker),
                                                      {"offsets.retention.minutes": None})], config_filter="all")
         value = _find_config(res, "offsets.retention.minutes")
-        if value is None:  # kafka-python leaves a refused resource (CLUSTER_AUTHORIZATION_FAILED) empty
+        # kafka-python leaves a refused resource (CLUSTER_AUTHORIZATION_FAILED) empty
+        if value is None:
             return Retention(assume_minutes * 60000, False, "broker %s did not give it: may this Kafka identity "
                                                             "DescribeConfigs on the cluster?" % broker)
         return Retention(int(value) * 60000)
