@@ -152,12 +152,7 @@ def _load_manifest(path: str) -> Backup:
     parts: Dict[TP, Tuple[Optional[int], Optional[int]]] = {}
     for n, entry in enumerate(doc["partitions"]):
         where = "%s: partitions[%d]" % (path, n)
-        if not isinstance(entry, dict):
-            raise BackupFileError("%s is not an object" % where)
-        try:
-            topic = validate_topic(entry.get("topic"))
-        except (ValueError, TypeError) as e:
-            raise BackupFileError("%s: bad topic: %s" % (where, e)) from None
+        topic = _topic_of(entry, where)
         p = entry.get("partition")
         if type(p) is not int or p < 0:
             raise BackupFileError("%s: partition %r is not an integer >= 0" % (where, p))
@@ -176,6 +171,16 @@ def _load_manifest(path: str) -> Backup:
                   by=by if isinstance(by, str) else None, partitions=parts, written=_load_written(path, doc))
 
 
+def _topic_of(entry, where: str) -> str:
+    """The valid topic of the manifest's object *entry* (at *where*), else BackupFileError saying what is wrong."""
+    if not isinstance(entry, dict):
+        raise BackupFileError("%s is not an object" % where)
+    try:
+        return validate_topic(entry.get("topic"))
+    except (ValueError, TypeError) as e:
+        raise BackupFileError("%s: bad topic: %s" % (where, e)) from None
+
+
 def _load_written(path: str, doc: dict) -> Optional[Dict[str, Dict[TP, int]]]:
     """The manifest's ``written`` (None when absent: an older manifest); BackupFileError naming what is wrong."""
     if "written" not in doc:
@@ -191,12 +196,7 @@ def _load_written(path: str, doc: dict) -> Optional[Dict[str, Dict[TP, int]]]:
         out[store] = {}
         for n, entry in enumerate(entries):
             where = "%s: written.%s[%d]" % (path, store, n)
-            if not isinstance(entry, dict):
-                raise BackupFileError("%s is not an object" % where)
-            try:
-                topic = validate_topic(entry.get("topic"))
-            except (ValueError, TypeError) as e:
-                raise BackupFileError("%s: bad topic: %s" % (where, e)) from None
+            topic = _topic_of(entry, where)
             p, o = entry.get("partition"), entry.get("offset")
             if type(p) is not int or p < 0 or type(o) is not int or not 0 <= o <= _MAX_OFFSET:
                 raise BackupFileError("%s: partition %r and offset %r must be integers >= 0" % (where, p, o))

@@ -38,6 +38,23 @@ def _group_with_offsets(services, zk, unique, name, start=3, per_partition=10):
     return t, g
 
 
+def _cut_over_and_consume(services, t, g, tmp_path):
+    """Cut *g* over and start a broker-coordinated consumer of *t* in it that holds its partitions and has
+    committed (the caller closes it)."""
+    from kafka import KafkaConsumer
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    kc = KafkaConsumer(t, bootstrap_servers=services.bootstrap_servers, group_id=g, enable_auto_commit=False,
+                       auto_offset_reset="none", session_timeout_ms=10000)
+    try:
+        wait_until(lambda: kc.poll(200) is not None and kc.assignment(), 60, interval=0,
+                   message="the broker-coordinated consumer to get its partitions")
+        kc.commit()
+    except BaseException:
+        kc.close(autocommit=False)
+        raise
+    return kc
+
+
 def _refused_at_start(member, needle, timeout=90):
     """Wait until the member's process has exited, or logged *needle*; the member registered nothing."""
     wait_until(lambda: not member.alive() or any(needle in ln for ln in member.log), timeout, interval=0.2,
@@ -178,16 +195,10 @@ def test_rollback_is_refused_while_the_broker_coordinated_consumers_run(services
     """Lifting the fence while the new consumers still run would let ZooKeeper members (a Scala one has no split-brain
     guard) consume their partitions, and the offsets copied to ZooKeeper would already be behind: refused, naming
     the group and what to do, nothing written, the fence kept; once they stopped, the rollback runs."""
-    from kafka import KafkaConsumer
     from zkconsumer_migrate import state
     t, g = _group_with_offsets(services, zk, unique, "fb")
-    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
-    kc = KafkaConsumer(t, bootstrap_servers=services.bootstrap_servers, group_id=g, enable_auto_commit=False,
-                       auto_offset_reset="none", session_timeout_ms=10000)
+    kc = _cut_over_and_consume(services, t, g, tmp_path)
     try:
-        wait_until(lambda: kc.poll(200) is not None and kc.assignment(), 60, interval=0,
-                   message="the broker-coordinated consumer to get its partitions")
-        kc.commit()
         for args in ((), ("--execute",)):
             code, out, _ = zkmigrate_json(services, "rollback", "--group", g, *args, "--backup-dir",
                                           str(tmp_path / "rb"), expect=1)
@@ -211,19 +222,13 @@ def test_import_is_refused_while_the_broker_coordinated_consumers_run(services, 
     """import follows the other writers: while the new consumers hold the group on the broker, an import into
     either store is refused for every group of the file before anything is written (their commits would overwrite
     a Kafka import, and a ZooKeeper import would be behind them); once they stopped, it runs."""
-    from kafka import KafkaConsumer
     t, g = _group_with_offsets(services, zk, unique, "fi")
     other = unique("fi-other")  # a second group of the same file, not in use
     f = tmp_path / "offsets.txt"
     f.write_text("".join("/consumers/%s/offsets/%s/%d:%d\n" % (name, t, p, o) for name in (other, g)
                          for p, o in ((0, 5), (1, 6))))
-    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
-    kc = KafkaConsumer(t, bootstrap_servers=services.bootstrap_servers, group_id=g, enable_auto_commit=False,
-                       auto_offset_reset="none", session_timeout_ms=10000)
+    kc = _cut_over_and_consume(services, t, g, tmp_path)
     try:
-        wait_until(lambda: kc.poll(200) is not None and kc.assignment(), 60, interval=0,
-                   message="the broker-coordinated consumer to get its partitions")
-        kc.commit()
         for store in ("kafka", "zookeeper"):
             for args in ((), ("--execute",)):
                 code, out, err = zkmigrate(services, "import", "--file", str(f), "--store", store, *args,
