@@ -5,6 +5,7 @@ rebalances, the member is released only after the query's last commit and commit
 and idle partitions' offsets in Kafka are re-committed before the broker's retention deletes them.
 
 Every check of what was read compares the exact set of (topic, partition, offset) read with what was produced."""
+import re
 import threading
 import time
 
@@ -356,8 +357,40 @@ def test_a_restarted_first_batch_reports_what_retention_deleted_from_it(spark, s
     rows = []
     q = _start(spark, opts, ckpt, rows)
     try:
-        with pytest.raises(Exception, match=r"offsets \[0, 10\) of %s-0 are not in the log any more" % topic):
-            q.awaitTermination(120)
+        # (the failed run's member holds the partition until its session ends: the restart claims it after that)
+        assert wait_for(lambda: not q.isActive, 240), (member_ids(zk, group), owners(zk, group, topic))
+        assert re.search(r"offsets \[0, 10\) of %s-0 are not in the log any more" % topic, str(q.exception())), \
+            q.exception()
         assert rows == []
     finally:
         q.stop()
+
+
+def test_available_now_fails_when_the_group_does_not_settle(services, zk, unique, monkeypatch):
+    """Trigger.AvailableNow, driven in the test process as the streaming source runner drives it: after the first
+    batch a partition is added and a previous owner (a ghost owner node) holds it for good, so the member's
+    rebalance cannot complete. The next plan must fail the query naming the group once the wait is over, not report
+    "no new data" (Spark would end the run with the backlog unread)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from zkconsumer.spark import stream
+    from zkconsumer.spark.options import parse_options
+    topic, group = services.create_topic(unique("af"), 2), unique("g")
+    services.produce(topic, 20)
+    monkeypatch.setattr(stream, "GROUP_WAIT_S", 2.0)
+    reader = stream.ZkStreamReader(parse_options(source_options(services, group, topic, ownerReaper="false", **{
+        "rebalance.max.retries": "1", "rebalance.backoff.ms": "100", "zookeeper.session.timeout.ms": "6000"})))
+    try:
+        reader.prepareForTriggerAvailableNow()
+        start = reader.initialOffset()
+        end = reader.latestOffset(start, ReadAllAvailable())
+        assert end != start
+        zk.create(paths.partition_owner_path(group, topic, 2), b"%s_ghost-0" % group.encode(), ephemeral=True,
+                  makepath=True)
+        services.produce(topic, 10)                              # a backlog the run must not leave unread
+        services.create_topic(topic, 3)
+        assert wait_for(lambda: reader._member.ownership() is None, 30)   # the member is rebalancing
+        with pytest.raises(stream.GroupNotSettledError, match="group %s: the partitions of member .* are not known.*"
+                           "Trigger.AvailableNow" % group):
+            reader.latestOffset(end, ReadAllAvailable())
+    finally:
+        reader.stop()
