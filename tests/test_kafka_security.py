@@ -194,6 +194,42 @@ def test_a_member_consumes_everything_and_commits_over_the_secured_listener(secu
             zkmod.close(zk)
 
 
+@pytest.mark.parametrize("keystore", ["JKS", "PKCS12"])
+def test_the_librdkafka_engine_takes_java_stores(secure, tmp_path, keystore):
+    """fetch.engine=librdkafka with the Java client's stores (a JKS truststore; the client's key in a JKS keystore
+    with a key password of its own, or in a PKCS12 keystore), against the SSL listener that requires a client
+    certificate: librdkafka takes neither store type, the stores are read here and handed to it as PEM."""
+    from zkconsumer.consumer import ZookeeperConsumerConnector
+    from zkconsumer.errors import ConsumerTimeoutError
+    from zkconsumer.local import tools
+    from spark_support import produced_set
+    from tls_support import make_java_stores
+    stores = make_java_stores(secure.pki, tmp_path)
+    topic = group = "sec-rdkafka-" + keystore.lower()
+    secure.create_topic(topic, 2)
+    assert tools.produce(secure.bootstrap_servers, topic, 30) == 30
+    props = {"security.protocol": "SSL", "ssl.truststore.location": stores.truststore_jks,
+             "ssl.truststore.password": stores.store_password, "ssl.keystore.password": stores.store_password,
+             "group.id": group, "zookeeper.connect": secure.zookeeper_connect, "auto.offset.reset": "smallest",
+             "auto.commit.enable": "false", "consumer.timeout.ms": "3000", "split.brain.check.timeout.ms": "10000",
+             "fetch.engine": "librdkafka"}
+    if keystore == "JKS":
+        props.update({"ssl.keystore.location": stores.keystore_jks, "ssl.key.password": stores.key_password})
+    else:
+        props.update({"ssl.keystore.location": stores.keystore_p12, "ssl.keystore.type": "PKCS12"})
+    config = ConsumerConfig.from_properties(props)
+    seen = []
+    with ZookeeperConsumerConnector(config) as conn:
+        stream = conn.create_message_streams({topic: 1})[topic][0]
+        try:
+            for msg in stream:
+                seen.append((msg.partition, msg.offset))
+        except ConsumerTimeoutError:
+            pass
+        assert conn._bootstrap == secure.listeners["SSL"]
+    assert sorted(seen) == sorted(produced_set(secure, topic, 2))     # every record once
+
+
 def test_a_wrong_password_fails_clearly_and_is_never_printed(secure, tmp_path):
     cfg = write_properties(tmp_path / "bad.properties", dict(client_props(
         secure, "SASL_SSL", "SCRAM-SHA-512", password=WRONG_PW), **{"split.brain.check.timeout.ms": "60000"}))
