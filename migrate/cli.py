@@ -101,7 +101,8 @@ def plan(groups, all_groups, matching, parallel, to, zookeeper, bootstrap, as_js
         zk = connect_zookeeper(resolve_zookeeper(zookeeper))
     except (ZkConsumerError, click.UsageError) as e:
         if not groups or all_groups or matching is not None:
-            raise  # the groups themselves come from ZooKeeper
+            # the groups themselves come from ZooKeeper
+            raise
         why = "ZooKeeper unreachable: %s" % (e.format_message() if isinstance(e, click.UsageError) else e)
     try:
         names = select_groups(lambda: list_groups(zk), groups, all_groups, matching) if zk else list(groups)
@@ -215,7 +216,8 @@ def import_cmd(zookeeper, bootstrap, path, group, store, execute, allow_rewind, 
 
     The rule of copy and rollback: an offset is never moved backwards without --allow-rewind, both stores are
     backed up before the first write, and the dry run shows every change."""
-    data = read_offsets_file(path, group)  # raises before anything is touched
+    # raises before anything is touched
+    data = read_offsets_file(path, group)
     if group is not None:
         if group not in data:
             raise click.BadParameter("%s has no offsets of group %s (its groups: %s)" % (path, group, ", ".join(
@@ -273,7 +275,8 @@ def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, 
     def per_group(gofs):
         out = transfer.copy_group(gofs.exclude(exclude), src, dst, execute, allow_rewind, force, backup_dir, topics,
                                   allow_stale)
-        return out, (0 if out["ok"] else EXIT_CHECK_FAILED)  # anything left behind is not "done"
+        # anything left behind is not "done"
+        return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
                    render.copy_result, lock=("copy", lock_wait) if execute else None)
 
@@ -283,8 +286,8 @@ def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, 
 def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
              topics, exclude, allow_stale, lock_wait, as_json):
     """Copy Kafka offsets back to ZooKeeper (never backwards unless --allow-rewind; idempotent; ZooKeeper offsets
-    Kafka cannot vouch for refused unless --allow-stale). With --execute and nothing left behind it lifts the cutover
-    fence."""
+    Kafka cannot vouch for refused unless --allow-stale; refused while broker-coordinated consumers of the group
+    run). With --execute and nothing left behind it lifts the cutover fence."""
     check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
@@ -329,6 +332,7 @@ def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, 
                            expiry_margin=None if no_expiry_check else expiry_margin)
         rep["settle"] = s
         if rep["ok"] and not no_record:
+            gofs.check_lock()
             rep["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, phase, "zkmigrate verify",
                                                        to if phase == "dual" else None)
         return rep, (0 if rep["ok"] else EXIT_CHECK_FAILED)
@@ -422,7 +426,8 @@ def restore(zookeeper, bootstrap, backups, execute, force, backup_dir, lock_wait
     from .backup import load_backup
     from .restore import restore_group
     loaded = {}
-    for path in backups:  # every file read and checked before anything connects
+    # every file read and checked before anything connects
+    for path in backups:
         b = load_backup(path)
         if b.group in loaded:
             raise click.BadParameter("%s and %s are both backups of group %s: restore one of them"
@@ -459,7 +464,7 @@ def forget_topic(zookeeper, bootstrap, groups, all_groups, matching, parallel, t
         out = forget_topics(gofs, list(topics), store, execute, backup_dir)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.forget_result, need_kafka=store != "zookeeper",
+                   render.forget_result,
                    lock=("forget-topic", lock_wait) if execute else None)
 
 
@@ -521,7 +526,8 @@ def _parse_duration(text):
 @click.option("--all-topics", is_flag=True, help="Every topic the group has.")
 @click.option("--to-earliest", is_flag=True, help="The log start.")
 @click.option("--to-latest", is_flag=True, help="The log end.")
-@click.option("--to-current", is_flag=True, help="The current offset (clamped into the log range).")
+@click.option("--to-current", is_flag=True,
+              help="The current offset (clamped into the log range); the log end where there is none.")
 @click.option("--to-offset", type=click.IntRange(0, None), default=None, help="This offset.")
 @click.option("--to-datetime", default=None, metavar="ISO-8601",
               help="The first message at or after this time (no zone = UTC).")
@@ -563,13 +569,15 @@ def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, 
     if export and as_json:
         raise click.UsageError("--export prints kafka-consumer-groups' CSV and --json a report: give one of them")
     kind, value = chosen[0]
-    with_group = not single(groups, all_groups, matching)  # as kafka-consumer-groups: no group column for one --group
+    # as kafka-consumer-groups: no group column for one --group
+    with_group = not single(groups, all_groups, matching)
     plans = None
     if kind == "file":
         if topic_scope or all_topics:
             raise click.UsageError("--from-file takes its partitions from the file: leave out --topic and "
                                    "--all-topics")
-        plans = read_offsets_file(from_file, groups[0] if len(groups) == 1 else None)  # every line checked first
+        # every line checked first
+        plans = read_offsets_file(from_file, groups[0] if len(groups) == 1 else None)
         groups, all_groups, matching = _file_groups(from_file, plans, groups, all_groups, matching)
     elif bool(topic_scope) == all_topics:
         raise click.UsageError("give --topic TOPIC[:P,...] (repeatable) or --all-topics")

@@ -21,8 +21,8 @@ from kazoo.exceptions import BadVersionError, NoAuthError, NodeExistsError, NoNo
 from zkconsumer.errors import GroupConflictError
 from zkconsumer.layout import paths
 
-__all__ = ["acl_to_json", "acl_from_json", "fenced_acl", "lifted_acl", "is_fenced", "set_fence", "lift_fence",
-           "FenceError"]
+__all__ = ["acl_to_json", "acl_from_json", "fenced_acl", "lifted_acl", "is_fenced", "fenced_ids_node", "set_fence",
+           "lift_fence", "FenceError"]
 
 
 class FenceError(GroupConflictError):
@@ -71,6 +71,15 @@ def is_fenced(acls) -> bool:
     return not any(a.perms & _perms().CREATE for a in acls)
 
 
+def fenced_ids_node(zk, group: str) -> Optional[str]:
+    """The path of the group's ``ids`` node when it grants nobody CREATE, else None."""
+    path = paths.group_ids_path(group)
+    try:
+        return path if is_fenced(zk.get_acls(path)[0]) else None
+    except NoNodeError:
+        return None
+
+
 def set_fence(zk, group: str) -> dict:
     """Take the CREATE right off ``/consumers/[g]/ids`` (created fenced when the group has no such node). Returns
     ``{"path", "ids_acl": the ACL before (JSON), "changed"}``; an ACL that is fenced already is left as it is
@@ -95,7 +104,8 @@ def set_fence(zk, group: str) -> dict:
         try:
             zk.set_acls(path, fenced_acl(acls), version=stat.aversion)
         except BadVersionError:
-            continue  # the ACL changed meanwhile: read it again
+            # the ACL changed meanwhile: read it again
+            continue
         except NoNodeError:
             continue
         except NoAuthError:

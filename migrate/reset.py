@@ -4,6 +4,7 @@
 The new offset per partition (:func:`plan_reset`, pure) is one of
 
 * ``earliest`` / ``latest``: the log start / log end;
+* ``current``: the current offset; the log end where there is none, as Kafka's tool does;
 * ``offset N``: N;
 * ``datetime T``: the first offset whose timestamp is at or after T (ListOffsets by time); the log end when there
   is none, as Kafka's tool does;
@@ -52,20 +53,23 @@ def plan_reset(spec: str, value: Value, current: Dict[TP, Optional[int]], earlie
         elif spec == "latest":
             new = hi
         elif spec == "current":
+            new = hi if cur is None else cur
+            # Kafka 3.9 ConsumerGroupCommand.resetToCurrent: the log end
             if cur is None:
-                out[tp] = {"current": cur, "new": None, "note": "no current offset: not changed"}
-                continue
-            new = cur
-        elif isinstance(value, dict):  # file
+                note = "no current offset: the log end"
+        elif isinstance(value, dict):
+            # file
             new = value[tp]
         elif spec == "offset":
             new = int(value)  # type: ignore[arg-type]
         elif spec == "datetime":
-            found = (by_time or {}).get(tp)  # value: the time, read by the caller into by_time
+            # value: the time, read by the caller into by_time
+            found = (by_time or {}).get(tp)
             new = hi if found is None else found
             if found is None:
                 note = "no message at or after the time: the log end"
-        else:  # shift
+        else:
+            # shift
             shift = int(value or 0)
             if cur is None:
                 new = lo if shift < 0 else hi
@@ -108,21 +112,17 @@ def reset_group(gofs, spec: str, value: Value, scope: Dict[str, Optional[Set[int
     milliseconds or ``{tp: offset}`` of *spec*; writes to *store* (one of :data:`STORES`) after a backup of both
     stores, a dry run unless *execute*. Returns the report the command prints; ``ok`` is false when a write failed
     or (``file``) a partition of the file could not be planned (its topic lacks it, or no log range)."""
-    from zkconsumer.broker_group import describe_broker_group
-    from zkconsumer.errors import GroupConflictError
     from zkconsumer.groups import log_ranges
 
     from .state import read_phase
-    from .transfer import backup_and_write, check_no_live_members
+    from .transfer import backup_and_write, check_no_broker_consumers, check_no_live_members
     if store not in STORES:
         raise ValueError("reset store %r (expected one of %s)" % (store, ", ".join(STORES)))
     members = check_no_live_members(gofs.zk, gofs.group, force, "reset")
-    broker = describe_broker_group(gofs.bootstrap_servers, gofs.group, security=gofs.security)
-    if broker.active:
-        raise GroupConflictError("refusing to reset offsets of group %s: it is active as a broker-coordinated "
-                                 "group (state %s); stop those consumers first" % (gofs.group, broker.state))
+    check_no_broker_consumers(gofs, "reset")
     from .leftovers import skipped_report, split_gone
-    if isinstance(value, dict):  # file: its partitions (one its topic does not have is gone: reported, exit 1)
+    # file: its partitions (one its topic does not have is gone: reported, exit 1)
+    if isinstance(value, dict):
         both, gone = split_gone(gofs.zk, gofs.read(sorted(value)))
         parts = sorted(both)
     else:

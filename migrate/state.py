@@ -1,8 +1,9 @@
 """What zkmigrate remembers: the phase each group is in (in ZooKeeper, beside the group) and where backups go.
 
 The phase record is a persistent node of our own, ``/consumers/[g]/zkconsumer/migration`` (JSON), written by
-``verify`` when it passes (unless ``--no-record``), by ``cutover --execute`` when the group is ready and by
-``rollback --execute`` when it lifts the fence, and shown by ``status``::
+``verify`` when it passes (unless ``--no-record``), by ``cutover --execute`` when the group is ready, by
+``rollback --execute`` when it lifts the fence and by ``restore --execute`` when it deleted Kafka offsets (phase
+``restore``), and shown by ``status``::
 
     {"version": 1, "phase": "kafka", "to": null, "since": "2026-11-23T06:50:00Z", "by": "zkmigrate verify",
      "fence": {"since": "2026-11-23T06:40:00Z", "by": "zkmigrate cutover", "ids_acl": [...]},
@@ -82,7 +83,8 @@ def fence_of(rec: Optional[dict]) -> Optional[dict]:
     fence = rec.get("fence")
     if isinstance(fence, dict):
         return fence
-    if rec.get("phase") == "cutover" and "fence" not in rec:  # written before the fence had a field of its own
+    # written before the fence had a field of its own
+    if rec.get("phase") == "cutover" and "fence" not in rec:
         return {"since": rec.get("since"), "by": rec.get("by")}
     return None
 
@@ -145,5 +147,6 @@ def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, 
                 zk.set(path, body, version=stat.version)
             return rec
         except (NodeExistsError, BadVersionError):
-            continue  # another zkmigrate wrote meanwhile: read again
+            # another zkmigrate wrote meanwhile: read again
+            continue
     raise RuntimeError("could not record the phase of group %s at %s (concurrent writers)" % (group, path))

@@ -86,6 +86,16 @@ def wait_until(predicate, timeout, interval=0.1, message="condition"):
         time.sleep(interval)
 
 
+def kafka_commit(bootstrap, group, offsets):
+    """Commit ``{(topic, partition): offset}`` for *group* to Kafka's offset manager (as a Kafka-phase member does)."""
+    from zkconsumer.offsets.kafka import KafkaOffsetStore
+    store = KafkaOffsetStore(bootstrap, group)
+    try:
+        store.commit(offsets).raise_for_errors()
+    finally:
+        store.close()
+
+
 def produce_tracked(bootstrap, topic, count, partitions=None, partition=None, tag="m"):
     """Produce ``count`` records; returns [(partition, offset, value_str)] as acknowledged by the broker.
 

@@ -15,8 +15,7 @@ import urllib.request
 
 import pytest
 
-from consumer_helpers import CliConsumer, deliver_from_the_log_end, produce_tracked, wait_until
-from zkconsumer.offsets.kafka import KafkaOffsetStore
+from consumer_helpers import CliConsumer, deliver_from_the_log_end, kafka_commit, produce_tracked, wait_until
 from zkconsumer_migrate import state
 
 CONFIG = """\
@@ -140,11 +139,7 @@ def test_burrow_kafka_zk_reads_the_groups_zookeeper_offsets(services, unique, bu
         described = _zkconsumer_json("groups", "describe", "--zookeeper", services.zookeeper_connect, "--group", g)
         assert {p["partition"]: (p["current_offset"], p["lag"]) for p in described} == want
         # the Kafka phase: the members commit to Kafka only; Burrow's kafka_zk module keeps ZooKeeper's offsets
-        store = KafkaOffsetStore(services.bootstrap_servers, g)
-        try:
-            store.commit({(t, 0): 10, (t, 1): 10}).raise_for_errors()
-        finally:
-            store.close()
+        kafka_commit(services.bootstrap_servers, g, {(t, 0): 10, (t, 1): 10})
         state.record_phase(zk, g, "kafka", "test")
         exported = _zkconsumer_json("exporter", "--zookeeper", services.zookeeper_connect, "--group", g,
                                     "--once")["groups"][g]

@@ -67,7 +67,8 @@ WHERE = {
     "zkmigrate rollback --group orders-app --execute": RUNBOOKS,
     # docs/migration.md: in the text
     "zkmigrate restore BACKUP": "tests/test_migrate_restore.py (the manifest a command's backup wrote)",
-    "zkmigrate restore BACKUP --execute": "tests/test_migrate_restore.py (the manifest a command's backup wrote)",
+    "zkmigrate restore BACKUP --execute": "tests/test_migrate_restore.py (the manifest a command's backup wrote); "
+                                          + RUNBOOKS + " (the cutover's)",
     "zkmigrate refresh --execute --every SECONDS": FRAGMENT + " (tests/test_migrate_outages.py runs refresh --every)",
     "zkmigrate verify --groups-matching 'orders-.*' --phase dual --to kafka --parallel 8": HERE,
     "zkmigrate cutover --group G --execute --timeout 900": HERE,

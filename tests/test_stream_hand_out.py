@@ -7,21 +7,23 @@ from collections import namedtuple
 
 import pytest
 
+from zkconsumer.consumer.partition_info import PartitionTopicInfo
 from zkconsumer.consumer.stream import Chunk, Generation, KafkaStream
 
 R = namedtuple("R", "topic partition offset")
 
 
-def _stream(*chunks, positions=None, lease=None):
+def _stream(*chunks, lease=None):
     q = queue.Queue()
     for c in chunks:
         q.put(c)
     g = Generation()
-    return KafkaStream(q, g, positions if positions is not None else {}, timeout_ms=0, lease=lease), g, q
+    return KafkaStream(q, g, timeout_ms=0, lease=lease), g, q
 
 
-def _chunk(gen, offsets, partition=0):
-    return Chunk(gen, ("t", partition), [R("t", partition, o) for o in offsets])
+def _chunk(gen, offsets, part=None):
+    part = part if part is not None else PartitionTopicInfo(("t", 0), "g_c-0")
+    return Chunk(gen, part, [R(part.tp[0], part.tp[1], o) for o in offsets])
 
 
 def _drain(s):
@@ -36,22 +38,23 @@ def _drain(s):
 
 
 def test_a_generation_bump_stops_the_rest_of_the_chunk():
-    s, g, q = _stream(_chunk(0, range(5)))
+    old, new = PartitionTopicInfo(("t", 0), "g_c-0"), PartitionTopicInfo(("t", 0), "g_c-0")
+    s, g, q = _stream(_chunk(0, range(5), old))
     got = []
     for rec in s:
         got.append(rec.offset)
         if rec.offset == 1:
             g.value = 1  # a rebalance: what is left of generation 0 must not be handed out
-            q.put(_chunk(1, [10, 11]))
+            q.put(_chunk(1, [10, 11], new))
         if rec.offset == 11:
             break
     assert got == [0, 1, 10, 11]
-    assert s._positions == {("t", 0): 12}
+    assert (old.consumed, new.consumed) == (2, 12)
 
 
 def test_next_and_give_back_mixed_into_a_for_loop():
-    positions = {}
-    s, _, _ = _stream(_chunk(0, range(6)), positions=positions)
+    part = PartitionTopicInfo(("t", 0), "g_c-0")
+    s, _, _ = _stream(_chunk(0, range(6), part))
     got = []
     it = iter(s)
     got.append(next(it).offset)          # 0, by the loop's iterator
@@ -59,12 +62,12 @@ def test_next_and_give_back_mixed_into_a_for_loop():
     rec = next(it)                       # 2
     got.append(rec.offset)
     s.give_back(rec)                     # 2 again
-    assert positions == {("t", 0): 2}
+    assert part.consumed == 2
     for r in it:
         got.append(r.offset)
         if r.offset == 5:
             break
-    assert got == [0, 1, 2, 2, 3, 4, 5] and positions == {("t", 0): 6}
+    assert got == [0, 1, 2, 2, 3, 4, 5] and part.consumed == 6
 
 
 def test_close_stops_the_for_loop():
@@ -105,21 +108,28 @@ def test_a_stale_lease_is_checked_before_the_next_record_of_a_chunk():
     assert got == [0, 1, 2, 3] and lease.waits == 1
 
 
-class _FailsOn(dict):
-    def __init__(self, offset):
-        super().__init__()
-        self.offset, self.failed = offset, False
+class _FailsOn(PartitionTopicInfo):
+    """A partition whose consumed position cannot be recorded once: when it would become offset + 1."""
 
-    def __setitem__(self, k, v):
+    def __init__(self, offset):
+        self.offset, self.failed, self._consumed = offset, False, None
+        super().__init__(("t", 0), "g_c-0")
+
+    @property
+    def consumed(self):
+        return self._consumed
+
+    @consumed.setter
+    def consumed(self, v):
         if v == self.offset + 1 and not self.failed:
             self.failed = True
             raise KeyboardInterrupt("landed inside the hand-out")
-        super().__setitem__(k, v)
+        self._consumed = v
 
 
 def test_an_exception_mid_chunk_does_not_wedge_the_fence_or_skip_a_record():
-    positions = _FailsOn(2)
-    s, _, _ = _stream(_chunk(0, range(4)), positions=positions)
+    part = _FailsOn(2)
+    s, _, _ = _stream(_chunk(0, range(4), part))
     got = []
     with pytest.raises(KeyboardInterrupt):
         for rec in s:
@@ -128,4 +138,4 @@ def test_an_exception_mid_chunk_does_not_wedge_the_fence_or_skip_a_record():
     done = threading.Event()
     threading.Thread(target=lambda: (s.fence(), done.set()), daemon=True).start()
     assert done.wait(2.0), "fence() wedged on an in-flight flag left up by an exception"
-    assert _drain(s) == [2, 3] and positions == {("t", 0): 4}  # nothing skipped
+    assert _drain(s) == [2, 3] and part.consumed == 4  # nothing skipped

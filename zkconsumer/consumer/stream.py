@@ -3,8 +3,8 @@
 Fetcher threads put :class:`Chunk` objects — a batch of records of one partition, tagged with the generation it was
 fetched under and carrying the partition's :class:`~.partition_info.PartitionTopicInfo` — on a bounded per-stream
 queue (``queued.max.message.chunks``). Iterating a stream yields records one by one and records the partition's
-consumed position (the next offset, Kafka's ZookeeperConsumerConnector.scala) on that object when the record is
-handed out. A chunk whose records are a :class:`~.partition_info.ResetTo` marks a reset in queue order: the
+consumed position (the next offset, as Kafka 1.1.1 ``ConsumerIterator.next`` does) on that object when the record
+is handed out. A chunk whose records are a :class:`~.partition_info.ResetTo` marks a reset in queue order: the
 stream records its offset as the consumed position when it gets there (Kafka 1.1.1
 ``PartitionTopicInfo.resetConsumeOffset``).
 
@@ -109,7 +109,7 @@ class KafkaStream:
                                            % (int(self._timeout * 1000), self.name))
             records = chunk.records
             if type(records) is ResetTo:  # in order behind what was fetched before the reset
-                _record_reset(chunk.part, records.offset)
+                _record_reset(chunk.part, records)
                 continue
             if chunk.generation != self._generation.value:
                 continue  # fetched before a rebalance: the partition may belong to someone else now
@@ -174,7 +174,7 @@ class KafkaStream:
                     return _TIMEOUT
 
     def clear(self):
-        """Drop every queued chunk (rebalance step: clear the queues, Kafka's ZookeeperConsumerConnector.scala step 3).
+        """Drop every queued chunk (as Kafka 1.1.1 ``ZKRebalancerListener.clearFetcherQueues`` does in a rebalance).
         A reset marker dropped here is recorded all the same: the records behind it are dropped too, and the next
         fetch starts from the reset point instead of resetting again."""
         dropped = 0
@@ -187,15 +187,18 @@ class KafkaStream:
                 self.queue.put(SHUTDOWN)
                 return dropped
             if type(item.records) is ResetTo:
-                _record_reset(item.part, item.records.offset)
+                _record_reset(item.part, item.records)
             dropped += 1
 
 
-def _record_reset(part, offset):
-    """The partition's consumed position becomes the reset point (an ended ownership's object: harmless)."""
-    part.consumed = offset
-    if part.reset_to == offset:
+def _record_reset(part, marker):
+    """The partition's consumed position becomes the reset point of *marker* (a :class:`ResetTo`; an ended
+    ownership's object: harmless), and whoever commits it is told."""
+    part.consumed = marker.offset
+    if part.reset_to == marker.offset:
         part.reset_to = None
+    if marker.recorded is not None:
+        marker.recorded(part)
 
 
 _TIMEOUT = object()
