@@ -186,6 +186,17 @@ def test_evidence_that_cannot_be_read(own, unique, tmp_path):
         code, rs, _ = ops(own, "restore", young_backup, expect=1)
         assert set(rs["newer"]) == {"kafka:%s" % n for n in names}, rs
         assert all("after the backup was taken" in why for why in rs["newer"].values()), rs
+        # undoing old's cutover, as the runbook does: restore its backup, then roll back. The ZooKeeper offsets
+        # the restore left are older than the retention and Kafka holds none, yet nothing committed since the
+        # restore can have expired: the rollback keeps them and lifts the fence
+        manifest = [b for b in co["backup"] if b.endswith(".json")]
+        assert len(manifest) == 1, co["backup"]
+        ops(own, "restore", manifest[0], "--execute", expect=0)
+        written = max(zk.exists("/consumers/%s/offsets/%s/%d" % (old, t, p)).mtime for _, p in parts)
+        time.sleep(max(0.0, 61 - (time.time() - written / 1000.0)))
+        code, rb, _ = ops(own, "rollback", "--group", old, "--execute", expect=0)
+        assert ZooKeeperOffsetStore(zk, old).fetch(parts) == {tp: 3 for tp in parts}, rb
+        assert state.fence_of(state.read_phase(zk, old)) is None
     finally:
         zkmod.close(zk)
 
@@ -228,3 +239,25 @@ def test_every_unreadable_partition_names_its_way_out(services, zk, unique):
                           (3, "no answer", "run again")):
         why = report["%s-%d" % (t, p)]
         assert error in why and way in why and "--exclude-topic %s" % t in why, why
+
+
+def test_a_rollback_right_after_a_restore_keeps_the_zookeeper_offsets_it_left():
+    """Undoing a cutover (restore, then rollback): the ZooKeeper offsets the restore left are older than the
+    retention on a quiet group, and Kafka holds none. Within one retention of the restore no Kafka commit made
+    since can have expired, so the rollback keeps them; a restore older than the retention, or a later record
+    other than a verify, brings the age rule back."""
+    from zkconsumer_migrate.state import restored_since
+    now = 1767225600000
+    both = {("t", 0): (5, None)}
+    ev = {("t", 0): Evidence(zk_mtime=now - 10 * DAY)}
+    week = Retention(7 * DAY)
+    assert ("t", 0) in to_zookeeper_refusals("g", both, ev, None, week, now_ms=now)
+    assert to_zookeeper_refusals("g", both, ev, None, week, now_ms=now, restored_at=now - DAY) == {}
+    assert ("t", 0) in to_zookeeper_refusals("g", both, ev, None, week, now_ms=now, restored_at=now - 8 * DAY)
+    restore = {"phase": "restore", "since": "2026-01-01T00:00:00Z", "by": "zkmigrate restore"}
+    verify = {"phase": "zookeeper", "since": "2026-01-02T00:00:00Z", "by": "zkmigrate verify"}
+    assert restored_since(restore) == 1767225600000
+    assert restored_since(dict(verify, history=[restore])) == 1767225600000
+    assert restored_since({"phase": "cutover", "since": "2026-01-03T00:00:00Z", "by": "zkmigrate cutover",
+                           "history": [restore]}) is None
+    assert restored_since(None) is None and restored_since({"error": "unreadable"}) is None
