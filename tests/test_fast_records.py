@@ -191,6 +191,42 @@ def test_structural_corruption_without_crc_check_raises_corrupt_record_error():
         assert results[0][0] in (None, CorruptRecordError), (at, results)
 
 
+def _takes(cls, data, fetch_offset, step, check_crcs, takes=12):
+    """Each take()'s outcome and the bookkeeping after it, errors included, for at most *takes* calls, while the
+    part is not drained (kafka-python takes from no drained part)."""
+    part = cls(fetch_offset, TP, MemoryRecords(data), check_crcs=check_crcs)
+    out = []
+    for _ in range(takes):
+        if not part:
+            break
+        try:
+            got = part.take(step)
+            outcome = [tuple(r) for r in got]
+        except Exception as e:
+            outcome = type(e).__name__
+        out.append((outcome, part.next_fetch_offset, part.leader_epoch, part.bytes_read, part.records_read,
+                    bool(part)))
+    return out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sizes=st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=4), data=st.data(),
+       step=st.one_of(st.none(), st.integers(min_value=1, max_value=7)), check_crcs=st.booleans(),
+       skip=st.integers(min_value=0, max_value=12), control=st.booleans())
+def test_partial_takes_and_failures_keep_the_stock_bookkeeping(sizes, data, step, check_crcs, skip, control):
+    """Batch by batch take() (the fast path hands decoded batches over whole) against the stock generator: the
+    same records per take, the same error on the same take, the same offsets, counts and drain after each."""
+    blob = b""
+    offset = 0
+    for i, n in enumerate(sizes):
+        blob += build_batch([(i, b"k%d" % j, b"v" * j, []) for j in range(n)], offset,
+                            control=control and i == 1)
+        offset += n
+    if data.draw(st.booleans(), label="corrupt"):
+        blob = _corrupted(blob, data.draw(st.integers(min_value=0, max_value=len(blob) - 1), label="at"))
+    assert _takes(FAST, blob, skip, step, check_crcs) == _takes(STOCK, blob, skip, step, check_crcs)
+
+
 def test_real_broker_records_match_a_plain_kafka_consumer(services, unique):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition as KTP
     from consumer_helpers import connector

@@ -54,7 +54,86 @@ def _make_class():
             batches = scan_v2_batches(buf)
             if batches is None:
                 return stock._unpack_records(self, tp, records, key_deserializer, value_deserializer)
+            if self._takes_batches and key_deserializer is None and value_deserializer is None:
+                self._batches = self._decoded_batches(tp, buf, batches)
+                self._skipping = True
+                return iter(())  # a placeholder: take() reads self._batches
             return self._fast_unpack(tp, buf, batches, key_deserializer, value_deserializer)
+
+        #: take() hands decoded batches over as lists (no Python step per record); the columnar subclass, which
+        #: decodes into its sink, turns it off
+        _takes_batches = True
+        _batches = None       # the decoded batches (a generator) while take() reads them, then _ENDED
+        _current = ()         # the records of the batch being taken, their sizes, the next index, the batch's error
+        _sizes = ()
+        _index = 0
+        _batch_error = None
+        _skipping = False     # records below the fetch offset may still come (the stock take()'s dropwhile)
+
+        def take(self, n=None):
+            """What the stock take() returns, with the same bookkeeping after each call (records skipped below the
+            fetch offset counted as read, the next fetch offset after the last record taken, the error that ended a
+            batch raised once the records before it have been taken, drain() after the last batch), a batch at a
+            time instead of a generator step per record."""
+            if self._batches is None:
+                return stock.take(self, n)
+            self._maybe_raise_next_inline_exception()
+            out = []
+            try:
+                self._take_into(out, n)
+            except Exception as e:
+                if not out:
+                    raise
+                self._next_inline_exception = e  # raised by the next take(), as the stock take() does
+            return out
+
+        def _take_into(self, out, n):
+            while self.record_iterator is not None and (n is None or len(out) < n):
+                recs, i = self._current, self._index
+                if i >= len(recs):
+                    if not self._next_batch():
+                        return
+                    continue
+                if self._skipping:
+                    fetch_offset = self.fetch_offset
+                    j = i
+                    while j < len(recs) and recs[j][3] < fetch_offset:
+                        j += 1
+                    if j > i:
+                        self._advance(i, j)
+                        continue
+                    self._skipping = False
+                j = len(recs) if n is None else min(len(recs), i + n - len(out))
+                out.extend(recs if i == 0 and j == len(recs) else recs[i:j])
+                self._advance(i, j)
+
+        def _advance(self, i, j):
+            self.records_read += j - i
+            self.bytes_read += sum(self._sizes[i:j])
+            self.next_fetch_offset = self._current[j - 1][3] + 1
+            self._index = j
+
+        def _next_batch(self):
+            """Move to the next decoded batch; False when there is none: drained after the last batch, or (as the
+            stock generator once it raised) nothing more and no drain after a failure."""
+            self._current, self._index = (), 0
+            if self._batches is _ENDED:
+                return False
+            error, self._batch_error = self._batch_error, None
+            if error is not None:  # what ended the batch just taken
+                self._batches = _ENDED
+                raise error
+            try:
+                recs, sizes, error = next(self._batches)
+            except StopIteration:
+                self._batches = _ENDED
+                self.drain()
+                return False
+            except Exception:
+                self._batches = _ENDED
+                raise
+            self._current, self._sizes, self._batch_error = recs, sizes, error
+            return True
 
         def _fast_unpack(self, tp, buf, batches, key_deserializer, value_deserializer):
             deserialize = key_deserializer is not None or value_deserializer is not None
@@ -113,6 +192,10 @@ def _make_class():
                                 value=self._deserialize(value_deserializer, topic, headers, rec[7]))
 
     return FastPartitionRecords
+
+
+#: the batches of a FastPartitionRecords that has none left (drained, or failed)
+_ENDED = iter(())
 
 
 def _decompressed(batch_bytes):
@@ -205,7 +288,8 @@ def install_columnar(consumer, sink):
 
 def columnar_partition_records_class(fast_class, sink):
     """A subclass of *fast_class* (FastPartitionRecords) that decodes into *sink* (see :func:`install_columnar`)."""
-    return type("ColumnarPartitionRecords", (fast_class,), {"sink": sink, "_fast_unpack": _columnar_unpack})
+    return type("ColumnarPartitionRecords", (fast_class,), {"sink": sink, "_fast_unpack": _columnar_unpack,
+                                                             "_takes_batches": False})
 
 
 def _columnar_unpack(self, tp, buf, batches, key_deserializer, value_deserializer):
