@@ -1,27 +1,53 @@
 """The stream's hand-out within a chunk (KafkaStream.__next__, the per-record hot path): a generation bump, a close
 or a stale lease stops the rest of a chunk, next() and give_back() may be mixed into a for loop, and an exception
-inside the hand-out leaves the in-flight flag down with nothing skipped. Pure code: no services needed."""
+inside the hand-out leaves the in-flight flag down with nothing skipped. Every test runs against both hand-outs, the
+C one (zkconsumer._stream, when built) and the Python one. Pure code: no services needed."""
 import queue
 import threading
 from collections import namedtuple
 
 import pytest
 
-from zkconsumer.consumer.stream import Chunk, Generation, KafkaStream
+from kafka.consumer.fetcher import ConsumerRecord
+
+from zkconsumer.consumer import stream as stream_module
+from zkconsumer.consumer.partition_info import PartitionTopicInfo
+from zkconsumer.consumer.stream import Chunk, Generation, KafkaStream, PyKafkaStream
 
 R = namedtuple("R", "topic partition offset")
 
+STREAMS = [pytest.param(PyKafkaStream, id="python")]
+if stream_module.HAND_OUT == "c":
+    STREAMS.insert(0, pytest.param(KafkaStream, id="c"))
 
-def _stream(*chunks, positions=None, lease=None):
+
+@pytest.fixture(params=STREAMS, autouse=True)
+def stream_class(request, monkeypatch):
+    monkeypatch.setitem(globals(), "STREAM", request.param)
+    return request.param
+
+
+STREAM = KafkaStream
+
+
+def _stream(*chunks, lease=None):
     q = queue.Queue()
     for c in chunks:
         q.put(c)
     g = Generation()
-    return KafkaStream(q, g, positions if positions is not None else {}, timeout_ms=0, lease=lease), g, q
+    return STREAM(q, g, timeout_ms=0, lease=lease), g, q
 
 
-def _chunk(gen, offsets, partition=0):
-    return Chunk(gen, ("t", partition), [R("t", partition, o) for o in offsets])
+def _part():
+    return PartitionTopicInfo(("t", 0), "c-0")
+
+
+def _chunk(gen, offsets, part=None, record=R):
+    part = part if part is not None else _part()
+    if record is R:
+        return Chunk(gen, part, [R("t", part.tp[1], o) for o in offsets])
+    return Chunk(gen, part, [ConsumerRecord("t", part.tp[1], -1, o, 0, 0, None, b"v", [], None, -1, 1, -1)
+                             for o in offsets])
 
 
 def _drain(s):
@@ -35,23 +61,25 @@ def _drain(s):
     return out
 
 
-def test_a_generation_bump_stops_the_rest_of_the_chunk():
-    s, g, q = _stream(_chunk(0, range(5)))
+@pytest.mark.parametrize("record", [R, ConsumerRecord])
+def test_a_generation_bump_stops_the_rest_of_the_chunk(record):
+    part = _part()
+    s, g, q = _stream(_chunk(0, range(5), part, record))
     got = []
     for rec in s:
         got.append(rec.offset)
         if rec.offset == 1:
             g.value = 1  # a rebalance: what is left of generation 0 must not be handed out
-            q.put(_chunk(1, [10, 11]))
+            q.put(_chunk(1, [10, 11], part, record))
         if rec.offset == 11:
             break
     assert got == [0, 1, 10, 11]
-    assert s._positions == {("t", 0): 12}
+    assert part.consumed == 12
 
 
 def test_next_and_give_back_mixed_into_a_for_loop():
-    positions = {}
-    s, _, _ = _stream(_chunk(0, range(6)), positions=positions)
+    part = _part()
+    s, _, _ = _stream(_chunk(0, range(6), part))
     got = []
     it = iter(s)
     got.append(next(it).offset)          # 0, by the loop's iterator
@@ -59,12 +87,12 @@ def test_next_and_give_back_mixed_into_a_for_loop():
     rec = next(it)                       # 2
     got.append(rec.offset)
     s.give_back(rec)                     # 2 again
-    assert positions == {("t", 0): 2}
+    assert part.consumed == 2
     for r in it:
         got.append(r.offset)
         if r.offset == 5:
             break
-    assert got == [0, 1, 2, 2, 3, 4, 5] and positions == {("t", 0): 6}
+    assert got == [0, 1, 2, 2, 3, 4, 5] and part.consumed == 6
 
 
 def test_close_stops_the_for_loop():
@@ -105,21 +133,23 @@ def test_a_stale_lease_is_checked_before_the_next_record_of_a_chunk():
     assert got == [0, 1, 2, 3] and lease.waits == 1
 
 
-class _FailsOn(dict):
-    def __init__(self, offset):
-        super().__init__()
-        self.offset, self.failed = offset, False
+class _FailsOn(PartitionTopicInfo):
+    """Recording the consumed position *offset* + 1 raises once (as an asynchronous exception could)."""
 
-    def __setitem__(self, k, v):
-        if v == self.offset + 1 and not self.failed:
-            self.failed = True
+    __slots__ = ("offset", "failed")
+
+    def __setattr__(self, name, value):
+        if name == "consumed" and value is not None and value == getattr(self, "offset", -2) + 1 \
+                and not self.failed:
+            object.__setattr__(self, "failed", True)
             raise KeyboardInterrupt("landed inside the hand-out")
-        super().__setitem__(k, v)
+        object.__setattr__(self, name, value)
 
 
 def test_an_exception_mid_chunk_does_not_wedge_the_fence_or_skip_a_record():
-    positions = _FailsOn(2)
-    s, _, _ = _stream(_chunk(0, range(4)), positions=positions)
+    part = _FailsOn(("t", 0), "c-0")
+    part.offset, part.failed = 2, False
+    s, _, _ = _stream(_chunk(0, range(4), part))
     got = []
     with pytest.raises(KeyboardInterrupt):
         for rec in s:
@@ -128,4 +158,4 @@ def test_an_exception_mid_chunk_does_not_wedge_the_fence_or_skip_a_record():
     done = threading.Event()
     threading.Thread(target=lambda: (s.fence(), done.set()), daemon=True).start()
     assert done.wait(2.0), "fence() wedged on an in-flight flag left up by an exception"
-    assert _drain(s) == [2, 3] and positions == {("t", 0): 4}  # nothing skipped
+    assert _drain(s) == [2, 3] and part.consumed == 4  # nothing skipped
