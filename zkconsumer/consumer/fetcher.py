@@ -264,9 +264,11 @@ class FetcherThread(threading.Thread):
                 from ..kafka_connect_errors import connect_error
                 from ..kafka_security import of
                 raise connect_error("reach brokers", servers, of(self.config), e) from e
-            # decode v2 record batches with our own decoder (same records; kafka-python's for anything else)
-            from .fast_records import install
-            install(self._consumer)
+            # decode v2 record batches with our own decoder (same records; kafka-python's for anything else), and
+            # read this client's sockets in larger pieces
+            from . import fast_records, socket_reads
+            fast_records.install(self._consumer)
+            socket_reads.install(self._consumer)
         return self._consumer
 
     #: consecutive fetch-loop failures after which the error is handed to the streams of the partitions
