@@ -159,3 +159,36 @@ def test_an_exception_mid_chunk_does_not_wedge_the_fence_or_skip_a_record():
     threading.Thread(target=lambda: (s.fence(), done.set()), daemon=True).start()
     assert done.wait(2.0), "fence() wedged on an in-flight flag left up by an exception"
     assert _drain(s) == [2, 3] and part.consumed == 4  # nothing skipped
+
+
+def _lazy_chunk(gen, offsets, part):
+    """A chunk whose records are a LazyRecords (what the fetchers queue): built one by one as they are handed out."""
+    import struct
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from zkconsumer.consumer.record_batch import BATCH_HEADER_SIZE, scan_records
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    for i, o in enumerate(offsets):
+        builder.append(o - offsets[0], timestamp=1700000000000 + i, key=None, value=b"v%d" % o, headers=[])
+    batch = bytearray(builder.build())
+    struct.pack_into(">q", batch, 0, offsets[0])
+    data = bytes(batch)
+    records, _, error = scan_records(data, BATCH_HEADER_SIZE, len(data), len(offsets), offsets[0], 1700000000000,
+                                     1700000000000 + len(offsets), False, "t", part.tp[1], -1, ConsumerRecord)
+    assert error is None and len(records) == len(offsets)
+    return Chunk(gen, part, records)
+
+
+@pytest.mark.skipif(stream_module.HAND_OUT != "c", reason="LazyRecords come with the C extension")
+def test_records_built_at_hand_out_can_be_given_back_and_fenced():
+    part = _part()
+    s, g, q = _stream(_lazy_chunk(0, list(range(5)), part))
+    it = iter(s)
+    first = next(it)
+    assert type(first) is ConsumerRecord and first.offset == 0 and first.value == b"v0" and part.consumed == 1
+    rec = next(it)
+    s.give_back(rec)  # the record handed out last is the same object when read again
+    assert part.consumed == 1 and next(it) is rec and part.consumed == 2
+    g.value = 1  # a rebalance: the rest of the chunk is not built or handed out
+    q.put(_lazy_chunk(1, [7, 8], part))
+    assert _drain(s) == [7, 8] and part.consumed == 9

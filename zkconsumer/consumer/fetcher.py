@@ -24,6 +24,7 @@ import threading
 import time
 
 from ..errors import ClusterUnavailableError, MessageTooLargeError, ZkConsumerError
+from .fast_records import offset_at, records_of
 from .partition_info import ResetTo
 from .record_batch import payload_bytes
 from .stream import Chunk
@@ -264,10 +265,11 @@ class FetcherThread(threading.Thread):
                 from ..kafka_connect_errors import connect_error
                 from ..kafka_security import of
                 raise connect_error("reach brokers", servers, of(self.config), e) from e
-            # decode v2 record batches with our own decoder (same records; kafka-python's for anything else), and
-            # read this client's sockets in larger pieces
+            # decode v2 record batches with our own decoder (same records; kafka-python's for anything else), each
+            # record built when its stream hands it out; and read this client's sockets in larger pieces
             from . import fast_records, socket_reads
-            fast_records.install(self._consumer)
+            if not fast_records.install_lazy(self._consumer):
+                fast_records.install(self._consumer)
             socket_reads.install(self._consumer)
         return self._consumer
 
@@ -355,14 +357,15 @@ class FetcherThread(threading.Thread):
             generation = self._generation
             for tp, records in batches.items():
                 part = self._assignment.get(tp)
+                records = records_of(records)  # one sequence: a LazyRecords, or a list of ConsumerRecords
                 if part is None or not records:
                     continue
                 if self._unresolved and tp in self._unresolved:  # its reset settled: it starts at these records
                     self._unresolved.discard(tp)
-                    self._record_reset(part, records[0].offset)
+                    self._record_reset(part, offset_at(records, 0))
                 if not self._put(part.queue, Chunk(generation, part, records, payload_bytes(records))):
                     break  # assignment changing: the rest of this poll is dropped (it will be re-fetched)
-                part.fetched = records[-1].offset + 1
+                part.fetched = offset_at(records, -1) + 1
             self.failures = 0  # a whole pass without failure
             self.fetches += 1
             self.fetch_seconds += time.monotonic() - polled_at

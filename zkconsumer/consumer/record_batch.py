@@ -18,7 +18,7 @@ import struct
 from kafka.errors import CorruptRecordError
 
 __all__ = ["decode_records", "decode_records_py", "DECODER", "payload_bytes", "columns", "columns_py", "ColumnSink",
-           "scan_v2_batches"]
+           "scan_v2_batches", "scan_records", "LazyRecords", "join_records"]
 
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 batch header
 BATCH_HEADER_SIZE = BATCH_HEADER.size
@@ -211,6 +211,23 @@ def _decode_records_c(buf, pos, end, count, base_offset, first_timestamp, max_ti
     return out, sizes, error
 
 
+def _scan_records_c(buf, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic,
+                    partition, leader_epoch, record_cls):
+    """decode_records' arguments and result, but the records are a ``LazyRecords``: checked now (the same reads and
+    errors), each built when it is read (C only)."""
+    records, sizes, error = _c_records.scan_batch(buf, pos, end, count, base_offset, first_timestamp, max_timestamp,
+                                                  log_append_time, topic, partition, leader_epoch, record_cls)
+    if error is not None:
+        kind, message = error
+        error = _corrupt(message if kind == "corrupt" else "Found invalid record structure: %s" % message)
+    return records, sizes, error
+
+
+#: decode_records building each record when it is read, or None where the C extension is not built
+scan_records = _scan_records_c if _c_records is not None else None
+LazyRecords = _c_records.LazyRecords if _c_records is not None else None
+join_records = _c_records.join_records if _c_records is not None else None
+
 #: the decoder in use: C when the extension was built, else Python (both give the same records and errors' kinds)
 decode_records = _decode_records_c if _c_records is not None else decode_records_py
 DECODER = "c" if _c_records is not None else "python"
@@ -218,6 +235,8 @@ DECODER = "c" if _c_records is not None else "python"
 
 def payload_bytes(records):
     """The records' keys' + values' bytes (a fetched chunk's size for the queue bound and BytesPerSec)."""
+    if LazyRecords is not None and type(records) is LazyRecords:
+        return records.nbytes
     if _c_records is not None:
         return _c_records.payload_bytes(records)
     nbytes = 0
