@@ -143,9 +143,11 @@ class _Scraper:
         self.server.close()
 
 
-def _zkconsumer(cluster, topic, total, ends, engine="kafka-python", scrape=None):
+def _zkconsumer(cluster, topic, total, ends, engine="kafka-python", scrape=None, window=None):
     """One read by a zkconsumer member (its defaults but the first offset); ``scrape``: None or (every, first) s
-    for a scraper of its endpoint. Returns (msg/s, extra) with extra {"cpu_share", "scrapes"} when scraped."""
+    for a scraper of its endpoint. Returns (msg/s, extra) with extra {"cpu_share", "scrapes"} when scraped.
+    ``window``: None or an object whose start() is called at the first record and stop(n) after the Nth (bench.cpu
+    measures CPU in that window)."""
     from zkconsumer.config import ConsumerConfig
     from zkconsumer.consumer import ZookeeperConsumerConnector
     cfg = ConsumerConfig.from_properties({
@@ -172,9 +174,13 @@ def _zkconsumer(cluster, topic, total, ends, engine="kafka-python", scrape=None)
             if n == 1:
                 t_first, cpu_first = time.perf_counter(), time.process_time()
                 served_first = scraper.served() if scraper else served_first
+                if window is not None:
+                    window.start()
             if n >= total:
                 break
         t_last = time.perf_counter()
+        if window is not None:
+            window.stop(n)
         extra = {}
         if scraper is not None:
             cpu, (served, scrapes) = time.process_time() - cpu_first, scraper.served()
@@ -190,7 +196,7 @@ def _zkconsumer(cluster, topic, total, ends, engine="kafka-python", scrape=None)
 
 # ---------------------------------------------------------------------------------------------------- Python peers
 
-def _confluent(cluster, topic, total, ends):
+def _confluent(cluster, topic, total, ends, window=None):
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer(dict({"bootstrap.servers": cluster.bootstrap_servers, "group.id": unique("bench-ck"),
                        "enable.auto.commit": False}, **CONFLUENT_TUNED))
@@ -210,7 +216,11 @@ def _confluent(cluster, topic, total, ends):
                 n += 1
                 if n == 1:
                     t_first = time.perf_counter()
+                    if window is not None:
+                        window.start()
         t_last = time.perf_counter()
+        if window is not None:
+            window.stop(n)
         check_read("confluent-kafka", n, total, nxt, ends, bad)
         return _first_to_last(n, t_first, t_last), {}
     finally:
@@ -247,7 +257,7 @@ def _kafka_python(cluster, topic, total, ends):
         c.close()
 
 
-def _pykafka(cluster, topic, total, ends, tuned=True):
+def _pykafka(cluster, topic, total, ends, tuned=True, window=None):
     import logging
     from pykafka import KafkaClient
     logging.getLogger("pykafka").setLevel(logging.CRITICAL)
@@ -268,9 +278,13 @@ def _pykafka(cluster, topic, total, ends, tuned=True):
             n += 1
             if n == 1:
                 t_first = time.perf_counter()
+                if window is not None:
+                    window.start()
             if n >= total:
                 break
         t_last = time.perf_counter()
+        if window is not None:
+            window.stop(n)
         check_read("pykafka", n, total, nxt, ends, bad)
         return _first_to_last(n, t_first, t_last), {}
     finally:

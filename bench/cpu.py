@@ -3,9 +3,9 @@
 ``python -m bench.cpu [--records N] [--rounds R] [--variants ...] [--clients ...] [--json FILE]``
 
 Rates on a shared machine measure the other tenants as much as the client; the CPU a client spends per record
-does not (to first order: cache and frequency effects remain). Each read runs in a fresh process, reads a topic of
-8 partitions from offset 0 and touches each record's partition, offset and value, as ``bench.consume`` does. From
-its first record to its Nth the process records:
+does not (to first order: cache and frequency effects remain). Each read runs in a fresh process and is
+``bench.consume``'s read of that client (its settings, its loop touching each record's partition, offset and value,
+its read check) of a topic of 8 partitions from offset 0. From its first record to its Nth the process records:
 
 * each Python thread's CPU time (``time.pthread_getcpuclockid``: nanoseconds, the consuming thread, zkconsumer's
   fetcher threads, kafka-python's IO thread, ...), named by its Python thread name;
@@ -23,9 +23,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from types import SimpleNamespace
 
+from . import consume
 from .common import Cluster, median, unique
-from .consume import CONFLUENT_BATCH, CONFLUENT_TUNED, PARTITIONS, PYKAFKA_TUNED, VARIANTS, check_read
+from .consume import PARTITIONS, VARIANTS
 
 CLIENTS = ("zk", "zk-rd", "ck", "pk")
 
@@ -52,7 +54,9 @@ def _threads_cpu():
 
 
 class _Window:
-    """CPU of each thread and of the process from :meth:`start` to :meth:`stop`."""
+    """CPU of each thread and of the process from :meth:`start` (the first record) to :meth:`stop` (the Nth)."""
+
+    result = None
 
     def start(self):
         self.t0, self.p0, self.th0 = time.perf_counter(), time.process_time(), _threads_cpu()
@@ -65,108 +69,22 @@ class _Window:
         py = sum(threads.values())
         threads["(C threads)"] = max(0.0, process - py)
         us = 1e6 / max(1, n - 1)
-        return {"records": n, "rate": (n - 1) / (t1 - self.t0), "process_us": process * us, "python_us": py * us,
-                "threads_us": {k: v * us for k, v in sorted(threads.items())}}
-
-
-def _read_zk(zk, topic, total, ends, engine):
-    from zkconsumer.config import ConsumerConfig
-    from zkconsumer.consumer import ZookeeperConsumerConnector
-    cfg = ConsumerConfig.from_properties({
-        "group.id": unique("bench-cpu"), "zookeeper.connect": zk, "auto.offset.reset": "smallest",
-        "consumer.timeout.ms": "30000", "fetch.engine": engine})
-    conn = ZookeeperConsumerConnector(cfg)
-    w = _Window()
-    try:
-        [stream] = conn.create_message_streams({topic: 1})[topic]
-        nxt, bad, n, nbytes = [0] * PARTITIONS, 0, 0, 0
-        for m in stream:
-            p = m.partition
-            o = m.offset
-            if o != nxt[p]:
-                bad += 1
-            nxt[p] = o + 1
-            nbytes += len(m.value)
-            n += 1
-            if n == 1:
-                w.start()
-            if n >= total:
-                break
-        out = w.stop(n)
-        check_read("zkconsumer", n, total, nxt, ends, bad)
-        return out
-    finally:
-        conn.shutdown()
-
-
-def _read_confluent(bootstrap, topic, total, ends):
-    from confluent_kafka import Consumer, TopicPartition
-    c = Consumer(dict({"bootstrap.servers": bootstrap, "group.id": unique("bench-cpu-ck"),
-                       "enable.auto.commit": False}, **CONFLUENT_TUNED))
-    w = _Window()
-    try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        nxt, bad, n, nbytes = [0] * PARTITIONS, 0, 0, 0
-        while n < total:
-            for m in c.consume(num_messages=CONFLUENT_BATCH, timeout=1.0):
-                if m.error() is not None:
-                    continue
-                p = m.partition()
-                o = m.offset()
-                if o != nxt[p]:
-                    bad += 1
-                nxt[p] = o + 1
-                nbytes += len(m.value())
-                n += 1
-                if n == 1:
-                    w.start()
-        out = w.stop(n)
-        check_read("confluent-kafka", n, total, nxt, ends, bad)
-        return out
-    finally:
-        c.close()
-
-
-def _read_pykafka(zk, bootstrap, topic, total, ends):
-    import logging
-    from pykafka import KafkaClient
-    logging.getLogger("pykafka").setLevel(logging.CRITICAL)
-    client = KafkaClient(hosts=bootstrap, broker_version="1.0.0")
-    c = client.topics[topic].get_balanced_consumer(
-        consumer_group=unique("bench-cpu-pk").encode(), managed=False, zookeeper_connect=zk,
-        auto_commit_enable=False, auto_offset_reset=-2, consumer_timeout_ms=30000, **PYKAFKA_TUNED)
-    w = _Window()
-    try:
-        nxt, bad, n, nbytes = [0] * PARTITIONS, 0, 0, 0
-        for m in c:
-            p = m.partition_id
-            o = m.offset
-            if o != nxt[p]:
-                bad += 1
-            nxt[p] = o + 1
-            nbytes += len(m.value)
-            n += 1
-            if n == 1:
-                w.start()
-            if n >= total:
-                break
-        out = w.stop(n)
-        check_read("pykafka", n, total, nxt, ends, bad)
-        return out
-    finally:
-        c.stop()
+        self.result = {"records": n, "rate": (n - 1) / (t1 - self.t0), "process_us": process * us,
+                       "python_us": py * us, "threads_us": {k: v * us for k, v in sorted(threads.items())}}
 
 
 def _one(client, zk, bootstrap, topic, total, ends):
-    if client == "zk":
-        return _read_zk(zk, topic, total, ends, "kafka-python")
-    if client == "zk-rd":
-        return _read_zk(zk, topic, total, ends, "librdkafka")
-    if client == "ck":
-        return _read_confluent(bootstrap, topic, total, ends)
-    if client == "pk":
-        return _read_pykafka(zk, bootstrap, topic, total, ends)
-    raise ValueError("unknown client %r (one of %s)" % (client, ", ".join(CLIENTS)))
+    """One read by *client* with bench.consume's reader of it (the same settings, loop and read check)."""
+    cluster = SimpleNamespace(zookeeper_connect=zk, bootstrap_servers=bootstrap)
+    readers = {"zk": lambda **w: consume._zkconsumer(cluster, topic, total, ends, **w),
+               "zk-rd": lambda **w: consume._zkconsumer(cluster, topic, total, ends, engine="librdkafka", **w),
+               "ck": lambda **w: consume._confluent(cluster, topic, total, ends, **w),
+               "pk": lambda **w: consume._pykafka(cluster, topic, total, ends, **w)}
+    if client not in readers:
+        raise ValueError("unknown client %r (one of %s)" % (client, ", ".join(CLIENTS)))
+    window = _Window()
+    readers[client](window=window)
+    return window.result
 
 
 def _in_process(client, zk, bootstrap, topic, total, ends):
