@@ -11,6 +11,13 @@ right: read_uncommitted isolation and a fetch whose complete batches are all mag
 message formats, read_committed, undersized batches, an unknown ``records`` object) goes through kafka-python's own
 ``_unpack_records``. :func:`install` puts it on a ``KafkaConsumer`` only if kafka-python has the internals it relies
 on and a self-test against the stock decoder passes, so another kafka-python version falls back to the stock path.
+Its ``take()`` hands decoded batches over as lists, not a generator step per record.
+
+:func:`install_lazy` (the fetcher threads') goes one step further: ``take()`` returns the records as a
+``LazyRecords`` (``zkconsumer/_records.c``), checked as the decoder would decode them (the same errors at the same
+take) but built one by one when they are read, by the thread that reads them. The records of a poll then never
+live all at once between the fetch and their hand-out: what a record costs is allocated and freed while hot, instead
+of tens of thousands of records mapping fresh memory every poll.
 """
 import inspect
 import logging

@@ -8,9 +8,10 @@ bootstrap list); partition leaders come from Kafka metadata, and kafka-python re
 The rebalancer changes a fetcher's work only through :meth:`FetcherThread.assign`, which the fetcher applies on its
 own thread (a KafkaConsumer is not thread-safe) and acknowledges; ``assign({})`` is "stop fetching". The work is
 the partitions' :class:`~.partition_info.PartitionTopicInfo` objects: each is fetched from its consumed position,
-and its fetch position is kept on it. A chunk that cannot be queued because the stream is full is retried until it
-fits or the assignment changes — the bounded queue is the back-pressure, so memory stays bounded by the queue
-settings whatever the backlog.
+and its fetch position is kept on it. A chunk holds what one poll fetched for a partition: checked, its records
+built as the stream hands them out (:func:`~.fast_records.install_lazy`). A chunk that cannot be queued because the
+stream is full is retried until it fits or the assignment changes — the bounded queue is the back-pressure, so
+memory stays bounded by the queue settings whatever the backlog.
 
 Resets are the fetcher's (Kafka 1.1.1 ``ConsumerFetcherThread.handleOffsetOutOfRange``): a partition without a
 committed offset starts at ``auto.offset.reset``'s end of the log, a position the log does not have (retention

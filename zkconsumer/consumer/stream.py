@@ -197,7 +197,6 @@ class _Stream:
             dropped += 1
 
 
-
 class KafkaStream(_Stream, HandOut):  # type: ignore[valid-type,misc]
     """An iterable of records (kafka-python ``ConsumerRecord``: topic, partition, offset, timestamp, key, value...).
 
