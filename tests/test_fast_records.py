@@ -237,6 +237,23 @@ def test_partial_takes_and_failures_keep_the_stock_bookkeeping(sizes, data, step
         assert _takes(cls, blob, skip, step, check_crcs) == stock, cls
 
 
+@pytest.mark.parametrize("count_delta", [-3, -1, 1, 5, 1 << 20])
+@pytest.mark.parametrize("step", [None, 2])
+def test_a_record_count_that_disagrees_with_the_records_fails_as_in_kafka_python(count_delta, step):
+    """The header's record count says fewer records than the batch holds (bytes left over) or more (the data ends
+    inside a record): every class raises what the stock decoder raises, after the same records."""
+    good = build_batch([(i, b"k", b"v" * i, []) for i in range(4)], 0)
+    batch = build_batch([(i, b"k", b"v" * i, [("h", b"x")]) for i in range(6)], 4)
+    count, = struct.unpack_from(">i", batch, 57)
+    bad = bytearray(batch)
+    struct.pack_into(">i", bad, 57, count + count_delta)
+    data = good + bytes(bad)  # check_crcs off: the count field is not covered by a check here
+    stock = _takes(STOCK, data, 0, step, False)
+    assert any(isinstance(outcome, str) for outcome, *_ in stock)  # the stock decoder does fail
+    for cls in CLASSES:
+        assert _takes(cls, data, 0, step, False) == stock, cls
+
+
 def test_real_broker_records_match_a_plain_kafka_consumer(services, unique):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition as KTP
     from consumer_helpers import connector
