@@ -16,7 +16,8 @@ Method (docs/contributors.md has the settings of every client and where each com
 * after every read, a check of what was read: the count, each partition's last offset (the log end - 1) and no
   duplicate (each record's offset is the one after the previous record of its partition; the topic's offsets are
   contiguous from 0). ConsumerPerformance cannot be asked: its count is checked, and its group's committed offsets
-  (the tool commits when it closes) must equal the log ends;
+  (the tool commits when it closes) must equal the log ends. A client whose read fails the check (or fails, or
+  waits READ_TIMEOUT_MS for a record) reads no more: its rows are void, saying why, whatever its earlier reads;
 * data variants: uncompressed 100 B values (the goal rows), lz4, zstd, and 100 B values with 16 B keys and two
   headers (zkconsumer against tuned confluent-kafka and the Java consumer).
 
@@ -39,6 +40,8 @@ from .common import median, spread, unique
 
 PARTITIONS = 8
 ROUNDS = 5  # measured rounds after the warm-up round (each client: one sample per round)
+# how long any client waits for its next record before its read ends short (the read check then voids the read)
+READ_TIMEOUT_MS = 30_000
 
 # librdkafka CONFIGURATION.md (confluent-kafka 2.x): raise the prefetch queue thresholds, cut the 1 s backoff that
 # follows a full queue, allow larger fetches; confluent-kafka's Consumer.consume(num_messages) for batches
@@ -50,12 +53,16 @@ CONFLUENT_BATCH = 10_000
 # (zkconsumer.consumer.fetcher.consumer_settings at zkconsumer's defaults)
 KAFKA_PYTHON_TUNED = {"max_poll_records": 100_000, "fetch_max_bytes": 52_428_800,
                       "max_partition_fetch_bytes": 1_048_576, "fetch_max_wait_ms": 100}
-# pykafka 2.8's README ("use_rdkafka=True" for speed) and BalancedConsumer's docs (queued_max_messages,
-# fetch_message_max_bytes). Its rdkafka consumer sets receive.message.max.bytes to fetch_message_max_bytes x
-# (partitions + 1) and leaves librdkafka's fetch.max.bytes (50 MiB) alone, which today's librdkafka refuses unless
-# the former is larger: 8 MiB x 9 is the smallest power of two that starts; its queued.max.messages.kbytes is
-# queued_max_messages x fetch_message_max_bytes / 1024, capped by librdkafka at 2,097,151: 250 messages
-PYKAFKA_TUNED = {"use_rdkafka": True, "fetch_message_max_bytes": 8 * 1024 * 1024, "queued_max_messages": 250}
+# pykafka 2.8's README ("use_rdkafka=True" for speed) and BalancedConsumer's docs (queued_max_messages, the
+# prefetch its rdkafka consumer hands librdkafka as queued.min.messages; fetch_message_max_bytes). That consumer sets
+# receive.message.max.bytes to fetch_message_max_bytes x (partitions + 1) and leaves librdkafka's fetch.max.bytes
+# (50 MiB) alone; librdkafka refuses a receive.message.max.bytes under fetch.max.bytes + 512, and caps
+# queued.max.messages.kbytes (pykafka: queued_max_messages x fetch_message_max_bytes / 1024) at 2,097,151. So the
+# smallest fetch_message_max_bytes that starts, and the most queued_max_messages it allows (5,825,480 B and 368 on
+# 8 partitions; one byte less, or one message more, and the consumer does not start)
+PYKAFKA_FETCH_BYTES = -(-(50 * 1024 * 1024 + 512) // (PARTITIONS + 1))
+PYKAFKA_TUNED = {"use_rdkafka": True, "fetch_message_max_bytes": PYKAFKA_FETCH_BYTES,
+                 "queued_max_messages": 2_097_151 * 1024 // PYKAFKA_FETCH_BYTES}
 # Kafka 1.1.1's ConsumerConfig: each fetch up to fetch.message.max.bytes per partition (default 1 MiB), up to
 # queued.max.message.chunks fetched chunks queued per stream (default 2)
 SCALA_TUNED = {"fetch.message.max.bytes": 4 * 1024 * 1024, "queued.max.message.chunks": 10}
@@ -150,42 +157,48 @@ def _zkconsumer(cluster, topic, total, ends, engine="kafka-python", scrape=None,
     measures CPU in that window)."""
     from zkconsumer.config import ConsumerConfig
     from zkconsumer.consumer import ZookeeperConsumerConnector
+    from zkconsumer.errors import ConsumerTimeoutError
     cfg = ConsumerConfig.from_properties({
         "group.id": unique("bench-consume"), "zookeeper.connect": cluster.zookeeper_connect,
-        "auto.offset.reset": "smallest", "consumer.timeout.ms": "30000", "fetch.engine": engine})
+        "auto.offset.reset": "smallest", "consumer.timeout.ms": str(READ_TIMEOUT_MS), "fetch.engine": engine})
     conn = ZookeeperConsumerConnector(cfg)
     scraper = None
     try:
         [stream] = conn.create_message_streams({topic: 1})[topic]
+        t_ready = time.perf_counter()  # group joined, fetchers assigned from the reset positions
         if scrape is not None:
             scraper = _Scraper(conn, *scrape)
             scraper.start()
         nxt, bad, n, nbytes = [0] * PARTITIONS, 0, 0, 0
         t_first = cpu_first = None
         served_first = (0.0, 0)
-        for m in stream:
-            p = m.partition
-            o = m.offset
-            if o != nxt[p]:
-                bad += 1
-            nxt[p] = o + 1
-            nbytes += len(m.value)
-            n += 1
-            if n == 1:
-                t_first, cpu_first = time.perf_counter(), time.process_time()
-                served_first = scraper.served() if scraper else served_first
-                if window is not None:
-                    window.start()
-            if n >= total:
-                break
+        try:
+            for m in stream:
+                p = m.partition
+                o = m.offset
+                if o != nxt[p]:
+                    bad += 1
+                nxt[p] = o + 1
+                nbytes += len(m.value)
+                n += 1
+                if n == 1:
+                    t_first, cpu_first = time.perf_counter(), time.process_time()
+                    served_first = scraper.served() if scraper else served_first
+                    if window is not None:
+                        window.start()
+                if n >= total:
+                    break
+        except ConsumerTimeoutError:
+            pass  # a short read: the check below says so
         t_last = time.perf_counter()
-        if window is not None:
+        if window is not None and n:
             window.stop(n)
-        extra = {}
-        if scraper is not None:
+        # ConsumerPerformance's window: from its partitions' assignment (its group join's end) to its last record
+        extra = {"ready_rate": n / (t_last - t_ready)}
+        if scraper is not None and n:
             cpu, (served, scrapes) = time.process_time() - cpu_first, scraper.served()
-            extra = {"cpu_share": (served - served_first[0]) / cpu if cpu > 0 else 0.0,
-                     "scrapes": scrapes - served_first[1]}
+            extra.update(cpu_share=(served - served_first[0]) / cpu if cpu > 0 else 0.0,
+                         scrapes=scrapes - served_first[1])
         check_read("zkconsumer", n, total, nxt, ends, bad)
         return _first_to_last(n, t_first, t_last), extra
     finally:
@@ -203,8 +216,12 @@ def _confluent(cluster, topic, total, ends, window=None):
     try:
         c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         nxt, bad, n, nbytes, t_first = [0] * PARTITIONS, 0, 0, 0, None
-        while n < total:
-            for m in c.consume(num_messages=CONFLUENT_BATCH, timeout=1.0):
+        idle_until = time.monotonic() + READ_TIMEOUT_MS / 1000.0
+        while n < total and time.monotonic() < idle_until:
+            batch = c.consume(num_messages=CONFLUENT_BATCH, timeout=1.0)
+            if batch:
+                idle_until = time.monotonic() + READ_TIMEOUT_MS / 1000.0
+            for m in batch:
                 if m.error() is not None:
                     continue
                 p = m.partition()
@@ -219,7 +236,7 @@ def _confluent(cluster, topic, total, ends, window=None):
                     if window is not None:
                         window.start()
         t_last = time.perf_counter()
-        if window is not None:
+        if window is not None and n:
             window.stop(n)
         check_read("confluent-kafka", n, total, nxt, ends, bad)
         return _first_to_last(n, t_first, t_last), {}
@@ -238,8 +255,12 @@ def _kafka_python(cluster, topic, total, ends):
         for tp in tps:
             c.position(tp)  # resolved before the clock, as zkconsumer's are
         nxt, bad, n, nbytes, t_first = [0] * PARTITIONS, 0, 0, 0, None
-        while n < total:
-            for records in c.poll(timeout_ms=1000).values():
+        idle_until = time.monotonic() + READ_TIMEOUT_MS / 1000.0
+        while n < total and time.monotonic() < idle_until:
+            polled = c.poll(timeout_ms=1000)
+            if polled:
+                idle_until = time.monotonic() + READ_TIMEOUT_MS / 1000.0
+            for records in polled.values():
                 for m in records:
                     p = m.partition
                     o = m.offset
@@ -264,7 +285,7 @@ def _pykafka(cluster, topic, total, ends, tuned=True, window=None):
     client = KafkaClient(hosts=cluster.bootstrap_servers, broker_version="1.0.0")  # >= 0.10: ApiVersions discovery
     c = client.topics[topic].get_balanced_consumer(
         consumer_group=unique("bench-pykafka").encode(), managed=False, zookeeper_connect=cluster.zookeeper_connect,
-        auto_commit_enable=False, auto_offset_reset=-2, consumer_timeout_ms=30000,  # -2: OffsetType.EARLIEST
+        auto_commit_enable=False, auto_offset_reset=-2, consumer_timeout_ms=READ_TIMEOUT_MS,  # -2: EARLIEST
         **(PYKAFKA_TUNED if tuned else {}))
     try:
         nxt, bad, n, nbytes, t_first = [0] * PARTITIONS, 0, 0, 0, None
@@ -283,7 +304,7 @@ def _pykafka(cluster, topic, total, ends, tuned=True, window=None):
             if n >= total:
                 break
         t_last = time.perf_counter()
-        if window is not None:
+        if window is not None and n:
             window.stop(n)
         check_read("pykafka", n, total, nxt, ends, bad)
         return _first_to_last(n, t_first, t_last), {}
@@ -312,7 +333,8 @@ def _scala(jvms, cluster, topic, total, ends, tuned=False):
     if jvms.scala is None:
         jvms.scala = jvm.Driver("ScalaConsumerCount", ("-Xmx1g",))
     props = dict({"group.id": unique("bench-scala"), "zookeeper.connect": cluster.zookeeper_connect,
-                  "auto.offset.reset": "smallest", "auto.commit.enable": "false", "consumer.timeout.ms": "30000"},
+                  "auto.offset.reset": "smallest", "auto.commit.enable": "false",
+                  "consumer.timeout.ms": str(READ_TIMEOUT_MS)},
                  **(SCALA_TUNED if tuned else {}))
     path = jvm.write_props(os.path.join(jvms.tmp, props["group.id"] + ".properties"), props)
     r = json.loads(jvms.scala.ask("run %s %s %d %d" % (path, topic, total, PARTITIONS))[-1])
@@ -327,8 +349,8 @@ def _java(jvms, cluster, topic, total, ends):
     if jvms.java is None:
         jvms.java = jvm.Driver("JavaConsumerPerf", ("-Xmx1g",), jars="kafka")
     group = unique("bench-java")
-    lines = jvms.java.ask("--bootstrap-server %s --topic %s --messages %d --group %s --timeout 30000 --hide-header"
-                          % (cluster.bootstrap_servers, topic, total, group), until="done")
+    lines = jvms.java.ask("--bootstrap-server %s --topic %s --messages %d --group %s --timeout %d --hide-header"
+                          % (cluster.bootstrap_servers, topic, total, group, READ_TIMEOUT_MS), until="done")
     rows = [ln.split(", ") for ln in lines if ln.count(", ") == 9]
     if not rows:
         raise RuntimeError("ConsumerPerformance printed no figures: %s" % " | ".join(lines)[-1000:])
@@ -374,8 +396,8 @@ def _order(clients, r):
 
 
 def _rounds(clients, cluster, topic, total, ends, rounds, log, what):
-    """A warm-up round, then *rounds* rounds, the order rotated by one client (or block) per round; a client that
-    fails is dropped from the later rounds (its row says why)."""
+    """A warm-up round, then *rounds* rounds, the order rotated by one client (or block) per round; a client whose
+    read fails (its check, or an error) reads no more and its rows are void (they say why)."""
     for r in range(rounds + 1):
         for c in _order(clients, r):
             if c.failure:
@@ -414,36 +436,44 @@ def _pykafka_available():
         return ("pykafka's rdkafka extension is not built (%s): .ci/bootstrap builds it against librdkafka-dev" % e)
 
 
+def clients(jvms, main, quick, pykafka_why):
+    """The clients of one data variant: zkconsumer, tuned confluent-kafka and the Java consumer for every variant;
+    for the main one (*main*) also the librdkafka engine, the scraped reads, kafka-python, the Scala consumer
+    (defaults and tuned) and pykafka: with its rdkafka extension unless *pykafka_why* says why not, and pure Python
+    in full runs or beside a missing rdkafka figure."""
+    out = [Client("zk", "zkconsumer", lambda *a: _zkconsumer(*a), block="zk"),
+           Client("ck", "confluent-kafka (tuned)", _confluent),
+           Client("java", "Kafka 3.9 ConsumerPerformance", lambda *a: _java(jvms, *a))]
+    if not main:
+        return out
+    out += [Client("zk-rd", "zkconsumer, fetch.engine=librdkafka", lambda *a: _zkconsumer(*a, engine="librdkafka")),
+            Client("zk-m15", "zkconsumer, endpoint scraped every 15 s",
+                   lambda *a: _zkconsumer(*a, scrape=(15.0, random.uniform(0, 15.0))), block="zk"),
+            Client("zk-m100", "zkconsumer, endpoint scraped every 100 ms",
+                   lambda *a: _zkconsumer(*a, scrape=(0.1, 0.0)), block="zk"),
+            Client("kp", "kafka-python (tuned)", _kafka_python),
+            Client("scala", "the Scala consumer (defaults)", lambda *a: _scala(jvms, *a)),
+            Client("scala-t", "the Scala consumer (tuned)", lambda *a: _scala(jvms, *a, tuned=True))]
+    if not pykafka_why:
+        out.append(Client("pk", "pykafka (use_rdkafka=True, tuned)", _pykafka))
+    if not quick or pykafka_why:  # pure Python: ~50-65 s a read of 500k
+        out.append(Client("pk-py", "pykafka (pure Python)", lambda *a: _pykafka(*a, tuned=False)))
+    return out
+
+
 def run(cluster, quick=False, log=print):
     total = 500_000 if quick else 1_000_000
     rounds = ROUNDS if quick else ROUNDS + 2
+    why = _pykafka_available()
     jvms = _Jvms()
     out = []
     try:
         for i, variant in enumerate(VARIANTS):
             topic, ends = _produce(cluster, variant, total, log)
             main = i == 0
-            clients = [Client("zk", "zkconsumer", lambda *a: _zkconsumer(*a), block="zk"),
-                       Client("ck", "confluent-kafka (tuned)", _confluent),
-                       Client("java", "Kafka 3.9 ConsumerPerformance", lambda *a: _java(jvms, *a))]
-            if main:
-                clients += [
-                    Client("zk-rd", "zkconsumer, fetch.engine=librdkafka",
-                           lambda *a: _zkconsumer(*a, engine="librdkafka")),
-                    Client("zk-m15", "zkconsumer, endpoint scraped every 15 s",
-                           lambda *a: _zkconsumer(*a, scrape=(15.0, random.uniform(0, 15.0))), block="zk"),
-                    Client("zk-m100", "zkconsumer, endpoint scraped every 100 ms",
-                           lambda *a: _zkconsumer(*a, scrape=(0.1, 0.0)), block="zk"),
-                    Client("kp", "kafka-python (tuned)", _kafka_python),
-                    Client("scala", "the Scala consumer (defaults)", lambda *a: _scala(jvms, *a)),
-                    Client("scala-t", "the Scala consumer (tuned)", lambda *a: _scala(jvms, *a, tuned=True))]
-                why = _pykafka_available()
-                if not why:
-                    clients.append(Client("pk", "pykafka (use_rdkafka=True, tuned)", _pykafka))
-                if not quick:  # pure Python: ~40 s a read of 1M
-                    clients.append(Client("pk-py", "pykafka (pure Python)", lambda *a: _pykafka(*a, tuned=False)))
-            _rounds(clients, cluster, topic, total, ends, rounds, log, variant.name)
-            by = {c.key: c for c in clients}
+            cs = clients(jvms, main, quick, why)
+            _rounds(cs, cluster, topic, total, ends, rounds, log, variant.name)
+            by = {c.key: c for c in cs}
             if main:
                 out += _main_rows(by, total, quick, why)
             else:
@@ -453,10 +483,22 @@ def run(cluster, quick=False, log=print):
     return out
 
 
+def _void(by, *keys):
+    """Why the rows of these clients are void ("" when they are not): a client that failed a read (its check, or an
+    error) has no row from its other reads, nor does one with no samples."""
+    for k in keys:
+        if by[k].failure:
+            return by[k].failure
+    for k in keys:
+        if not by[k].samples:
+            return "%s: no samples" % by[k].label
+    return ""
+
+
 def _against(by, ours, theirs):
-    """(our median, their median, ratio of medians, note) or None when either has no samples."""
+    """(our median, their median, ratio of medians, note) or None when either client's reads are void."""
     a, b = by[ours], by[theirs]
-    if not a.samples or not b.samples:
+    if _void(by, ours, theirs):
         return None
     m, bm = median(a.samples), median(b.samples)
     return m, bm, m / bm, "%s: %s msg/s; %s: %s msg/s" % (a.label, spread(a.samples), b.label, spread(b.samples))
@@ -465,8 +507,8 @@ def _against(by, ours, theirs):
 def _peer_row(key, metric, by, ours, theirs, extra_note=""):
     got = _against(by, ours, theirs)
     if got is None:
-        why = by[theirs].failure or by[ours].failure or "no samples"
-        return goals.row(key, metric + " (not measured)", float("nan"), "msg/s", None, None, why)
+        return goals.row(key, metric + " (void: not measured)", float("nan"), "msg/s", None, None,
+                         _void(by, ours, theirs))
     m, bm, ratio, note = got
     return goals.row(key, metric, round(m), "msg/s", round(bm), round(ratio, 2),
                      note + ("; " + extra_note if extra_note else ""))
@@ -490,16 +532,14 @@ def _main_rows(by, total, quick, pykafka_why):
     else:
         rows.append(goals.row("consume.reported", "consume msg/s vs pykafka BalancedConsumer, pure Python (not "
                               "measured)", float("nan"), "msg/s", None, None,
-                              "full run only (python -m bench): ~40 s a read at ~12-25k msg/s"))
+                              "full runs only (python -m bench), and --quick runs without the rdkafka "
+                              "extension: ~50-65 s a read of 500k at ~8-25k msg/s"))
     rows += [
         _peer_row("consume.scala", "consume msg/s vs Kafka 1.1.1's Scala consumer, warmed JVM, defaults", by, "zk",
                   "scala", "ZookeeperConsumerConnector in one JVM for every run, its defaults"),
         _peer_row("consume.scala", "consume msg/s vs Kafka 1.1.1's Scala consumer, warmed JVM, tuned", by, "zk",
                   "scala-t", "ZookeeperConsumerConnector in one JVM for every run, %s" % SCALA_TUNED),
-        _peer_row("consume.java", "consume msg/s vs the Java KafkaConsumer (Kafka 3.9 ConsumerPerformance)", by,
-                  "zk", "java", "the tool's fetch.nMsg.sec (end of its group join to its last record, ms), its "
-                  "defaults; group join median %.0f ms" % median([e["rebalance_ms"] for e in by["java"].extras])
-                  if by["java"].extras else ""),
+        _java_row("consume msg/s vs the Java KafkaConsumer (Kafka 3.9 ConsumerPerformance)", by),
         _peer_row("consume.kafka-python", "consume msg/s vs kafka-python, tuned", by, "zk", "kp",
                   "KafkaConsumer assign + poll, %s, positions resolved before the clock" % KAFKA_PYTHON_TUNED),
         _peer_row("librdkafka.confluent", "consume msg/s, fetch.engine=librdkafka vs confluent-kafka, tuned", by,
@@ -519,9 +559,9 @@ def _metrics_rows(by):
     for key, which, every in (("metrics.15s", "zk-m15", "15 s"), ("metrics.stress", "zk-m100", "100 ms")):
         c = by[which]
         metric = "consume msg/s with the Prometheus endpoint scraped every %s vs unscraped" % every
-        if not c.samples or not by["zk"].samples:
-            rows.append(goals.row(key, metric + " (not measured)", float("nan"), "msg/s", None, None,
-                                  c.failure or "no samples"))
+        why = _void(by, which, "zk")
+        if why:
+            rows.append(goals.row(key, metric + " (void: not measured)", float("nan"), "msg/s", None, None, why))
             continue
         ratios = _paired(by, which)
         scrapes = sum(e["scrapes"] for e in c.extras)
@@ -540,11 +580,31 @@ def _metrics_rows(by):
 def _variant_rows(variant, by, total):
     what = "%s, %dk records" % (variant.name, total // 1000)
     return [_peer_row("consume.reported", "consume msg/s vs confluent-kafka, tuned (%s)" % what, by, "zk", "ck"),
-            _peer_row("consume.reported", "consume msg/s vs the Java KafkaConsumer (%s)" % what, by, "zk", "java")]
+            _java_row("consume msg/s vs the Java KafkaConsumer (%s)" % what, by, "consume.reported")]
+
+
+def _java_row(metric, by, key="consume.java"):
+    """zkconsumer against ConsumerPerformance's ``fetch.nMsg.sec``, both over the tool's window: from the end of the
+    group join (zkconsumer: its streams' creation returning) to the last record, so that both windows hold the
+    first fetch; zkconsumer's first-to-last figure is in the note."""
+    why = _void(by, "zk", "java")
+    if why:
+        return goals.row(key, metric + " (void: not measured)", float("nan"), "msg/s", None, None, why)
+    ours, theirs = [e["ready_rate"] for e in by["zk"].extras], by["java"].samples
+    m, bm = median(ours), median(theirs)
+    return goals.row(key, metric, round(m), "msg/s", round(bm), round(m / bm, 2), (
+        "both from the end of the group join to the last record (the tool's fetch.nMsg.sec, in whole ms; "
+        "zkconsumer's from its streams' creation returning), its defaults: zkconsumer %s msg/s (first to last "
+        "record: median %.0f), ConsumerPerformance %s msg/s; its group join median %.0f ms"
+        % (spread(ours), median(by["zk"].samples), spread(theirs),
+           median([e["rebalance_ms"] for e in by["java"].extras]))))
 
 
 def _pykafka_version():
-    import pykafka
+    try:
+        import pykafka
+    except ImportError:
+        return "(not installed)"
     return pykafka.__version__
 
 

@@ -56,11 +56,22 @@ def markdown(results, info, command):
     return "\n".join(lines)
 
 
+def with_missing_goals(results):
+    """*results* and, after them, a row for every headline goal that no row judges (its suite failed or did not
+    run): "not measured in this run", not met. A missed goal stays in the table."""
+    from .goals import GOALS, row
+    judged = {r.key for r in results}
+    return list(results) + [row(key, "%s (not measured in this run)" % key, float("nan"), "-", note="no row of "
+                                "this run judges this goal: its suite failed or was not run")
+                            for key, goal in GOALS.items() if goal.headline and key not in judged]
+
+
 def headline_table(results):
-    """README's short table: the rows whose goal is a headline goal, as a ratio (or a value) against its goal."""
+    """README's short table: the rows whose goal is a headline goal, as a ratio (or a value) against its goal, and
+    every headline goal no row judges (see :func:`with_missing_goals`)."""
     from .goals import GOALS
     lines = ["| row | zkconsumer | baseline | ratio | goal | met |", "|---|---|---|---|---|---|"]
-    for r in results:
+    for r in with_missing_goals(results):
         goal = GOALS.get(r.key)
         if goal is None or not goal.headline:
             continue
@@ -96,7 +107,7 @@ def full_section(results, info, command, time_goes):
     if not results:
         return "\n".join([BEGIN, NOT_MEASURED, END])
     lines = [BEGIN, _intro(info, command) + " The notes of each row are in `bench/results.json`.", ""]
-    lines += table(results)
+    lines += table(with_missing_goals(results))
     if time_goes:
         lines += ["", "Where the time goes:", ""]
         lines += ["* **%s**: %s" % (suite, text) for suite, text in time_goes]

@@ -36,12 +36,13 @@ from .scale_members import count_requests, expected_share, make_member, share_co
 PROCESSES = 4  # member processes: two per core here; each runs N / PROCESSES members
 ASK_TIMEOUT_S = 600  # the longest a command may take (the mass start of 300 members took ~60 s without fetchers)
 QUIET_S = 2.0
+GROUPS = ((100, 1000, "scale.100"), (300, 3000, "scale.300"))  # (members, partitions, goal) of each row
 
 
 def run(cluster, quick=False, log=print):
     target, why = _ensemble(cluster, log)
     try:
-        return [_judged(target, 100, 1000, log, "scale.100"), _judged(target, 300, 3000, log, "scale.300", why)]
+        return [_judged(target, n, partitions, log, key, why if n >= 300 else "") for n, partitions, key in GROUPS]
     finally:
         if target is not cluster:
             target.close()

@@ -52,17 +52,15 @@ _COUNT_LOCK = threading.Lock()
 def count_requests(member, into):
     """Count every request *member*'s ZooKeeper client sends from now on into *into* (``{"reads": n, "writes":
     n}``; a multi-op is one write): kazoo hands every request, synchronous or not, to its client's ``_call``."""
-    zk = member.zk
-    call = zk._call
+    from zkconsumer.client_internals import kazoo_observe_requests
 
-    def counting(request, async_object):
+    def counting(request):
         kind = getattr(request, "type", None)
         key = "writes" if kind in _WRITES else "reads" if kind in _READS else None
         if key is not None:
             with _COUNT_LOCK:
                 into[key] += 1
-        return call(request, async_object)
-    zk._call = counting
+    kazoo_observe_requests(member.zk, counting)
     return member
 
 

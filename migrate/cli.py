@@ -9,8 +9,8 @@ import sys
 import click
 
 from zkconsumer import zk as zkmod
-from zkconsumer.cli.common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_USAGE, ZkCommandGroup, bootstrap_option,
-                                   hoist_log_level,
+from zkconsumer.cli.common import (EXIT_CHECK_FAILED, EXIT_CODES_HELP, EXIT_USAGE, ZkCommandGroup, _validate_groups,
+                                   bootstrap_option, hoist_log_level,
                                    connect_zookeeper, emit_json, json_option, kafka_security, resolve_bootstrap,
                                    resolve_zookeeper, setup_logging, zookeeper_option,
                                    zookeeper_read_option)
@@ -26,6 +26,7 @@ from .keepalive import repeat
 from .lock import GroupLock, lock_wait_option
 from .leftovers import STORES as FORGET_STORES
 from .leftovers import forget_topics
+from .offsets_csv import format_csv
 from .offsets_file import format_offsets, read_offsets_file
 from .reset import STORES as RESET_STORES
 from .reset import reset_group
@@ -129,12 +130,16 @@ def plan(groups, all_groups, matching, parallel, to, zookeeper, bootstrap, as_js
 @click.option("--store", type=STORES, default="zookeeper", show_default=True)
 @click.option("--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="File to write (default: stdout).")
+@click.option("--format", "fmt", type=click.Choice(["exportzkoffsets", "csv"]), default="exportzkoffsets",
+              show_default=True, help="csv: kafka-consumer-groups' reset-plan CSV (group,topic,partition,offset; "
+                                      "topic,partition,offset for one --group), for its --reset-offsets --from-file.")
 @topic_option
 @exclude_option
 @json_option
-def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, output, topics, exclude, as_json):
-    """Offsets in the ExportZkOffsets format /consumers/G/offsets/T/P:offset (every group when none is named, as
-    ExportZkOffsets did)."""
+def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, output, fmt, topics, exclude,
+           as_json):
+    """Offsets in the ExportZkOffsets format /consumers/G/offsets/T/P:offset, or as kafka-consumer-groups' CSV
+    (every group when none is named, as ExportZkOffsets did)."""
     check_selection(groups, all_groups, matching, required=False)
     if not groups and matching is None:
         all_groups = True
@@ -152,7 +157,11 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
 
     results = run_selected(zookeeper, bootstrap, groups, all_groups, matching, parallel, one,
                            need_kafka=(store == "kafka"))
-    lines = [line for g in results if g in collected for line in format_offsets(g, collected[g])]
+    if fmt == "csv":
+        lines = format_csv({g: collected[g] for g in results if g in collected}, with_group=not single(groups, False,
+                                                                                                       matching))
+    else:
+        lines = [line for g in results if g in collected for line in format_offsets(g, collected[g])]
     code = worst_exit(c for _, c in results.values())
     if output:
         with open(output, "w") as f:
@@ -180,11 +189,18 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
     sys.exit(code)
 
 
+def _one_group(ctx, param, value):
+    return None if value is None else _validate_groups(ctx, param, (value,))[0]
+
+
 @cli.command("import", epilog=EXIT_CODES_HELP)
 @zookeeper_option
 @bootstrap_option
 @click.option("--file", "path", type=click.Path(exists=True, dir_okay=False), required=True,
-              help="An ExportZkOffsets file (or zkmigrate export's output).")
+              help="An ExportZkOffsets file (zkmigrate export's output) or kafka-consumer-groups' reset-plan CSV "
+                   "(its --reset-offsets --export; topic,partition,offset lines need --group).")
+@click.option("--group", "group", default=None, metavar="GROUP", callback=_one_group,
+              help="The group of a topic,partition,offset CSV; with a file that names its groups, only this one.")
 @click.option("--store", type=STORES, required=True)
 @click.option("--execute", is_flag=True, help="Write (default: show what would be written).")
 @click.option("--allow-rewind", is_flag=True, help="Also move offsets backwards.")
@@ -192,28 +208,35 @@ def export(zookeeper, bootstrap, groups, all_groups, matching, parallel, store, 
 @backup_option
 @lock_wait_option
 @json_option
-def import_cmd(zookeeper, bootstrap, path, store, execute, allow_rewind, force, backup_dir, lock_wait, as_json):
-    """Write the offsets of an ExportZkOffsets file into one store (every line validated first).
+def import_cmd(zookeeper, bootstrap, path, group, store, execute, allow_rewind, force, backup_dir, lock_wait,
+               as_json):
+    """Write the offsets of an ExportZkOffsets file or a kafka-consumer-groups CSV into one store (every line
+    validated first).
 
     The rule of copy and rollback: an offset is never moved backwards without --allow-rewind, both stores are
     backed up before the first write, and the dry run shows every change."""
-    data = read_offsets_file(path)  # raises before anything is touched
+    data = read_offsets_file(path, group)  # raises before anything is touched
+    if group is not None:
+        if group not in data:
+            raise click.BadParameter("%s has no offsets of group %s (its groups: %s)" % (path, group, ", ".join(
+                sorted(data)) or "none"), param_hint="--group")
+        data = {group: data[group]}
     result = {"file": path, "store": store, "execute": execute, "groups": {}}
     zk = connect_zookeeper(resolve_zookeeper(zookeeper))
     try:
         bs = resolve_bootstrap(bootstrap, zk=zk) if store == "kafka" else None
-        for group in data:
-            transfer.check_no_live_members(zk, group, force, "import")
-        for group, offs in sorted(data.items()):
-            gofs = GroupOffsets(zk, bs, group, security=kafka_security())
+        for name in data:
+            transfer.check_no_live_members(zk, name, force, "import")
+        for name, offs in sorted(data.items()):
+            gofs = GroupOffsets(zk, bs, name, security=kafka_security())
             try:
                 if execute:
-                    with GroupLock(zk, group, "import", lock_wait) as gofs.lock:
-                        result["groups"][group] = transfer.import_group(gofs, offs, store, execute, allow_rewind,
-                                                                        backup_dir)
+                    with GroupLock(zk, name, "import", lock_wait) as gofs.lock:
+                        result["groups"][name] = transfer.import_group(gofs, offs, store, execute, allow_rewind,
+                                                                       backup_dir)
                 else:
-                    result["groups"][group] = transfer.import_group(gofs, offs, store, execute, allow_rewind,
-                                                                    backup_dir)
+                    result["groups"][name] = transfer.import_group(gofs, offs, store, execute, allow_rewind,
+                                                                   backup_dir)
             finally:
                 gofs.close()
     finally:
@@ -260,8 +283,8 @@ def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, 
 def rollback(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, allow_rewind, force, backup_dir,
              topics, exclude, allow_stale, lock_wait, as_json):
     """Copy Kafka offsets back to ZooKeeper (never backwards unless --allow-rewind; idempotent; ZooKeeper offsets
-    Kafka cannot vouch for refused unless --allow-stale). With --execute and nothing left behind it lifts the cutover
-    fence."""
+    Kafka cannot vouch for refused unless --allow-stale; refused while broker-coordinated consumers of the group
+    run). With --execute and nothing left behind it lifts the cutover fence."""
     check_selection(groups, all_groups, matching)
 
     def per_group(gofs):
@@ -306,6 +329,7 @@ def verify(zookeeper, bootstrap, groups, all_groups, matching, parallel, phase, 
                            expiry_margin=None if no_expiry_check else expiry_margin)
         rep["settle"] = s
         if rep["ok"] and not no_record:
+            gofs.check_lock()
             rep["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, phase, "zkmigrate verify",
                                                        to if phase == "dual" else None)
         return rep, (0 if rep["ok"] else EXIT_CHECK_FAILED)
@@ -436,7 +460,7 @@ def forget_topic(zookeeper, bootstrap, groups, all_groups, matching, parallel, t
         out = forget_topics(gofs, list(topics), store, execute, backup_dir)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.forget_result, need_kafka=store != "zookeeper",
+                   render.forget_result,
                    lock=("forget-topic", lock_wait) if execute else None)
 
 
@@ -498,13 +522,21 @@ def _parse_duration(text):
 @click.option("--all-topics", is_flag=True, help="Every topic the group has.")
 @click.option("--to-earliest", is_flag=True, help="The log start.")
 @click.option("--to-latest", is_flag=True, help="The log end.")
-@click.option("--to-current", is_flag=True, help="The current offset (clamped into the log range).")
+@click.option("--to-current", is_flag=True,
+              help="The current offset (clamped into the log range); the log end where there is none.")
 @click.option("--to-offset", type=click.IntRange(0, None), default=None, help="This offset.")
 @click.option("--to-datetime", default=None, metavar="ISO-8601",
               help="The first message at or after this time (no zone = UTC).")
 @click.option("--shift-by", type=int, default=None, help="The current offset plus N (N may be negative).")
 @click.option("--by-duration", default=None, metavar="PnDTnHnMnS",
               help="The first message at or after now minus this ISO 8601 duration (e.g. PT30M, P1DT2H).")
+@click.option("--from-file", type=click.Path(exists=True, dir_okay=False), default=None, metavar="FILE",
+              help="The offsets of a kafka-consumer-groups reset-plan CSV (--export's output: topic,partition,offset "
+                   "for one --group, else group,topic,partition,offset) or an ExportZkOffsets file; its partitions "
+                   "are the scope.")
+@click.option("--export", is_flag=True,
+              help="Print the new offsets as kafka-consumer-groups' CSV (for --from-file here or in "
+                   "kafka-consumer-groups) instead of the table.")
 @click.option("--store", "store", type=click.Choice(RESET_STORES), default="auto",
               show_default=True, help="Where to write: auto = the stores the group's recorded phase reads "
                                       "(zookeeper: ZooKeeper; dual, rollback: both; kafka, cutover or fenced: "
@@ -516,23 +548,33 @@ def _parse_duration(text):
 @lock_wait_option
 @json_option
 def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, topic_scope, all_topics, to_earliest,
-                  to_latest, to_current, to_offset, to_datetime, shift_by, by_duration, store, execute, force,
-                  backup_dir, lock_wait, as_json):
+                  to_latest, to_current, to_offset, to_datetime, shift_by, by_duration, from_file, export, store,
+                  execute, force, backup_dir, lock_wait, as_json):
     """Move a stopped group's offsets (kafka-consumer-groups --reset-offsets for ZooKeeper groups). Dry run unless
     --execute; a backup of both stores first; refused while the group is live."""
     check_selection(groups, all_groups, matching)
+    names = {"shift": "--shift-by", "duration": "--by-duration", "file": "--from-file"}
     chosen = [(n, v) for n, v in (("earliest", to_earliest), ("latest", to_latest), ("current", to_current),
                                   ("offset", to_offset), ("datetime", to_datetime), ("shift", shift_by),
-                                  ("duration", by_duration))
+                                  ("duration", by_duration), ("file", from_file))
               if v is not None and v is not False]
     if len(chosen) != 1:
         raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-current, --to-offset, "
-                               "--to-datetime, --shift-by, --by-duration (%s given)"
-                               % (", ".join("--" + {"shift": "shift-by", "duration": "by-duration"}.get(n, "to-" + n)
-                                            for n, _ in chosen) or "none"))
-    if bool(topic_scope) == all_topics:
-        raise click.UsageError("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
+                               "--to-datetime, --shift-by, --by-duration, --from-file (%s given)"
+                               % (", ".join(names.get(n, "--to-" + n) for n, _ in chosen) or "none"))
+    if export and as_json:
+        raise click.UsageError("--export prints kafka-consumer-groups' CSV and --json a report: give one of them")
     kind, value = chosen[0]
+    with_group = not single(groups, all_groups, matching)  # as kafka-consumer-groups: no group column for one --group
+    plans = None
+    if kind == "file":
+        if topic_scope or all_topics:
+            raise click.UsageError("--from-file takes its partitions from the file: leave out --topic and "
+                                   "--all-topics")
+        plans = read_offsets_file(from_file, groups[0] if len(groups) == 1 else None)  # every line checked first
+        groups, all_groups, matching = _file_groups(from_file, plans, groups, all_groups, matching)
+    elif bool(topic_scope) == all_topics:
+        raise click.UsageError("give --topic TOPIC[:P,...] (repeatable) or --all-topics")
     if kind == "duration":
         import time as _time
         kind, value = "datetime", int(_time.time() * 1000) - _parse_duration(value)
@@ -543,10 +585,38 @@ def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, 
     scope = _parse_scope(topic_scope)
 
     def per_group(gofs):
-        out = reset_group(gofs, kind, value, scope, all_topics, store, execute, force, backup_dir)
+        out = reset_group(gofs, kind, plans[gofs.group] if plans is not None else value, scope, all_topics, store,
+                          execute, force, backup_dir)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
-    run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
-                   render.reset_result, lock=("reset-offsets", lock_wait) if execute else None)
+    lock = ("reset-offsets", lock_wait) if execute else None
+    if not export:
+        run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
+                       render.reset_result, lock=lock)
+    results = run_selected(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, lock=lock)
+    planned = {g: {(r["topic"], r["partition"]): r["new"] for r in out["partitions"] if r["new"] is not None}
+               for g, (out, _) in results.items() if "error" not in out}
+    for line in format_csv(planned, with_group):
+        click.echo(line)
+    for out, _ in results.values():
+        render.reset_outcome(out)
+    sys.exit(worst_exit(c for _, c in results.values()))
+
+
+def _file_groups(path, plans, groups, all_groups, matching):
+    """The selection of ``reset-offsets --from-file``: the named groups (each must be in the file), else the file's
+    groups (all of them, or those *matching*)."""
+    if groups:
+        missing = [g for g in groups if g not in plans]
+        if missing:
+            raise click.BadParameter("%s has no offsets of group(s) %s (its groups: %s)" % (
+                path, ", ".join(missing), ", ".join(sorted(plans)) or "none"), param_hint="--from-file")
+        return groups, False, None
+    import re
+    chosen = tuple(g for g in sorted(plans) if matching is None or re.fullmatch(matching, g))
+    if not chosen:
+        raise click.BadParameter("no group of %s matches %r (its groups: %s)" % (path, matching, ", ".join(
+            sorted(plans)) or "none"), param_hint="--groups-matching")
+    return chosen, False, None
 
 
 def main():

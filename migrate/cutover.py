@@ -114,6 +114,7 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
     # members that came back while the offsets were copied: their commits since are not in Kafka
     if _came_back(zk, group, out, "during the copy; nothing was fenced"):
         return out
+    gofs.check_lock()  # a lock lost (session expired) may be held by another operator now: no fence, no record
     prev = state.fence_of(state.read_phase(zk, group))
     fence = dict(prev) if prev else {"since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                      "by": "zkmigrate cutover"}

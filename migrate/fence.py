@@ -21,8 +21,8 @@ from kazoo.exceptions import BadVersionError, NoAuthError, NodeExistsError, NoNo
 from zkconsumer.errors import GroupConflictError
 from zkconsumer.layout import paths
 
-__all__ = ["acl_to_json", "acl_from_json", "fenced_acl", "lifted_acl", "is_fenced", "set_fence", "lift_fence",
-           "FenceError"]
+__all__ = ["acl_to_json", "acl_from_json", "fenced_acl", "lifted_acl", "is_fenced", "fenced_ids_node", "set_fence",
+           "lift_fence", "FenceError"]
 
 
 class FenceError(GroupConflictError):
@@ -69,6 +69,15 @@ def lifted_acl(current, saved: Optional[list]) -> List[Any]:
 def is_fenced(acls) -> bool:
     """No entry grants CREATE."""
     return not any(a.perms & _perms().CREATE for a in acls)
+
+
+def fenced_ids_node(zk, group: str) -> Optional[str]:
+    """The path of the group's ``ids`` node when it grants nobody CREATE, else None."""
+    path = paths.group_ids_path(group)
+    try:
+        return path if is_fenced(zk.get_acls(path)[0]) else None
+    except NoNodeError:
+        return None
 
 
 def set_fence(zk, group: str) -> dict:

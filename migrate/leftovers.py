@@ -123,11 +123,14 @@ def forget_topics(gofs, topics: Sequence[str], store: str = "both", execute: boo
                                  "or owning its partitions); the group still reads this topic" % (t, group,
                                                                                                    ", ".join(who[:3])))
     zk_offs = {t: _zk_offsets_of(zk, group, t) for t in topics}
-    kafka_offs: Dict[TP, int] = {}
-    if store in ("both", "kafka") and gofs.kafka_store is not None:
+    # both stores are read whatever is deleted: the backup is what 'zkmigrate restore' puts back exactly, and a
+    # store it had no offsets of would be emptied by that undo
+    held: Dict[TP, int] = {}
+    if gofs.kafka_store is not None:
         parts = sorted({(t, p) for t in topics for p in zkgroups.topic_partitions(zk, t)}
                        | {(t, int(c)) for t in topics for c in zk_offs[t] if c.isdigit()})
-        kafka_offs = gofs.kafka_store.fetch(parts) if parts else {}
+        held = gofs.kafka_store.fetch(parts) if parts else {}
+    kafka_offs = held if store in ("both", "kafka") else {}
     do_zk = store in ("both", "zookeeper")
     out = {"group": group, "store": store, "execute": execute, "topics": {}, "backup": [], "deleted": 0,
            "failed": {}}
@@ -138,9 +141,9 @@ def forget_topics(gofs, topics: Sequence[str], store: str = "both", execute: boo
     todo = sum(len(v["zookeeper"]) + len(v["kafka"]) for v in out["topics"].values())
     out["to_delete"] = todo
     if execute and todo:
-        both = {(t, int(c)): (o if do_zk else None, None) for t in topics for c, (o, _, _) in zk_offs[t].items()
+        both = {(t, int(c)): (o, None) for t in topics for c, (o, _, _) in zk_offs[t].items()
                 if c.isdigit() and o is not None}
-        for tp, k in kafka_offs.items():
+        for tp, k in held.items():
             both[tp] = (both.get(tp, (None, None))[0], k)
         gofs.check_lock()
         out["backup"] = write_backup(backup_dir or state.default_backup_dir(), group, both,

@@ -1,5 +1,7 @@
-"""The ExportZkOffsets / ImportZkOffsets file format (Kafka's ExportZkOffsets.scala / ImportZkOffsets.scala): one ``/consumers/G/offsets/T/P:offset`` line
-per partition.
+"""The offsets files zkmigrate reads and writes: the ExportZkOffsets / ImportZkOffsets format (Kafka 1.1.1
+``kafka.tools.ExportZkOffsets`` / ``ImportZkOffsets``), one ``/consumers/G/offsets/T/P:offset`` line per partition;
+:func:`read_offsets_file` also reads kafka-consumer-groups' reset-plan CSV (:mod:`.offsets_csv`), told apart by
+the first line (an offsets path starts with ``/``).
 
 Parsing validates **every** line before the caller writes anything: the path must pass
 :func:`zkconsumer.layout.parse_offset_path` (no path injection: exactly ``/consumers/<group>/offsets/<topic>/<p>``
@@ -10,10 +12,12 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Dict, Iterable, List, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Tuple, Union
 
 from zkconsumer.errors import ZkConsumerError, ZnodeFormatError
 from zkconsumer.layout import parse_offset_path, partition_offset_path
+
+from .offsets_csv import parse_csv
 
 __all__ = ["OffsetsFileError", "format_offsets", "parse_offsets", "read_offsets_file", "read_bytes"]
 
@@ -65,9 +69,11 @@ def read_bytes(path: str, error: type = OffsetsFileError) -> bytes:
         raise error("%s: cannot read: %s" % (path, e.strerror or e)) from None
 
 
-def read_offsets_file(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Dict[Tuple[str, int], int]]:
-    """Read and parse an offsets file (UTF-8, as ExportZkOffsets writes it); :class:`OffsetsFileError` naming the
-    file and line when it is not one (bytes that are not UTF-8 included), before anything is written anywhere."""
+def read_offsets_file(path: Union[str, "os.PathLike[str]"],
+                      group: Optional[str] = None) -> Dict[str, Dict[Tuple[str, int], int]]:
+    """Read and parse an offsets file (UTF-8): ExportZkOffsets lines, or kafka-consumer-groups' reset-plan CSV
+    (*group* names the group of a three-column one); :class:`OffsetsFileError` naming the file and line when it is
+    neither (bytes that are not UTF-8 included), before anything is written anywhere."""
     name = os.fspath(path)
     data = read_bytes(name)
     try:
@@ -76,4 +82,11 @@ def read_offsets_file(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Dict[Tu
         line = data.count(b"\n", 0, e.start) + 1
         raise OffsetsFileError("%s line %d: not UTF-8 text (byte %r at offset %d): not an offsets file"
                                % (name, line, data[e.start:e.start + 1], e.start)) from None
-    return parse_offsets(text.splitlines(), name)
+    lines = text.splitlines()
+    first = next((line for line in lines if line.strip() and not line.lstrip().startswith("#")), "/")
+    if first.lstrip().startswith("/"):
+        return parse_offsets(lines, name)
+    try:
+        return parse_csv(lines, name, group)
+    except ValueError as e:
+        raise OffsetsFileError(str(e)) from None

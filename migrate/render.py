@@ -149,10 +149,26 @@ def reset_result(out: dict) -> None:
         table.append((out["group"], r["topic"], str(r["partition"]), dash(r["current"]), dash(r["new"]),
                       ",".join(r.get("stores") or []) or "-", r["note"] or ""))
     print_table(table)
+    _reset_status(out, err=False)
+
+
+def reset_outcome(out: dict) -> None:
+    """What ``reset-offsets --export`` says beside the CSV (on stderr): the group's error, or what was written,
+    the backup, the failures and the partitions the plan left unchanged."""
+    if "error" in out:
+        click.echo("%s: error: %s" % (out["group"], out["error"]), err=True)
+        return
+    for r in out["partitions"]:
+        if r["new"] is None:
+            click.echo("%s: %s-%d: %s" % (out["group"], r["topic"], r["partition"], r["note"]), err=True)
+    _reset_status(out, err=True)
+
+
+def _reset_status(out: dict, err: bool) -> None:
     if out["execute"]:
-        click.echo("wrote %d offset(s) of group %s" % (out["written"], out["group"]))
+        click.echo("wrote %d offset(s) of group %s" % (out["written"], out["group"]), err=err)
     else:
-        click.echo("dry run: nothing written (add --execute)")
+        click.echo("dry run: nothing written (add --execute)", err=err)
     backup_paths(out["backup"])
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)

@@ -4,11 +4,14 @@
 The new offset per partition (:func:`plan_reset`, pure) is one of
 
 * ``earliest`` / ``latest``: the log start / log end;
+* ``current``: the current offset; the log end where there is none, as Kafka's tool does;
 * ``offset N``: N;
 * ``datetime T``: the first offset whose timestamp is at or after T (ListOffsets by time); the log end when there
   is none, as Kafka's tool does;
 * ``shift N``: the current offset + N (N may be negative); a partition without a current offset starts from the
-  log start (N < 0) or the log end (N >= 0)...
+  log start (N < 0) or the log end (N >= 0);
+* ``file``: the offset a reset-plan file gives the partition (``--from-file``: kafka-consumer-groups' CSV or
+  ExportZkOffsets lines); only the file's partitions are planned, and one the topic does not have is reported...
 
 and is then clamped into the log's range [log start, log end] (an offset outside it would reset at the next start;
 the clamp is reported per partition). Written to the stores the group uses (``auto``: the stores its recorded
@@ -20,20 +23,24 @@ former only): :func:`reset_group`.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Set, Tuple
+from typing import Dict, Optional, Set, Tuple, Union
 
 __all__ = ["plan_reset", "reset_group", "phase_stores", "SPECS", "STORES"]
 
 TP = Tuple[str, int]
-SPECS = ("earliest", "latest", "current", "offset", "datetime", "shift")
+SPECS = ("earliest", "latest", "current", "offset", "datetime", "shift", "file")
+#: an offset, a shift, epoch milliseconds, or (``file``) the new offset per partition
+Value = Union[None, int, Dict[TP, int]]
 STORES = ("auto", "zookeeper", "kafka", "both")
 
 
-def plan_reset(spec: str, value: Optional[int], current: Dict[TP, Optional[int]], earliest: Dict[TP, int],
+def plan_reset(spec: str, value: Value, current: Dict[TP, Optional[int]], earliest: Dict[TP, int],
                latest: Dict[TP, int], by_time: Optional[Dict[TP, Optional[int]]] = None) -> Dict[TP, dict]:
     """``{tp: {"current", "new", "note"}}`` for every partition of *current* (its keys are the partitions)."""
     if spec not in SPECS:
         raise ValueError("reset spec %r (expected one of %s)" % (spec, ", ".join(SPECS)))
+    if (spec == "file") != isinstance(value, dict):
+        raise ValueError("reset spec %r takes %s" % (spec, "{partition: offset}" if spec == "file" else "a number"))
     out = {}
     for tp in sorted(current):
         cur, lo, hi = current[tp], earliest.get(tp), latest.get(tp)
@@ -46,23 +53,25 @@ def plan_reset(spec: str, value: Optional[int], current: Dict[TP, Optional[int]]
         elif spec == "latest":
             new = hi
         elif spec == "current":
-            if cur is None:
-                out[tp] = {"current": cur, "new": None, "note": "no current offset: not changed"}
-                continue
-            new = cur
+            new = hi if cur is None else cur
+            if cur is None:  # Kafka 3.9 ConsumerGroupCommand.resetToCurrent: the log end
+                note = "no current offset: the log end"
+        elif isinstance(value, dict):  # file
+            new = value[tp]
         elif spec == "offset":
-            new = int(value)
+            new = int(value)  # type: ignore[arg-type]
         elif spec == "datetime":
-            found = (by_time or {}).get(tp)
+            found = (by_time or {}).get(tp)  # value: the time, read by the caller into by_time
             new = hi if found is None else found
             if found is None:
                 note = "no message at or after the time: the log end"
         else:  # shift
+            shift = int(value or 0)
             if cur is None:
-                new = lo if value < 0 else hi
-                note = "no current offset: shifted from the log %s" % ("start" if value < 0 else "end")
+                new = lo if shift < 0 else hi
+                note = "no current offset: shifted from the log %s" % ("start" if shift < 0 else "end")
             else:
-                new = cur + int(value)
+                new = cur + shift
         if new < lo:
             note, new = "%d is before the log start %d: clamped" % (new, lo), lo
         elif new > hi:
@@ -91,30 +100,30 @@ def _targets(store: str, zk_offset: Optional[int], kafka_offset: Optional[int], 
     return ["zookeeper", "kafka"] if store == "both" else [store]
 
 
-def reset_group(gofs, spec: str, value: Optional[int], scope: Dict[str, Optional[Set[int]]], all_topics: bool,
+def reset_group(gofs, spec: str, value: Value, scope: Dict[str, Optional[Set[int]]], all_topics: bool,
                 store: str = "auto", execute: bool = False, force: bool = False,
                 backup_dir: Optional[str] = None) -> dict:
     """Reset one group's offsets: *scope* is ``{topic: None (every partition) or {partitions}}`` (or every topic the
-    group has with *all_topics*), *value* the offset, shift or epoch milliseconds of *spec*; writes to *store*
-    (one of :data:`STORES`) after a backup of both stores, a dry run unless *execute*. Returns the report the
-    command prints; ``ok`` is false when a write failed."""
-    from zkconsumer.broker_group import describe_broker_group
-    from zkconsumer.errors import GroupConflictError
+    group has with *all_topics*; with ``file``, the partitions of *value*), *value* the offset, shift, epoch
+    milliseconds or ``{tp: offset}`` of *spec*; writes to *store* (one of :data:`STORES`) after a backup of both
+    stores, a dry run unless *execute*. Returns the report the command prints; ``ok`` is false when a write failed
+    or (``file``) a partition of the file could not be planned (its topic lacks it, or no log range)."""
     from zkconsumer.groups import log_ranges
 
     from .state import read_phase
-    from .transfer import backup_and_write, check_no_live_members
+    from .transfer import backup_and_write, check_no_broker_consumers, check_no_live_members
     if store not in STORES:
         raise ValueError("reset store %r (expected one of %s)" % (store, ", ".join(STORES)))
     members = check_no_live_members(gofs.zk, gofs.group, force, "reset")
-    broker = describe_broker_group(gofs.bootstrap_servers, gofs.group, security=gofs.security)
-    if broker.active:
-        raise GroupConflictError("refusing to reset offsets of group %s: it is active as a broker-coordinated "
-                                 "group (state %s); stop those consumers first" % (gofs.group, broker.state))
+    check_no_broker_consumers(gofs, "reset")
     from .leftovers import skipped_report, split_gone
-    both, gone = split_gone(gofs.zk, gofs.read_all(list(scope)))
-    parts = [tp for tp in both if all_topics or (tp[0] in scope and (scope[tp[0]] is None
-                                                                       or tp[1] in scope[tp[0]]))]
+    if isinstance(value, dict):  # file: its partitions (one its topic does not have is gone: reported, exit 1)
+        both, gone = split_gone(gofs.zk, gofs.read(sorted(value)))
+        parts = sorted(both)
+    else:
+        both, gone = split_gone(gofs.zk, gofs.read_all(list(scope)))
+        parts = [tp for tp in both if all_topics or (tp[0] in scope and (scope[tp[0]] is None
+                                                                           or tp[1] in scope[tp[0]]))]
     start, end, at = log_ranges(gofs.bootstrap_servers, parts, value if spec == "datetime" else None,
                                 security=gofs.security)
     current = {tp: max((v for v in both[tp] if v is not None), default=None) for tp in parts}
@@ -138,5 +147,6 @@ def reset_group(gofs, spec: str, value: Optional[int], scope: Dict[str, Optional
         for name, failed in errors.items():
             out["failed"].update({"%s:%s-%d" % (name, tp[0], tp[1]): e for tp, e in failed.items()})
             out["written"] += len(writes[name]) - len(failed)
-    out["ok"] = not (out["failed"] or out["unreadable"])
+    out["ok"] = not (out["failed"] or out["unreadable"]) and not (
+        spec == "file" and (gone or any(d["new"] is None for d in planned.values())))
     return out

@@ -13,8 +13,11 @@ The rules of the other writers hold: a dry run unless *execute*; refused while Z
 refuses to delete the offsets of topics they consume); a backup of both stores as they are now is written first
 (restoring that undoes the restore); the group's lock is held by the caller.
 
-The recorded phase is not changed: after restoring a backup taken before ``cutover``, the group is still marked cut
-over until a ``zkmigrate rollback --execute`` lifts the mark (the report warns).
+The cutover fence is not changed: after restoring a backup taken before ``cutover``, the group is still marked cut
+over until a ``zkmigrate rollback --execute`` lifts the mark (the report warns). A restore that deleted Kafka
+offsets records the phase ``restore`` (fence kept): the recorded Kafka phase said that every partition has kept a
+Kafka offset since then (:func:`~.state.kafka_only_since`, the stale-offset checks' evidence), which is no longer
+so; left in place, it would make that rollback refuse the ZooKeeper offsets the restore left as "frozen".
 """
 from __future__ import annotations
 
@@ -22,13 +25,11 @@ from typing import Dict, List, Optional, Tuple
 
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
-from zkconsumer.broker_group import describe_broker_group
-from zkconsumer.errors import GroupConflictError
 from zkconsumer.layout import paths
 
 from . import state
 from .backup import STORES, Backup, write_backup
-from .transfer import apply_copy, check_no_live_members
+from .transfer import apply_copy, check_no_broker_consumers, check_no_live_members
 
 __all__ = ["plan_restore", "restore_group"]
 
@@ -67,11 +68,7 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
     if backup.group != gofs.group:
         raise ValueError("backup %s is of group %s, not %s" % (backup.path, backup.group, gofs.group))
     members = check_no_live_members(gofs.zk, gofs.group, force, "restore")
-    broker = describe_broker_group(gofs.bootstrap_servers, gofs.group, security=gofs.security)
-    if broker.active:
-        raise GroupConflictError("refusing to restore offsets of group %s: it is active as a broker-coordinated "
-                                 "group (%s, state %s); stop those consumers first"
-                                 % (gofs.group, broker.describe_protocol(), broker.state))
+    check_no_broker_consumers(gofs, "restore")
     extra = sorted(set(gofs.partitions()) - set(backup.partitions))
     current = gofs.read(list(backup.partitions) + extra)
     extra = [tp for tp in extra if tp in current]
@@ -92,8 +89,7 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         out["warnings"].append("%s has no manifest (written before zkmigrate restore existed): only the partitions "
                                "it lists are restored, and offsets of partitions it does not list are not deleted"
                                % backup.path)
-    phase = state.read_phase(gofs.zk, gofs.group) or {}
-    if phase.get("phase") == "cutover":
+    if state.fence_of(state.read_phase(gofs.zk, gofs.group)) is not None:
         out["warnings"].append("group %s is still marked cut over (ZooKeeper members refuse to join it): "
                                "'zkmigrate rollback --group %s --execute' lifts the mark" % (gofs.group, gofs.group))
     if execute and any(plan[s]["set"] or plan[s]["delete"] for s in STORES):
@@ -110,6 +106,8 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                 res = store.delete_offsets(plan[s]["delete"])
                 failed.update({tp: str(e) for tp, e in res.failed.items()})
                 out["deleted"] += len(res.committed)
+                if s == "kafka" and res.committed:
+                    out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "restore", "zkmigrate restore")
             out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
         _remove_empty_topic_nodes(gofs, backup)
     out["ok"] = not (out["failed"] or out["unreadable"])

@@ -1,8 +1,9 @@
 """What zkmigrate remembers: the phase each group is in (in ZooKeeper, beside the group) and where backups go.
 
 The phase record is a persistent node of our own, ``/consumers/[g]/zkconsumer/migration`` (JSON), written by
-``verify`` when it passes (unless ``--no-record``), by ``cutover --execute`` when the group is ready and by
-``rollback --execute`` when it lifts the fence, and shown by ``status``::
+``verify`` when it passes (unless ``--no-record``), by ``cutover --execute`` when the group is ready, by
+``rollback --execute`` when it lifts the fence and by ``restore --execute`` when it deleted Kafka offsets (phase
+``restore``), and shown by ``status``::
 
     {"version": 1, "phase": "kafka", "to": null, "since": "2026-11-23T06:50:00Z", "by": "zkmigrate verify",
      "fence": {"since": "2026-11-23T06:40:00Z", "by": "zkmigrate cutover", "ids_acl": [...]},

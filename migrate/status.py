@@ -10,7 +10,7 @@ from zkconsumer.errors import ClusterUnavailableError
 
 from zkconsumer.broker_group import describe_broker_group
 
-__all__ = ["group_status"]
+__all__ = ["group_status", "unrecorded_fence_warning"]
 
 log = logging.getLogger(__name__)
 
@@ -73,13 +73,15 @@ def group_status(gofs, topics=(), scan_all_topics=False) -> dict:
            "phase": phase, "fence": fence, "gone_topics": skipped["gone_topics"],
            "excluded_topics": skipped["excluded_topics"], "warnings": warnings,
            "unreadable": gofs.unreadable_report()}
-    if fence is not None:  # the fenced ids node (None: cut over with --no-acl-fence, or the ACL changed since)
-        from kazoo.exceptions import NoNodeError
-        from zkconsumer.layout import paths
-        from .fence import is_fenced
-        ids = paths.group_ids_path(group)
-        try:
-            out["fence_acl"] = ids if is_fenced(zk.get_acls(ids)[0]) else None
-        except NoNodeError:
-            out["fence_acl"] = None
+    # the fenced ids node (None: not fenced, cut over with --no-acl-fence, or the ACL changed since)
+    from .fence import fenced_ids_node
+    out["fence_acl"] = fenced_ids_node(zk, group)
+    if out["fence_acl"] and fence is None:
+        warnings.append(unrecorded_fence_warning(group, out["fence_acl"]))
     return out
+
+
+def unrecorded_fence_warning(group: str, path: str) -> str:
+    return ("group %s: %s has no create right (no member can register) but no cutover fence is recorded (a cutover "
+            "stopped between its two writes): 'zkmigrate cutover --group %s --execute' again finishes it, "
+            "'zkmigrate rollback --group %s --execute' gives the right back" % (group, path, group, group))

@@ -6,6 +6,8 @@ Rules (all checked before anything is written):
   (reported in ``skipped_rewind``) unless ``allow_rewind``;
 * refuse (:class:`GroupConflictError`) while ZooKeeper members are live (children of ``/consumers/G/ids``): they
   commit concurrently and one of the two writes would be lost; ``force`` overrides;
+* ``copy`` and ``rollback`` refuse while the broker-side group is active (broker-coordinated consumers commit on
+  their own; a rollback would copy offsets they are already past and lift the cutover fence under them);
 * before the first write, a backup of **both** stores (:mod:`.backup`: ExportZkOffsets files and a manifest that
   also lists the partitions without an offset, for ``zkmigrate restore``) is written to the backup directory;
 * writes only the partitions that differ, so a second run (or a run after a crash half-way) changes nothing more;
@@ -30,8 +32,8 @@ from .expiry import expiry_warning
 from .backup import write_backup
 from .leftovers import skipped_report, split_gone
 
-__all__ = ["plan_copy", "apply_copy", "write_backup", "backup_and_write", "check_no_live_members", "copy_group",
-           "rollback_group", "import_group"]
+__all__ = ["plan_copy", "apply_copy", "write_backup", "backup_and_write", "check_no_live_members",
+           "check_no_broker_consumers", "copy_group", "rollback_group", "import_group"]
 
 TP = Tuple[str, int]
 CHUNK = 500
@@ -44,6 +46,18 @@ def check_no_live_members(zk, group, force=False, what="copy"):
             "refusing to %s offsets of group %s: %d live ZooKeeper member(s) (%s) would race with the write; stop "
             "them or pass --force" % (what, group, len(members), ", ".join(list(members)[:3])))
     return sorted(members)
+
+
+def check_no_broker_consumers(gofs, what: str = "copy") -> None:
+    """Refuse (:class:`GroupConflictError`) while the broker-side group of the same id is active."""
+    from zkconsumer.broker_group import describe_broker_group
+    broker = describe_broker_group(gofs.bootstrap_servers, gofs.group, security=gofs.security)
+    if broker.active:
+        raise GroupConflictError(
+            "refusing to %s offsets of group %s: it is active as a broker-coordinated group (%s, state %s, %d "
+            "member(s)): those consumers commit on their own, and ZooKeeper members must not join beside them; stop "
+            "them first ('zkmigrate status --group %s' shows the broker-side group Empty), then run again"
+            % (what, gofs.group, broker.describe_protocol(), broker.state, len(broker.members), gofs.group))
 
 
 def plan_copy(source: Dict[TP, int], dest: Dict[TP, Optional[int]], allow_rewind=False) -> dict:
@@ -106,7 +120,9 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
     a dry run unless *execute*. ``ok`` is false when anything was left behind (a skipped rewind, a failed write, a
     refused stale offset)."""
     from .stale import check_to_kafka, check_to_zookeeper
-    members = check_no_live_members(gofs.zk, gofs.group, force, "copy")
+    what = "copy" if dst == "kafka" else "roll back"
+    members = check_no_live_members(gofs.zk, gofs.group, force, what)
+    check_no_broker_consumers(gofs, what)
     both, gone = split_gone(gofs.zk, gofs.read_all(topics, scan_all_topics=(src == "kafka")))
     i, j = (0, 1) if src == "zookeeper" else (1, 0)
     source = {tp: v[i] for tp, v in both.items() if v[i] is not None}
@@ -144,16 +160,23 @@ def rollback_group(gofs, execute: bool = False, allow_rewind: bool = False, forc
     """:func:`copy_group` from Kafka to ZooKeeper. A rollback that executed and left nothing behind records the
     ``rollback`` phase and lifts the cutover fence, if any: the create right on ``/consumers/G/ids`` comes back
     (:mod:`.fence`) and ZooKeeper members may join again. The dry run says whether it would lift one."""
-    from .fence import lift_fence
+    from .fence import fenced_ids_node, lift_fence
+    from .status import unrecorded_fence_warning
     out = copy_group(gofs, "kafka", "zookeeper", execute, allow_rewind, force, backup_dir, topics, allow_stale)
     fence = state.fence_of(state.read_phase(gofs.zk, gofs.group))
     out["fence"] = fence
-    if fence is not None and not execute:
-        out["warnings"].append("group %s is fenced (cut over %s by %s): 'rollback --execute' lifts the fence once "
-                               "nothing is left behind" % (gofs.group, fence.get("since"), fence.get("by")))
-    if execute and out["ok"]:
+    # an ACL fence without a recorded one: a cutover that stopped between its two writes; lifted all the same
+    acl_only = fence is None and fenced_ids_node(gofs.zk, gofs.group)
+    if not execute:
         if fence is not None:
-            out["fence_lifted"] = lift_fence(gofs.zk, gofs.group, fence.get("ids_acl"))
+            out["warnings"].append("group %s is fenced (cut over %s by %s): 'rollback --execute' lifts the fence "
+                                   "once nothing is left behind" % (gofs.group, fence.get("since"), fence.get("by")))
+        elif acl_only:
+            out["warnings"].append(unrecorded_fence_warning(gofs.group, acl_only))
+    if execute and out["ok"]:
+        gofs.check_lock()
+        if fence is not None or acl_only:
+            out["fence_lifted"] = lift_fence(gofs.zk, gofs.group, fence.get("ids_acl") if fence else None)
         out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "rollback", "zkmigrate rollback",
                                                    "zookeeper", fence=None)
     return out

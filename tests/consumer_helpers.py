@@ -51,6 +51,28 @@ def base_props(defaults=False):
     return dict(PRODUCTION_PROPS if defaults else FAST_PROPS)
 
 
+def deliver_from_the_log_end(member, bootstrap, topic, partitions, count, timeout=60):
+    """Wait for *member* (a :class:`CliConsumer` at ``auto.offset.reset=largest``) to join, then have it deliver
+    *count* records produced round robin over the topic's *partitions*. Such a member starts each partition at the
+    log end its fetcher finds when it first asks, which can be after its "assign" event: what is produced before
+    then is never delivered. So first one record per partition at a time, until the member has printed one of
+    each, then the *count* records, waiting until it has printed them."""
+    wait_until(lambda: any(e["event"] == "assign" for e in member.events), timeout, message="%s's join" % member.name)
+    deadline = time.monotonic() + timeout
+    while {p for p, _ in member.seen(topic)} != set(range(partitions)):
+        if time.monotonic() >= deadline:
+            raise AssertionError("%s delivered nothing of %s within %.0f s" % (member.name, topic, timeout))
+        for p in range(partitions):
+            produce_tracked(bootstrap, topic, 1, partition=p, tag="probe")
+        probe_deadline = min(deadline, time.monotonic() + 3)
+        while time.monotonic() < probe_deadline and {p for p, _ in member.seen(topic)} != set(range(partitions)):
+            time.sleep(0.1)
+    before = len(member.seen(topic))
+    produce_tracked(bootstrap, topic, count, partitions=partitions)
+    wait_until(lambda: len(member.seen(topic)) == before + count, timeout,
+               message="%s to deliver %d records" % (member.name, count))
+
+
 def wait_until(predicate, timeout, interval=0.1, message="condition"):
     """Poll predicate() until it returns a truthy value (returned) or timeout seconds pass (AssertionError)."""
     deadline = time.monotonic() + timeout
@@ -62,6 +84,16 @@ def wait_until(predicate, timeout, interval=0.1, message="condition"):
         if time.monotonic() >= deadline:
             raise AssertionError("timed out after %.1f s waiting for %s (last value: %r)" % (timeout, message, last))
         time.sleep(interval)
+
+
+def kafka_commit(bootstrap, group, offsets):
+    """Commit ``{(topic, partition): offset}`` for *group* to Kafka's offset manager (as a Kafka-phase member does)."""
+    from zkconsumer.offsets.kafka import KafkaOffsetStore
+    store = KafkaOffsetStore(bootstrap, group)
+    try:
+        store.commit(offsets).raise_for_errors()
+    finally:
+        store.close()
 
 
 def produce_tracked(bootstrap, topic, count, partitions=None, partition=None, tag="m"):

@@ -103,7 +103,7 @@ def test_illegal_group_and_topic_names_change_no_znode(services, zk, unique):
 def test_corrupt_group_znodes(services, zk, unique, procs):
     """A non-JSON registration of another 'member', a non-integer offset node and a persistent owner node of a
     member that does not exist: the consumer starts, logs each problem, and consumes all its partitions. The corrupt
-    offset node counts as "no offset" (auto.offset.reset) and is only ever overwritten by a real commit."""
+    offset node counts as "no offset" (auto.offset.reset): the reset point is committed over it at the claim."""
     g, t = unique("corrupt"), unique("corrupt")
     services.create_topic(t, 3)
     produced = produce_tracked(services.bootstrap_servers, t, 30, partitions=3)
@@ -124,8 +124,9 @@ def test_corrupt_group_znodes(services, zk, unique, procs):
     assert "ghost" in log, "the stale owner node was not logged:\n" + log
     owned = {tuple(x) for x in c.events[-1]["partitions"]}
     assert owned == {(t, 0), (t, 1), (t, 2)}
-    # consumed but not yet committed (interval 60 s): the corrupt offset node is untouched
-    assert zk.get(paths.partition_offset_path(g, t, 0))[0] == b"abc"
+    # consumed but not yet committed (interval 60 s): the corrupt offset node holds the reset point committed at the
+    # claim (auto.offset.reset=smallest: 0), not the consumed position
+    assert zk.get(paths.partition_offset_path(g, t, 0))[0] == b"0"
     # the bogus registration is left alone (not ours to delete)
     assert zk.get(paths.consumer_registration_path(g, g + "_bogus"))[0] == b"{not json"
     assert c.terminate(timeout=30) == 0, c.describe()

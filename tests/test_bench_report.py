@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from bench import goals, report
+from bench import common, goals, report
 from bench.common import percentile, spread
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -50,6 +50,23 @@ def test_readme_has_the_headline_rows_and_contributors_every_row(tmp_path):
     assert "| consume msg/s vs kafka-python, tuned | 600,000 | msg/s | 150,000 | 4 | >= 1.0x kafka-python | yes |" \
         in full
     assert "* **consume**: decoding, in C" in full
+
+
+def test_a_headline_goal_no_row_judges_stays_in_both_tables_not_met():
+    """A suite that failed (its rows replaced by one "(failed)" row) or did not run: its headline goals are still
+    rows of README's table and of the full table, not met."""
+    failed = [common.Result("rebalance (failed)", float("nan"), "-", None, None, "-", False, "error: boom")]
+    readme = report.readme_section(ROWS + failed, INFO, "python -m bench --quick")
+    full = report.full_section(ROWS + failed, INFO, "python -m bench --quick", [])
+    for key in ("rebalance.pykafka", "scale.300", "dual.spaced", "spark.local", "metrics.15s"):
+        line = "| %s (not measured in this run) | - - | - | - | %s | **no** |" % (key, goals.GOALS[key].text)
+        assert line in readme, key
+        assert "| %s (not measured in this run) | - | - | - | - | %s | **no** |" % (key, goals.GOALS[key].text) \
+            in full, key
+    assert "| consume.java (not measured in this run) | - - | - | - | %s | - |" % goals.GOALS["consume.java"].text \
+        in readme  # a reported goal: no verdict
+    assert "consume.confluent (not measured" not in readme  # judged by a row of the run
+    assert "| rebalance (failed) |" in full
 
 
 def test_no_results_say_so():
@@ -160,6 +177,15 @@ def test_the_issue_goals_are_frozen_as_worded():
         g = goals.GOALS[key]
         assert (g.text, g.op, g.threshold) == (text, op, threshold), key
     assert goals.GOALS["scale.300"].on == "value"
+
+
+def test_the_issue_sample_sizes_are_kept():
+    """What the performance issue fixes besides the goals: >= 5 samples of every consume client (after a discarded
+    warm-up round), >= 15 joins and 15 leaves per rebalance peer, 300 members x 3,000 partitions for scale."""
+    from bench import consume, rebalance, scale
+    assert consume.ROUNDS >= 5
+    assert rebalance.EVENTS >= 15
+    assert (300, 3000, "scale.300") in scale.GROUPS
 
 
 def test_consume_rounds_rotate_and_keep_blocks_together():

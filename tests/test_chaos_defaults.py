@@ -42,6 +42,13 @@ DOWN_S = 3.0     # seconds the producer keeps writing while every member is down
 RUN_S = 2.0      # seconds of delivery between two kills
 
 
+def _outcome(procs, t, produced):
+    """(the counted (partition, offset) set, every delivery in print order, the counted ones never delivered)."""
+    want = counted_from_first_delivery(procs, t, produced)
+    seen = delivered_after_waiting(procs, t, want)
+    return want, seen, sorted(want - set(seen))
+
+
 def test_the_defaults_are_what_the_defaults_variant_claims():
     """The ``defaults`` variant starts members with no property at all; this is what that means."""
     cfg = ConsumerConfig.from_properties({"group.id": "g", "zookeeper.connect": "127.0.0.1:2181"})
@@ -110,9 +117,7 @@ def test_kill_9_inside_the_first_commit_interval_loses_nothing(services, zk, uni
     finally:
         produced = producer.stop()
 
-    want = counted_from_first_delivery(procs, t, produced)
-    seen = delivered_after_waiting(procs, t, want)
-    lost = sorted(want - set(seen))
+    want, seen, lost = _outcome(procs, t, produced)
     ages = [c.killed_at - c.started_at for c in procs if c.killed_at is not None]
     figures = {"variant": variant, "partitions": PARTITIONS, "processes": len(procs), "kills": len(ages),
                "max_age_at_kill_s": round(max(ages), 1), "produced": len(produced),
@@ -133,3 +138,40 @@ def test_kill_9_inside_the_first_commit_interval_loses_nothing(services, zk, uni
     assert not overlaps, "\n".join(overlaps[:20])
     problems = {c.name: c.stderr_problems() for c in procs if c.stderr_problems()}
     assert not problems, problems
+
+
+def test_a_sigterm_hand_over_with_the_defaults_delivers_nothing_twice(services, zk, unique, procs):
+    """Graceful stops with the defaults (no auto-commit in their lifetime: the 60 s interval never comes): each
+    member stopped with SIGTERM commits what it delivered before it lets its partitions go, so the member that takes
+    them over starts right after the last record delivered: nothing twice, nothing lost, no overlapping delivery.
+    a, b, c share the group while a producer runs; c is stopped, then b, and a ends up with every partition."""
+    g, t = unique("cterm"), services.create_topic(unique("cterm"), PARTITIONS)
+    producer = BackgroundProducer(services.bootstrap_servers, t, PARTITIONS, batch=PARTITIONS, pause=0.05,
+                                  tag="cterm")
+    producer.start()
+    live = {}
+    try:
+        wait_until(lambda: len(producer.produced) >= 4 * PARTITIONS, 30, message="data in every partition")
+        for m in MEMBERS:
+            live[m] = TimedConsumer(services, g, [t], consumer_id=m, defaults=True)
+            procs.append(live[m])
+        wait_for_assignment(zk, g, [t], len(MEMBERS), timeout=90)
+        for m in ("c", "b"):
+            settled = time.monotonic()
+            wait_until(lambda: {p for c in live.values() for p, _, ts in c.timed_records(t) if ts > settled}
+                       == set(range(PARTITIONS)), 60, message="every partition to deliver before %s stops" % m)
+            time.sleep(RUN_S)
+            assert live.pop(m).terminate() == 0
+            wait_for_assignment(zk, g, [t], len(live), timeout=90)
+        settled = time.monotonic()
+        wait_until(lambda: {p for p, _, ts in live["a"].timed_records(t) if ts > settled} == set(range(PARTITIONS)),
+                   60, message="a delivering every partition")
+        time.sleep(RUN_S)
+    finally:
+        produced = producer.stop()
+    want, seen, lost = _outcome(procs, t, produced)
+    assert not lost, "%d of %d acknowledged messages never delivered: %s" % (len(lost), len(want), lost[:20])
+    twice = duplicates(seen)
+    assert not twice, "%d messages delivered twice after SIGTERM hand-overs, e.g. %s" % (len(twice), sorted(twice)[:10])
+    overlaps = check_delivery_overlaps(procs, t)
+    assert not overlaps, "\n".join(overlaps[:20])

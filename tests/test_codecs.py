@@ -12,6 +12,7 @@ import pytest
 
 from consumer_helpers import FAST_PROPS, StreamCollector, wait_until
 from zkconsumer.config import ConsumerConfig
+from zkconsumer import client_internals
 from zkconsumer.consumer import ZookeeperConsumerConnector, fast_records
 from zkconsumer.local import discovery, maven
 
@@ -66,7 +67,8 @@ def test_group_consumes_what_kafkas_producer_wrote(services, topics, unique, con
     client = conn.fetchers.fetchers[0]._consumer
     if conn.config.fetch_engine == "kafka-python":  # (ZKCONSUMER_TEST_FETCH_ENGINE=librdkafka: librdkafka decodes)
         # the fast decoder (its records built as the stream hands them out, where the C extension is built)
-        assert issubclass(client._fetcher.PartitionRecords, fast_records.fast_partition_records_class()), \
+        assert issubclass(client_internals.consumer_fetcher(client).PartitionRecords,
+                          fast_records.fast_partition_records_class()), \
             "the fast decoder is not in use"
     else:
         assert type(client).__name__ == "RdKafkaFetchClient"

@@ -42,6 +42,9 @@ REFERENCE_DEFAULTS = {
     "ssl_keyfile": None,
     "ssl_password_file": None,
     "ssl_endpoint_identification_algorithm": "https",
+    "ssl_truststore_location": None, "ssl_truststore_type": "JKS", "ssl_truststore_password": None,
+    "ssl_keystore_location": None, "ssl_keystore_type": "JKS", "ssl_keystore_password": None,
+    "ssl_key_password": None,
     "zookeeper_session_timeout_ms": 6000,
     "zookeeper_connection_timeout_ms": 6000,
     "zookeeper_sync_time_ms": 2000,
@@ -99,7 +102,9 @@ def test_every_reference_key_is_known():
                                    "dual.commit.kafka.outage.ms", "offsets.storage.switch.check", "fetch.engine",
                                    "security.protocol", "sasl.mechanism", "sasl.jaas.config", "sasl.credentials.file",
                                    "ssl.cafile", "ssl.certfile", "ssl.keyfile", "ssl.password.file",
-                                   "ssl.endpoint.identification.algorithm",
+                                   "ssl.endpoint.identification.algorithm", "ssl.truststore.location",
+                                   "ssl.truststore.type", "ssl.truststore.password", "ssl.keystore.location",
+                                   "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password",
                                    "zookeeper.auth.scheme", "zookeeper.auth.credentials.file",
                                    "zookeeper.sasl.mechanism", "zookeeper.set.acl"}
 

@@ -52,6 +52,26 @@ def test_without_group_a_throwaway_group_is_joined_and_deleted_at_exit(services,
     assert zk.exists("/consumers/" + group) is None, "the throwaway group is deleted at exit"
 
 
+def test_the_throwaway_group_is_never_a_group_that_exists(services, zk):
+    """The throwaway group is joined and deleted at exit, so a console-consumer-NNNNN some group already has (a
+    colleague's console consumer, one left by a kill -9, a group so named on purpose) is never the one picked:
+    joining it would take its partitions, and deleting it would delete its offsets."""
+    import random
+    from zkconsumer.cli.consume import build_config, unused_throwaway_group
+    seed = random.randrange(1 << 30)
+    taken = "console-consumer-%d" % random.Random(seed).randrange(100000)
+    zk.create("/consumers/%s/offsets/t/0" % taken, b"42", makepath=True)
+    try:
+        config, throwaway = build_config(services.zookeeper_connect, None, None, [], throwaway_name=taken)
+        assert throwaway and config.group_id == taken and not config.auto_commit_enable
+        name = unused_throwaway_group(config, random.Random(seed))
+        assert name != taken and re.fullmatch(r"console-consumer-\d{1,5}", name)
+        assert zk.exists("/consumers/" + name) is None
+        assert zk.get("/consumers/%s/offsets/t/0" % taken)[0] == b"42"
+    finally:
+        zk.delete("/consumers/" + taken, recursive=True)
+
+
 def test_from_group_reads_without_joining_or_committing(services, unique, zk):
     """A production member at the default settings (auto.offset.reset=largest, auto.commit.interval.ms=60000):
     --from-group prints what follows its committed offsets, and nothing of the group changes."""
@@ -80,6 +100,58 @@ def test_from_group_reads_without_joining_or_committing(services, unique, zk):
         assert member.metrics()["RebalanceRateAndTime"]["count"] == rebalances, "the member was not rebalanced"
         assert member.metrics()["OwnedPartitionsCount"] == 2
     finally:
+        member.shutdown()
+
+
+def test_from_group_of_a_kafka_phase_group_reads_kafkas_offsets_and_writes_nothing_even_killed(services, unique, zk):
+    """A group in the Kafka phase (members commit to Kafka only; ZooKeeper's offsets frozen behind), its member at
+    the default settings: --from-group starts from the Kafka offsets, and neither a reader that exits nor one
+    killed with kill -9 leaves anything: no node under /consumers/G changed, the Kafka offsets as they were, no
+    member of a broker-side group."""
+    import signal
+    import time
+    from kafka.admin import KafkaAdminClient
+    from consumer_helpers import kafka_commit
+    from zkconsumer_migrate import state
+    g, t = unique("peekk"), services.create_topic(unique("peekk"), 2)
+    produce_tracked(services.bootstrap_servers, t, 20, partitions=2)
+    for p in (0, 1):
+        zk.create("/consumers/%s/offsets/%s/%d" % (g, t, p), b"2", makepath=True)
+    kafka_commit(services.bootstrap_servers, g, {(t, 0): 6, (t, 1): 7})
+    state.record_phase(zk, g, "kafka", "test")
+    member = connector(services, g, defaults=True, **{"offsets.storage": "kafka", "dual.commit.enabled": "false"})
+    admin = KafkaAdminClient(bootstrap_servers=services.bootstrap_servers)
+    try:
+        member.create_message_streams({t: 1})
+        wait_until(lambda: len(zk.get_children("/consumers/%s/owners/%s" % (g, t))) == 2, 30, message="owners")
+
+        def kafka_offsets():
+            got = admin.list_group_offsets({g: None}).get(g, {})
+            return {(tp.topic, tp.partition): m.offset for tp, m in got.items()}
+        snapshot, offsets = _tree(zk, "/consumers/" + g), kafka_offsets()
+        assert offsets == {(t, 0): 6, (t, 1): 7}
+        r = _run(services, "--from-group", g, "--max-messages", "27", "--timeout-ms", "20000")
+        assert r.returncode == 0, r.stderr
+        first = {}
+        for line in r.stdout.splitlines():
+            rec = json.loads(line)
+            first.setdefault(rec["partition"], rec["offset"])
+        assert first == {0: 6, 1: 7}, "Kafka's offsets, not ZooKeeper's frozen ones"
+        p = subprocess.Popen(CMD + ["--zookeeper", services.zookeeper_connect, "--from-group", g],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        try:
+            produce_tracked(services.bootstrap_servers, t, 2, partitions=2)
+            assert p.stdout.readline()  # it reads
+        finally:
+            p.send_signal(signal.SIGKILL)
+            p.wait(30)
+        time.sleep(1)
+        assert _tree(zk, "/consumers/" + g) == snapshot, "nothing under /consumers/G was written"
+        assert kafka_offsets() == offsets, "no offset was committed to Kafka"
+        described = admin.describe_groups([g])[g]
+        assert not described.get("members"), described
+    finally:
+        admin.close()
         member.shutdown()
 
 

@@ -19,14 +19,13 @@ def _register(zk, g, cid, topics):
 def _count_reads(zk):
     """Count the read requests *zk* sends from now on (kazoo hands every request to ``_call``): exists, getData,
     getChildren, getChildren2."""
+    from zkconsumer.client_internals import kazoo_observe_requests
     counted = [0]
-    call = zk._call
 
-    def counting(request, async_object):
+    def counting(request):
         if getattr(request, "type", None) in (3, 4, 8, 12):
             counted[0] += 1
-        return call(request, async_object)
-    zk._call = counting
+    kazoo_observe_requests(zk, counting)
     return counted
 
 

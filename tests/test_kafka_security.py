@@ -315,9 +315,49 @@ def test_the_spark_source_reads_and_commits_over_sasl_ssl(spark, secure):
     plan = plan_batch(opts)
     assert plan.total == 30 and plan.bootstrap == secure.listeners["SASL_SSL"]
     assert SCRAM_PW not in repr(plan) + repr(__import__("zkconsumer.spark.options", fromlist=["x"]).parse_options(opts))
-    assert spark.read.format("zkconsumer").options(**opts).load().count() == 30  # executors read over SASL_SSL
+    rows = spark.read.format("zkconsumer").options(**opts).load().select("partition", "offset").collect()
+    assert sorted((r.partition, r.offset) for r in rows) == sorted(   # executors read over SASL_SSL, every record once
+        (tp[1], o) for tp, e in plan.end.items() for o in range(e))
     assert not commit_batch(opts, plan.end)["failed"]
     store = KafkaOffsetStore(secure.listeners["SASL_SSL"], group, security=KafkaSecurity.from_properties(sec))
+    try:
+        assert store.fetch(sorted(plan.end)) == plan.end
+    finally:
+        store.close()
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("keystore", ["JKS", "PKCS12"])
+def test_the_spark_source_takes_java_stores_as_spark_users_give_them(spark, secure, tmp_path, keystore):
+    """kafka.ssl.truststore.* / kafka.ssl.keystore.* / kafka.ssl.key.password, as in a Spark Kafka-source job: a JKS
+    truststore and the client's key in a JKS (key password of its own) or PKCS12 keystore, against the SSL listener
+    that requires a client certificate: the plan (driver), the read (executors) and the Kafka offset store (commit)
+    all connect with them."""
+    from zkconsumer.local import tools
+    from zkconsumer.offsets.kafka import KafkaOffsetStore
+    from zkconsumer.spark import commit_batch, plan_batch
+    from tls_support import make_java_stores
+    stores = make_java_stores(secure.pki, tmp_path)
+    topic = group = "sec-spark-" + keystore.lower()
+    secure.create_topic(topic, 2)
+    assert tools.produce(secure.bootstrap_servers, topic, 20) == 20
+    tls = {"kafka.security.protocol": "SSL", "kafka.ssl.truststore.location": stores.truststore_jks,
+           "kafka.ssl.truststore.password": stores.store_password,
+           "kafka.ssl.keystore.password": stores.store_password}
+    if keystore == "JKS":
+        tls.update({"kafka.ssl.keystore.location": stores.keystore_jks, "kafka.ssl.key.password": stores.key_password})
+    else:
+        tls.update({"kafka.ssl.keystore.location": stores.keystore_p12, "kafka.ssl.keystore.type": "PKCS12"})
+    opts = dict(tls, **{"zookeeper.connect": secure.zookeeper_connect, "group.id": group, "subscribe": topic,
+                        "startingOffsets": "earliest", "offsets.storage": "kafka", "dual.commit.enabled": "false"})
+    plan = plan_batch(opts)
+    assert plan.total == 20 and plan.bootstrap == secure.listeners["SSL"]
+    rows = spark.read.format("zkconsumer").options(**opts).load().select("partition", "offset").collect()
+    assert sorted((r.partition, r.offset) for r in rows) == sorted((tp[1], o) for tp, e in plan.end.items()
+                                                                   for o in range(e))
+    assert not commit_batch(opts, plan.end)["failed"]
+    sec = KafkaSecurity.from_properties({k[len("kafka."):]: v for k, v in tls.items()})
+    store = KafkaOffsetStore(secure.listeners["SSL"], group, security=sec)
     try:
         assert store.fetch(sorted(plan.end)) == plan.end
     finally:

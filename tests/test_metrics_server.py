@@ -197,3 +197,11 @@ def test_https_with_client_certificates(tmp_path):
             urllib.request.urlopen(server.url, context=ctx, timeout=5).read()  # no client certificate
         ctx.load_cert_chain(str(tmp_path / "client.pem"), str(tmp_path / "client.key"))
         assert urllib.request.urlopen(server.url, context=ctx, timeout=5).read() == generate_latest(registry)
+        # a connection that never sends its TLS hello (a TCP health check, a port scan) holds no scrape: the
+        # handshake is made in the connection's own thread, not where the server accepts connections
+        stalled = socket.create_connection(("127.0.0.1", server.port))
+        try:
+            time.sleep(0.5)
+            assert urllib.request.urlopen(server.url, context=ctx, timeout=30).read() == generate_latest(registry)
+        finally:
+            stalled.close()

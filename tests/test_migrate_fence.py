@@ -169,3 +169,80 @@ def test_cutover_without_the_right_to_fence_is_not_ready(services, zk, unique, t
         ks.close()
     zkmigrate(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
     assert state.fence_of(state.read_phase(zk, g)) is None
+
+
+def test_rollback_is_refused_while_the_broker_coordinated_consumers_run(services, zk, unique, tmp_path):
+    """Lifting the fence while the new consumers still run would let ZooKeeper members (a Scala one has no split-brain
+    guard) consume their partitions, and the offsets copied to ZooKeeper would already be behind: refused, naming
+    the group and what to do, nothing written, the fence kept; once they stopped, the rollback runs."""
+    from kafka import KafkaConsumer
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fb")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    kc = KafkaConsumer(t, bootstrap_servers=services.bootstrap_servers, group_id=g, enable_auto_commit=False,
+                       auto_offset_reset="none", session_timeout_ms=10000)
+    try:
+        wait_until(lambda: kc.poll(200) is not None and kc.assignment(), 60, interval=0,
+                   message="the broker-coordinated consumer to get its partitions")
+        kc.commit()
+        for args in ((), ("--execute",)):
+            code, out, _ = zkmigrate_json(services, "rollback", "--group", g, *args, "--backup-dir",
+                                          str(tmp_path / "rb"), expect=1)
+            assert g in out["error"] and "broker-coordinated" in out["error"] and "stop" in out["error"], out
+        assert state.fence_of(state.read_phase(zk, g)) is not None and not (tmp_path / "rb").exists()
+        assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
+    finally:
+        kc.close(autocommit=False)
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    assert rb["fence_lifted"]["changed"] and state.fence_of(state.read_phase(zk, g)) is None
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        committed = ks.fetch([(t, 0), (t, 1)])
+    finally:
+        ks.close()
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == committed
+
+
+def test_a_cutover_stopped_between_its_acl_and_its_record_is_rolled_back(services, zk, unique, procs, tmp_path):
+    """cutover --execute killed after it took the create right off /consumers/G/ids and before it recorded the
+    fence: nobody can register (a member is refused with NoAuth, pointing at the rollback), so the rollback must
+    give the right back although no fence is recorded; status shows the fenced node meanwhile."""
+    from kazoo.security import Permissions
+    from zkconsumer_migrate import state
+    from zkconsumer_migrate.fence import is_fenced, set_fence
+    t, g = _group_with_offsets(services, zk, unique, "fh")
+    set_fence(zk, g)  # the first of cutover's two writes; the process dies before the second
+    assert state.read_phase(zk, g) is None
+    code, st, _ = zkmigrate_json(services, "status", "--group", g, expect=0)
+    assert st["fence_acl"] == paths.group_ids_path(g) and any("rollback" in w for w in st["warnings"]), st
+    code, dry, _ = zkmigrate_json(services, "rollback", "--group", g, "--backup-dir", str(tmp_path), expect=0)
+    assert any(paths.group_ids_path(g) in w for w in dry["warnings"]), dry["warnings"]
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    assert rb["fence_lifted"]["changed"], rb
+    acls, _ = zk.get_acls(paths.group_ids_path(g))
+    assert not is_fenced(acls) and all(a.perms == Permissions.ALL for a in acls), acls
+    back = CliConsumer(services, g, [t], consumer_id="back", props=DEFAULTS)
+    procs.append(back)
+    wait_until(lambda: len(back.seen(t)) == 14, 60, message="a member to join and consume from offset 3")
+
+
+def test_a_member_that_cannot_read_the_fence_does_not_join(services, zk, unique, procs, tmp_path):
+    """The fence fails closed: a member whose read of the phase record is refused (here: no READ right on it; a
+    ZooKeeper error alike) does not take that for "no fence" and join a cut-over group."""
+    from kazoo.security import ACL, Id, Permissions
+    t, g = _group_with_offsets(services, zk, unique, "fn")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--no-acl-fence", "--backup-dir", str(tmp_path),
+                   expect=0)
+    record = paths.group_migration_path(g)
+    zk.set_acls(record, [ACL(Permissions.ALL & ~Permissions.READ, Id("world", "anyone"))])
+    try:
+        again = CliConsumer(services, g, [t], consumer_id="old", props=DEFAULTS)
+        procs.append(again)
+        _refused_at_start(again, record)
+        wait_until(lambda: not again.alive(), 30, message="the refused member to exit")
+        assert again.proc.returncode != 0 and any(record in ln for ln in again.log), again.describe()
+        assert again.seen() == [] and not group_members(zk, g) and not owners(zk, g, [t])
+    finally:
+        zk.set_acls(record, [ACL(Permissions.ALL, Id("world", "anyone"))])

@@ -96,3 +96,33 @@ def test_bad_topic_names_are_refused_before_connecting(services):
                  ["copy", "--group", "g", "--exclude-topic", ".."]):
         code, out, err = zkmigrate(services, *args, expect=2)
         assert "--topic" in err or "--exclude-topic" in err, (args, err)
+
+
+def test_forget_topic_in_one_store_backs_up_both_and_its_undo_leaves_the_other_store_alone(services, zk, unique,
+                                                                                        tmp_path):
+    """forget-topic --store kafka (or zookeeper) deletes in one store, but its backup is what 'zkmigrate restore'
+    puts back exactly: it must hold the other store's offsets as they are, or the undo it prints would delete
+    them."""
+    t = services.create_topic(unique("lo-one"), 2)
+    for p in (0, 1):
+        services.produce(t, 10, partition=p)
+    for store, other in (("kafka", "zookeeper"), ("zookeeper", "kafka")):
+        g = unique("lo-one-" + store)
+        zs, ks = ZooKeeperOffsetStore(zk, g), KafkaOffsetStore(services.bootstrap_servers, g)
+        try:
+            zs.commit({(t, 0): 4, (t, 1): 5}).raise_for_errors()
+            ks.commit({(t, 0): 6, (t, 1): 7}).raise_for_errors()
+            before = (zs.fetch([(t, 0), (t, 1)]), ks.fetch([(t, 0), (t, 1)]))
+            code, done, _ = zkmigrate_json(services, "forget-topic", "--group", g, "--topic", t, "--store", store,
+                                           "--execute", "--backup-dir", str(tmp_path / store), expect=0)
+            assert done["deleted"] == 2, done
+            kept = zs if other == "zookeeper" else ks
+            assert kept.fetch([(t, 0), (t, 1)]) == before[0 if other == "zookeeper" else 1]
+            manifest = [b for b in done["backup"] if b.endswith(".json")][0]
+            code, dry, _ = zkmigrate_json(services, "restore", manifest, expect=0)
+            assert dry["changes"][other] == {}, dry["changes"]  # the undo touches only what forget-topic deleted
+            zkmigrate_json(services, "restore", manifest, "--execute", "--backup-dir", str(tmp_path / store),
+                           expect=0)
+            assert (zs.fetch([(t, 0), (t, 1)]), ks.fetch([(t, 0), (t, 1)])) == before
+        finally:
+            ks.close()

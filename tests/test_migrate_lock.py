@@ -137,3 +137,64 @@ def test_a_command_on_a_group_that_does_not_exist_leaves_no_group_behind(service
                                    "--bootstrap-server", services.bootstrap_servers])
     assert code == 0, (out, err)
     assert zk.exists(paths.group_path(g)) is None
+
+
+def test_a_command_that_lost_the_lock_writes_nothing_more(services, zk, unique, tmp_path, monkeypatch):
+    """The lock goes with its holder's ZooKeeper session: once its node is gone (a session expiry; here deleted),
+    another operator may hold it, so neither a copy's offsets nor cutover's fence nor verify's phase record is
+    written."""
+    import pytest
+
+    from zkconsumer_migrate import state
+    from zkconsumer_migrate.cutover import cutover
+    from zkconsumer_migrate.group_offsets import GroupOffsets
+    from zkconsumer_migrate.lock import GroupLock, GroupLockedError
+    from zkconsumer_migrate.transfer import copy_group, rollback_group
+    from zkconsumer_migrate.verify import verify_group
+    t = services.create_topic(unique("lkl"), 1)
+    produce_tracked(services.bootstrap_servers, t, 30, partitions=1)
+    g = unique("lkl-g")
+    tp = (t, 0)
+    assert ZooKeeperOffsetStore(zk, g).commit({tp: 20}).ok
+    gofs = GroupOffsets(zk, services.bootstrap_servers, g)
+
+    def lose(lock):
+        zk.delete(paths.group_lock_path(g) + "/" + lock._lock.node)
+
+    try:
+        with GroupLock(zk, g, "copy") as gofs.lock:
+            lose(gofs.lock)
+            with pytest.raises(GroupLockedError, match="lock was lost"):
+                copy_group(gofs, "zookeeper", "kafka", execute=True, backup_dir=str(tmp_path))
+        assert gofs.kafka_store.fetch([tp]) == {} and not list(tmp_path.iterdir())
+        assert gofs.kafka_store.commit({tp: 20}).ok  # Kafka = ZooKeeper: nothing to copy, straight to the fence
+        with GroupLock(zk, g, "cutover") as gofs.lock:
+            lose(gofs.lock)
+            with pytest.raises(GroupLockedError, match="lock was lost"):
+                cutover(gofs, execute=True, timeout=5, backup_dir=str(tmp_path))
+        assert state.read_phase(zk, g) is None
+        assert zk.exists(paths.group_ids_path(g)) is None or not zk.get_children(paths.group_ids_path(g))
+        from zkconsumer_migrate.fence import is_fenced
+        assert zk.exists(paths.group_ids_path(g)) is None or not is_fenced(zk.get_acls(paths.group_ids_path(g))[0])
+        with GroupLock(zk, g, "rollback") as gofs.lock:
+            lose(gofs.lock)
+            with pytest.raises(GroupLockedError, match="lock was lost"):
+                rollback_group(gofs, execute=True, backup_dir=str(tmp_path))
+        assert state.read_phase(zk, g) is None
+    finally:
+        gofs.close()
+
+    # verify: the lock lost between its checks and its phase record
+    from zkconsumer_migrate import cli as cli_mod
+
+    def verify_then_lose(gofs, *a, **kw):
+        rep = verify_group(gofs, *a, **kw)
+        for node in contenders(zk, g):
+            zk.delete(paths.group_lock_path(g) + "/" + node)
+        return rep
+    monkeypatch.setattr(cli_mod, "verify_group", verify_then_lose)
+    code, out, err = run_cli(cli_mod.cli, ["verify", "--group", g, "--phase", "dual", "--to", "kafka", "--json",
+                                           "--zookeeper", services.zookeeper_connect, "--bootstrap-server",
+                                           services.bootstrap_servers])
+    assert code == 1 and "lock was lost" in json.loads(out)["error"], (code, out, err)
+    assert state.read_phase(zk, g) is None

@@ -50,6 +50,7 @@ class Run:
                         PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
         self.env.pop("KAFKA_BOOTSTRAP", None)
         self.member, self.outputs, self.produced = None, [], set()
+        self.backup = None  # what BACKUP stands for in a runbook
         self.kafka_seen = set()  # delivered to broker-coordinated consumers
         self.parts = [(self.topic, p) for p in range(PARTITIONS)]
 
@@ -97,6 +98,8 @@ class Run:
         ran = []
         for cmd in commands:
             cmd = cmd.replace("orders-app", self.group).replace("--topic orders", "--topic " + self.topic)
+            if self.backup is not None:
+                cmd = cmd.replace("BACKUP", shlex.quote(self.backup))
             if cmd.startswith("kill -TERM $MEMBER"):
                 self.stop()
             elif cmd.endswith("&"):
@@ -190,14 +193,20 @@ def test_rollback_from_the_kafka_phase_stopped(services, zk, unique, tmp_path):
         run.stop()
 
 
+def _cut_over(run, zk):
+    """A group on ZooKeeper storage, its members stopped, cut over: cutover's stderr."""
+    _started_at_zero(run, zk)
+    run.consume(*ZOOKEEPER)
+    run.caught_up()
+    run.stop()
+    return zkmigrate(run.services, "cutover", "--group", run.group, "--execute", "--backup-dir", str(run.tmp),
+                     expect=0)[2]
+
+
 def test_rollback_after_cutover(services, zk, unique, tmp_path):
     run = Run(services, unique, tmp_path)
     try:
-        _started_at_zero(run, zk)
-        run.consume(*ZOOKEEPER)
-        run.caught_up()
-        run.stop()
-        zkmigrate(services, "cutover", "--group", run.group, "--execute", "--backup-dir", str(tmp_path), expect=0)
+        _cut_over(run, zk)
         # the broker-coordinated consumers take over, consume, commit, and are stopped
         run.produce(30)
         kc = KafkaConsumer(run.topic, bootstrap_servers=services.bootstrap_servers, group_id=run.group,
@@ -217,3 +226,17 @@ def test_rollback_after_cutover(services, zk, unique, tmp_path):
     finally:
         run.stop()
 
+
+def test_undoing_a_cutover_whose_new_consumers_never_started(services, zk, unique, tmp_path):
+    """The second block of "After cutover": restore the backup the cutover printed, roll back (the fence goes),
+    and the ZooKeeper members resume where they stopped."""
+    run = Run(services, unique, tmp_path)
+    try:
+        err = _cut_over(run, zk)
+        undo = [line for line in err.splitlines() if line.startswith("undo: zkmigrate restore ")]
+        assert len(undo) == 1, err
+        run.backup = shlex.split(undo[0])[3]
+        _sampled(run, runbook("After cutover", 1))
+        run.check_end(zk)
+    finally:
+        run.stop()

@@ -55,6 +55,7 @@ def _exported_names():
     cache.partition_counts["t"] = 1
     cache.log_end[("t", 0)] = 5
     cache.log_start[("t", 0)] = 0
+    cache.last_refresh_ok = 1700000000.0
     registry = CollectorRegistry(auto_describe=False)
     registry.register(MetricsCollector(conn))
     registry.register(LagCollector(cache, "c"))
@@ -85,7 +86,7 @@ def test_every_metric_the_dashboard_and_the_rules_use_is_exported():
         assert topic in titles, topic
     alerts = {r["alert"] for g in rules["groups"] for r in g["rules"]}
     assert {"ZkConsumerGroupLagGrowing", "ZkConsumerGroupWithoutOwners", "ZkConsumerMemberDegraded",
-            "ZkConsumerOffsetsExpireSoon", "ZkConsumerSplitBrain"} <= alerts
+            "ZkConsumerOffsetsExpireSoon", "ZkConsumerSplitBrain", "ZkConsumerExporterStale"} <= alerts
     for g in rules["groups"]:
         for r in g["rules"]:
             anchor = r["annotations"]["runbook"]

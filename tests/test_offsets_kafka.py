@@ -5,6 +5,7 @@ import time
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
+from zkconsumer import client_internals
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import OffsetStoreError
 from zkconsumer.offsets.kafka import KafkaOffsetStore
@@ -71,7 +72,7 @@ def test_reconnects_after_coordinator_connection_closed(services, unique, topic)
         assert store.commit({(topic, 0): 1}).ok
         store._drop_coordinator()  # what NOT_COORDINATOR does: disconnect, FindCoordinator again
         assert store.commit({(topic, 0): 2}).ok
-        store._admin._manager.close(store._node)  # connection dropped under us
+        client_internals.close_connection(store._admin, store._node)  # connection dropped under us
         assert store.fetch([(topic, 0)]) == {(topic, 0): 2}
 
 

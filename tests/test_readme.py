@@ -30,6 +30,8 @@ def test_first_screen():
     for link in re.findall(r"\]\(([^)#]+)\)", README):
         assert os.path.exists(os.path.join(ROOT, link)), link
     assert "§" not in README
+    for path in re.findall(r"`(tests/[\w/]+\.py)`", README):  # the guarantees name the tests that show them
+        assert os.path.exists(os.path.join(ROOT, path)), path
 
 
 def test_point_it_at_your_cluster(services, unique, zk):

@@ -28,6 +28,8 @@ def test_plan_rules():
     assert p[B]["new"] == 0 and "no current offset" in p[B]["note"]
     assert plan_reset("shift", 3, cur, lo, hi)[A]["new"] == 8
     assert plan_reset("shift", 30, cur, lo, hi)[A]["new"] == 10
+    p = plan_reset("current", None, cur, lo, hi)  # kafka-consumer-groups: the log end without a current offset
+    assert p[A]["new"] == 5 and p[B]["new"] == 7 and "log end" in p[B]["note"]
     p = plan_reset("datetime", 123, cur, lo, hi, {A: 4, B: None})
     assert p[A]["new"] == 4 and p[B]["new"] == 7 and "log end" in p[B]["note"]
     p = plan_reset("earliest", None, {("u", 0): 3}, lo, hi)

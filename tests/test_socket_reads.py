@@ -4,10 +4,9 @@ broker; other clients are left alone."""
 import select
 import socket
 import threading
-from types import SimpleNamespace
-
 from kafka.errors import KafkaConnectionError
 
+from zkconsumer import client_internals as internals
 from zkconsumer.consumer import socket_reads
 
 
@@ -22,12 +21,12 @@ def test_reads_return_every_byte_in_order_across_many_reads():
     data = bytes(range(256)) * (3 * socket_reads.READ_SIZE // 256 + 17)  # > 3 reads' worth
     sender = threading.Thread(target=theirs.sendall, args=(data,), daemon=True)
     sender.start()
-    transport = SimpleNamespace(_sock=ours)
+    transport = "transport"
     got = b""
     try:
         while len(got) < len(data):
             select.select([ours], [], [], 5.0)
-            chunk, err = socket_reads._sock_recv(transport)
+            chunk, err = socket_reads._sock_recv(transport, ours)
             assert err is None
             got += chunk
         assert got == data
@@ -42,10 +41,10 @@ def test_a_closed_peer_is_a_connection_error_as_in_kafka_python():
     theirs.sendall(b"last words")
     theirs.close()
     try:
-        data, err = socket_reads._sock_recv(SimpleNamespace(_sock=ours))
+        data, err = socket_reads._sock_recv("transport", ours)
         if err is None:  # the short read came first: the next read finds the end
             assert data == b"last words"
-            data, err = socket_reads._sock_recv(SimpleNamespace(_sock=ours))
+            data, err = socket_reads._sock_recv("transport", ours)
         assert isinstance(err, KafkaConnectionError) and "disconnected" in str(err)
     finally:
         ours.close()
@@ -79,8 +78,9 @@ def test_a_fetcher_client_reads_large_responses_whole_and_other_clients_keep_sto
                     out.extend((r.partition, r.offset, r.value) for r in recs)
                 if len(out) >= n:
                     break
-            patched = [conn for conn in c._manager._conns.values()
-                       if getattr(conn, "transport", None) is not None and "_sock_recv" in vars(conn.transport)]
+            patched = []
+            internals.plain_connections(c, lambda transport, sock: patched.append(
+                internals.socket_reader_replaced(transport)))
             return sorted(out), patched
         finally:
             c.close()
@@ -88,4 +88,4 @@ def test_a_fetcher_client_reads_large_responses_whole_and_other_clients_keep_sto
     plain, untouched = read(False)
     ours, patched = read(True)
     assert len(plain) == n and ours == plain
-    assert patched and not untouched
+    assert patched and all(patched) and not any(untouched)

@@ -11,14 +11,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
-from collections import Counter
 
 import pytest
-from kazoo.exceptions import NoNodeError
 
-from zkconsumer.layout import paths
+from spark_support import Producer, log_ends as _log_ends, member_ids as _ids, owners as _owners
+from spark_support import set_zk_offsets as _set_zk_offsets, wait_for as _wait, zk_offsets as _zk_offsets
 from zkconsumer.local.processes import free_port, log_tail
 
 pytestmark = pytest.mark.spark
@@ -27,103 +27,25 @@ JOB_TIMEOUT = 420  # seconds: spark-submit of a small job takes 20-60 s on 2 bus
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------
-def _wait(cond, timeout=60.0, step=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    return cond()
-
-
 def _get_json(url):
     with urllib.request.urlopen(url, timeout=3) as r:
         return json.loads(r.read().decode())
 
 
-def _zk_offsets(zk, group, topic):
-    base = paths.topic_offsets_path(group, topic)
-    if not zk.exists(base):
-        return {}
-    return {int(p): int(zk.get(base + "/" + p)[0]) for p in zk.get_children(base)}
-
-
-def _set_zk_offsets(zk, group, topic, offsets):
-    for p, off in offsets.items():
-        path = "%s/%d" % (paths.topic_offsets_path(group, topic), p)
-        zk.ensure_path(path)
-        zk.set(path, str(off).encode())
-
-
-def _owners(zk, group, topic):
-    """{partition: owner} now; a node released between the listing and its read counts as released."""
-    base = "%s/%s" % (paths.group_owners_path(group), topic)
-    try:
-        children = zk.get_children(base)
-    except NoNodeError:
-        return {}
-    out = {}
-    for c in children:
-        try:
-            out[int(c)] = zk.get(base + "/" + c)[0].decode()
-        except NoNodeError:
-            pass
-    return out
-
-
-def _ids(zk, group):
-    base = paths.group_ids_path(group)
-    return zk.get_children(base) if zk.exists(base) else []
-
-
-def _log_ends(services, topic, n):
-    from kafka import KafkaConsumer, TopicPartition
-    c = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, group_id=None)
-    try:
-        ends = c.end_offsets([TopicPartition(topic, p) for p in range(n)])
-        return {tp.partition: o for tp, o in ends.items()}
-    finally:
-        c.close()
-
-
-def _key_counts(services, topic, ranges):
-    """Independent reference: messages per key in ``{partition: (start, end)}``, read with one kafka-python
-    consumer (no Spark, no zkconsumer)."""
-    from kafka import KafkaConsumer, TopicPartition
-    c = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, group_id=None, enable_auto_commit=False,
-                      auto_offset_reset="none")
-    counts, seen = Counter(), set()
-    try:
-        todo = {TopicPartition(topic, p): (s, e) for p, (s, e) in ranges.items() if e > s}
-        c.assign(list(todo))
-        for tp, (s, _) in todo.items():
-            c.seek(tp, s)
-        deadline = time.monotonic() + 120
-        while todo and time.monotonic() < deadline:
-            for tp, recs in c.poll(timeout_ms=500).items():
-                for r in recs:
-                    if r.offset < todo.get(tp, (0, 0))[1] and (tp.partition, r.offset) not in seen:
-                        seen.add((tp.partition, r.offset))
-                        counts[json.loads(r.value)["key"]] += 1
-                if tp in todo and c.position(tp) >= todo[tp][1]:
-                    del todo[tp]
-        assert not todo, "reference read did not reach the ends: %s" % todo
-    finally:
-        c.close()
-    return counts
-
-
-def _output_counts(output):
-    """Sum of ``count`` per key over every Parquet file the job wrote (every batch directory)."""
+def _output_rows(output):
+    """Every (partition, offset) the job wrote (its records output, every batch directory), as a sorted list: a
+    record read twice appears twice."""
     import pyarrow.parquet as pq
-    counts = Counter()
-    files = glob.glob(os.path.join(output, "batch_id=*", "*.parquet"))
-    for f in files:
-        t = pq.read_table(f, columns=["key", "count"]).to_pydict()
-        for k, n in zip(t["key"], t["count"]):
-            counts[k] += n
-    return counts
+    rows = []
+    for f in glob.glob(os.path.join(output, "batch_id=*", "*.parquet")):
+        t = pq.read_table(f, columns=["partition", "offset"]).to_pydict()
+        rows.extend(zip(t["partition"], t["offset"]))
+    return sorted(rows)
+
+
+def _ranges(ranges):
+    """The exact (partition, offset) set of ``{partition: (start, end)}``, sorted."""
+    return sorted((p, o) for p, (s, e) in ranges.items() for o in range(s, e))
 
 
 class Job:
@@ -231,10 +153,12 @@ def _task_ends(events):
     return [e for e in events if e["Event"] == "SparkListenerTaskEnd"]
 
 
-def _job_args(services, group, topic, output, extra=()):
+def _job_args(services, group, topic, output, extra=(), starting="earliest"):
+    """The example job writing the records it read (--output-format records), so that every check compares the
+    exact set of (partition, offset) read with what was produced."""
     return ["--zookeeper", services.zookeeper_connect, "--bootstrap-server", services.bootstrap_servers,
-            "--group", group, "--topic", topic, "--output", output, "--starting-offsets", "earliest",
-            "--log-level", "INFO"] + list(extra)
+            "--group", group, "--topic", topic, "--output", output, "--output-format", "records",
+            "--log-level", "INFO"] + (["--starting-offsets", starting] if starting else []) + list(extra)
 
 
 # -- the cluster itself -----------------------------------------------------------------------------------------
@@ -285,9 +209,9 @@ def test_tasks_run_in_executor_jvms_and_import_the_shipped_package(spark_cluster
     assert line, out
     report = json.loads(line[0][len("PROBE "):])
     assert len(report["tasks"]) == 8
-    # every task's Python imported zkconsumer from the zip shipped with --py-files (the tree under test), not from
-    # an installed copy
-    assert all(".zip" in t["zkconsumer"] for t in report["tasks"]), report["tasks"]
+    # every task's Python imported zkconsumer, and kafka-python and kazoo, from the zip shipped with --py-files (the
+    # tree under test), not from an installed copy
+    assert all(".zip" in t[m] for t in report["tasks"] for m in ("zkconsumer", "kafka", "kazoo")), report["tasks"]
     # ... and ran under an executor JVM (CoarseGrainedExecutorBackend) of this application, started by a worker
     assert executors and {ex["app_id"] for ex in executors.values()} == {report["app"]}
     assert {ex["worker"] for ex in executors.values()} <= {"worker-0", "worker-1"}
@@ -304,12 +228,12 @@ def test_batch_job_on_cluster_reads_exactly_the_unconsumed_range(spark_cluster, 
     committed = {0: ends[0] // 2, 1: ends[1]}              # 2 and 3: nothing committed -> earliest
     _set_zk_offsets(zk, group, topic, committed)
     ranges = {p: (committed.get(p, 0), ends[p]) for p in range(4)}
-    want = _key_counts(services, topic, ranges)
-    assert sum(want.values()) == sum(e - s for s, e in ranges.values()) > 0
+    want = _ranges(ranges)
+    assert len(want) == sum(e - s for s, e in ranges.values()) > 0
     output = str(tmp_path / "out")
     job = Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, ["--batch"]))
     job.wait()
-    assert _output_counts(output) == want                   # exactly the unconsumed range: no more, no less
+    assert _output_rows(output) == want                     # exactly the unconsumed range: no more, no less
     assert _zk_offsets(zk, group, topic) == ends            # committed after the output was written
     events = job.events()
     execs = _executors_added(events)
@@ -318,7 +242,7 @@ def test_batch_job_on_cluster_reads_exactly_the_unconsumed_range(spark_cluster, 
     assert ran_on and ran_on <= set(execs), ran_on          # every task ran in an executor JVM, none in the driver
     # a second run finds nothing to read and changes nothing
     Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, ["--batch"]), name="again").wait()
-    assert _output_counts(output) == want and _zk_offsets(zk, group, topic) == ends
+    assert _output_rows(output) == want and _zk_offsets(zk, group, topic) == ends
 
 
 def test_streaming_job_on_cluster_reads_unconsumed_range_and_releases_owners(spark_cluster, services, zk, unique,
@@ -332,7 +256,8 @@ def test_streaming_job_on_cluster_reads_unconsumed_range_and_releases_owners(spa
     output = str(tmp_path / "out")
     ckpt_dir = tmp_path / "check points" / "job 1"             # a file: URI with spaces, not a plain path
     checkpoint = "file://" + str(ckpt_dir)
-    # a long ZooKeeper session: owner nodes that vanish within it were deleted (query listener or reaper), not expired
+    # a long ZooKeeper session: owner nodes that vanish within it were deleted (by the job's finish_query after its
+    # last commit), not expired
     job = Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, [
         "--checkpoint", checkpoint, "--trigger-seconds", "1", "--property", "zookeeper.session.timeout.ms=60000"]))
     try:
@@ -367,12 +292,68 @@ def test_streaming_job_on_cluster_reads_unconsumed_range_and_releases_owners(spa
     assert _wait(lambda: not _owners(zk, group, topic) and not _ids(zk, group), max(1.0, t0 + 45 - time.monotonic())), \
         (_owners(zk, group, topic), _ids(zk, group), "%.1f s after SIGTERM" % (time.monotonic() - t0))
     ranges = {p: (committed.get(p, 0), ends[p]) for p in range(4)}
-    got, want = _output_counts(output), _key_counts(services, topic, ranges)
-    assert got == want, (got, want, ranges)                                  # exactly the unconsumed range
+    got, want = _output_rows(output), _ranges(ranges)
+    assert got == want, (len(got), len(want), ranges)                        # exactly the unconsumed range
     assert _zk_offsets(zk, group, topic) == ends, (_zk_offsets(zk, group, topic), ends)
     assert os.path.isdir(ckpt_dir / "offsets") and os.path.isdir(ckpt_dir / "commits")
     last = checkpoint_end()
     assert last == ends, (last, ends, sorted(os.listdir(ckpt_dir / "commits")))
+
+
+def test_partitions_added_while_producing_are_read_from_their_first_record(spark_cluster, services, zk, unique,
+                                                                           tmp_path):
+    """Spark's rule for partitions that join a running query: they start at earliest, whatever startingOffsets says.
+    The job runs with the default startingOffsets (latest); two partitions are added while a producer writes to
+    every partition; rebalance.settle.ms=15000 holds the member's claim back, so the new partitions hold records
+    before the member adopts them. Every record produced is read exactly once."""
+    topic, group = services.create_topic(unique("pa"), 2), unique("g")
+    _set_zk_offsets(zk, group, topic, {0: 0, 1: 0})             # the first partitions: from the group's offsets
+    output, ckpt = str(tmp_path / "out"), str(tmp_path / "ckpt")
+    job = Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, [
+        "--checkpoint", ckpt, "--trigger-seconds", "1", "--property", "rebalance.settle.ms=15000"], starting=None))
+    producer, early, stop = Producer(services), Producer(services), threading.Event()
+    partitions = [0, 1]
+
+    def produce():
+        while not stop.is_set():
+            for p in list(partitions):
+                producer.send(topic, 1, partition=p)
+            time.sleep(0.2)
+    writer = threading.Thread(target=produce, daemon=True)
+    try:
+        assert _wait(lambda: len(_owners(zk, group, topic)) == 2, 240), \
+            "the job did not claim the partitions; driver log:\n%s" % log_tail(job.log, 60)
+        writer.start()
+        assert _wait(lambda: sum(_zk_offsets(zk, group, topic).values()) >= 20, 180), log_tail(job.log, 40)
+        altered = time.monotonic()
+        services.create_topic(topic, 4)                           # kafka-topics --alter --partitions 4
+        early.send(topic, 5, partition=2)                         # at once, well within the 15 s before the claim
+        early.send(topic, 5, partition=3)
+        # the case under test: the new partitions hold records before the member adopts them
+        assert not {2, 3} & set(_owners(zk, group, topic)), \
+            "the member claimed the new partitions %.1f s after they were added, before their first records were " \
+            "written: raise rebalance.settle.ms for this machine" % (time.monotonic() - altered)
+        partitions[:] = producer.partitions(topic, at_least=4)
+        assert partitions == [0, 1, 2, 3]
+        assert _wait(lambda: len(_owners(zk, group, topic)) == 4, 120), log_tail(job.log, 40)
+        time.sleep(3)                                              # producing on, to all four
+        stop.set()
+        writer.join(60)
+        ends = _log_ends(services, topic, 4)
+        assert all(ends[p] > 0 for p in (2, 3)), ends
+        assert _wait(lambda: _zk_offsets(zk, group, topic) == ends, 180), (_zk_offsets(zk, group, topic), ends,
+                                                                            log_tail(job.log, 40))
+        driver = job.driver_python()
+        assert driver, "no driver Python process under spark-submit"
+        os.kill(driver, signal.SIGTERM)
+        job.wait(180)
+    finally:
+        stop.set()
+        producer.close()
+        early.close()
+        job.kill()
+    produced = producer.acked | early.acked
+    assert _output_rows(output) == sorted(produced), (len(_output_rows(output)), len(produced))
 
 
 def _kill_busy_executor(job, cluster, timeout=240):
@@ -413,8 +394,8 @@ def test_executor_killed_mid_batch_task_retried_sink_exact(spark_cluster, servic
         assert (e["Stage ID"], e["Task Info"]["Index"]) in ok, e["Task Info"]
     assert any(e["Event"] == "SparkListenerExecutorRemoved" and e["Executor ID"] == killed["executor_id"]
                for e in events)
-    # the sink: every message counted once (no duplicates, no gaps); the group committed up to the log end
-    assert _output_counts(output) == _key_counts(services, topic, {p: (0, ends[p]) for p in range(4)})
+    # the sink: every record written once (no duplicates, no gaps); the group committed up to the log end
+    assert _output_rows(output) == _ranges({p: (0, ends[p]) for p in range(4)})
     assert _zk_offsets(zk, group, topic) == ends
     assert len(glob.glob(os.path.join(output, "batch_id=*"))) >= 4       # maxOffsetsPerTrigger: several batches
 
@@ -463,5 +444,5 @@ def test_driver_killed_and_restarted_resumes_from_checkpoint(spark_cluster, serv
         again.kill()
     # resumed after the batches finished before the kill: their output was not rewritten
     assert _files_of_batches(output, done) == kept
-    assert _output_counts(output) == _key_counts(services, topic, {p: (0, ends[p]) for p in range(4)})
+    assert _output_rows(output) == _ranges({p: (0, ends[p]) for p in range(4)})   # every record once
     assert _zk_offsets(zk, group, topic) == ends

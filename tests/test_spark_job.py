@@ -3,29 +3,34 @@ import glob
 
 import pytest
 
-from zkconsumer.layout import paths
-
 pytestmark = pytest.mark.spark
 
 
 def test_job_available_now_writes_parquet_and_commits_exactly(spark, services, zk, unique, tmp_path):
+    """The job with --output-format records: exactly the records produced, each once; the group's offsets committed to
+    the log ends (commit-after-output), then the member released (finish_query); the counts of the default output
+    format are those records counted per key and minute."""
     from zkconsumer.spark import job
+    from spark_support import member_ids, owners, produced_set, zk_offsets
     topic, group = services.create_topic(unique("job"), 3), unique("g")
     services.produce(topic, 50)
     opts = {"zookeeper.connect": services.zookeeper_connect, "group.id": group, "subscribe": topic,
             "startingOffsets": "earliest", "maxOffsetsPerTrigger": "20"}
     out, ckpt = str(tmp_path / "out"), str(tmp_path / "ckpt")
-    job.run(spark, opts, out, ckpt, available_now=True, timeout=120)
+    job.run(spark, opts, out, ckpt, available_now=True, timeout=120, output_format="records")
     assert len(glob.glob(out + "/batch_id=*")) >= 3
     df = spark.read.parquet(out)
-    assert set(df.columns) >= {"key", "minute", "count", "batch_id"}
-    assert df.groupBy().sum("count").collect()[0][0] == 50
-    assert {r.key for r in df.select("key").distinct().collect()} == {"k%d" % i for i in range(10)}
-    base = paths.topic_offsets_path(group, topic)
-    assert sum(int(zk.get(base + "/" + p)[0]) for p in zk.get_children(base)) == 50   # committed after output
+    assert set(df.columns) >= {"topic", "partition", "offset", "key", "value", "timestamp", "batch_id"}
+    rows = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
+    assert rows == sorted(produced_set(services, topic, 3))
+    ends = {p: len([o for q, o in rows if q == p]) for p in range(3)}
+    assert zk_offsets(zk, group, topic) == ends                                   # committed after output
+    assert not owners(zk, group, topic) and not member_ids(zk, group)           # released after the last commit
+    counts = job.counts_per_key_per_minute(df).groupBy("key").sum("count").collect()
+    assert {r.key: r["sum(count)"] for r in counts} == {"k%d" % i: 5 for i in range(10)}
     # nothing new: a second run writes nothing and commits nothing backwards
-    job.run(spark, opts, out, ckpt, available_now=True, timeout=120)
-    assert sum(int(zk.get(base + "/" + p)[0]) for p in zk.get_children(base)) == 50
+    job.run(spark, opts, out, ckpt, available_now=True, timeout=120, output_format="records")
+    assert zk_offsets(zk, group, topic) == ends
 
 
 def test_throughput_helper(spark, services, unique):

@@ -2,6 +2,7 @@
 failOnDataLoss - on the shared local[2] session against the real ZooKeeper + Apache Kafka."""
 import pytest
 
+from spark_support import delete_records, source_options as _opts
 from zkconsumer.layout import paths
 from zkconsumer.spark.offsets import split_ranges
 
@@ -42,13 +43,6 @@ def test_split_ranges():
     t = split_ranges({a: (0, 3)}, min_partitions=10)                           # never more tasks than offsets
     assert t == [(a, 0, 1), (a, 1, 2), (a, 2, 3)]
     assert split_ranges({c: (5, 5)}, min_partitions=4) == []
-
-
-def _opts(services, group, topic, **extra):
-    o = {"zookeeper.connect": services.zookeeper_connect, "group.id": group, "subscribe": topic,
-         "kafka.bootstrap.servers": services.bootstrap_servers, "startingOffsets": "earliest"}
-    o.update({k: str(v) for k, v in extra.items()})
-    return o
 
 
 def _produce_with_headers(services, topic, n):
@@ -102,16 +96,11 @@ def test_headers_and_range_splitting(spark, services, unique, tmp_path):
 
 
 def test_fail_on_data_loss(spark, services, zk, unique):
-    from kafka import KafkaAdminClient, TopicPartition
     from zkconsumer.spark import plan_batch
     from zkconsumer.spark.kafka_io import DataLossError
     topic, group = services.create_topic(unique("ol"), 1), unique("g")
     services.produce(topic, 30)
-    admin = KafkaAdminClient(bootstrap_servers=services.bootstrap_servers)
-    try:
-        admin.delete_records({TopicPartition(topic, 0): 10})        # offsets 0..9 are gone (as after retention)
-    finally:
-        admin.close()
+    delete_records(services, topic, 0, 10)                          # offsets 0..9 are gone (as after retention)
     path = "%s/0" % paths.topic_offsets_path(group, topic)
     zk.ensure_path(path)
     zk.set(path, b"5")                                              # the group committed 5: 5..9 were lost
@@ -127,3 +116,65 @@ def test_fail_on_data_loss(spark, services, zk, unique):
     assert plan_batch(dict(opts, failOnDataLoss="false")).total == 0
     with pytest.raises(Exception, match="failOnDataLoss"):
         spark.read.format("zkconsumer").options(**opts).load().collect()
+
+
+def test_spark_option_parity(services, tmp_path, caplog):
+    """What Spark's Kafka source accepts, accepted: assign, groupIdPrefix, fetchOffset.*, kafka.group.id (with
+    Spark's warning), unknown kafka.* names (passed through where kafka-python has them, else a warning), Java key
+    and trust stores (JKS, PKCS12) as Spark users give them, and Spark's rules for the ending options."""
+    import logging
+    from zkconsumer.errors import ConfigError
+    from zkconsumer.spark.kafka_options import GROUP_ID_WARNING
+    from zkconsumer.spark.options import parse_options
+    from tls_support import make_java_stores, make_pki
+    base = {"zookeeper.connect": services.zookeeper_connect, "group.id": "g"}
+    o = parse_options(dict(base, assign='{"b": [2, 0], "a": [1]}'))
+    assert o.assign == (("a", 1), ("b", 0), ("b", 2)) and o.topics == ("a", "b") and o.pattern is None
+    for value, m in [("t", "JSON like"), ('{"t": 1}', "list of partitions"), ('{"t": [-1]}', "bad partition"),
+                     ('{"bad/name": [0]}', "topic"), ("{}", "JSON like")]:
+        with pytest.raises(ConfigError, match="assign.*" + m):
+            parse_options(dict(base, assign=value))
+    with pytest.raises(ConfigError, match="assign/subscribe.*exactly one"):
+        parse_options(dict(base, assign='{"t": [0]}', subscribe="t"))
+    # fetchOffset.* (Spark's defaults: 3 attempts, 10 ms apart), groupIdPrefix names the clients
+    o = parse_options(dict(base, subscribe="t"))
+    assert (o.fetch_offset_retries, o.fetch_offset_retry_interval_ms, o.client_id) == (3, 10, "zkconsumer-spark")
+    o = parse_options(dict(base, subscribe="t", **{"fetchOffset.numRetries": "5", "fetchOffset.retryIntervalMs": "0",
+                                                   "groupIdPrefix": "etl"}))
+    assert (o.fetch_offset_retries, o.fetch_offset_retry_interval_ms, o.client_id) == (5, 0, "etl")
+    for key, value in (("fetchOffset.numRetries", "0"), ("fetchOffset.retryIntervalMs", "-1"),
+                       ("groupIdPrefix", " ")):
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            parse_options(dict(base, subscribe="t", **{key: value}))
+    # kafka.group.id: accepted with Spark's warning (groupIdPrefix then ignored, as Spark says); unknown kafka.*
+    # names are ignored with a warning, known ones passed through
+    with caplog.at_level(logging.WARNING, logger="zkconsumer.spark"):
+        o = parse_options(dict(base, subscribe="t", groupIdPrefix="etl", **{
+            "kafka.group.id": "spark-side", "kafka.fetch.bogus.ms": "1", "kafka.max.poll.records": "7"}))
+    assert dict(o.kafka_params) == {"group_id": "spark-side", "max_poll_records": 7} and o.client_id == \
+        "zkconsumer-spark"
+    text = caplog.text
+    assert GROUP_ID_WARNING in text and "groupIdPrefix will be ignored" in text
+    assert "kafka.fetch.bogus.ms is not a setting of kafka-python" in text
+    # endingTimestamp: Spark checks no order between the global timestamps (a later start reads nothing)
+    o = parse_options(dict(base, subscribe="t", startingTimestamp="9", endingTimestamp="5"))
+    assert (o.starting_timestamp, o.ending_timestamp, o.ending_given) == (9, 5, ())
+    # the Java stores, as a Spark user writes them (kafka.ssl.*); a wrong password names the option, never the value
+    stores = make_java_stores(make_pki(tmp_path), tmp_path)
+    tls = {"kafka.security.protocol": "SSL", "kafka.ssl.truststore.location": stores.truststore_jks,
+           "kafka.ssl.truststore.password": stores.store_password}
+    for keystore in ({"kafka.ssl.keystore.location": stores.keystore_jks, "kafka.ssl.keystore.password":
+                      stores.store_password, "kafka.ssl.key.password": stores.key_password},
+                     {"kafka.ssl.keystore.location": stores.keystore_p12, "kafka.ssl.keystore.type": "PKCS12",
+                      "kafka.ssl.keystore.password": stores.store_password}):
+        sec = parse_options(dict(base, subscribe="t", **tls, **keystore)).kafka_security
+        assert sec.truststore == stores.truststore_jks and sec.keystore == keystore["kafka.ssl.keystore.location"]
+        assert stores.store_password not in repr(sec) and "ssl_context" in sec.client_kwargs()
+    for key, wrong in (("kafka.ssl.truststore.password", "nope"), ("kafka.ssl.key.password", "nope")):
+        opts = dict(base, subscribe="t", **tls, **{"kafka.ssl.keystore.location": stores.keystore_jks,
+                                                   "kafka.ssl.keystore.password": stores.store_password,
+                                                   "kafka.ssl.key.password": stores.key_password})
+        opts[key] = wrong
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")) as e:
+            parse_options(opts)
+        assert "nope" not in str(e.value) and stores.store_password not in str(e.value)

@@ -8,30 +8,9 @@ import pytest
 
 pytestmark = pytest.mark.spark
 
+from spark_support import owners as _owners, produced_set, set_zk_offsets as _set_zk_offsets  # noqa: E402
+from spark_support import source_options as _opts, wait_for as _wait, zk_offsets  # noqa: E402
 from zkconsumer.layout import paths  # noqa: E402
-
-
-def _opts(services, group, topic, **extra):
-    o = {"zookeeper.connect": services.zookeeper_connect, "group.id": group, "subscribe": topic,
-         "kafka.bootstrap.servers": services.bootstrap_servers, "startingOffsets": "earliest"}
-    o.update({k: str(v) for k, v in extra.items()})
-    return o
-
-
-def _set_zk_offsets(zk, group, topic, offsets):
-    for p, off in offsets.items():
-        path = "%s/%d" % (paths.topic_offsets_path(group, topic), p)
-        zk.ensure_path(path)
-        zk.set(path, str(off).encode())
-
-
-def _zk_offsets(zk, group, topic, n):
-    out = {}
-    for p in range(n):
-        path = "%s/%d" % (paths.topic_offsets_path(group, topic), p)
-        if zk.exists(path):
-            out[p] = int(zk.get(path)[0])
-    return out
 
 
 def test_batch_reads_committed_to_log_end(spark, services, zk, unique):
@@ -48,13 +27,13 @@ def test_batch_reads_committed_to_log_end(spark, services, zk, unique):
     want = sorted([(0, o) for o in range(3, plan.end[(topic, 0)])] + [(1, o) for o in range(plan.end[(topic, 1)])])
     assert got == want
     assert all(json.loads(r.value)["key"] == r.key.decode() for r in rows)
-    assert _zk_offsets(zk, group, topic, 2) == {0: 3}  # batch read commits nothing
+    assert zk_offsets(zk, group, topic) == {0: 3}  # batch read commits nothing
     rep = commit_batch(opts, plan.end)
-    assert _zk_offsets(zk, group, topic, 2) == {0: plan.end[(topic, 0)], 1: plan.end[(topic, 1)]}
+    assert zk_offsets(zk, group, topic) == {0: plan.end[(topic, 0)], 1: plan.end[(topic, 1)]}
     assert not rep["failed"]
     assert spark.read.format("zkconsumer").options(**opts).load().count() == 0
     commit_batch(opts, {(topic, 0): 1})                # never backwards
-    assert _zk_offsets(zk, group, topic, 2)[0] == plan.end[(topic, 0)]
+    assert zk_offsets(zk, group, topic)[0] == plan.end[(topic, 0)]
 
 
 def test_bad_options_are_clear(services, unique):
@@ -73,23 +52,6 @@ def test_bad_options_are_clear(services, unique):
         parse_options(dict(base, subscribe="t", bogus="1"))
 
 
-def _owners(zk, group, topic):
-    base = "%s/%s" % (paths.group_owners_path(group), topic)
-    if not zk.exists(base):
-        return {}
-    return {int(c): zk.get(base + "/" + c)[0].decode() for c in zk.get_children(base)}
-
-
-def _wait(cond, timeout=30.0, step=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    return cond()
-
-
 def _run_available_now(spark, opts, ckpt, zk=None, group=None, topic=None, n=2):
     """Run an availableNow query with foreachBatch; returns ([(batch_id, rows)], [zk offsets seen in each batch])."""
     batches, seen = [], []
@@ -98,7 +60,7 @@ def _run_available_now(spark, opts, ckpt, zk=None, group=None, topic=None, n=2):
         rows = [(r.partition, r.offset, r.value) for r in df.select("partition", "offset", "value").collect()]
         batches.append((batch_id, rows))
         if zk is not None:
-            seen.append((batch_id, _zk_offsets(zk, group, topic, n)))
+            seen.append((batch_id, zk_offsets(zk, group, topic)))
 
     q = (spark.readStream.format("zkconsumer").options(**opts).load()
          .writeStream.foreachBatch(each).option("checkpointLocation", ckpt).trigger(availableNow=True).start())
@@ -117,28 +79,29 @@ def test_streaming_commits_follow_batches_and_restart_continues(spark, services,
     data_batches = [(b, rows) for b, rows in batches if rows]
     assert len(data_batches) >= 4 and all(len(rows) <= 8 for _, rows in batches)   # maxOffsetsPerTrigger holds
     first = sorted((p, o) for _, rows in batches for p, o, _ in rows)
-    assert len(first) == 30 and len(set(first)) == 30
+    assert first == sorted(produced_set(services, topic, 2))                          # every record once
     # the group's ZooKeeper offsets follow the batches: while batch N is written, batch N-1 is committed
     for b, offs in seen:
         if b >= 1:
             want = {p: o for (t, p), o in read_checkpoint_offsets(ckpt, b - 1).items()}
             assert {p: o for p, o in offs.items() if p in want} == want, (b, offs, want)
-    # owner nodes and the registration go away when the query ends (reaper), not after the session timeout
-    assert _wait(lambda: not _owners(zk, group, topic), 10), _owners(zk, group, topic)
+    # owner nodes and the registration go away when the query ends: the application did not release the member
+    # (finish_query), so they end with its ZooKeeper session (6 s; the reaper only acts when the driver died)
+    assert _wait(lambda: not _owners(zk, group, topic), 20), _owners(zk, group, topic)
     assert not zk.get_children(paths.group_ids_path(group))
     # commit-after-output for the last batch (Spark never calls commit for it)
     last = last_committed_end(ckpt)
     commit_batch(opts, last)
     ends = {p: o for (t, p), o in last.items()}
-    assert sum(ends.values()) == 30 and _zk_offsets(zk, group, topic, 2) == ends
+    assert sum(ends.values()) == 30 and zk_offsets(zk, group, topic) == ends
     # restart from the checkpoint: only the new messages, none lost, none twice
     services.produce(topic, 12)
     batches2, _ = _run_available_now(spark, opts, ckpt)
     second = sorted((p, o) for _, rows in batches2 for p, o, _ in rows)
-    assert len(second) == 12 and not set(second) & set(first)
+    assert second == sorted(produced_set(services, topic, 2, since={p: o for (_t, p), o in last.items()}))
     assert all(o >= ends[p] for p, o in second)
     commit_batch(opts, last_committed_end(ckpt))
-    assert sum(_zk_offsets(zk, group, topic, 2).values()) == 42
+    assert sum(zk_offsets(zk, group, topic).values()) == 42
 
 
 def test_spark_member_and_plain_consumer_share_partitions(spark, services, zk, unique, tmp_path):
@@ -177,7 +140,7 @@ def test_spark_member_and_plain_consumer_share_partitions(spark, services, zk, u
         assert {p for p, _ in spark_rows} == spark_parts
         assert {r["partition"] for r in plain_rows} == set(range(4)) - spark_parts
         allrows = spark_rows + [(r["partition"], r["offset"]) for r in plain_rows]
-        assert len(allrows) == 40 and len(set(allrows)) == 40          # each message read exactly once
+        assert sorted(allrows) == sorted(produced_set(services, topic, 4))  # each message read exactly once
         q.stop()
         q = None
         # the spark member's owner nodes are released when the query stops: the plain member takes everything
@@ -207,7 +170,7 @@ def test_kafka_storage_with_dual_commit_writes_both(spark, services, zk, unique,
     assert isinstance(store, DualOffsetStore)
     try:
         batches, _ = _run_available_now(spark, opts, ckpt)
-        assert sum(len(r) for _, r in batches) == 20
+        assert sorted((p, o) for _, r in batches for p, o, _ in r) == sorted(produced_set(services, topic, 2))
         mid = store.fetch_both([(topic, 0), (topic, 1)])
         assert any(z is not None for z, k in mid.values())
         assert all(z == k for z, k in mid.values()), mid           # source commits wrote both stores
@@ -226,7 +189,7 @@ def test_restart_when_store_is_ahead_of_checkpoint_starts_from_store(spark, serv
     ckpt = str(tmp_path / "ckpt")
     _run_available_now(spark, opts, ckpt, n=1)
     commit_batch(opts, last_committed_end(ckpt))
-    assert _zk_offsets(zk, group, topic, 1) == {0: 10}
+    assert zk_offsets(zk, group, topic) == {0: 10}
     services.produce(topic, 10)
     _set_zk_offsets(zk, group, topic, {0: 14})           # the group moved on while the query was down
     batches, _ = _run_available_now(spark, opts, ckpt, n=1)

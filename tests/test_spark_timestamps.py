@@ -128,11 +128,11 @@ def test_kafka_passthrough_options(services):
         ("SASL_SSL", "SCRAM-SHA-512", "etl", "s3cret", False)
     assert dict(o.kafka_params) == {"request_timeout_ms": 30000, "ssl_cafile": "/ca.pem"}
     assert "s3cret" not in repr(o)
-    # refused as by Spark's Kafka source (and kafka.group.id: it would break the legacy group's semantics)
-    for key, m in [("kafka.group.id", "consumer group"), ("kafka.auto.offset.reset", "startingOffsets"),
+    # refused as by Spark's Kafka source
+    for key, m in [("kafka.auto.offset.reset", "startingOffsets"),
                    ("kafka.key.deserializer", "bytes"), ("kafka.value.deserializer", "bytes"),
                    ("kafka.enable.auto.commit", "commits"), ("kafka.interceptor.classes", "not safe"),
-                   ("kafka.fetch.bogus.ms", "kafka-python has no"), ("kafka.max.poll.records", "type")]:
+                   ("kafka.max.poll.records", "type")]:
         with pytest.raises(ConfigError, match=key.replace(".", r"\.") + ".*" + m):
             parse_options(dict(base, **{key: "x"}))
     with pytest.raises(ConfigError) as e:
@@ -160,13 +160,17 @@ def test_kafka_passthrough_reaches_the_clients(spark, services, unique):
 
 
 def test_streaming_refuses_ending_options_and_starts_by_timestamp(spark, services, unique, tmp_path, stamped):
+    """As Spark's Kafka source (KafkaSourceProvider.validateStreamOptions): endingOffsetsByTimestamp and endingOffsets
+    fail a streaming query; endingTimestamp is ignored there (the query below reads past it)."""
     topic, group = stamped, unique("g")
-    q = (spark.readStream.format("zkconsumer").options(**_opts(services, group, topic, endingTimestamp=T0)).load()
+    q = (spark.readStream.format("zkconsumer").options(**_opts(services, group, topic, endingOffsetsByTimestamp=(
+        json.dumps({topic: {"0": T0, "1": T0}})))).load()
          .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "c1")).start())
-    with pytest.raises(Exception, match="endingTimestamp.*not valid in streaming queries"):
+    with pytest.raises(Exception, match="endingOffsetsByTimestamp.*ending timestamp not valid in streaming queries"):
         q.awaitTermination(60)
     rows = []
-    q = (spark.readStream.format("zkconsumer").options(**_opts(services, group, topic, startingTimestamp=T0 + 6500))
+    q = (spark.readStream.format("zkconsumer").options(**_opts(services, group, topic, startingTimestamp=T0 + 6500,
+                                                              endingTimestamp=T0 + 7500))
          .load().writeStream.foreachBatch(lambda df, b: rows.extend((r.partition, r.offset) for r in df.collect()))
          .option("checkpointLocation", str(tmp_path / "c2")).trigger(availableNow=True).start())
     assert q.awaitTermination(120) and q.exception() is None, q.exception()

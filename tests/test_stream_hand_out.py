@@ -63,18 +63,18 @@ def _drain(s):
 
 @pytest.mark.parametrize("record", [R, ConsumerRecord])
 def test_a_generation_bump_stops_the_rest_of_the_chunk(record):
-    part = _part()
-    s, g, q = _stream(_chunk(0, range(5), part, record))
+    old, new = _part(), _part()
+    s, g, q = _stream(_chunk(0, range(5), old, record))
     got = []
     for rec in s:
         got.append(rec.offset)
         if rec.offset == 1:
             g.value = 1  # a rebalance: what is left of generation 0 must not be handed out
-            q.put(_chunk(1, [10, 11], part, record))
+            q.put(_chunk(1, [10, 11], new, record))
         if rec.offset == 11:
             break
     assert got == [0, 1, 10, 11]
-    assert part.consumed == 12
+    assert (old.consumed, new.consumed) == (2, 12)
 
 
 def test_next_and_give_back_mixed_into_a_for_loop():

@@ -54,3 +54,34 @@ def make_pki(directory) -> TestPki:
     return TestPki(ca=ca, wrong_ca=wrong, keystore=os.path.join(d, "broker.p12"),
                    keystore_password=KEYSTORE_PASSWORD, truststore=os.path.join(d, "trust.p12"),
                    client_cert=os.path.join(d, "client.pem"), client_key=os.path.join(d, "client.key"))
+
+
+@dataclass(frozen=True)
+class JavaStores:
+    """The client's PKI as a Spark (Java client) user keeps it: a JKS truststore with the CA, and the client's key
+    and certificate as a PKCS12 keystore and as a JKS keystore whose key has a password of its own."""
+    truststore_jks: str
+    keystore_p12: str
+    keystore_jks: str
+    store_password: str
+    key_password: str       # the JKS keystore's key password (the PKCS12 one uses store_password)
+
+
+def make_java_stores(pki: TestPki, directory) -> JavaStores:
+    d = os.path.join(str(directory), "java-stores")
+    os.makedirs(d, exist_ok=True)
+    store_pw, key_pw = "client-store-pw", "client-key-pw-2"
+
+    def keytool(*args):
+        out = subprocess.run(("keytool",) + args, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        assert out.returncode == 0, "keytool %s failed: %s" % (" ".join(args), out.stdout.decode(errors="replace"))
+    keytool("-importcert", "-noprompt", "-alias", "ca", "-file", pki.ca, "-keystore", "trust.jks", "-storetype", "JKS",
+            "-storepass", store_pw)
+    _openssl("pkcs12", "-export", "-in", pki.client_cert, "-inkey", pki.client_key, "-passin",
+             "pass:" + CLIENT_KEY_PASSWORD, "-certfile", pki.ca, "-name", "client", "-out", "client.p12",
+             "-passout", "pass:" + store_pw, cwd=d)
+    keytool("-importkeystore", "-noprompt", "-srckeystore", "client.p12", "-srcstoretype", "PKCS12", "-srcstorepass",
+            store_pw, "-destkeystore", "client.jks", "-deststoretype", "JKS", "-deststorepass", store_pw,
+            "-destkeypass", key_pw)
+    return JavaStores(truststore_jks=os.path.join(d, "trust.jks"), keystore_p12=os.path.join(d, "client.p12"),
+                      keystore_jks=os.path.join(d, "client.jks"), store_password=store_pw, key_password=key_pw)

@@ -29,7 +29,7 @@ from typing import List, Optional
 
 import kafka.errors as Errors
 from kafka.protocol.admin import DescribeGroupsRequest
-from kafka.protocol.metadata import CoordinatorType, FindCoordinatorRequest
+from kafka.protocol.metadata import FindCoordinatorRequest
 
 from zkconsumer.errors import BrokerGroupDescribeError, ClusterUnavailableError
 from zkconsumer.layout import validate_group
@@ -86,31 +86,31 @@ def describe_broker_group(bootstrap_servers, group: str, timeout_ms: int = 5000,
     """
     from zkconsumer.kafka_connect_errors import connect_error
     from zkconsumer.kafka_security import PLAINTEXT
-    from zkconsumer.offsets.kafka import _AdminClient
+    from zkconsumer import client_internals as internals
     security = security or PLAINTEXT
     group = validate_group(group)
     servers = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
     try:
-        admin = _AdminClient(bootstrap_servers=bootstrap_servers, client_id="zkmigrate-describe",
+        admin = internals.AdminClient(bootstrap_servers=bootstrap_servers, client_id="zkmigrate-describe",
                              request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms,
                              reconnect_backoff_ms=50, reconnect_backoff_max_ms=500, **security.client_kwargs())
     except Exception as e:
         raise connect_error("reach Kafka to describe the broker-side group %s" % group, servers, security, e) from e
     try:
         async def go():
-            mgr = admin._manager
-            resp = await mgr.send(FindCoordinatorRequest(key=group, key_type=0, max_version=3))
-            node = mgr.cluster.add_coordinator(resp, CoordinatorType.GROUP, group, synthesize_node_id=True)
-            classic = _classic(group, await mgr.send(DescribeGroupsRequest[0](groups=[group]), node_id=node))
+            resp = await internals.send(admin, FindCoordinatorRequest(key=group, key_type=0, max_version=3))
+            node = internals.add_group_coordinator(admin, resp, group)
+            classic = _classic(group, await internals.send(admin, DescribeGroupsRequest[0](groups=[group]),
+                                                           node_id=node))
             if classic.state != "Dead" or classic.members or classic.error not in (None, "GroupIdNotFoundError"):
                 return classic, None
             try:  # sent at the highest version both know; a broker without API 69 fails it before sending
                 req = ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False)
-                return classic, await mgr.send(req, node_id=node)
+                return classic, await internals.send(admin, req, node_id=node)
             except Errors.IncompatibleBrokerVersion:
                 return classic, None
         try:
-            classic, resp = admin._manager.run(go)
+            classic, resp = internals.run(admin, go)
         except (Errors.KafkaError, OSError) as e:
             raise ClusterUnavailableError("DescribeGroups for group %s at %s failed: %r" % (group, servers, e)) from e
     finally:

@@ -131,6 +131,13 @@ _KEYS: Tuple[_Key, ...] = (
     _Key("ssl.keyfile", "security", None, "Extension: PEM file of the client certificate's private key (with ssl.certfile).", extension=True),
     _Key("ssl.password.file", "security", None, "Extension: a file holding the password of an encrypted ssl.keyfile (first line).", extension=True),
     _Key("ssl.endpoint.identification.algorithm", "security", "https", "Extension: https = check that the broker's certificate names the host connected to; empty = do not.", extension=True),
+    _Key("ssl.truststore.location", "security", None, "Extension: the Java client's truststore (instead of ssl.cafile): the CA certificates that signed the brokers' certificates, in a store of ssl.truststore.type.", extension=True),
+    _Key("ssl.truststore.type", "security", "JKS", "Extension: JKS (as Kafka's default), PKCS12 (needs the cryptography package) or PEM.", extension=True),
+    _Key("ssl.truststore.password", "security", None, "Extension: the truststore's password (checks its integrity; never printed, refused on a command line: put it in the --config file).", extension=True),
+    _Key("ssl.keystore.location", "security", None, "Extension: the Java client's keystore (instead of ssl.certfile/ssl.keyfile): the client's private key and certificate, in a store of ssl.keystore.type.", extension=True),
+    _Key("ssl.keystore.type", "security", "JKS", "Extension: JKS (as Kafka's default), PKCS12 (needs the cryptography package) or PEM (the key and its chain in one file).", extension=True),
+    _Key("ssl.keystore.password", "security", None, "Extension: the keystore's password (never printed, refused on a command line).", extension=True),
+    _Key("ssl.key.password", "security", None, "Extension: the password of the private key in the keystore (JKS: defaults to the keystore's password) or of an encrypted PEM key (never printed, refused on a command line).", extension=True),
     _Key("zookeeper.suspended.grace.ms", "int", 1000, "Extension: how long fetching continues after a ZooKeeper disconnect before delivery pauses; must be < zookeeper.session.timeout.ms (when unset and the session timeout is <= 1000, defaults to half of it).", lo=0, extension=True),
     _Key("zookeeper.auth.scheme", "enum", "none", "Extension: how the member authenticates to ZooKeeper: none, digest (the digest scheme: addauth digest user:password) or sasl (SASL with zookeeper.sasl.mechanism, no JAAS file needed); digest and sasl read the user and password from zookeeper.auth.credentials.file.", choices=("none", "digest", "sasl"), extension=True),
     _Key("zookeeper.auth.credentials.file", "path", None, "Extension: file with the ZooKeeper user and password (username=/password= properties, or a JSON object with those keys); required when zookeeper.auth.scheme is digest or sasl; refused when others may read it (chmod 600).", extension=True),
@@ -275,6 +282,13 @@ class ConsumerConfig:
     ssl_keyfile: Optional[str]
     ssl_password_file: Optional[str]
     ssl_endpoint_identification_algorithm: str
+    ssl_truststore_location: Optional[str]
+    ssl_truststore_type: str
+    ssl_truststore_password: Optional[str] = dataclasses.field(repr=False)
+    ssl_keystore_location: Optional[str]
+    ssl_keystore_type: str
+    ssl_keystore_password: Optional[str] = dataclasses.field(repr=False)
+    ssl_key_password: Optional[str] = dataclasses.field(repr=False)
     zookeeper_auth_scheme: str = "none"
     zookeeper_auth_credentials_file: Optional[str] = None
     zookeeper_sasl_mechanism: str = "DIGEST-MD5"

@@ -3,13 +3,16 @@
 The old consumer only spoke PLAINTEXT; zkconsumer also speaks SSL, SASL_PLAINTEXT and SASL_SSL with the keys the
 Java client uses (``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``,
 ``ssl.endpoint.identification.algorithm``) plus PEM-file keys kafka-python can use instead of Java keystores
-(``ssl.cafile``, ``ssl.certfile``, ``ssl.keyfile``, ``ssl.password.file``) and ``sasl.credentials.file``.
+(``ssl.cafile``, ``ssl.certfile``, ``ssl.keyfile``, ``ssl.password.file``) and ``sasl.credentials.file``; the Java
+client's stores are taken too (``ssl.truststore.location``/``.password``/``.type``, ``ssl.keystore.location``/
+``.password``/``.type``, ``ssl.key.password``; JKS, PKCS12 or PEM, read by :mod:`zkconsumer.keystores` in the process
+that makes the client, which then gets an ``ssl_context``).
 
 :class:`KafkaSecurity` is the validated value; :meth:`KafkaSecurity.client_kwargs` is the one place that turns it
 into kafka-python keyword arguments, and every Kafka client zkconsumer makes (fetchers, offset manager, admin and
 metadata clients, the registry mirror, zkmigrate, the Spark source) gets them from there.  Secrets (passwords)
 never appear in ``repr``, in :meth:`KafkaSecurity.describe` or in error messages.  Stdlib only (pure core): it
-reads the credential files it is given and nothing else.
+reads the credential files it is given and nothing else (the stores: :mod:`zkconsumer.keystores`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
+
+if TYPE_CHECKING:
+    import ssl
 
 from .errors import ConfigError
 
@@ -27,10 +33,13 @@ __all__ = ["KafkaSecurity", "PROTOCOLS", "MECHANISMS", "SECURITY_KEYS", "SECRET_
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SASL_KEYS = ("sasl.mechanism", "sasl.jaas.config", "sasl.credentials.file")
-SSL_KEYS = ("ssl.cafile", "ssl.certfile", "ssl.keyfile", "ssl.password.file", "ssl.endpoint.identification.algorithm")
+STORE_KEYS = ("ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type", "ssl.keystore.location",
+              "ssl.keystore.password", "ssl.keystore.type", "ssl.key.password")
+SSL_KEYS = ("ssl.cafile", "ssl.certfile", "ssl.keyfile", "ssl.password.file",
+            "ssl.endpoint.identification.algorithm") + STORE_KEYS
 SECURITY_KEYS = ("security.protocol",) + SASL_KEYS + SSL_KEYS
 #: keys whose value is (or holds) a secret: never printed, never accepted on a command line
-SECRET_KEYS = ("sasl.jaas.config",)
+SECRET_KEYS = ("sasl.jaas.config", "ssl.truststore.password", "ssl.keystore.password", "ssl.key.password")
 REDACTED = "[hidden]"
 
 # Kafka's PlainLoginModule and ScramLoginModule (org.apache.kafka.common.security.{plain,scram})
@@ -106,6 +115,12 @@ class KafkaSecurity:
     keyfile: Optional[str] = None
     key_password: Optional[str] = dataclasses.field(default=None, repr=False)
     check_hostname: bool = True
+    truststore: Optional[str] = None         # ssl.truststore.location of type JKS or PKCS12 (PEM goes to cafile)
+    truststore_type: str = "JKS"
+    truststore_password: Optional[str] = dataclasses.field(default=None, repr=False)
+    keystore: Optional[str] = None           # ssl.keystore.location of type JKS or PKCS12 (PEM: certfile/keyfile)
+    keystore_type: str = "JKS"
+    keystore_password: Optional[str] = dataclasses.field(default=None, repr=False)
 
     @property
     def uses_ssl(self) -> bool:
@@ -150,10 +165,14 @@ class KafkaSecurity:
                     kw[attr] = _check_file(key, os.path.abspath(os.path.expanduser(get(key) or "")))
             if kw.get("keyfile") and not kw.get("certfile"):
                 raise ConfigError("ssl.keyfile", kw["keyfile"], "set together with ssl.certfile (the client certificate)")
+            kw.update(cls._stores(props, kw))
             if get("ssl.password.file") is not None:
                 if not kw.get("keyfile") and not kw.get("certfile"):
                     raise ConfigError("ssl.password.file", get("ssl.password.file"),
                                       "set only with ssl.certfile/ssl.keyfile (it unlocks the client's private key)")
+                if props.get("ssl.key.password"):
+                    raise ConfigError("ssl.password.file", get("ssl.password.file"), "one of ssl.password.file and "
+                                      "ssl.key.password", "both are set")
                 kw["key_password"] = _read_secret_file("ssl.password.file", get("ssl.password.file") or "")
             algo = props.get("ssl.endpoint.identification.algorithm")
             algo = "https" if algo is None else algo.strip().lower()
@@ -162,6 +181,58 @@ class KafkaSecurity:
                     "ssl.endpoint.identification.algorithm"), "https (check the broker's host name) or empty (do not)")
             kw["check_hostname"] = algo == "https"
         return cls(**kw)
+
+    @staticmethod
+    def _stores(props: Mapping[str, str], files: Mapping[str, Any]) -> Dict[str, Any]:
+        """The Java client's ``ssl.truststore.*`` / ``ssl.keystore.*`` / ``ssl.key.password`` (types JKS, the
+        default as in Kafka, PKCS12 or PEM). A PEM store is the same as ``ssl.cafile`` / ``ssl.certfile`` +
+        ``ssl.keyfile``; a JKS or PKCS12 one is opened here once, so a wrong path or password fails now, naming the
+        key (its value hidden for passwords)."""
+        from . import keystores
+
+        def get(key: str) -> Optional[str]:
+            v = props.get(key)
+            return None if v is None or not str(v).strip() else str(v).strip()
+
+        def secret(key: str) -> Optional[str]:
+            v = props.get(key)
+            return None if v is None or v == "" else str(v)
+
+        def store_type(key: str) -> str:
+            t = (get(key) or "JKS").upper()
+            if t not in keystores.STORE_TYPES:
+                raise ConfigError(key, props.get(key), " or ".join(keystores.STORE_TYPES))
+            return t
+        out: Dict[str, Any] = {}
+        key_password = secret("ssl.key.password")
+        for store, pem_attr in (("truststore", "cafile"), ("keystore", "certfile")):
+            location_key = "ssl.%s.location" % store
+            location = get(location_key)
+            if location is None:
+                for k in ("ssl.%s.password" % store, "ssl.%s.type" % store):
+                    if get(k) is not None:
+                        raise ConfigError(k, redact(k, props.get(k)), "set only with %s" % location_key)
+                continue
+            path = _check_file(location_key, os.path.abspath(os.path.expanduser(location)))
+            kind, password = store_type("ssl.%s.type" % store), secret("ssl.%s.password" % store)
+            if files.get(pem_attr):
+                raise ConfigError(location_key, location, "one of ssl.%s and %s" % (pem_attr, location_key),
+                                  "both are set")
+            if store == "truststore":
+                keystores.read_truststore(path, kind, password)
+                out.update({"cafile": path} if kind == "PEM" else
+                           {"truststore": path, "truststore_type": kind, "truststore_password": password})
+            elif kind == "PEM":  # Kafka's PEM keystore: the private key and its certificate chain in one file
+                out.update(certfile=path, keyfile=path)
+            else:
+                keystores.read_keystore(path, kind, password, key_password)
+                out.update(keystore=path, keystore_type=kind, keystore_password=password)
+        if key_password is not None and not (out.get("certfile") or out.get("keystore") or files.get("certfile")):
+            raise ConfigError("ssl.key.password", REDACTED, "set only with ssl.keystore.location or "
+                              "ssl.certfile/ssl.keyfile (it unlocks the client's private key)")
+        if key_password is not None:
+            out["key_password"] = key_password
+        return out
 
     @staticmethod
     def _credentials(props: Mapping[str, str], mechanism: str) -> Tuple[str, str]:
@@ -196,10 +267,30 @@ class KafkaSecurity:
         if self.uses_sasl:
             kw.update(sasl_mechanism=self.mechanism, sasl_plain_username=self.username,
                       sasl_plain_password=self.password)
-        if self.uses_ssl:
+        if self.uses_ssl and (self.truststore or self.keystore):
+            kw.update(ssl_check_hostname=self.check_hostname, ssl_context=self.ssl_context())
+        elif self.uses_ssl:
             kw.update(ssl_check_hostname=self.check_hostname, ssl_cafile=self.cafile, ssl_certfile=self.certfile,
                       ssl_keyfile=self.keyfile, ssl_password=self.key_password)
         return kw
+
+    def _store_pems(self) -> Tuple[Optional[str], Optional[str], Optional[str]]:
+        """(trusted certificates, private key, certificate chain) as PEM text from the JKS/PKCS12 stores."""
+        from . import keystores
+        ca = keystores.read_truststore(self.truststore, self.truststore_type, self.truststore_password) \
+            if self.truststore else None
+        key = chain = None
+        if self.keystore:
+            key, chain = keystores.read_keystore(self.keystore, self.keystore_type, self.keystore_password,
+                                                 self.key_password)
+        return ca, key, chain
+
+    def ssl_context(self) -> "ssl.SSLContext":
+        """The :class:`ssl.SSLContext` of these settings (for JKS/PKCS12 stores, read from their files here)."""
+        from . import keystores
+        ca, key, chain = self._store_pems()
+        return keystores.ssl_context(ca, self.cafile, key, chain, self.certfile, self.keyfile, self.key_password,
+                                     self.check_hostname)
 
     def librdkafka_settings(self) -> Dict[str, Any]:
         """The same settings for librdkafka (``fetch.engine=librdkafka``), by its property names."""
@@ -209,10 +300,12 @@ class KafkaSecurity:
                          "sasl.password": self.password})
         if self.uses_ssl:
             conf["ssl.endpoint.identification.algorithm"] = "https" if self.check_hostname else "none"
-            for key, value in (("ssl.ca.location", self.cafile), ("ssl.certificate.location", self.certfile),
-                               ("ssl.key.location", self.keyfile), ("ssl.key.password", self.key_password)):
-                if value:
-                    conf[key] = value
+            ca, key, chain = self._store_pems()
+            for k, value in (("ssl.ca.location", self.cafile), ("ssl.certificate.location", self.certfile),
+                             ("ssl.key.location", self.keyfile), ("ssl.key.password", self.key_password),
+                             ("ssl.ca.pem", ca), ("ssl.certificate.pem", chain), ("ssl.key.pem", key)):
+                if value and not (k == "ssl.key.password" and key):
+                    conf[k] = value
         return conf
 
     def describe(self) -> str:
@@ -222,9 +315,11 @@ class KafkaSecurity:
             parts.append("sasl.mechanism=%s" % self.mechanism)
             parts.append("user %r" % self.username)
         if self.uses_ssl:
-            parts.append("CA %s" % (self.cafile or "(system default)"))
-            if self.certfile:
-                parts.append("client certificate %s" % self.certfile)
+            parts.append("CA %s" % (self.cafile or ("%s truststore %s" % (self.truststore_type, self.truststore)
+                                                    if self.truststore else "(system default)")))
+            if self.certfile or self.keystore:
+                parts.append("client certificate %s" % (self.certfile or "in %s keystore %s" % (self.keystore_type,
+                                                                                                self.keystore)))
             if not self.check_hostname:
                 parts.append("host name not checked")
         return ", ".join(parts)

@@ -10,8 +10,9 @@ thing through a migration and after it (a monitor of ZooKeeper offsets alone see
 **The cache.** ZooKeeper is never read per scrape. A worker thread sets a watch on every node it reads and reads a
 node again only when its watch fires: ``/consumers`` (the groups), per selected group ``offsets``,
 ``offsets/T`` and each ``offsets/T/P`` (the committed offsets, as Burrow's ``kafka_zk`` module watches them),
-``owners/T`` (who owns what), ``ids`` (the live members), their member info nodes and the phase record, and
-``/brokers/topics/T`` (partition counts, shared by the groups). Kafka has no watches: every ``interval_s`` one
+``owners/T`` (who owns what), ``ids`` (the live members), their registrations and member info nodes and the phase
+record, ``/brokers/topics/T`` (partition counts, shared by the groups) and, once a member subscribes with a
+whitelist or blacklist, ``/brokers/topics`` (the topics its filter is evaluated against). Kafka has no watches: every ``interval_s`` one
 refresh reads the log start and end offsets of every partition of every group in one ListOffsets pass, the Kafka
 offsets of the groups that use Kafka (an OffsetFetch each), the broker-side groups (ListGroups, and DescribeGroups
 of the ones that share a name with a live ZooKeeper group: split brain) and, every ``expiry_interval_s``, when
@@ -25,8 +26,11 @@ when the group has no live member}, ``kafka_consumergroup_group_sum_lag`` {group
 ``kafka_consumergroup_group_topic_sum_lag`` {group, topic}, ``kafka_partition_latest_offset`` and
 ``kafka_partition_earliest_offset`` {topic, partition}; ours: ``zkconsumer_group_offsets_store`` {group, store}
 (1 for where the offsets were read), ``zkconsumer_group_phase`` {group, phase}, ``zkconsumer_group_members``,
-``zkconsumer_group_partitions``, ``zkconsumer_group_unowned_partitions``, ``zkconsumer_group_split_brain``,
-``zkconsumer_group_offsets_expire_timestamp_seconds``, and the exporter's own ``zkconsumer_exporter_*``.
+``zkconsumer_group_partitions``, ``zkconsumer_group_unowned_partitions`` (of the topics the live members subscribe
+to: a topic the group only has old offsets for is nobody's to own), ``zkconsumer_group_split_brain``,
+``zkconsumer_group_offsets_expire_timestamp_seconds``, and the exporter's own ``zkconsumer_exporter_*`` (among them
+``zkconsumer_exporter_last_refresh_timestamp_seconds``: while Kafka cannot be read the lag is computed from old log
+ends and shrinks as the members commit, so a stale exporter hides lag).
 kafka-lag-exporter's ``..._lag_seconds`` (an interpolation of time lag) is not exported.
 """
 from __future__ import annotations
@@ -39,8 +43,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
-from .errors import ZkConsumerError, ZnodeFormatError
+from .errors import RebalanceError, ZkConsumerError, ZnodeFormatError
+from .layout.codecs import decode_consumer_registration
 from .layout.member_info import decode_member_info
+from .topic_count import consumers_per_topic, is_wildcard
 
 __all__ = ["LagCache", "LagCollector", "store_of"]
 
@@ -48,6 +54,7 @@ log = logging.getLogger(__name__)
 
 TP = Tuple[str, int]
 _CONSUMERS = "/consumers"
+_TOPICS = "/brokers/topics"
 _PHASE_STORES = {"zookeeper": "zookeeper", "dual": "dual", "kafka": "kafka", "cutover": "kafka"}
 
 
@@ -70,6 +77,8 @@ class _Group:
     owners: Dict[TP, str] = field(default_factory=dict)
     members: Set[str] = field(default_factory=set)
     modes: Dict[str, Tuple[Optional[str], Optional[str], Optional[str]]] = field(default_factory=dict)
+    registrations: Dict[str, Tuple[Any, str]] = field(default_factory=dict)  # consumer id -> (subscription, pattern)
+    subscribed: Set[str] = field(default_factory=set)  # the topics the live members' registrations name or match
     phase: Optional[str] = None
     kafka_offsets: Dict[TP, int] = field(default_factory=dict)
     split_brain: bool = False
@@ -87,7 +96,7 @@ class LagCache:
 
     def __init__(self, zk: Any, select: Callable[[str], bool], bootstrap_servers: Optional[str] = None,
                  security: Any = None, interval_s: float = 30.0, expiry_interval_s: float = 600.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time) -> None:
         self.zk = zk
         self.select = select
         self.bootstrap_servers = bootstrap_servers
@@ -95,9 +104,11 @@ class LagCache:
         self.interval_s = interval_s
         self.expiry_interval_s = expiry_interval_s
         self.clock = clock
+        self.wall_clock = wall_clock
         self.lock = threading.Lock()
         self.groups: Dict[str, _Group] = {}
         self.partition_counts: Dict[str, int] = {}
+        self.all_topics: Optional[List[str]] = None  # /brokers/topics, watched once a wildcard member is seen
         self.log_start: Dict[TP, int] = {}
         self.log_end: Dict[TP, int] = {}
         self.zk_reads = 0
@@ -105,6 +116,8 @@ class LagCache:
         self.refresh_seconds = 0.0
         self.refresh_errors = 0
         self.last_refresh_error: Optional[str] = None
+        #: when (unix time) the last Kafka refresh succeeded: the log ends, and so every lag, are that old
+        self.last_refresh_ok: Optional[float] = None
         self._queue: "queue.Queue[Optional[Tuple[str, str]]]" = queue.Queue()
         self._pending: Set[Tuple[str, str]] = set()
         self._busy = 0
@@ -169,6 +182,7 @@ class LagCache:
             with self.lock:
                 self.groups.clear()
                 self.partition_counts.clear()
+                self.all_topics = None
             self._enqueue("children", _CONSUMERS)
 
     # -- ZooKeeper: read a node, watch it, read it again when it changes ------------------------------------
@@ -232,6 +246,8 @@ class LagCache:
         parts = path.strip("/").split("/")
         if path == _CONSUMERS:
             self._on_groups(self._children(path) or [])
+        elif path == _TOPICS:
+            self._on_all_topics(self._children(path) or [])
         elif parts[0] == "brokers" and len(parts) == 3:
             self._on_topic_partitions(parts[2], self._data(path))
         elif parts[0] != "consumers" or len(parts) < 3:
@@ -333,7 +349,16 @@ class LagCache:
     def _on_members(self, group: str, children: Optional[List[str]]) -> None:
         ids = set(children or [])
         modes: Dict[str, Tuple[Optional[str], Optional[str], Optional[str]]] = {}
+        registrations: Dict[str, Tuple[Any, str]] = {}
         for cid in ids:
+            reg_path = "%s/%s/ids/%s" % (_CONSUMERS, group, cid)
+            reg = self._data(reg_path, watch=False)
+            if reg is not None:
+                try:
+                    r = decode_consumer_registration(reg, reg_path)
+                    registrations[cid] = (r.subscription, r.pattern)
+                except ZnodeFormatError as e:
+                    log.warning("lag exporter: %s", e)
             path = "%s/%s/zkconsumer/members/%s" % (_CONSUMERS, group, cid)
             data = self._data(path, watch=False)
             if data is None:
@@ -348,7 +373,39 @@ class LagCache:
         with self.lock:
             g = self.groups.get(group)
             if g is not None:
-                g.members, g.modes = ids, modes
+                g.members, g.modes, g.registrations = ids, modes, registrations
+        self._resolve_subscriptions(group)
+
+    def _resolve_subscriptions(self, group: str) -> None:
+        """The topics the group's live members subscribe to (a wildcard against /brokers/topics, as the members
+        evaluate it), each of them watched for its partition count."""
+        with self.lock:
+            g = self.groups.get(group)
+            if g is None:
+                return
+            registrations, all_topics = dict(g.registrations), self.all_topics
+        if all_topics is None and any(is_wildcard(sub, pattern) for sub, pattern in registrations.values()):
+            self._enqueue("children", _TOPICS)  # its answer resolves the wildcard groups again
+        try:
+            subscribed = set(consumers_per_topic(registrations, all_topics or []))
+        except RebalanceError as e:  # registrations that contradict each other: the members say so too
+            log.warning("lag exporter: the subscriptions of group %s: %s", group, e)
+            subscribed = set()
+        with self.lock:
+            g = self.groups.get(group)
+            if g is None:
+                return
+            g.subscribed = subscribed
+        for t in sorted(subscribed):
+            self._watch_topic(t)
+
+    def _on_all_topics(self, topics: List[str]) -> None:
+        with self.lock:
+            self.all_topics = sorted(topics)
+            wildcard = [name for name, g in self.groups.items()
+                        if any(is_wildcard(sub, pattern) for sub, pattern in g.registrations.values())]
+        for name in wildcard:
+            self._resolve_subscriptions(name)
 
     def _on_phase(self, group: str, path: str, data: Optional[bytes]) -> None:
         phase = None
@@ -406,6 +463,7 @@ class LagCache:
         try:
             self._refresh()
             self.last_refresh_error = None
+            self.last_refresh_ok = self.wall_clock()
         except Exception as e:  # noqa: BLE001  (an unreachable broker: the next refresh tries again)
             self.refresh_errors += 1
             self.last_refresh_error = str(e)
@@ -485,25 +543,26 @@ class LagCache:
 
     def _expiries(self, groups: Set[str]) -> Optional[Dict[str, int]]:
         """{group: epoch ms when its first Kafka offset expires} of the stopped groups in the Kafka phase that have
-        Kafka offsets (each read is a pass over its partition of __consumer_offsets), every expiry_interval_s (None
-        between reads)."""
+        Kafka offsets (one pass over each partition of __consumer_offsets that holds one of them), every
+        expiry_interval_s (None between reads, and when the read failed: the last figures stay)."""
         now = self.clock()
         if self.expiry_interval_s <= 0 or now < self._next_expiry:
             return None
         self._next_expiry = now + self.expiry_interval_s
-        from .offsets.expiry import offsets_retention_ms, read_commit_times
+        from .offsets.expiry import offsets_retention_ms, read_commit_logs
         out: Dict[str, int] = {}
         if not groups:
             return out
         retention = offsets_retention_ms(self.bootstrap_servers, security=self.security)
-        for g in sorted(groups):
-            try:
-                times = read_commit_times(self.bootstrap_servers, g, security=self.security)
-            except ZkConsumerError as e:
-                log.warning("lag exporter: the commit times of %s: %s", g, e)
-                continue
+        try:
+            logs = read_commit_logs(self.bootstrap_servers, groups, security=self.security)
+        except ZkConsumerError as e:
+            log.warning("lag exporter: the commit times of %d group(s): %s", len(groups), e)
+            return None
+        for g, commits in logs.items():
+            times = [c.committed_ms for c in commits.values() if not c.removed and c.committed_ms is not None]
             if times:
-                out[g] = min(times.values()) + retention
+                out[g] = min(times) + retention
         return out
 
 
@@ -542,8 +601,8 @@ class LagCollector:
                                       labels=["cluster_name", "group"])
         parts_m = GaugeMetricFamily("zkconsumer_group_partitions", "Partitions of the topics the group has "
                                     "offsets or owners for", labels=["cluster_name", "group"])
-        unowned_m = GaugeMetricFamily("zkconsumer_group_unowned_partitions", "Of those, partitions without an "
-                                      "owner node", labels=["cluster_name", "group"])
+        unowned_m = GaugeMetricFamily("zkconsumer_group_unowned_partitions", "Partitions of the topics the live "
+                                      "members subscribe to that have no owner node", labels=["cluster_name", "group"])
         split_m = GaugeMetricFamily("zkconsumer_group_split_brain", "1 while the group has live ZooKeeper members "
                                     "and an active broker-side group of the same id", labels=["cluster_name", "group"])
         expiry_m = GaugeMetricFamily("zkconsumer_group_offsets_expire_timestamp_seconds", "When the first of the "
@@ -553,9 +612,9 @@ class LagCollector:
             log_end, log_start = dict(c.log_end), dict(c.log_start)
             counts = dict(c.partition_counts)
             groups = {n: (dict(g.zk_offsets), dict(g.kafka_offsets), dict(g.owners), set(g.members), dict(g.modes),
-                          g.phase, g.split_brain, g.expires_ms) for n, g in c.groups.items()}
+                          g.phase, g.split_brain, g.expires_ms, set(g.subscribed)) for n, g in c.groups.items()}
         seen_tps: Set[TP] = set()
-        for name, (zoffs, koffs, owners, members, modes, phase, split, expires) in sorted(groups.items()):
+        for name, (zoffs, koffs, owners, members, modes, phase, split, expires, subscribed) in sorted(groups.items()):
             store = store_of(phase, [m[0] for m in modes.values()])
             store_m.add_metric([cn, name, store], 1.0)
             if phase:
@@ -564,7 +623,9 @@ class LagCollector:
             topics = {t for t, _ in zoffs} | {t for t, _ in owners} | {t for t, _ in koffs}
             partitions = {(t, p) for t in topics for p in range(counts.get(t, 0))} | set(zoffs) | set(owners)
             parts_m.add_metric([cn, name], len(partitions))
-            unowned_m.add_metric([cn, name], len([tp for tp in partitions if tp not in owners]))
+            # a topic the group keeps old offsets for (unsubscribed, deleted) is nobody's to own
+            wanted = {(t, p) for t in subscribed for p in range(counts.get(t, 0))} if members else set()
+            unowned_m.add_metric([cn, name], len(wanted - set(owners)))
             split_m.add_metric([cn, name], 1.0 if split else 0.0)
             if expires is not None:
                 expiry_m.add_metric([cn, name], expires / 1000.0)
@@ -610,3 +671,7 @@ class LagCollector:
                                   value=c.refresh_seconds)
         yield CounterMetricFamily("zkconsumer_exporter_refresh_errors", "Kafka refreshes that failed",
                                   value=c.refresh_errors)
+        if c.last_refresh_ok is not None:
+            yield GaugeMetricFamily("zkconsumer_exporter_last_refresh_timestamp_seconds", "When the last Kafka "
+                                    "refresh succeeded: the log end offsets, and so every lag, are that old",
+                                    value=c.last_refresh_ok)

@@ -77,6 +77,15 @@ class MetricsServer:
                 began = time.thread_time()
                 try:
                     request.settimeout(outer.timeout_s)
+                    if isinstance(request, ssl.SSLSocket):
+                        # here, not in accept(): the serving thread accepts every connection, and one that never
+                        # sends its hello (a TCP health check, a port scan) would block the scrapes behind it
+                        try:
+                            request.do_handshake()
+                        except (OSError, ssl.SSLError):
+                            self.handle_error(request, client_address)
+                            self.shutdown_request(request)
+                            return
                     super().process_request_thread(request, client_address)
                 finally:
                     with outer._lock:
@@ -96,7 +105,7 @@ class MetricsServer:
             return body
         self._httpd = make_server(addr, port, counting_app, _Server, handler_class=_QuietHandler)
         if tls is not None:
-            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True, do_handshake_on_connect=False)
         self.addr, self.port = addr, self._httpd.server_address[1]
         self.scheme = "https" if tls is not None else "http"
         self._closed = False

@@ -7,7 +7,8 @@
 // properties file with one stream for TOPIC, reads N messages from offset 0, touching each value once, shuts the
 // connector down and prints one JSON line: {"count", "bytes", "ready_to_first_ms", "first_to_last_ms", "bad",
 // "last": [the last offset read of each partition]}. ready = createMessageStreams returned (group joined,
-// rebalanced); first/last = the first and the Nth message (the timed window). "bad" counts records whose offset
+// rebalanced); first/last = the first and the Nth message (the timed window); a read that waits longer than the
+// properties' consumer.timeout.ms for a message ends short. "bad" counts records whose offset
 // was not the one after the previous record of their partition (a duplicate, a gap or a reordering). The bench's
 // first command is a warm-up whose figures it discards. "quit" exits.
 import java.io.BufferedReader;
@@ -17,6 +18,7 @@ import java.util.*;
 
 import kafka.consumer.ConsumerConfig;
 import kafka.consumer.ConsumerIterator;
+import kafka.consumer.ConsumerTimeoutException;
 import kafka.consumer.KafkaStream;
 import kafka.javaapi.consumer.ConsumerConnector;
 import kafka.message.MessageAndMetadata;
@@ -51,7 +53,7 @@ public class ScalaConsumerCount {
             long[] next = new long[partitions];
             long ready = System.nanoTime(), first = 0, count = 0, bytes = 0, bad = 0;
             ConsumerIterator<byte[], byte[]> it = stream.iterator();
-            while (count < n && it.hasNext()) {
+            while (count < n && hasNext(it)) {
                 MessageAndMetadata<byte[], byte[]> m = it.next();
                 byte[] value = m.message();
                 bytes += value == null ? 0 : value.length;
@@ -69,6 +71,16 @@ public class ScalaConsumerCount {
                 + lastOffsets + "]}";
         } finally {
             connector.shutdown();
+        }
+    }
+
+    // false once consumer.timeout.ms passes without a message: the read ends short and the bench's check says so
+    // (the exception would otherwise end this JVM, and every later read it was to answer)
+    static boolean hasNext(ConsumerIterator<byte[], byte[]> it) {
+        try {
+            return it.hasNext();
+        } catch (ConsumerTimeoutException e) {
+            return false;
         }
     }
 }

@@ -19,9 +19,28 @@ from .message_format import FORMATTER_KEYS, TextFormatter, format_jsonl
 log = logging.getLogger(__name__)
 
 
-def throwaway_group() -> str:
-    """A group id nobody else uses, as Kafka's console consumer makes one (``console-consumer-NNNNN``)."""
-    return "console-consumer-%d" % random.randrange(100000)
+def throwaway_group(taken=lambda group: False, rng=random) -> str:
+    """A group id as Kafka's console consumer makes one (``console-consumer-NNNNN``) that ``taken(group)`` does not
+    say exists: the throwaway group is joined and deleted at exit, so it must never be a group someone has."""
+    for _ in range(100):
+        group = "console-consumer-%d" % rng.randrange(100000)
+        if not taken(group):
+            return group
+    raise ZkConsumerError("found no free throwaway group name console-consumer-NNNNN in 100 tries: give --group")
+
+
+def unused_throwaway_group(config, rng=random) -> str:
+    """*config*'s throwaway group id when no group of that name exists in its ZooKeeper, else another free one."""
+    from .. import groups as lib
+    from .. import zk as zkmod
+    from .. import zk_auth
+    zk = zkmod.connect(config.zookeeper_connect, auth=zk_auth.from_config(config))
+    try:
+        if not lib.group_exists(zk, config.group_id):
+            return config.group_id
+        return throwaway_group(lambda group: lib.group_exists(zk, group), rng)
+    finally:
+        zkmod.close(zk)
 
 
 def split_properties(properties, consumer_properties):
@@ -41,10 +60,10 @@ def split_properties(properties, consumer_properties):
     return formatter, consumer
 
 
-def build_config(zookeeper, group, config_file, properties):
+def build_config(zookeeper, group, config_file, properties, throwaway_name=None):
     """consumer.properties, then --consumer-property overrides, then --zookeeper/--group (explicit flags win).
-    Returns ``(config, throwaway)``: without a group id anywhere the group is a throwaway one
-    (:func:`throwaway_group`) that commits nothing unless auto.commit.enable is set."""
+    Returns ``(config, throwaway)``: without a group id anywhere the group is a throwaway one (*throwaway_name*,
+    else :func:`throwaway_group`) that commits nothing unless auto.commit.enable is set."""
     props = load_properties(config_file) if config_file else {}
     overrides = dict(parse_property_override(p) for p in properties)
     from ..kafka_security import SECRET_KEYS
@@ -56,7 +75,7 @@ def build_config(zookeeper, group, config_file, properties):
     # a group given as '' (on the command line or in a file) is a bad name to refuse, not a missing one
     throwaway = group is None and "group.id" not in props and "group.id" not in overrides
     if throwaway:
-        group = throwaway_group()
+        group = throwaway_name or throwaway_group()
         overrides.setdefault("auto.commit.enable", "false")
     if group is not None:
         overrides["group.id"] = group
@@ -203,6 +222,9 @@ def consume(zookeeper, group, from_group, no_commit, topics, whitelist, blacklis
         consumer_props.append("auto.commit.enable=false")
     config, throwaway = build_config(zookeeper, group, config_file, consumer_props)
     if throwaway:
+        name = unused_throwaway_group(config)
+        if name != config.group_id:
+            config, _ = build_config(zookeeper, group, config_file, consumer_props, throwaway_name=name)
         click.echo("zkconsumer: joined the throwaway group %s (no --group given): it commits nothing and is deleted "
                    "at exit; --group GROUP joins GROUP, --from-group GROUP reads it without joining"
                    % config.group_id, err=True)

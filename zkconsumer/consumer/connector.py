@@ -78,7 +78,7 @@ class ZookeeperConsumerConnector:
         self._bootstrap_given = bool(bootstrap_servers)  # else read from ZooKeeper, and re-read for new clients
         self._commit_thread = None
         self._commit_soon = threading.Event()   # wakes the auto-commit thread: reset points to commit, or stop
-        self._reset_partitions = set()          # (t, p) whose reset point was recorded since the last commit
+        self._reset_partitions = {}             # (t, p) -> PartitionTopicInfo whose reset point awaits its commit
         self._stopped = threading.Event()
         self._shutdown_lock = threading.Lock()
         self._closed = False
@@ -259,10 +259,36 @@ class ZookeeperConsumerConnector:
     def _reset_recorded(self, part):
         """A fetcher recorded a reset point: commit it now (auto-commit), not at the next interval, so a member
         killed before that still leaves it behind: its successor resumes from it instead of resetting again to the
-        then end of the log and skipping what was produced meanwhile (with largest, the default)."""
+        then end of the log and skipping what was produced meanwhile (with largest, the default). A reset queued
+        behind records still to be handed out is committed when the stream gets to it; a commit that fails is
+        retried (see :meth:`_commit_reset_points`)."""
         if self.config.auto_commit_enable:
-            self._reset_partitions.add(part.tp)
+            self._reset_partitions[part.tp] = part
             self._commit_soon.set()
+
+    def _commit_reset_points(self, pending):
+        """Commit the reset points of *pending* ``{(t, p): PartitionTopicInfo}`` that are the consumed position now,
+        and drop from it what is done: committed, or no longer ours (its ownership ended; a partition released by a
+        rebalance was committed before the release). What remains is retried by the caller: a reset still queued
+        behind records (:class:`~.partition_info.ResetTo`, recorded when the stream gets there) and a commit that
+        failed (ZooKeeper or the Kafka offset manager unreachable for a moment, a lease not fresh yet). True when
+        a commit was tried and left some of them uncommitted."""
+        from ..errors import OwnershipLostError
+        rb = self.rebalancer
+        with rb.lock:
+            for tp, part in list(pending.items()):
+                if rb.parts.get(tp) is not part:
+                    del pending[tp]
+            ready = [tp for tp, part in pending.items() if part.reset_to is None and part.consumed is not None]
+        if not ready:
+            return False
+        result = self.commit_partitions(ready)
+        if result is None:  # the lease was not fresh: nothing was written
+            return True
+        for tp in ready:
+            if tp in result.committed or isinstance(result.failed.get(tp), OwnershipLostError):
+                pending.pop(tp, None)
+        return any(tp in pending for tp in ready)
 
     def listener_call(self, name, partitions):
         try:
@@ -324,21 +350,34 @@ class ZookeeperConsumerConnector:
             result.raise_for_errors()
         return result
 
+    #: how often a reset point still waiting for its commit (queued behind records) is looked at; after a failed
+    #: commit the wait doubles up to RESET_RETRY_MAX_S
+    RESET_RETRY_S = 0.2
+    RESET_RETRY_MAX_S = 5.0
+
     def _auto_commit_loop(self):
-        """Every auto.commit.interval.ms: everything owned; in between, at once, the reset points just recorded."""
+        """Every auto.commit.interval.ms: everything owned; in between, at once, the reset points just recorded
+        (tried again until each is committed or no longer ours)."""
         interval = self.config.auto_commit_interval_ms / 1000.0
         next_at = time.monotonic() + interval
+        pending = {}
+        retry = self.RESET_RETRY_S
         while True:
-            woken = self._commit_soon.wait(max(0.0, next_at - time.monotonic()))
+            wait = max(0.0, next_at - time.monotonic())
+            woken = self._commit_soon.wait(min(wait, retry) if pending else wait)
             if self._stopped.is_set():
                 break
             try:
                 if woken:
                     self._commit_soon.clear()
-                    reset, self._reset_partitions = self._reset_partitions, set()
-                    if reset:
-                        self.commit_partitions(reset)
+                while self._reset_partitions:
+                    tp, part = self._reset_partitions.popitem()
+                    pending[tp] = part
+                if pending and self._commit_reset_points(pending):
+                    retry = min(self.RESET_RETRY_MAX_S, retry * 2)
                 else:
+                    retry = self.RESET_RETRY_S
+                if time.monotonic() >= next_at:
                     next_at = time.monotonic() + interval
                     self.commit_offsets()
             except Exception as e:

@@ -25,6 +25,8 @@ import struct
 
 from kafka.errors import CorruptRecordError
 
+from ..client_internals import batch_data, consumer_fetcher, partition_records_class, records_buffer
+
 from .record_batch import (BATCH_HEADER, BATCH_HEADER_SIZE, CODEC_MASK, CONTROL_FLAG, CRC_FROM, LOG_APPEND_TIME_FLAG,
                            DECODER, LazyRecords, columns, decode_records, join_records, scan_records, scan_v2_batches)
 
@@ -39,10 +41,10 @@ __all__ = ["install", "install_columnar", "install_lazy", "fast_partition_record
 
 
 def _make_class():
-    from kafka.consumer.fetcher import ConsumerRecord, Fetcher
+    from kafka.consumer.fetcher import ConsumerRecord
     from kafka.protocol.consumer import IsolationLevel
 
-    stock = Fetcher.PartitionRecords
+    stock = partition_records_class()
     read_uncommitted = IsolationLevel.READ_UNCOMMITTED
 
     try:
@@ -54,7 +56,7 @@ def _make_class():
         """kafka-python's PartitionRecords with a faster decoder for v2 batches (see the module docstring)."""
 
         def _unpack_records(self, tp, records, key_deserializer, value_deserializer):
-            buf = getattr(records, "_buffer", None)
+            buf = records_buffer(records)
             if self.isolation_level != read_uncommitted or not isinstance(buf, (bytes, bytearray, memoryview)):
                 return stock._unpack_records(self, tp, records, key_deserializer, value_deserializer)
             if not isinstance(buf, bytes):
@@ -225,7 +227,7 @@ def _decompressed(batch_bytes):
     from kafka.record.default_records import DefaultRecordBatch
     batch = DefaultRecordBatch(batch_bytes)
     iter(batch)  # decompresses (and checks the codec is available)
-    data, pos = batch._buffer, batch._pos
+    data, pos = batch_data(batch)
     return bytes(data), pos
 
 
@@ -241,9 +243,9 @@ def fast_partition_records_class():
         return _CLASS
     _CHECKED = True
     try:
-        from kafka.consumer.fetcher import ConsumerRecord, Fetcher
-        stock = getattr(Fetcher, "PartitionRecords", None)
-        if not isinstance(stock, type) or tuple(ConsumerRecord._fields) != _EXPECTED_FIELDS:
+        from kafka.consumer.fetcher import ConsumerRecord
+        stock = partition_records_class()
+        if stock is None or tuple(ConsumerRecord._fields) != _EXPECTED_FIELDS:
             return None
         for name in ("_unpack_records", "_deserialize", "take", "drain"):
             if not callable(getattr(stock, name, None)):
@@ -301,7 +303,7 @@ def install_columnar(consumer, sink):
     no record is built in Python. Positions and errors are kafka-python's, as with :func:`install`. Returns False
     (consumer untouched) where the fast decoder is unavailable."""
     cls = fast_partition_records_class()
-    fetcher = getattr(consumer, "_fetcher", None)
+    fetcher = consumer_fetcher(consumer)
     if cls is None or fetcher is None or getattr(type(fetcher), "PartitionRecords", None) is not cls.__bases__[0]:
         return False
     fetcher.PartitionRecords = columnar_partition_records_class(cls, sink)
@@ -368,7 +370,7 @@ def install_lazy(consumer):
     thread that reads it, when it reads it. Falls back to :func:`install` (and returns False) where unavailable."""
     global _LAZY
     cls = fast_partition_records_class()
-    fetcher = getattr(consumer, "_fetcher", None)
+    fetcher = consumer_fetcher(consumer)
     if cls is None or fetcher is None or getattr(type(fetcher), "PartitionRecords", None) is not cls.__bases__[0]:
         return False
     if _LAZY is None:
@@ -402,7 +404,7 @@ def install(consumer):
     """Make ``consumer`` (a kafka-python KafkaConsumer) decode v2 batches with FastPartitionRecords; returns True
     if installed. Leaves the consumer untouched when unavailable."""
     cls = fast_partition_records_class()
-    fetcher = getattr(consumer, "_fetcher", None)
+    fetcher = consumer_fetcher(consumer)
     if cls is None or fetcher is None or getattr(type(fetcher), "PartitionRecords", None) is not cls.__bases__[0]:
         return False
     fetcher.PartitionRecords = cls  # an instance attribute: only this consumer's fetcher uses it

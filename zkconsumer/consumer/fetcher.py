@@ -207,7 +207,7 @@ class FetcherThread(threading.Thread):
             part.reset_to = None
         else:
             part.reset_to = offset
-            self._put(part.queue, Chunk(self._generation, part, ResetTo(offset)))
+            self._put(part.queue, Chunk(self._generation, part, ResetTo(offset, self.on_reset)))
         part.fetched = offset
         self.on_reset(part)
 

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Tuple
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NoAuthError, NoNodeError
 
 from ..errors import GroupConflictError, ZkConsumerError
 from ..layout import paths
@@ -182,15 +182,21 @@ def refuse_cut_over_group(conn: Any) -> None:
     record with phase ``cutover`` and no ``fence`` field (an older zkmigrate's) is fenced as well."""
     if conn.config.cutover_fence == "ignore":
         return
+    path = paths.group_migration_path(conn.group)
     try:
-        data, _ = conn.zk.get(paths.group_migration_path(conn.group))
-    except Exception:  # no record (the normal case), or not ours to judge: no fence
+        data, _ = conn.zk.get(path)
+    except NoNodeError:  # no record: the normal case
         return
+    except NoAuthError:
+        raise GroupConflictError(
+            "cannot read %s (ZooKeeper refused: no READ right on it), so whether group %s was cut over to "
+            "broker-coordinated consumers is unknown: not joining. Give this identity READ on it, or set "
+            "cutover.fence=ignore" % (path, conn.group)) from None
+    # any other error (ZooKeeper unreachable) is raised as it is: the start, or the re-registration, fails
     try:
         rec = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as e:
-        log.warning("ignoring the unreadable migration record %s (no cutover fence): %s",
-                    paths.group_migration_path(conn.group), e)
+        log.warning("ignoring the unreadable migration record %s (no cutover fence): %s", path, e)
         return
     if not isinstance(rec, dict):
         return

@@ -11,7 +11,7 @@ fields, so either finds the same entry).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
 __all__ = ["PartitionTopicInfo", "ResetTo", "OwnedThreads", "TopicPartitionKey"]
 
@@ -58,12 +58,14 @@ class PartitionTopicInfo:
 
 class ResetTo:
     """The records of a chunk that marks a reset (in queue order, behind what was fetched before it): the stream
-    records ``offset`` as the partition's consumed position when it gets there."""
+    records ``offset`` as the partition's consumed position when it gets there, then calls ``recorded(part)`` (the
+    connector commits the reset point then)."""
 
-    __slots__ = ("offset",)
+    __slots__ = ("offset", "recorded")
 
-    def __init__(self, offset: int) -> None:
+    def __init__(self, offset: int, recorded: Optional[Callable[["PartitionTopicInfo"], None]] = None) -> None:
         self.offset = offset
+        self.recorded = recorded
 
     def __len__(self) -> int:  # no records (metrics count len(records) per chunk)
         return 0

@@ -9,7 +9,6 @@ errors (a closed socket, a failed read); only their number changes. TLS connecti
 stock reads. Where this kafka-python does not have the internals it relies on, nothing is changed.
 """
 import functools
-import inspect
 import logging
 
 log = logging.getLogger(__name__)
@@ -23,38 +22,14 @@ READ_SIZE = 256 * 1024
 def install(consumer):
     """Give *consumer*'s plain TCP connections, present and future, reads of up to READ_SIZE bytes; True when
     installed, False (consumer untouched) where this kafka-python does not look like the one it was written for."""
-    try:
-        from kafka.net.transport import KafkaTCPTransport
-    except ImportError:
-        return False
-    manager = getattr(consumer, "_manager", None)
-    build = getattr(manager, "_build_transport", None)
-    conns = getattr(manager, "_conns", None)
-    if not (inspect.iscoroutinefunction(build) and isinstance(conns, dict)
-            and callable(getattr(KafkaTCPTransport, "_sock_recv", None))
-            and "_sock_recv" in inspect.getsource(KafkaTCPTransport._read_from_sock)):
-        return False
-
-    async def _build_transport(node, timeout_at=None):
-        transport = await build(node, timeout_at=timeout_at)
-        _larger_reads(transport, KafkaTCPTransport)
-        return transport
-
-    manager._build_transport = _build_transport
-    for conn in list(conns.values()):
-        _larger_reads(getattr(conn, "transport", None), KafkaTCPTransport)
-    return True
+    from ..client_internals import plain_connections, set_socket_reader
+    return plain_connections(consumer, lambda transport, sock: set_socket_reader(
+        transport, functools.partial(_sock_recv, transport, sock)))
 
 
-def _larger_reads(transport, tcp_class):
-    if type(transport) is tcp_class and getattr(transport, "_sock", None) is not None:
-        transport._sock_recv = functools.partial(_sock_recv, transport)
-
-
-def _sock_recv(transport):
+def _sock_recv(transport, sock):
     """``KafkaTCPTransport._sock_recv`` with reads of up to READ_SIZE bytes: (the bytes read, an error or None)."""
     from kafka.errors import KafkaConnectionError
-    sock = transport._sock
     recvd = []
     err = None
     while True:

@@ -115,7 +115,7 @@ class _Stream:
                                            % (int(self._timeout * 1000), self.name))
             records = chunk.records
             if type(records) is ResetTo:  # in order behind what was fetched before the reset
-                _record_reset(chunk.part, records.offset)
+                _record_reset(chunk.part, records)
                 continue
             if chunk.generation != self._generation.value:
                 continue  # fetched before a rebalance: the partition may belong to someone else now
@@ -193,7 +193,7 @@ class _Stream:
                 self.queue.put(SHUTDOWN)
                 return dropped
             if type(item.records) is ResetTo:
-                _record_reset(item.part, item.records.offset)
+                _record_reset(item.part, item.records)
             dropped += 1
 
 
@@ -219,11 +219,14 @@ class PyKafkaStream(_Stream, PyHandOut):
     """A :class:`KafkaStream` with the Python hand-out whether or not the C one is built (tests run both)."""
 
 
-def _record_reset(part, offset):
-    """The partition's consumed position becomes the reset point (an ended ownership's object: harmless)."""
-    part.consumed = offset
-    if part.reset_to == offset:
+def _record_reset(part, marker):
+    """The partition's consumed position becomes the reset point of *marker* (a :class:`ResetTo`; an ended
+    ownership's object: harmless), and whoever commits it is told."""
+    part.consumed = marker.offset
+    if part.reset_to == marker.offset:
         part.reset_to = None
+    if marker.recorded is not None:
+        marker.recorded(part)
 
 
 _TIMEOUT = object()

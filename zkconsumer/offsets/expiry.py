@@ -23,7 +23,7 @@ from typing import Dict, Iterable, NamedTuple, Optional, Tuple
 from ..errors import ClusterUnavailableError
 
 __all__ = ["java_string_hash", "offsets_topic_partition", "parse_commit_record", "parse_commit", "read_commit_times",
-           "read_commit_log", "LastCommit", "offsets_retention_ms", "OFFSETS_TOPIC"]
+           "read_commit_log", "read_commit_logs", "LastCommit", "offsets_retention_ms", "OFFSETS_TOPIC"]
 
 from ..kafka_connect_errors import connect_error
 from ..kafka_security import PLAINTEXT
@@ -154,9 +154,21 @@ def read_commit_log(bootstrap_servers, group: str, partitions: Optional[Iterable
                     timeout_s: float = 30.0, security=None) -> Dict[TP, LastCommit]:
     """``{(topic, partition): LastCommit}`` for *group*'s offsets (also the removed ones) from its partition of
     ``__consumer_offsets``, read from the beginning to the end within *timeout_s*."""
+    wanted = None if partitions is None else set((t, int(p)) for t, p in partitions)
+    out = read_commit_logs(bootstrap_servers, [group], timeout_s, security).get(group, {})
+    return out if wanted is None else {tp: c for tp, c in out.items() if tp in wanted}
+
+
+def read_commit_logs(bootstrap_servers, groups: Iterable[str], timeout_s: float = 30.0,
+                     security=None) -> Dict[str, Dict[TP, LastCommit]]:
+    """``{group: {(topic, partition): LastCommit}}`` of every group of *groups*, each partition of
+    ``__consumer_offsets`` that holds one of them read once, from the beginning to the end (the groups that share
+    a partition share its read; *timeout_s* for each partition read). A group without a commit is absent."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import KafkaError
-    wanted = None if partitions is None else set((t, int(p)) for t, p in partitions)
+    groups = set(groups)
+    if not groups:
+        return {}
     try:
         consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-expiry",
                                  enable_auto_commit=False, exclude_internal_topics=False, group_id=None,
@@ -168,37 +180,40 @@ def read_commit_log(bootstrap_servers, group: str, partitions: Optional[Iterable
         parts = consumer.partitions_for_topic(OFFSETS_TOPIC)
         if not parts:
             return {}
-        tp = TopicPartition(OFFSETS_TOPIC, offsets_topic_partition(group, len(parts)))
-        consumer.assign([tp])
-        consumer.seek_to_beginning(tp)
-        end = consumer.end_offsets([tp])[tp]
-        out: Dict[TP, LastCommit] = {}
-        deadline = time.monotonic() + timeout_s
-        while consumer.position(tp) < end:
+        owners: Dict[int, set] = {}
+        for g in groups:
+            owners.setdefault(offsets_topic_partition(g, len(parts)), set()).add(g)
+        tps = [TopicPartition(OFFSETS_TOPIC, p) for p in sorted(owners)]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        end = consumer.end_offsets(tps)
+        out: Dict[str, Dict[TP, LastCommit]] = {}
+        deadline = time.monotonic() + timeout_s * len(tps)
+        while any(consumer.position(tp) < end[tp] for tp in tps):
             if time.monotonic() > deadline:
-                raise ClusterUnavailableError("reading %s-%d for group %s took longer than %.0f s"
-                                              % (OFFSETS_TOPIC, tp.partition, group, timeout_s))
-            for records in consumer.poll(timeout_ms=500).values():
+                raise ClusterUnavailableError("reading %d partition(s) of %s for %d group(s) took longer than %.0f s"
+                                              % (len(tps), OFFSETS_TOPIC, len(groups), timeout_s * len(tps)))
+            for tp, records in consumer.poll(timeout_ms=500).items():
+                mine = owners.get(tp.partition, ())
                 for rec in records:
                     try:
                         parsed = parse_commit(rec.key, rec.value)
                     except ValueError as e:
                         log.debug("skipping a record of %s: %s", OFFSETS_TOPIC, e)
                         continue
-                    if parsed is None or parsed[0] != group:
+                    if parsed is None or parsed[0] not in mine:
                         continue
-                    key = (parsed[1], parsed[2])
-                    if wanted is not None and key not in wanted:
-                        continue
+                    commits, key = out.setdefault(parsed[0], {}), (parsed[1], parsed[2])
                     if parsed[4] is None:
-                        last = out.get(key)
-                        out[key] = LastCommit(last.offset if last else None, last.committed_ms if last else None,
-                                              True)
+                        last = commits.get(key)
+                        commits[key] = LastCommit(last.offset if last else None, last.committed_ms if last else None,
+                                                  True)
                     else:
-                        out[key] = LastCommit(parsed[3], parsed[4], False)
+                        commits[key] = LastCommit(parsed[3], parsed[4], False)
         return out
     except KafkaError as e:
-        raise ClusterUnavailableError("cannot read %s for group %s: %s" % (OFFSETS_TOPIC, group, e)) from e
+        raise ClusterUnavailableError("cannot read %s for group(s) %s: %s"
+                                      % (OFFSETS_TOPIC, ", ".join(sorted(groups)[:5]), e)) from e
     finally:
         consumer.close()
 
@@ -213,7 +228,7 @@ def offsets_retention_ms(bootstrap_servers, default_minutes: int = 10080, securi
     except Exception as e:
         raise connect_error("reach Kafka for offsets.retention.minutes", bootstrap_servers, security, e) from e
     try:
-        broker = sorted(b.node_id for b in admin._manager.cluster.brokers())[0]
+        broker = min(b["broker_id"] for b in admin.describe_cluster()["brokers"])
         res = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(broker),
                                                      {"offsets.retention.minutes": None})], config_filter="all")
         value = _find_config(res, "offsets.retention.minutes")

@@ -6,7 +6,7 @@ retries), ZookeeperConsumerConnector.scala (versions), ClientUtils.scala (findin
 Layer chosen (kafka-python 3.0.12): one :class:`kafka.admin.KafkaAdminClient` per store, used only as a connection
 manager with its own IO thread.  We send FindCoordinator (v<=3), OffsetCommit (v<=5, ``generation_id=-1``,
 ``member_id=""``: a "simple consumer" commit, no JoinGroup ever) and OffsetFetch (v<=7) ourselves through
-``admin._manager.send`` because the public ``list_group_offsets`` raises on the first partition error and neither
+:mod:`zkconsumer.client_internals` (kafka-python's connection manager) because the public ``list_group_offsets`` raises on the first partition error and neither
 public call lets us re-find the coordinator after NOT_COORDINATOR.  The coordinator gets its own connection
 (``cluster.add_coordinator``), kept across calls.  ``KafkaConsumer.commit`` was rejected: it raises for the whole
 batch instead of reporting per-partition errors.
@@ -25,10 +25,11 @@ from collections import defaultdict
 from typing import Callable, Dict, Optional, Tuple
 
 import kafka.errors as Errors
-from kafka.admin import KafkaAdminClient
 from kafka.protocol.consumer import OffsetFetchRequest
-from kafka.protocol.metadata import CoordinatorType, FindCoordinatorRequest
+from kafka.protocol.metadata import FindCoordinatorRequest
 
+from zkconsumer import client_internals as internals
+from zkconsumer.client_internals import AdminClient as _AdminClient
 from zkconsumer.errors import OffsetManagerUnavailableError, OffsetStoreError
 from zkconsumer.layout import validate_group
 from zkconsumer.offsets.base import CommitResult, OffsetStore, normalize_offsets, normalize_partitions
@@ -52,21 +53,6 @@ _REFIND = (Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError)
 _WAIT = (Errors.CoordinatorLoadInProgressError,)
 # Not worth retrying although kafka-python marks some of them retriable (reported per partition at once).
 _PERMANENT = (Errors.UnknownTopicOrPartitionError, Errors.OffsetMetadataTooLargeError)
-
-
-class _AdminClient(KafkaAdminClient):
-    """KafkaAdminClient that does not leak its IO thread when bootstrapping fails in ``__init__``."""
-
-    def __init__(self, **configs):
-        try:
-            super().__init__(**configs)
-        except BaseException:
-            for closer in (lambda: self._client.close(), lambda: self._net.stop(), lambda: self._metrics.close()):
-                try:
-                    closer()
-                except Exception:
-                    pass
-            raise
 
 
 class KafkaOffsetStore(OffsetStore):
@@ -129,7 +115,7 @@ class KafkaOffsetStore(OffsetStore):
         """The coordinator's node id: cached, else FindCoordinator (ClientUtils.scala); raises the broker's error class."""
         if self._node is None:
             admin = self._client()
-            self._node = admin._manager.run(self._async_find_coordinator, admin)
+            self._node = internals.run(admin, self._async_find_coordinator, admin)
         return self._node
 
     def wait_for_coordinator(self, timeout_s: float, clock=time.monotonic, sleep=time.sleep):
@@ -149,15 +135,14 @@ class KafkaOffsetStore(OffsetStore):
             sleep(min(0.25, max(0.0, deadline - clock())))
 
     async def _async_find_coordinator(self, admin):
-        mgr = admin._manager
-        resp = await mgr.send(FindCoordinatorRequest(key=self.group, key_type=0, max_version=3))
+        resp = await internals.send(admin, FindCoordinatorRequest(key=self.group, key_type=0, max_version=3))
         # raises the error class (e.g. COORDINATOR_NOT_AVAILABLE) on a non-zero error_code
-        return mgr.cluster.add_coordinator(resp, CoordinatorType.GROUP, self.group, synthesize_node_id=True)
+        return internals.add_group_coordinator(admin, resp, self.group)
 
     def _drop_coordinator(self):
         if self._node is not None and self._admin is not None:
             try:
-                self._admin._manager.close(self._node)  # "offsetsChannel.disconnect()"
+                internals.close_connection(self._admin, self._node)  # "offsetsChannel.disconnect()"
             except Exception:
                 pass
         self._node = None
@@ -193,7 +178,7 @@ class KafkaOffsetStore(OffsetStore):
                 else:
                     node = self._coordinator()
                     answered = True
-                    errs = self._client()._manager.run(fn, node, pending)
+                    errs = internals.run(self._client(), fn, node, pending)
             except OffsetStoreError:
                 raise  # bootstrap failed: unreachable
             except Errors.KafkaError as e:
@@ -296,12 +281,11 @@ class KafkaOffsetStore(OffsetStore):
         if not offsets:
             return lambda: CommitResult()
         try:
-            manager = self._client()._manager
-            io_thread = getattr(getattr(manager, "_net", None), "_io_thread", None)
-            if io_thread is None or not io_thread.is_alive():
-                raise LookupError("kafka-python runs no IO thread here")
+            admin = self._client()
             node = self._coordinator()
-            future = manager.call_soon(self._async_commit, node, offsets)  # our own copy: nobody changes it
+            future = internals.submit(admin, self._async_commit, node, offsets)  # our own copy: nobody changes it
+            if future is None:
+                raise LookupError("kafka-python runs no IO thread here")
         except Exception:  # the ordinary path, in the caller's time
             return lambda: self.commit(offsets, fence=fence)
         answered = threading.Event()
@@ -338,7 +322,7 @@ class KafkaOffsetStore(OffsetStore):
         # v5 at most (zkconsumer.protocol.offset_commit): what a simple-consumer commit needs, its partitions
         # encoded in one pass; v8's flexible encoding cost 1.6x the time for fields we never set
         request = make_commit_request(self.group, offsets)
-        response = await self._admin._manager.send(request, node_id=node)
+        response = await internals.send(self._admin, request, node_id=node)
         if isinstance(response, OffsetCommitResult):  # v2-v5, read with struct
             if response.acknowledges(request.offsets_by_topic):
                 return ALL_COMMITTED
@@ -395,7 +379,7 @@ class KafkaOffsetStore(OffsetStore):
 
     async def _async_fetch_all(self, node, parts):
         request = OffsetFetchRequest(group_id=self.group, max_version=7, topics=None)
-        response = await self._admin._manager.send(request, node_id=node)
+        response = await internals.send(self._admin, request, node_id=node)
         group_error = Errors.for_code(getattr(response, "error_code", 0) or 0)
         if group_error is not Errors.NoError:
             return {_ALL: (group_error, None)}
@@ -415,7 +399,7 @@ class KafkaOffsetStore(OffsetStore):
             by_topic[t].append(p)
         request = OffsetFetchRequest(group_id=self.group, max_version=7,
                                      topics=[_Topic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
-        response = await self._admin._manager.send(request, node_id=node)
+        response = await internals.send(self._admin, request, node_id=node)
         group_error = Errors.for_code(getattr(response, "error_code", 0) or 0)
         if group_error is not Errors.NoError:
             return {tp: (group_error, None) for tp in parts}
@@ -450,7 +434,7 @@ class KafkaOffsetStore(OffsetStore):
             by_topic[t].append(_Topic.OffsetDeleteRequestPartition(partition_index=p))
         request = OffsetDeleteRequest(group_id=self.group, topics=[_Topic(name=t, partitions=ps)
                                                                    for t, ps in by_topic.items()])
-        response = await self._admin._manager.send(request, node_id=node)
+        response = await internals.send(self._admin, request, node_id=node)
         top = Errors.for_code(response.error_code)
         if top is Errors.GroupIdNotFoundError:
             return {tp: (Errors.NoError, None) for tp in parts}

@@ -25,6 +25,8 @@ from typing import Dict, List, Optional, Tuple
 
 from kafka.protocol import consumer as _consumer
 
+from .. import client_internals
+
 __all__ = ["OffsetCommitRequest", "OffsetCommitResult", "make_request"]
 
 _TOPIC = _consumer.OffsetCommitRequest.OffsetCommitRequestTopic
@@ -56,7 +58,7 @@ class OffsetCommitRequest(_consumer.OffsetCommitRequest):
 
     def with_header(self, correlation_id=0, client_id="kafka-python"):
         super().with_header(correlation_id=correlation_id, client_id=client_id)
-        self._header = _Header(self._header)
+        client_internals.wrap_header(self, _Header)
 
 
 class _Header:

@@ -21,6 +21,8 @@ from typing import Any, List, Sequence
 
 from kazoo.protocol.serialization import Transaction
 
+from .. import client_internals
+
 __all__ = ["ALL_OK", "SetDataMulti", "all_ok", "check_op", "set_data", "set_data_prefix", "submit", "supported"]
 
 _INT = struct.Struct(">i")
@@ -108,13 +110,10 @@ class SetDataMulti:
 
 
 def supported(zk: Any) -> bool:
-    """True when this kazoo client takes a request object through ``_call`` (how its transactions are sent)."""
-    return callable(getattr(zk, "_call", None)) and callable(getattr(getattr(zk, "handler", None),
-                                                                     "async_result", None))
+    """True when this kazoo client takes a request object (how its transactions are sent)."""
+    return client_internals.kazoo_supports_call(zk)
 
 
 def submit(zk: Any, request: SetDataMulti) -> Any:
     """Queue *request* on kazoo's connection like ``TransactionRequest.commit_async`` does; an IAsyncResult."""
-    result = zk.handler.async_result()
-    zk._call(request, result)
-    return result
+    return client_internals.kazoo_call(zk, request)

@@ -39,6 +39,8 @@ from .source import ZkConsumerDataSource, SCHEMA  # noqa: E402
 from .commit import BatchPlan, plan_batch, commit_batch, read_checkpoint_offsets, last_committed_end  # noqa: E402,E501
 from ._reaper import release_member  # noqa: E402
 from .listener import ReleaseOnTermination, install_release_listener  # noqa: E402
+from .finish import finish_query, name_member  # noqa: E402
 
 __all__ = ["ZkConsumerDataSource", "SCHEMA", "plan_batch", "commit_batch", "read_checkpoint_offsets",
-           "last_committed_end", "release_member", "BatchPlan", "ReleaseOnTermination", "install_release_listener"]
+           "last_committed_end", "release_member", "BatchPlan", "ReleaseOnTermination", "install_release_listener",
+           "finish_query", "name_member"]

@@ -42,6 +42,19 @@ def topic_partitions(zk, topics) -> List[Tuple[str, int]]:
     return sorted(out)
 
 
+def partitions_to_read(zk, opts) -> List[TP]:
+    """Every partition of the subscribed topics, or with ``assign`` the listed ones (each must exist: ConfigError
+    naming the missing ones)."""
+    tps = topic_partitions(zk, resolve_topics(zk, opts))
+    if opts.assign is None:
+        return tps
+    missing = sorted(set(opts.assign) - set(tps))
+    if missing:
+        raise ConfigError("assign", None, "partitions that exist", "no such partition: %s"
+                          % ", ".join("%s-%d" % tp for tp in missing))
+    return sorted(opts.assign)
+
+
 class NoOffsetForTimestampError(ZkConsumerError, ValueError):
     """A starting timestamp matched no offset (every record of the partition is older) and
     ``startingOffsetsByTimestampStrategy`` is ``error``."""

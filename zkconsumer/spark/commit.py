@@ -52,21 +52,21 @@ def _opts(options) -> SourceOptions:
 
 
 def plan_batch(options) -> BatchPlan:
-    """The ranges a batch read covers: per partition of the subscribed topics, from the group's committed offset
-    (or ``startingOffsets``: JSON entries win, ``earliest``/``latest`` apply where nothing is committed) to the log
-    end (or ``endingOffsets`` JSON). ``options``: the source's option dict or parsed :class:`SourceOptions`."""
+    """The ranges a batch read covers: per partition of the subscribed topics (or the ``assign`` ones), from the
+    group's committed offset (or ``startingOffsets``: JSON entries win, ``earliest``/``latest`` apply where nothing
+    is committed) to the log end (or ``endingOffsets`` JSON, ``endingTimestamp``, ``endingOffsetsByTimestamp``).
+    ``options``: the source's option dict or parsed :class:`SourceOptions`."""
     from .. import zk as zkmod
     from ..offsets import make_offset_store
     from ..zk import bootstrap_from_zk
-    from .cluster import offsets_at, require_all_partitions, resolve_start, resolve_topics, topic_partitions
-    from .kafka_io import LogEndProbe
+    from .cluster import offsets_at, partitions_to_read, require_all_partitions, resolve_start
     opts = _opts(options)
     zk = zkmod.connect(opts.zookeeper_connect, auth=opts.zk_auth())
     probe = None
     try:
         bootstrap = opts.bootstrap_servers or bootstrap_from_zk(zk, opts.zookeeper_connect,
                                                                 opts.kafka_security.protocol)
-        tps = topic_partitions(zk, resolve_topics(zk, opts))
+        tps = partitions_to_read(zk, opts)
         cfg = opts.consumer_config
         store = make_offset_store(cfg, zk, bootstrap_servers=bootstrap if cfg.offsets_storage == "kafka" else None,
                                   strict=False)
@@ -74,8 +74,7 @@ def plan_batch(options) -> BatchPlan:
             stored = store.fetch(tps)
         finally:
             store.close()
-        probe = LogEndProbe(bootstrap, from_fetch=opts.log_end_from_fetch, security=opts.kafka_security,
-                            kafka_params=opts.kafka_params)
+        probe = opts.log_end_probe(bootstrap)
         overrides = opts.starting if isinstance(opts.starting, dict) else None
         if opts.starting_by_timestamp is not None:
             require_all_partitions("startingOffsetsByTimestamp", opts.starting_by_timestamp, tps)
@@ -115,19 +114,52 @@ def plan_batch(options) -> BatchPlan:
         zkmod.close(zk)
 
 
-def commit_batch(options, end_offsets, skip_owned_by_others: bool = True) -> Dict[str, Dict]:
+def forward_only(store, offsets: Dict[TP, int], fence=None):
+    """Commit the ``offsets`` that move the stored offset forward, through ``fence`` if given; the others are left
+    as they are and reported ``unchanged`` with the stored value (an offset is never moved backwards)."""
+    from ..offsets import CommitResult
+    result = CommitResult()
+    if not offsets:
+        return result
+    stored = store.fetch(list(offsets))
+    forward = {tp: o for tp, o in offsets.items() if stored.get(tp) is None or o > stored[tp]}
+    for tp in set(offsets) - set(forward):
+        result.unchanged.add(tp)
+        result.committed[tp] = stored[tp]
+        if stored[tp] > offsets[tp]:
+            log.info("not committing %s-%d=%d: the store already holds %d (never moving backwards)", tp[0], tp[1],
+                     offsets[tp], stored[tp])
+    if forward:
+        result.merge(store.commit(forward, fence=fence) if fence is not None else store.commit(forward))
+    return result
+
+
+def own_member_id(opts: SourceOptions):
+    """The consumer id of this application's Spark member: ``<group>_<consumer.id>`` when ``consumer.id`` is given,
+    else None (any Spark member of the group, ``<group>_spark-...``, counts as the application's)."""
+    from ..layout.codecs import make_consumer_id
+    cfg = opts.consumer_config
+    return make_consumer_id(opts.group, cfg.consumer_id) if cfg.consumer_id else None
+
+
+def commit_batch(options, end_offsets, skip_owned_by_others: bool = True, member=None) -> Dict[str, Dict]:
     """Write ``end_offsets`` (``{(t, p): next}``, Spark's ``{"t": {"p": n}}`` dict or JSON text) to the group's
     offset store (zookeeper / kafka / dual per the options) from the driver, **after** the output is durable.
 
-    Never moves an offset backwards. With ``skip_owned_by_others`` (default) a partition whose owner node belongs to
-    a member that is not a Spark member of this group (``<group>_spark-...``) is skipped: that member is consuming
-    it and its own commits win. Returns ``{"committed": {...}, "unchanged": {...}, "skipped": {...},
-    "failed": {...}}`` keyed ``"topic-partition"``.
+    Never moves an offset backwards. The application's own partitions are those whose owner node belongs to its
+    Spark member: ``member`` (a consumer id), else ``<group>_<consumer.id>`` when the options set ``consumer.id``,
+    else any Spark member of the group (``<group>_spark-...``). Their commit is **fenced** by the member's owner
+    nodes (:mod:`.fence`): a partition another member claimed in the meantime is skipped, one whose owner node
+    was deleted meanwhile (released: nobody owns it) is committed as unowned. A
+    partition owned by another member is skipped (``skip_owned_by_others``: that member is consuming it and its own
+    commits win); a partition nobody owns is committed. Returns ``{"committed": {...}, "unchanged": {...},
+    "skipped": {...}, "failed": {...}}`` keyed ``"topic-partition"``.
     """
     from .. import zk as zkmod
-    from ..consumer.ownership import read_owners
+    from ..errors import OwnershipLostError
     from ..offsets import make_offset_store
     from ..zk import bootstrap_from_zk
+    from .fence import member_fence, owner_nodes
     opts = _opts(options)
     offsets = end_offsets if isinstance(end_offsets, dict) and all(isinstance(k, tuple) for k in end_offsets) \
         else from_spark(end_offsets)
@@ -135,6 +167,10 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True) -> Dic
     if not offsets:
         return report
     name = lambda tp: "%s-%d" % tp  # noqa: E731
+    own = member or own_member_id(opts)
+
+    def ours(consumer):
+        return consumer == own if own else consumer.startswith(opts.group + "_spark-")
     zk = zkmod.connect(opts.zookeeper_connect, auth=opts.zk_auth())
     try:
         cfg = opts.consumer_config
@@ -142,27 +178,38 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True) -> Dic
         if cfg.offsets_storage == "kafka":
             bootstrap = opts.bootstrap_servers or bootstrap_from_zk(zk, opts.zookeeper_connect,
                                                                     opts.kafka_security.protocol)
-        todo = dict(offsets)
-        if skip_owned_by_others:
-            spark_prefix = str(cfg.group_id) + "_spark-"
-            owners = read_owners(zk, cfg.group_id, sorted({t for t, _ in todo}))
-            for tp in list(todo):
-                owner = owners.get(tp)
-                if owner is not None and not owner.startswith(spark_prefix):
-                    report["skipped"][name(tp)] = "owned by %s" % owner
-                    del todo[tp]
         store = make_offset_store(cfg, zk, bootstrap_servers=bootstrap, strict=False)
         try:
-            stored = store.fetch(list(todo)) if todo else {}
-            forward = {tp: o for tp, o in todo.items() if stored.get(tp) is None or o > stored[tp]}
-            for tp in set(todo) - set(forward):
-                report["unchanged"][name(tp)] = stored[tp]
-            if forward:
-                res = store.commit(forward)
-                for tp, o in res.committed.items():
-                    report["committed"][name(tp)] = o
-                for tp, e in res.failed.items():
-                    report["failed"][name(tp)] = str(e)
+            todo = dict(offsets)
+            # twice at most: a partition whose fenced write was refused because its owner node went away meanwhile
+            # (the member released: nobody owns it now) is committed as an unowned one; one claimed by another
+            # member since is skipped
+            for attempt in (1, 2):
+                unowned: Dict[TP, int] = {}
+                fenced: Dict[Tuple[str, int], Dict[TP, int]] = {}   # (member, its session) -> offsets
+                owners = owner_nodes(zk, opts.group, todo)
+                for tp, off in todo.items():
+                    owner = owners.get(tp)
+                    if owner is None or not skip_owned_by_others and not ours(owner[0]):
+                        unowned[tp] = off
+                    elif ours(owner[0]):
+                        fenced.setdefault(owner, {})[tp] = off
+                    else:
+                        report["skipped"][name(tp)] = "owned by %s" % owner[0]
+                results = [forward_only(store, unowned)] + [
+                    forward_only(store, offs, fence=member_fence(opts.group, session, offs))
+                    for (_member, session), offs in sorted(fenced.items())]
+                todo = {}
+                for res in results:
+                    for tp, o in res.committed.items():
+                        report["unchanged" if tp in res.unchanged else "committed"][name(tp)] = o
+                    for tp, e in res.failed.items():
+                        if attempt == 1 and isinstance(e, OwnershipLostError):
+                            todo[tp] = offsets[tp]
+                        else:
+                            report["failed"][name(tp)] = str(e)
+                if not todo:
+                    break
         finally:
             store.close()
     finally:

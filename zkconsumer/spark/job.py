@@ -2,14 +2,18 @@
 
 Reads the group's topics through the ``zkconsumer`` source (the job's streaming source is a real member of the
 legacy group), parses the JSON values (``{"key", "seq", "ts", ...}``), counts messages per key per minute in every
-micro-batch, writes the counts as Parquet (``<output>/batch_id=N/``, overwritten if Spark replays batch N, so the
+micro-batch (``--output-format records``: writes the records themselves instead: topic, partition, offset, key,
+value, timestamp), writes them as Parquet (``<output>/batch_id=N/``, overwritten if Spark replays batch N, so the
 output is idempotent per batch) and then commits the batch's end offsets to the group's offset store:
 
+* the job's member has a ``consumer.id`` of its own (:func:`name_member`), so its commits are fenced by exactly its
+  owner nodes;
 * commit-after-output: inside ``foreachBatch``, after the Parquet files are written, the batch's end offsets (from
   ``<checkpoint>/offsets/<batchId>``) are committed with :func:`commit_batch` - exact, no replay window;
 * the source's own ``commit(end)`` also runs (one batch late) and never moves offsets backwards, so both agree;
-* after an ``--available-now`` run terminates, the last finished batch is committed once more
-  (:func:`last_committed_end`) - Spark never calls the source's commit for the last batch.
+* when the query ends (``--available-now`` done, SIGTERM, or a failure), :func:`finish_query` commits the last
+  finished batch once more (Spark never calls the source's commit for it) and only then releases the member's owner
+  nodes, so no other member can claim the partitions and read that batch again.
 
 ``--batch`` instead reads the group's unconsumed range once with ``spark.read`` (:func:`run_batch`) and commits its
 end offsets after writing. On a cluster, submit this file: ``spark-submit --master spark://HOST:7077 --py-files
@@ -62,17 +66,26 @@ def counts_per_key_per_minute(df):
             .groupBy("key", "minute").count())
 
 
+def records(df):
+    """The records themselves, for an archive (and for checking exactly what was read)."""
+    return df.select("topic", "partition", "offset", "key", "value", "timestamp")
+
+
+OUTPUTS = {"counts": counts_per_key_per_minute, "records": records}
+
+
 def run(spark, opts: dict, output: str, checkpoint: str, available_now: bool = True, trigger_seconds: float = 10.0,
-        timeout: Optional[float] = None):
-    """Start the pipeline on ``spark``; with ``available_now`` wait for it to finish and return the query."""
-    from . import (ZkConsumerDataSource, commit_batch, install_release_listener, last_committed_end,
-                   read_checkpoint_offsets)
+        timeout: Optional[float] = None, output_format: str = "counts"):
+    """Start the pipeline on ``spark``; with ``available_now`` wait for it to finish (then :func:`finish_query`) and
+    return the query. A streaming run is finished by the caller: give ``opts`` from :func:`name_member` and call
+    ``finish_query(opts, checkpoint)`` after stopping the query (``run`` names the member when ``opts`` does not)."""
+    from . import ZkConsumerDataSource, commit_batch, finish_query, name_member, read_checkpoint_offsets
     spark.dataSource.register(ZkConsumerDataSource)
-    install_release_listener(spark)  # the member leaves the group when the query stops
+    opts = name_member(opts)  # a consumer.id of the job's own: finish_query releases it after the last commit
+    transform = OUTPUTS[output_format]
 
     def write_then_commit(batch_df, batch_id):
-        counts = counts_per_key_per_minute(batch_df)
-        counts.write.mode("overwrite").parquet(os.path.join(output, "batch_id=%d" % batch_id))
+        transform(batch_df).write.mode("overwrite").parquet(os.path.join(output, "batch_id=%d" % batch_id))
         # commit-after-output: this batch's end offsets, now that its output is durable
         end = read_checkpoint_offsets(checkpoint, batch_id)
         report = commit_batch(opts, end)
@@ -84,16 +97,17 @@ def run(spark, opts: dict, output: str, checkpoint: str, available_now: bool = T
         writer.trigger(processingTime="%g seconds" % trigger_seconds)
     query = writer.start()
     if available_now:
-        query.awaitTermination(timeout)
+        try:
+            query.awaitTermination(timeout)
+        finally:
+            if not query.isActive:
+                finish_query(opts, checkpoint)  # the last batch committed, then the member released
         if query.exception() is not None:
             raise query.exception()
-        final = last_committed_end(checkpoint)
-        if final:
-            commit_batch(opts, final)  # Spark never calls the source's commit for the last batch
     return query
 
 
-def run_batch(spark, opts: dict, output: str):
+def run_batch(spark, opts: dict, output: str, output_format: str = "counts"):
     """One batch read of the group's unconsumed range (committed offset -> log end, fixed when planned), the same
     counts written to ``<output>/batch_id=range-<digest of the start offsets>/``, then the end offsets committed.
 
@@ -110,7 +124,7 @@ def run_batch(spark, opts: dict, output: str):
     df = (spark.read.format("zkconsumer").options(**opts)
           .option("startingOffsets", plan.start_json).option("endingOffsets", plan.end_json).load())
     digest = hashlib.sha1(plan.start_json.encode()).hexdigest()[:12]
-    counts_per_key_per_minute(df).write.mode("overwrite").parquet(os.path.join(output, "batch_id=range-%s" % digest))
+    OUTPUTS[output_format](df).write.mode("overwrite").parquet(os.path.join(output, "batch_id=range-%s" % digest))
     report = commit_batch(opts, plan.end)
     log.info("batch: %d record(s) written; offsets committed: %s", plan.total, report["committed"] or "(unchanged)")
     return plan
@@ -138,6 +152,8 @@ def main(argv=None):
     src.add_argument("--topic", dest="topics", action="append", help="topic (repeatable)")
     src.add_argument("--pattern", help="subscribePattern (Java regex)")
     ap.add_argument("--output", required=True, help="Parquet output directory")
+    ap.add_argument("--output-format", choices=sorted(OUTPUTS), default="counts",
+                    help="counts: messages per key per minute; records: the records themselves [default: counts]")
     ap.add_argument("--checkpoint", default=None,
                     help="Spark checkpoint location, a path or URI (keep it across runs; required unless --batch)")
     mode = ap.add_mutually_exclusive_group()
@@ -160,28 +176,31 @@ def main(argv=None):
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("kafka", "kazoo", "py4j"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    opts = build_options(args)
+    from . import name_member
+    opts = name_member(build_options(args))
     spark = make_session(master=args.master)
     try:
         if args.batch:
-            run_batch(spark, opts, args.output)
+            run_batch(spark, opts, args.output, args.output_format)
             return 0
         stop = _stop_on_signals() if not args.available_now else None
         q = run(spark, opts, args.output, args.checkpoint, available_now=args.available_now,
-                trigger_seconds=args.trigger_seconds)
+                trigger_seconds=args.trigger_seconds, output_format=args.output_format)
         if not args.available_now:
+            from . import finish_query
             try:
-                while not stop.is_set() and not q.awaitTermination(0.5):
+                try:
+                    while not stop.is_set() and not q.awaitTermination(0.5):
+                        pass
+                except KeyboardInterrupt:
                     pass
-            except KeyboardInterrupt:
-                pass
+                log.info("stopping the query (%s)", stop.reason or "interrupted")
+                q.stop()
+            finally:
+                report = finish_query(opts, args.checkpoint)
+                log.info("stopped; last batch committed: %s; member released", report["committed"] or "(unchanged)")
             if q.exception() is not None:
                 raise q.exception()
-            log.info("stopping the query (%s)", stop.reason or "interrupted")
-            q.stop()
-            from . import commit_batch, last_committed_end
-            report = commit_batch(opts, last_committed_end(args.checkpoint))
-            log.info("stopped; last batch committed: %s", report["committed"] or "(unchanged)")
         return 0
     finally:
         spark.stop()

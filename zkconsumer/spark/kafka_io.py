@@ -6,7 +6,9 @@
   the last batch + 1 after multi-record produce batches): the probe seeks each partition to ``max(ListOffsets
   (latest), last known end)`` and polls once with a tiny fetch size.
 * :func:`read_range` (executor): one KafkaConsumer per task, ``assign`` + ``seek`` + ``poll`` until the position
-  reaches ``end``, a wall-clock deadline, records ``>= end`` trimmed, rows yielded as ``pyarrow.RecordBatch``.
+  reaches ``end`` (``kafkaConsumer.pollTimeoutMs`` bounds each wait for records, not the whole task), rows outside
+  ``[start, end)`` trimmed, OffsetOutOfRange handled as Spark's ``KafkaDataConsumer``, rows yielded as
+  ``pyarrow.RecordBatch``.
 """
 from __future__ import annotations
 
@@ -26,21 +28,22 @@ class DataLossError(ZkConsumerError):
     """Offsets the batch must read are no longer in the log (retention, topic recreated) and failOnDataLoss=true."""
 
 
-def _consumer(bootstrap, security=None, kafka_params=(), **kw):
-    """A KafkaConsumer without a group: the source's settings ``kw``, the Kafka security settings (*security*, a
+def _consumer(bootstrap, security=None, kafka_params=(), client_id="zkconsumer-spark", **kw):
+    """A KafkaConsumer that joins no group: the source's settings ``kw``, the Kafka security settings (*security*, a
     :class:`~zkconsumer.kafka_security.KafkaSecurity`), then the user's ``kafka.*`` passthrough
-    (:func:`~zkconsumer.spark.kafka_options.kafka_client_config`), then what the source's semantics need (no group, no
-    auto commit)."""
+    (:func:`~zkconsumer.spark.kafka_options.kafka_client_config`; a ``kafka.group.id`` is its group.id, as in Spark,
+    but partitions are assigned, so it never joins that group), then what the source's semantics need (no auto
+    commit)."""
     from kafka import KafkaConsumer
     from kafka.errors import KafkaError
     from ..kafka_connect_errors import connect_error
     from ..kafka_security import PLAINTEXT
     security = security or PLAINTEXT
-    conf = dict(bootstrap_servers=bootstrap.split(","), client_id="zkconsumer-spark")
+    conf = dict(bootstrap_servers=bootstrap.split(","), client_id=client_id, group_id=None)
     conf.update(kw)
     conf.update(security.client_kwargs())
     conf.update(dict(kafka_params))
-    conf.update(group_id=None, enable_auto_commit=False)
+    conf.update(enable_auto_commit=False)
     try:
         return KafkaConsumer(**conf)
     except (KafkaError, OSError) as e:
@@ -50,21 +53,23 @@ def _consumer(bootstrap, security=None, kafka_params=(), **kw):
 class LogEndProbe:
     """Driver-side helper holding one KafkaConsumer (created lazily; never pickled)."""
 
-    def __init__(self, bootstrap, from_fetch=False, security=None, kafka_params=()):
+    def __init__(self, bootstrap, from_fetch=False, security=None, kafka_params=(), client_id="zkconsumer-spark"):
         self.bootstrap = bootstrap
         self.from_fetch = from_fetch
         self.security = security
         self.kafka_params = tuple(kafka_params)
+        self.client_id = client_id
         self._c = None
         self._known: Dict[TP, int] = {}
 
     def __getstate__(self):
         return {"bootstrap": self.bootstrap, "from_fetch": self.from_fetch, "security": self.security,
-                "kafka_params": self.kafka_params, "_c": None, "_known": {}}
+                "kafka_params": self.kafka_params, "client_id": self.client_id, "_c": None, "_known": {}}
 
     def _client(self):
         if self._c is None:
-            self._c = _consumer(self.bootstrap, self.security, self.kafka_params, auto_offset_reset="latest",
+            self._c = _consumer(self.bootstrap, self.security, self.kafka_params, self.client_id,
+                                auto_offset_reset="latest",
                                 fetch_max_wait_ms=10,
                                 max_partition_fetch_bytes=1024, fetch_max_bytes=1 << 20, max_poll_records=1,
                                 check_crcs=False)
@@ -169,16 +174,23 @@ def _batch(topic, partition, cols):
 
 def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int, poll_timeout_ms: int = 120000,
                fail_on_data_loss: bool = True, batch_rows: int = 20000, include_headers: bool = False,
-               security=None, kafka_params: Iterable = ()) -> Iterator:
+               security=None, kafka_params: Iterable = (), client_id: str = "zkconsumer-spark") -> Iterator:
     """Yield ``pyarrow.RecordBatch`` es holding the records of ``[start, end)`` of one partition (with a
-    ``headers`` column when ``include_headers``; connecting with *security*, a KafkaSecurity)."""
+    ``headers`` column when ``include_headers``; connecting with *security*, a KafkaSecurity).
+
+    ``poll_timeout_ms`` (``kafkaConsumer.pollTimeoutMs``) bounds each wait for the next records, as the timeout of
+    one poll in Spark's ``KafkaDataConsumer``: a task fails only when no record arrives for that long, however long
+    the whole range takes (time spent by Spark between batches does not count). Offsets that are no longer in the
+    log (Kafka's OffsetOutOfRange) are handled as Spark's ``KafkaDataConsumer.getEarliestAvailableOffsetBetween``:
+    with ``fail_on_data_loss`` the task fails naming the missing offsets; without, the part of ``[start, end)`` the
+    log still holds is read and the rest skipped with a warning. No row outside ``[start, end)`` is ever yielded."""
     import pyarrow.compute  # noqa: F401  (pa.compute)
     from kafka import TopicPartition
     from kafka.errors import OffsetOutOfRangeError
     if end <= start:
         return
     tp = TopicPartition(topic, partition)
-    c = _consumer(bootstrap, security, kafka_params, auto_offset_reset="none", max_poll_records=batch_rows,
+    c = _consumer(bootstrap, security, kafka_params, client_id, auto_offset_reset="none", max_poll_records=batch_rows,
                   fetch_max_wait_ms=100,
                   max_partition_fetch_bytes=16 << 20, fetch_max_bytes=64 << 20, check_crcs=True)
     from ..consumer.fast_records import install, install_columnar
@@ -188,51 +200,80 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
     columnar = install_columnar(c, sink)
     if not columnar:
         install(c)  # else the consumer's own record decoder, as the member's fetchers use
+    name = "%s-%d" % (topic, partition)
     try:
         c.assign([tp])
         c.seek(tp, start)
-        deadline = time.monotonic() + poll_timeout_ms / 1000.0
         # the rows read so far, as columns: (offsets, timestamps, types, keys, values, headers or None)
         cols = ColumnSink(with_headers=include_headers).take()
         pos = start
+        reappeared = 0
+        waiting_since = time.monotonic()
         while pos < end:
-            if time.monotonic() > deadline:
-                raise ZkConsumerError("timed out after %d ms (kafkaConsumer.pollTimeoutMs) reading %s-%d [%d, %d): "
-                                      "position %d" % (poll_timeout_ms, topic, partition, start, end, pos))
+            if time.monotonic() - waiting_since > poll_timeout_ms / 1000.0:
+                raise ZkConsumerError("no record of %s at offset %d arrived within %d ms (kafkaConsumer.pollTimeoutMs;"
+                                      " reading [%d, %d))" % (name, pos, poll_timeout_ms, start, end))
             try:
                 recs = c.poll(timeout_ms=500, max_records=batch_rows).get(tp, ())
             except OffsetOutOfRangeError as e:
-                first = c.beginning_offsets([tp])[tp]
-                if fail_on_data_loss:
-                    raise DataLossError(
-                        "offsets %d..%d of %s-%d are no longer in the log (log starts at %d): data was lost "
-                        "(retention?). Set failOnDataLoss=false to skip it." % (pos, first - 1, topic, partition,
-                                                                               first)) from e
-                log.warning("%s-%d: offsets %d..%d are gone (log starts at %d); skipping them (failOnDataLoss=false)",
-                            topic, partition, pos, first - 1, first)
-                if first >= end:
+                sink.take()
+                nxt = _out_of_range(c, tp, name, pos, start, end, fail_on_data_loss, e)
+                if nxt == pos:
+                    reappeared += 1
+                    if reappeared > 3:
+                        raise DataLossError("offset %d of %s keeps disappearing from the log (topic deleted and "
+                                            "recreated?) while reading [%d, %d)" % (pos, name, start, end)) from e
+                if nxt >= end:
                     break
-                c.seek(tp, first)
-                pos = first
+                c.seek(tp, nxt)
+                pos = nxt
+                waiting_since = time.monotonic()
                 continue
             got = sink.take()
             if not columnar:  # the consumer's records, into the same columns
                 columns(recs, pos, *got)
-            cut = len(got[0])
-            if cut and got[0][-1] >= end:
-                cut = bisect.bisect_left(got[0], end)
-            if cut:
+            lo = bisect.bisect_left(got[0], pos) if got[0] and got[0][0] < pos else 0
+            hi = bisect.bisect_left(got[0], end) if got[0] and got[0][-1] >= end else len(got[0])
+            if hi > lo:
                 for column, new in zip(cols, got):
                     if column is not None:
-                        column.extend(new[:cut])
+                        column.extend(new[lo:hi])
                 pos = cols[0][-1] + 1
+            before = pos
             pos = max(pos, c.position(tp))  # jumps over compaction / transaction-marker gaps
+            if hi > lo or pos > before:
+                waiting_since = time.monotonic()
             while len(cols[0]) >= batch_rows:  # arrowBatchSize rows per batch (a poll may bring several batches)
                 yield _batch(topic, partition, tuple(None if col is None else col[:batch_rows] for col in cols))
                 for col in cols:
                     if col is not None:
                         del col[:batch_rows]
+                waiting_since = time.monotonic()  # the time Spark spent with the batch is not a poll's
         if cols[0]:
             yield _batch(topic, partition, cols)
     finally:
         c.close(autocommit=False)
+
+
+def _out_of_range(c, tp, name, pos, start, end, fail_on_data_loss, cause) -> int:
+    """Kafka answered OffsetOutOfRange for ``pos``: the next offset to read (``end`` when nothing of ``[pos, end)``
+    is left), or DataLossError with ``fail_on_data_loss``. The cases of Spark's
+    ``KafkaDataConsumer.getEarliestAvailableOffsetBetween``."""
+    earliest = c.beginning_offsets([tp])[tp]
+    latest = c.end_offsets([tp])[tp]
+    held = "the log now holds [%d, %d)" % (earliest, latest)
+    if pos >= latest or earliest >= end:
+        what, nxt = "offsets [%d, %d) of %s are not in the log any more (%s)" % (pos, end, name, held), end
+    elif pos >= earliest:
+        # gone a moment ago, there again now (a topic deleted, recreated and written to at once): read it again
+        log.warning("offset %d of %s was out of range but is in the log again (%s): some data may have been lost",
+                    pos, name, held)
+        return pos
+    else:
+        what, nxt = "offsets [%d, %d) of %s are not in the log any more (%s)" % (pos, earliest, name, held), earliest
+    if fail_on_data_loss:
+        raise DataLossError("%s, while reading [%d, %d): data was lost (retention, DeleteRecords, or the topic "
+                            "deleted and recreated). Set failOnDataLoss=false to skip what is gone." % (what, start, end)
+                            ) from cause
+    log.warning("%s; skipping them (failOnDataLoss=false)", what)
+    return nxt

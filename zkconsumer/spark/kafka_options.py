@@ -1,19 +1,38 @@
 """The data source's ``kafka.*`` options as keyword arguments of kafka-python's clients: Java client names mapped to
-kafka-python's, values converted to the type of kafka-python's defaults, and the options Spark's Kafka source
-refuses refused here too (:func:`kafka_client_config`; :mod:`zkconsumer.spark.options` calls it while parsing)."""
+kafka-python's, values converted to the type of kafka-python's defaults, the options Spark's Kafka source refuses
+refused here too, and the others passed through where kafka-python has them, with a warning where it does not
+(:func:`kafka_client_config`; :mod:`zkconsumer.spark.options` calls it while parsing). The security keys
+(``kafka.security.protocol``, ``kafka.ssl.*`` with the Java stores, ``kafka.sasl.*``) are not handled here but by
+:class:`~zkconsumer.kafka_security.KafkaSecurity`."""
 from __future__ import annotations
 
+import logging
 from typing import Dict, Mapping
 
 from ..errors import ConfigError
 
-__all__ = ["kafka_client_config"]
+__all__ = ["kafka_client_config", "warn_once", "GROUP_ID_WARNING"]
 
-# kafka.* options Spark's Kafka source refuses, and why (KafkaSourceProvider.validateGeneralOptions); group.id only
-# draws a warning there, but here it would break the legacy group's semantics
+log = logging.getLogger("zkconsumer.spark")
+
+# Spark's warning for kafka.group.id (KafkaSourceProvider.CUSTOM_GROUP_ID_ERROR_MESSAGE), for the source's consumers
+GROUP_ID_WARNING = ("Kafka option 'kafka.group.id' has been set on this query, it is not recommended to set this "
+                    "option. This option is unsafe to use since multiple concurrent queries or sources using the same "
+                    "group id will interfere with each other as they are part of the same consumer group. (The "
+                    "zkconsumer source's Kafka consumers use it as their group.id but never join the group nor commit "
+                    "to it; the legacy group the source is a member of is the group.id option.)")
+_WARNED: set = set()
+
+
+def warn_once(message: str) -> None:
+    """Log ``message`` as a warning once per process (options are parsed again in every Spark call)."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        log.warning("%s", message)
+
+
+# kafka.* options Spark's Kafka source refuses, and why (KafkaSourceProvider.validateGeneralOptions)
 _REFUSED_KAFKA = {
-    "group.id": "executors read without a consumer group and the driver joins the legacy group named by the "
-                "group.id option (not kafka.group.id); a Kafka group here would interfere with other queries",
     "auto.offset.reset": "set the source option startingOffsets to earliest or latest instead: the source decides "
                          "which offsets are read (where the group has no committed offset), not the Kafka consumer",
     "key.deserializer": "keys are always read as bytes; deserialize them with DataFrame operations",
@@ -22,9 +41,7 @@ _REFUSED_KAFKA = {
     "interceptor.classes": "interceptors can modify the records, so they are not safe",
 }
 # Java client names whose kafka-python keyword differs (the rest map by '.' -> '_')
-_JAVA_TO_PY = {"ssl.key.password": "ssl_password", "ssl.endpoint.identification.algorithm": "ssl_check_hostname",
-               "ssl.truststore.location": "ssl_cafile", "ssl.keystore.location": "ssl_certfile",
-               "sasl.kerberos.service.name": "sasl_kerberos_service_name"}
+_JAVA_TO_PY = {"sasl.kerberos.service.name": "sasl_kerberos_service_name"}
 # kafka-python settings that are objects, or that the source sets itself
 _NOT_SETTABLE = {"bootstrap_servers", "kafka_client", "selector", "metric_reporters", "socket_options", "ssl_context",
                  "sasl_oauth_token_provider", "default_offset_commit_callback", "partition_assignment_strategy",
@@ -48,16 +65,17 @@ def _jaas_credentials(value):
 
 
 def kafka_client_config(kafka_options: Mapping[str, str]) -> Dict[str, object]:
-    """The ``kafka.*`` options (names without the ``kafka.`` prefix, any case) as keyword arguments of the
-    kafka-python clients the source makes (the driver's log-end probe and the executors' readers).
+    """The ``kafka.*`` options (names without the ``kafka.`` prefix, any case; the security keys already taken out) as
+    keyword arguments of the kafka-python clients the source makes (the driver's log-end probe and the executors'
+    readers).
 
-    Java client names map to kafka-python's (``security.protocol`` -> ``security_protocol``, ``ssl.key.password``
-    -> ``ssl_password``, ``ssl.endpoint.identification.algorithm`` -> ``ssl_check_hostname``, a PEM
-    ``ssl.truststore.location`` -> ``ssl_cafile``, a PEM ``ssl.keystore.location`` -> ``ssl_certfile``,
-    ``sasl.jaas.config`` with PlainLoginModule/ScramLoginModule -> ``sasl_plain_username``/``_password``);
-    kafka-python's own names (``kafka.ssl_cafile``) are accepted too. Refused as in Spark's Kafka source:
-    ``group.id``, ``auto.offset.reset``, ``key.deserializer``, ``value.deserializer``, ``enable.auto.commit``,
-    ``interceptor.classes``; refused too: names kafka-python does not know. Values are converted to the type of
+    Java client names map to kafka-python's (``request.timeout.ms`` -> ``request_timeout_ms``,
+    ``sasl.kerberos.service.name`` -> ``sasl_kerberos_service_name``, ``sasl.jaas.config`` with
+    PlainLoginModule/ScramLoginModule -> ``sasl_plain_username``/``_password``); kafka-python's own names
+    (``kafka.ssl_cafile``) are accepted too. Refused as in Spark's Kafka source: ``auto.offset.reset``,
+    ``key.deserializer``, ``value.deserializer``, ``enable.auto.commit``, ``interceptor.classes``. ``group.id`` is
+    accepted with Spark's warning (:data:`GROUP_ID_WARNING`). A name kafka-python does not have is ignored with a
+    warning (the Java client, too, only warns about unknown configurations). Values are converted to the type of
     kafka-python's default. Error messages never show a value that may be a secret."""
     from kafka import KafkaConsumer
     defaults = KafkaConsumer.DEFAULT_CONFIG
@@ -74,22 +92,18 @@ def kafka_client_config(kafka_options: Mapping[str, str]) -> Dict[str, object]:
         if key == "sasl.jaas.config":
             out.update(_jaas_credentials(value))
             continue
-        if key in ("ssl.truststore.type", "ssl.keystore.type"):
-            if value.strip().upper() != "PEM":
-                raise ConfigError(name, value, "PEM (kafka-python reads PEM files: convert JKS/PKCS12 stores, or "
-                                  "use kafka.ssl.cafile / kafka.ssl.certfile / kafka.ssl.keyfile)")
-            continue
-        if key in ("ssl.truststore.location", "ssl.keystore.location") and \
-                opts.get(key.rsplit(".", 1)[0] + ".type", "").strip().upper() != "PEM":
-            raise ConfigError(name, value, "a PEM file together with kafka.%s.type=PEM (kafka-python reads PEM "
-                              "files only; or use kafka.ssl.cafile / kafka.ssl.certfile)" % key.rsplit(".", 1)[0])
         py = _JAVA_TO_PY.get(key, key.replace(".", "_"))
-        if py in ("group_id", "auto_offset_reset", "key_deserializer", "value_deserializer", "enable_auto_commit"):
+        if py in ("auto_offset_reset", "key_deserializer", "value_deserializer", "enable_auto_commit"):
             raise ConfigError(name, shown, "not supported", _REFUSED_KAFKA[py.replace("_", ".")])
+        if py == "group_id":
+            warn_once(GROUP_ID_WARNING)
+            out[py] = value.strip()
+            continue
         if py not in defaults or py in _NOT_SETTABLE:
-            raise ConfigError(name, shown, "a setting of kafka-python's KafkaConsumer given as a Kafka client name "
-                              "(e.g. kafka.security.protocol, kafka.ssl.cafile, kafka.sasl.mechanism, "
-                              "kafka.request.timeout.ms)", "kafka-python has no %r" % py)
+            warn_once("%s is not a setting of kafka-python's consumer (%s): ignored (the source's Kafka clients are "
+                      "kafka-python's; the Java client, too, ignores configurations it does not know)"
+                      % (name, "it has no %r" % py if py not in defaults else "the source sets it itself"))
+            continue
         if py == "ssl_check_hostname":
             out[py] = value.strip().lower() == "https"
             continue

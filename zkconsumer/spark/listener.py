@@ -7,9 +7,13 @@ the query's progress (``reportLatestOffset``: under the key :data:`MEMBER_KEY`, 
 to the latest offsets), the listener remembers it per query run, and ``onQueryTerminated`` deletes the member's
 registration and owner nodes (:func:`~zkconsumer.spark.release_member`), so the group rebalances at once.
 
-A member that has not reported progress yet (a query stopped before its first trigger completed), a driver that is
-killed (no listener runs) and an application that did not install the listener still rely on the member's reaper
-process (:mod:`._reaper`); with the listener installed, the reaper is a second line for those cases.
+This releases the member before anything can commit the query's last batch (Spark never calls the source's
+``commit`` for it): another member that claims the partitions then reads that batch again, unless it was committed
+inside the batch (commit-after-output in ``foreachBatch``). A member named with
+:func:`~zkconsumer.spark.name_member` is left to the application, which releases it after the final commit
+(:func:`~zkconsumer.spark.finish_query`). A killed driver (no listener runs) relies on the member's reaper process
+(:mod:`._reaper`); a member that has not reported progress yet (a query stopped before its first trigger completed),
+or an application that did not install the listener, on its ZooKeeper session's end.
 """
 from __future__ import annotations
 
@@ -61,9 +65,14 @@ class ReleaseOnTermination(StreamingQueryListener):
 
     def onQueryTerminated(self, event: Any) -> None:
         from ._reaper import release_member
+        from .finish import released_by_application
         with self._lock:
             members = self._members.pop(str(event.runId), set())
         for zk_connect, group, consumer_id in sorted(members):
+            if released_by_application(consumer_id):
+                log.info("query %s terminated: group member %s of %s is released by the application (finish_query)",
+                         event.id, consumer_id, group)
+                continue
             try:
                 deleted = release_member(zk_connect, group, consumer_id)
             except Exception as e:  # the reaper and the ZooKeeper session remain

@@ -6,13 +6,16 @@ releases them like any member, but ``start_delivery`` only records which partiti
 micro-batches for exactly those partitions and Spark's executors read them.  Commits go through the connector's
 fenced path (only partitions still owned under our ZooKeeper session) and never move an offset backwards.
 
-Spark kills the source's Python process without calling ``stop()``. When the query stops, the
-:class:`~zkconsumer.spark.listener.ReleaseOnTermination` listener (if the application installed it) deletes the
-member's registration and owner nodes. Every member also starts a tiny *reaper* process (:mod:`._reaper`, unless
-``ownerReaper=false``) that waits for the member's process to die and then deletes them at once. The reaper is
-still needed where no listener can act: the driver killed (``kill -9``, a lost node: no listener code runs), a query
-stopped before its first progress report named the member, an application that did not install the listener.
-Without either the nodes are ephemeral anyway and vanish after ``zookeeper.session.timeout.ms``.
+Spark kills the source's Python process without calling ``stop()``. When the query stops, the application releases
+the member's registration and owner nodes after committing the query's last batch
+(:func:`~zkconsumer.spark.finish_query`), or the :class:`~zkconsumer.spark.listener.ReleaseOnTermination` listener
+does (if the application installed it). Every member also starts a tiny *reaper* process (:mod:`._reaper`, unless
+``ownerReaper=false``) that waits for the member's process to die and, if the driver died with it (``kill -9``, a
+lost node: no code of the application runs), deletes them at once. Otherwise the nodes are ephemeral and vanish
+after ``zookeeper.session.timeout.ms``.
+
+With ``offsets.storage=kafka`` the member also keeps the offsets of partitions that receive nothing alive in Kafka's
+offset manager (:mod:`.keepalive`).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ import uuid
 from ..consumer.connector import RebalanceListener, ZookeeperConsumerConnector
 from ..layout import codecs
 from ..offsets import CommitResult
+from . import keepalive
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +56,7 @@ class _Listener(RebalanceListener):
 class GroupMember(ZookeeperConsumerConnector):
     """A non-fetching group member. ``join(topics=...)`` or ``join(topic_filter=Whitelist(...))``."""
 
-    def __init__(self, config, bootstrap_servers=None, reaper=True):
+    def __init__(self, config, bootstrap_servers=None, reaper=True, clock=time.monotonic):
         if not config.consumer_id:
             config = config.with_overrides({"consumer.id": spark_consumer_id(config.group_id)})
         if config.auto_commit_enable:
@@ -63,6 +67,8 @@ class GroupMember(ZookeeperConsumerConnector):
         self.claimed_at = {}         # (t, p) -> value of `claims` when it was (re)claimed
         self._want_reaper = reaper
         self._reaper = None
+        self._clock = clock
+        self._keepalive = None       # OffsetKeepAlive (offsets.storage=kafka), made at the first keep_alive
 
     # -- subscription ------------------------------------------------------------------------------------------
     def join(self, topics=(), topic_filter=None, wait_timeout=None):
@@ -77,7 +83,7 @@ class GroupMember(ZookeeperConsumerConnector):
             self.registration = codecs.ConsumerRegistration.static({t: 1 for t in topics})
         if self._want_reaper:
             self._reaper = start_reaper(self.config.zookeeper_connect, self.group, self.consumer_id,
-                                         self.config)
+                                         self.config, driver_pid=os.getppid())
         self._start(wait_timeout)  # engine: split-brain check, rebalancer, waits for the first rebalance
         return self
 
@@ -102,6 +108,8 @@ class GroupMember(ZookeeperConsumerConnector):
         for tp in partitions:
             self._assigned.pop(tp, None)
             self.claimed_at.pop(tp, None)
+        if self._keepalive is not None:
+            self._keepalive.forget(partitions)
         log.info("%s: partitions %s: %s", self.consumer_id, why, ", ".join("%s-%d" % tp for tp in sorted(partitions)))
 
     # -- what the source reads ---------------------------------------------------------------------------------
@@ -138,6 +146,7 @@ class GroupMember(ZookeeperConsumerConnector):
     def commit_forward(self, offsets):
         """Fenced commit of ``{(t, p): next_offset}`` for partitions still owned, only where it moves the stored
         offset forward. Returns a :class:`CommitResult` (never raises for per-partition failures)."""
+        from .commit import forward_only
         rb = self.rebalancer
         result = CommitResult()
         if rb is None or not offsets:
@@ -149,20 +158,31 @@ class GroupMember(ZookeeperConsumerConnector):
                          self.consumer_id)
             if not own:
                 return result
-            stored = self.offset_store.fetch(list(own))
-            forward = {tp: off for tp, off in own.items() if stored.get(tp) is None or off > stored[tp]}
-            for tp in set(own) - set(forward):
-                result.unchanged.add(tp)
-                result.committed[tp] = stored[tp]
-                if stored[tp] > own[tp]:
-                    log.info("not committing %s-%d=%d: the store already holds %d (never moving backwards)",
-                             tp[0], tp[1], own[tp], stored[tp])
-            if forward:
-                result.merge(self.offset_store.commit(forward, fence=rb.fence()))
-                for tp, off in forward.items():
-                    if tp in result.committed:
-                        rb.parts[tp].consumed = off
+            result = forward_only(self.offset_store, own, fence=rb.fence())
+            for tp, off in own.items():
+                if tp in result.committed and tp not in result.unchanged:
+                    rb.parts[tp].consumed = off
+            if self._keepalive is not None:
+                self._keepalive.wrote(tp for tp in result.committed if tp not in result.unchanged)
         if result.failed:
+            rb.on_commit_result(result)
+        return result
+
+    def keep_alive(self, partitions):
+        """With ``offsets.storage=kafka``: re-commit, unchanged, the stored offsets of owned partitions not written
+        for ``auto.commit.interval.ms`` (at most half of the brokers' ``offsets.retention.minutes``), fenced, so
+        Kafka does not delete them while the query runs (see :mod:`.keepalive`). Cheap when nothing is due."""
+        rb = self.rebalancer
+        if rb is None or self.config.offsets_storage != "kafka":
+            return None
+        if self._keepalive is None:
+            self._keepalive = keepalive.for_config(self.config, self._kafka_bootstrap(), clock=self._clock)
+        with rb.lock:
+            own = [tp for tp in partitions if tp in rb.owned]
+            if not self._keepalive.due(own):
+                return None
+            result = self._keepalive.refresh(self.offset_store, own, fence=rb.fence())
+        if result is not None and result.failed:
             rb.on_commit_result(result)
         return result
 
@@ -189,8 +209,9 @@ class GroupMember(ZookeeperConsumerConnector):
                 self._reaper = None
 
 
-def start_reaper(zookeeper_connect, group, consumer_id, config=None):
-    """Start the reaper process for this member (see :mod:`._reaper`); its stdin is a pipe only we hold. With
+def start_reaper(zookeeper_connect, group, consumer_id, config=None, driver_pid=0):
+    """Start the reaper process for this member (see :mod:`._reaper`); its stdin is a pipe only we hold;
+    ``driver_pid``: the process whose death means the application is gone (0: release as soon as we are). With
     ZooKeeper authentication in ``config`` it gets the scheme and the credentials file's path (not the password)."""
     auth_args = []
     if config is not None and config.zookeeper_auth_scheme != "none":
@@ -198,7 +219,7 @@ def start_reaper(zookeeper_connect, group, consumer_id, config=None):
                      config.zookeeper_sasl_mechanism, "true" if config.zookeeper_set_acl else "false"]
     try:
         return subprocess.Popen([sys.executable, "-m", "zkconsumer.spark._reaper", zookeeper_connect, group,
-                                 consumer_id] + auth_args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                 consumer_id, str(int(driver_pid or 0))] + auth_args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
                                 env=dict(os.environ))
     except OSError as e:

@@ -1,9 +1,10 @@
 """Options of the ``zkconsumer`` data source: parsed and validated once, kept as plain picklable data.
 
-Names follow Spark's Kafka source where they mean the same thing (``subscribe``, ``subscribePattern``,
+Names follow Spark's Kafka source where they mean the same thing (``assign``, ``subscribe``, ``subscribePattern``,
 ``startingOffsets``, ``endingOffsets``, ``maxOffsetsPerTrigger``, ``failOnDataLoss``, ``kafka.bootstrap.servers``,
-``kafkaConsumer.pollTimeoutMs``, ``includeHeaders``, ``minPartitions``, ``maxRecordsPerPartition``, the timestamp
-options, ``minOffsetsPerTrigger``/``maxTriggerDelay``, ``kafka.*``: :mod:`zkconsumer.spark.kafka_options`); every
+``kafkaConsumer.pollTimeoutMs``, ``fetchOffset.numRetries``, ``fetchOffset.retryIntervalMs``, ``groupIdPrefix``,
+``includeHeaders``, ``minPartitions``, ``maxRecordsPerPartition``, the timestamp options,
+``minOffsetsPerTrigger``/``maxTriggerDelay``, ``kafka.*``: :mod:`zkconsumer.spark.kafka_options`); every
 legacy consumer property (``zookeeper.connect``, ``group.id``, ``offsets.storage``, ``dual.commit.enabled``, ...:
 :data:`zkconsumer.config.KNOWN_KEYS`) is accepted as an option too. Spark lower-cases option names, so matching is
 case-insensitive. A bad value raises :class:`~zkconsumer.errors.ConfigError` naming the option, the value and what
@@ -19,14 +20,15 @@ from ..config import KNOWN_KEYS, ConsumerConfig
 from ..errors import ConfigError, InvalidNameError
 from ..kafka_security import SECURITY_KEYS, KafkaSecurity
 from ..layout.names import validate_partition, validate_topic
-from .kafka_options import kafka_client_config
+from .kafka_options import kafka_client_config, warn_once
 
 if TYPE_CHECKING:
     from ..zk_auth import ZkAuth
 
 # our option name (as documented) -> lower-case key Spark hands us
-SOURCE_OPTIONS = ("subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "maxOffsetsPerTrigger",
-                  "failOnDataLoss", "kafka.bootstrap.servers", "kafkaConsumer.pollTimeoutMs", "arrowBatchSize",
+SOURCE_OPTIONS = ("assign", "subscribe", "subscribePattern", "startingOffsets", "endingOffsets", "maxOffsetsPerTrigger",
+                  "failOnDataLoss", "kafka.bootstrap.servers", "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries",
+                  "fetchOffset.retryIntervalMs", "groupIdPrefix", "arrowBatchSize",
                   "logEnd", "includeHeaders", "minPartitions", "maxRecordsPerPartition", "startingTimestamp",
                   "startingOffsetsByTimestamp", "endingTimestamp", "endingOffsetsByTimestamp",
                   "startingOffsetsByTimestampStrategy", "minOffsetsPerTrigger", "maxTriggerDelay", "ownerReaper")
@@ -66,8 +68,12 @@ class SourceOptions:
     max_trigger_delay_ms: int = 15 * 60 * 1000       # maxTriggerDelay (default 15m)
     # kafka.* passthrough as kafka-python kwargs (may hold secrets: never in repr or logs)
     kafka_params: Tuple[Tuple[str, object], ...] = dataclasses.field(default=(), repr=False)
-    ending_given: Tuple[str, ...] = ()               # ending* options given (refused by a streaming query)
+    ending_given: Tuple[str, ...] = ()               # endingOffsets / endingOffsetsByTimestamp (refused by streaming)
     owner_reaper: bool = True                        # ownerReaper: start the member's reaper process
+    assign: Optional[Tuple[Tuple[str, int], ...]] = None  # assign: these partitions, no group membership
+    fetch_offset_retries: int = 3                    # fetchOffset.numRetries
+    fetch_offset_retry_interval_ms: int = 10         # fetchOffset.retryIntervalMs
+    client_id: str = "zkconsumer-spark"              # the Kafka clients' client.id (groupIdPrefix names it)
 
     @property
     def consumer_config(self) -> ConsumerConfig:
@@ -101,6 +107,12 @@ class SourceOptions:
         from ..topic_filter import Whitelist
         return Whitelist(self.pattern) if self.pattern is not None else None
 
+    def log_end_probe(self, bootstrap: str):
+        """The driver's :class:`~zkconsumer.spark.kafka_io.LogEndProbe` with these options' Kafka settings."""
+        from .kafka_io import LogEndProbe
+        return LogEndProbe(bootstrap, from_fetch=self.log_end_from_fetch, security=self.kafka_security,
+                           kafka_params=self.kafka_params, client_id=self.client_id)
+
 
 def _bool(name, value):
     s = str(value).strip().lower()
@@ -119,22 +131,33 @@ def _pos_int(name, value, lo=1):
     return v
 
 
-def _offsets_json(name, value, allow_earliest):
-    """Spark's JSON form ``{"topic": {"0": 23, "1": -1}}`` -> {(t, p): offset}."""
+def _json_object(name, value, allowed, empty_ok=False):
+    """The JSON object of an option (non-empty unless ``empty_ok``), else ConfigError (naming the option and what
+    is allowed)."""
     try:
         obj = json.loads(value)
     except (TypeError, ValueError, RecursionError):  # RecursionError: nested thousands deep
         obj = None
+    if not isinstance(obj, dict) or not (obj or empty_ok):
+        raise ConfigError(name, value, allowed)
+    return obj
+
+
+def _topic(name, value, allowed, topic):
+    try:
+        validate_topic(topic)
+    except InvalidNameError as e:
+        raise ConfigError(name, value, allowed, "topic %r: %s" % (topic, e.reason)) from None
+
+
+def _offsets_json(name, value, allow_earliest):
+    """Spark's JSON form ``{"topic": {"0": 23, "1": -1}}`` -> {(t, p): offset}."""
     allowed = ("'earliest', 'latest' or JSON like {\"topic\":{\"0\":23,\"1\":-1}} (-2 = earliest, -1 = latest)"
                if allow_earliest else "'latest' or JSON like {\"topic\":{\"0\":23,\"1\":-1}} (-1 = latest)")
-    if not isinstance(obj, dict):
-        raise ConfigError(name, value, allowed)
+    obj = _json_object(name, value, allowed, empty_ok=True)
     out = {}
     for t, parts in obj.items():
-        try:
-            validate_topic(t)
-        except InvalidNameError as e:
-            raise ConfigError(name, value, allowed, "topic %r: %s" % (t, e.reason)) from None
+        _topic(name, value, allowed, t)
         if not isinstance(parts, dict):
             raise ConfigError(name, value, allowed, "topic %r must map to {partition: offset}" % t)
         for p, off in parts.items():
@@ -171,12 +194,7 @@ def _timestamp(name, value):
 def _timestamps_json(name, value):
     """Spark's ``{"topic": {"0": 1700000000000, ...}}`` -> {(t, p): timestamp ms}."""
     allowed = "JSON like {\"topic\":{\"0\":1700000000000,\"1\":1700000000000}} (timestamps in ms)"
-    try:
-        obj = json.loads(value)
-    except (TypeError, ValueError, RecursionError):  # RecursionError: nested thousands deep
-        obj = None
-    if not isinstance(obj, dict) or not obj:
-        raise ConfigError(name, value, allowed)
+    obj = _json_object(name, value, allowed)
     out = {}
     for t, parts in obj.items():
         if not isinstance(parts, dict):
@@ -217,33 +235,52 @@ def _check_timestamp_ranges(start, end):
                               "%d of %s-%d in endingOffsetsByTimestamp" % (end[tp], tp[0], tp[1]))
 
 
+def _assign_json(value) -> Tuple[Tuple[str, int], ...]:
+    """Spark's ``assign`` JSON ``{"topicA": [0, 1], "topicB": [2, 4]}`` -> sorted ((t, p), ...)."""
+    allowed = 'JSON like {"topicA":[0,1],"topicB":[2,4]}: the topic-partitions to read'
+    obj = _json_object("assign", value, allowed)
+    out = set()
+    for t, parts in obj.items():
+        _topic("assign", value, allowed, t)
+        if not isinstance(parts, list) or not parts:
+            raise ConfigError("assign", value, allowed, "topic %r must map to a list of partitions" % t)
+        for p in parts:
+            if isinstance(p, bool) or not isinstance(p, int) or p < 0:
+                raise ConfigError("assign", value, allowed, "bad partition %r of %r" % (p, t))
+            out.add((t, p))
+    return tuple(sorted(out))
+
+
 def parse_options(options: Mapping[str, str]) -> SourceOptions:
     """Validate Spark's (case-insensitive) option map."""
     src: Dict[str, str] = {}
     props: Dict[str, str] = {}
     kafka: Dict[str, str] = {}
+    given_as_kafka = set()
     for k, v in options.items():
         lk = str(k).lower()
         if lk in _LOWER:
             src[_LOWER[lk]] = v
         elif (security_key := _kafka_security_option(lk)) is not None:
             props[security_key] = v
+            given_as_kafka.add("kafka." + security_key)
         elif lk.startswith("kafka."):
             kafka[lk[len("kafka."):]] = v
         elif lk in _CONSUMER_KEYS:
             props[_CONSUMER_KEYS[lk]] = v
-        elif lk == "assign":
-            raise ConfigError("assign", v, "not supported: a legacy group assigns partitions itself; use "
-                              "subscribe or subscribePattern")
         else:
             shown = "[hidden]" if "jaas" in lk or "password" in lk else v  # a mistyped secret key stays secret
             raise ConfigError(k, shown, "not an option of the zkconsumer source; allowed: %s and the legacy consumer "
                               "properties (zookeeper.connect, group.id, offsets.storage, dual.commit.enabled, ...)"
                               % ", ".join(SOURCE_OPTIONS))
-    subscribe, pattern = src.get("subscribe"), src.get("subscribePattern")
-    if (subscribe is None) == (pattern is None):
-        raise ConfigError("subscribe/subscribePattern", subscribe if subscribe is not None else pattern,
-                          "exactly one of subscribe (comma-separated topics) or subscribePattern (Java regex)")
+    subscribe, pattern, assign = src.get("subscribe"), src.get("subscribePattern"), src.get("assign")
+    given = [k for k, v in (("assign", assign), ("subscribe", subscribe), ("subscribePattern", pattern)) if v is not None]
+    if len(given) != 1:
+        raise ConfigError("/".join(given) if given else "assign/subscribe/subscribePattern",
+                          "set" if given else None,
+                          "exactly one of assign (JSON of topic-partitions), subscribe (comma-separated topics) or "
+                          "subscribePattern (Java regex)")
+    assigned = _assign_json(assign) if assign is not None else None
     topics: Tuple[str, ...] = ()
     if subscribe is not None:
         names = [t.strip() for t in subscribe.split(",") if t.strip()]
@@ -255,9 +292,11 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
             except Exception as e:
                 raise ConfigError("subscribe", subscribe, "legal topic names", str(e)) from None
         topics = tuple(sorted(set(names)))
+    elif assigned is not None:
+        topics = tuple(sorted({t for t, _ in assigned}))
     else:
         from ..java_regex import compile_java_regex
-        assert pattern is not None  # exactly one of subscribe, subscribePattern
+        assert pattern is not None  # exactly one of assign, subscribe, subscribePattern
         try:
             compile_java_regex(pattern, key="subscribePattern")
         except Exception as e:
@@ -267,7 +306,12 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     if str(props["auto.commit.enable"]).strip().lower() != "false":
         raise ConfigError("auto.commit.enable", props["auto.commit.enable"],
                           "false (the source commits after Spark committed a batch, never on a timer)")
-    cfg = ConsumerConfig.from_properties(props)
+    try:
+        cfg = ConsumerConfig.from_properties(props)
+    except ConfigError as e:
+        if "kafka." + e.key in given_as_kafka:  # name the option as the user wrote it (kafka.ssl.keystore.password)
+            raise ConfigError("kafka." + e.key, e.value, e.allowed, e.detail) from None
+        raise
     assert cfg.group_id is not None and cfg.zookeeper_connect is not None  # both required by from_properties
     strategy = src.get("startingOffsetsByTimestampStrategy", "error").strip().lower()
     if strategy not in ("error", "latest"):
@@ -294,8 +338,6 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     elif src.get("endingOffsets") is not None and src["endingOffsets"].strip().lower() != "latest":
         ending = _offsets_json("endingOffsets", src["endingOffsets"], False)
     _check_timestamp_ranges(start_by_ts, end_by_ts)
-    if start_ts is not None and end_ts is not None and start_ts > end_ts:
-        raise ConfigError("startingTimestamp", start_ts, "a timestamp <= endingTimestamp (%d)" % end_ts)
     mopt = src.get("maxOffsetsPerTrigger")
     minopt = src.get("minOffsetsPerTrigger")
     max_per_trigger = _pos_int("maxOffsetsPerTrigger", mopt) if mopt is not None else None
@@ -304,6 +346,13 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         raise ConfigError("minOffsetsPerTrigger", minopt, "at most maxOffsetsPerTrigger (%d)" % max_per_trigger,
                           "the value of minOffsetsPerTrigger is higher than maxOffsetsPerTrigger")
     minp, maxr = src.get("minPartitions"), src.get("maxRecordsPerPartition")
+    kafka_params = kafka_client_config(kafka)
+    prefix = src.get("groupIdPrefix")
+    if prefix is not None and not prefix.strip():
+        raise ConfigError("groupIdPrefix", prefix, "a non-empty prefix")
+    if prefix is not None and "group_id" in kafka_params:
+        warn_once("Option groupIdPrefix will be ignored as option kafka.group.id has been set.")
+        prefix = None
     return SourceOptions(
         topics=topics, pattern=pattern, consumer_props=tuple(sorted(props.items())), group=cfg.group_id,
         zookeeper_connect=cfg.zookeeper_connect,
@@ -321,9 +370,14 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         ending_by_timestamp=end_by_ts, no_match_latest=strategy == "latest",
         min_offsets_per_trigger=min_per_trigger,
         max_trigger_delay_ms=_duration_ms("maxTriggerDelay", src.get("maxTriggerDelay", "15m")),
-        kafka_params=tuple(sorted(kafka_client_config(kafka).items())),
-        ending_given=tuple(k for k in ("endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp") if k in src),
+        kafka_params=tuple(sorted(kafka_params.items())),
+        ending_given=tuple(k for k in ("endingOffsets", "endingOffsetsByTimestamp") if k in src),
         owner_reaper=_bool("ownerReaper", src.get("ownerReaper", "true")),
+        assign=assigned,
+        fetch_offset_retries=_pos_int("fetchOffset.numRetries", src.get("fetchOffset.numRetries", "3")),
+        fetch_offset_retry_interval_ms=_pos_int("fetchOffset.retryIntervalMs",
+                                                src.get("fetchOffset.retryIntervalMs", "10"), lo=0),
+        client_id=prefix.strip() if prefix is not None else "zkconsumer-spark",
     )
 
 

@@ -273,19 +273,36 @@ class StandaloneCluster(ProcessRecords):
 
 
 # -- submitting applications ------------------------------------------------------------------------------------
+#: the pure-Python packages the source needs besides zkconsumer (import name -> distribution): the driver joins the
+#: group with kazoo and reads offsets with kafka-python, executors read with kafka-python; click for the job's
+#: helpers, pure-sasl for ZooKeeper SASL. Compiled ones cannot be imported from a zip: pyarrow (pyspark[sql]
+#: needs it on every node anyway), regex (subscribePattern), and kafka-python's optional crc32c / lz4 / snappy / zstd
+#: must be installed on the nodes.
+ZIP_DEPENDENCIES = {"kafka": "kafka-python", "kazoo": "kazoo", "click": "click", "puresasl": "pure-sasl"}
+
+
+def _zip_package(z: zipfile.ZipFile, root: str, parent: str, keep) -> None:
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        for f in sorted(files):
+            if keep(f):
+                full = os.path.join(d, f)
+                z.write(full, os.path.relpath(full, parent))
+
+
 def package_zip(dest: str) -> str:
-    """Zip the ``zkconsumer`` package this module was imported from into ``dest`` (for ``--py-files``), so every
-    executor's Python workers import the same code as the driver."""
+    """Zip the ``zkconsumer`` package this module was imported from, with the pure-Python packages it needs
+    (:data:`ZIP_DEPENDENCIES`: kafka-python, kazoo, click, pure-sasl, as installed here, with their data files),
+    into ``dest`` for ``spark-submit --py-files``: every executor's Python workers (and a driver on another node)
+    import the same code as here. Compiled extensions are left out (Python imports none from a zip)."""
+    import importlib
     import zkconsumer
     root = os.path.dirname(os.path.abspath(zkconsumer.__file__))
-    parent = os.path.dirname(root)
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
-        for d, dirs, files in os.walk(root):
-            dirs[:] = sorted(x for x in dirs if x != "__pycache__")
-            for f in sorted(files):
-                if f.endswith((".py", ".xml")):
-                    full = os.path.join(d, f)
-                    z.write(full, os.path.relpath(full, parent))
+        _zip_package(z, root, os.path.dirname(root), lambda f: f.endswith((".py", ".xml", ".json")))
+        for name in sorted(ZIP_DEPENDENCIES):
+            pkg = os.path.dirname(os.path.abspath(importlib.import_module(name).__file__ or ""))
+            _zip_package(z, pkg, os.path.dirname(pkg), lambda f: not f.endswith((".pyc", ".so", ".pyd")))
     return dest
 
 

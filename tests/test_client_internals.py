@@ -1,0 +1,139 @@
+"""zkconsumer.client_internals, the one place zkconsumer uses kafka-python's and kazoo's non-public APIs: every
+function, run against the session's ZooKeeper and Apache Kafka 3.9 with the installed kafka-python and kazoo. An
+upgrade that removes or changes any internal the adapter relies on fails here, by name, before it shows up as a
+commit, a describe or a decoder that quietly falls back."""
+import threading
+
+import pytest
+from kafka import KafkaConsumer
+from kafka.protocol.consumer import OffsetFetchRequest
+from kafka.protocol.metadata import FindCoordinatorRequest
+
+from zkconsumer import client_internals as internals
+from zkconsumer.consumer import fast_records
+from zkconsumer.protocol import zk_multi
+from zkconsumer.protocol.offset_commit import OffsetCommitResult, make_request
+
+
+def _versions():
+    from importlib.metadata import version
+    return "kafka-python %s, kazoo %s" % (version("kafka-python"), version("kazoo"))
+
+
+@pytest.fixture
+def admin(services):
+    client = internals.AdminClient(bootstrap_servers=services.bootstrap_servers, client_id="internals-test",
+                                   request_timeout_ms=10000)
+    yield client
+    client.close()
+
+
+def test_requests_of_our_own_reach_the_group_coordinator(admin, services, unique):
+    group, topic = unique("internals"), services.create_topic(unique("internals"), 2)
+
+    async def find():
+        resp = await internals.send(admin, FindCoordinatorRequest(key=group, key_type=0, max_version=3))
+        return internals.add_group_coordinator(admin, resp, group)
+    node = internals.run(admin, find)
+    assert node is not None, _versions()
+
+    async def commit():  # our OffsetCommit v2-v5: its answer is read by our reader (wrap_header)
+        return await internals.send(admin, make_request(group, {(topic, 0): 5, (topic, 1): 7}), node_id=node)
+    answer = internals.run(admin, commit)
+    assert isinstance(answer, OffsetCommitResult), "%s: the OffsetCommit answer was not read by zkconsumer's " \
+        "reader (%r)" % (_versions(), answer)
+    assert answer.error_codes == {(topic, 0): 0, (topic, 1): 0}
+
+    async def fetch():
+        req = OffsetFetchRequest(group_id=group, max_version=7, topics=[
+            OffsetFetchRequest.OffsetFetchRequestTopic(name=topic, partition_indexes=[0, 1])])
+        return await internals.send(admin, req, node_id=node)
+    future = internals.submit(admin, fetch)
+    assert future is not None, "%s: no IO thread found on the admin client" % _versions()
+    done = threading.Event()
+    future.add_both(lambda _: done.set())
+    assert done.wait(30) and future.exception is None, future.exception
+    assert {(t.name, p.partition_index): p.committed_offset for t in future.value.topics for p in t.partitions} == {
+        (topic, 0): 5, (topic, 1): 7}
+    internals.close_connection(admin, node)
+    assert internals.run(admin, fetch).topics  # a new connection to the same node
+
+
+def test_a_failed_admin_client_leaves_no_thread(services):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = "127.0.0.1:%d" % s.getsockname()[1]
+    before = set(threading.enumerate())
+    with pytest.raises(Exception):
+        internals.AdminClient(bootstrap_servers=dead, request_timeout_ms=1000, bootstrap_timeout_ms=1000)
+    leaked = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    for t in leaked:
+        t.join(5)
+    assert not [t for t in leaked if t.is_alive()], "%s: threads left behind: %s" % (_versions(), leaked)
+
+
+def test_the_fast_record_decoder_installs(services):
+    assert internals.partition_records_class() is not None, "%s: no Fetcher.PartitionRecords" % _versions()
+    assert fast_records.fast_partition_records_class() is not None, \
+        "%s: kafka-python's record decoding no longer matches zkconsumer's decoder (see the log)" % _versions()
+    assert fast_records.decoder_in_use() != "kafka-python"
+    consumer = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, enable_auto_commit=False)
+    try:
+        assert internals.consumer_fetcher(consumer) is not None
+        assert fast_records.install(consumer), "%s: the fast decoder was not installed" % _versions()
+    finally:
+        consumer.close()
+
+
+def test_a_consumers_plain_connections_take_a_socket_reader_of_ours(services, unique):
+    from kafka import TopicPartition
+    from zkconsumer.consumer import socket_reads
+    topic = services.create_topic(unique("internals-reads"), 1)
+    consumer = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, enable_auto_commit=False)
+    try:
+        consumer.topics()  # a connection exists before the reader is installed, others come after
+        seen = []
+        assert internals.plain_connections(consumer, lambda transport, sock: seen.append((transport, sock))), \
+            "%s: KafkaConsumer._manager._build_transport/_conns or KafkaTCPTransport._sock_recv is gone" % _versions()
+        assert seen and all(sock.fileno() >= 0 for _, sock in seen)
+        assert socket_reads.install(consumer)
+        assert all(internals.socket_reader_replaced(transport) for transport, _ in seen)
+        consumer.assign([TopicPartition(topic, 0)])
+        consumer.seek_to_beginning()
+        assert consumer.poll(timeout_ms=2000) == {}  # an empty topic, read through our readers without an error
+    finally:
+        consumer.close()
+
+
+def test_kazoo_takes_our_multi_op(zk, unique):
+    assert internals.kazoo_supports_call(zk), "%s: KazooClient._call is gone" % _versions()
+    base = "/internals-%s" % unique("zk")
+    for i in range(3):
+        zk.create("%s/%d" % (base, i), b"0", makepath=True)
+    root = zk.chroot or ""
+    parts = [zk_multi.set_data(zk_multi.set_data_prefix(root + "%s/%d" % (base, i)), b"%d" % (10 + i))
+             for i in range(3)]
+    result = internals.kazoo_call(zk, zk_multi.SetDataMulti(parts, 3, False)).get(timeout=30)
+    assert zk_multi.all_ok(result), result
+    assert [zk.get("%s/%d" % (base, i))[0] for i in range(3)] == [b"10", b"11", b"12"]
+    zk.delete(base, recursive=True)
+
+
+def test_kazoo_requests_can_be_observed(zk):
+    seen = []
+    internals.kazoo_observe_requests(zk, lambda request: seen.append(getattr(request, "type", None)))
+    zk.exists("/")
+    zk.get_children("/")
+    assert seen[-2:] == [3, 8], "%s: kazoo no longer hands its requests to _call (%r)" % (_versions(), seen)
+
+
+def test_a_missing_internal_is_named():
+    class Bare:
+        pass
+    with pytest.raises(internals.IncompatibleClientError) as e:
+        internals.run(Bare(), lambda: None)
+    assert "kafka-python" in str(e.value) and "Bare._net" in str(e.value) and "setup.cfg" in str(e.value)
+    with pytest.raises(internals.IncompatibleClientError) as e:
+        internals.kazoo_call(type("Zk", (), {"handler": type("H", (), {"async_result": lambda self: None})()})(), 1)
+    assert "kazoo" in str(e.value) and "_call" in str(e.value)

@@ -1,0 +1,303 @@
+"""The streaming source at the semantics of Spark's own Kafka source, on the shared local[2] session against the real
+ZooKeeper + Apache Kafka: partitions and topics that join a running query start at earliest (and one that does not
+start at 0 is data loss), a deleted topic is data loss, Trigger.AvailableNow never ends on a plan made while the group
+rebalances, the member is released only after the query's last commit and commit_batch is fenced by its owner nodes,
+and idle partitions' offsets in Kafka are re-committed before the broker's retention deletes them.
+
+Every check of what was read compares the exact set of (topic, partition, offset) read with what was produced."""
+import threading
+import time
+
+import pytest
+
+from spark_support import (delete_records, delete_topic, member_ids, owners, produced_set, set_zk_offsets, source_options, wait_for,
+                           zk_offsets)
+from zkconsumer.layout import paths
+
+pytestmark = pytest.mark.spark
+
+
+def _start(spark, opts, ckpt, rows, trigger="500 milliseconds", each=None):
+    """A query collecting (topic, partition, offset) of every row into ``rows``."""
+    def collect(df, batch_id):
+        rows.extend((r.topic, r.partition, r.offset) for r in df.select("topic", "partition", "offset").collect())
+        if each is not None:
+            each(df, batch_id)
+    w = (spark.readStream.format("zkconsumer").options(**opts).load().writeStream.foreachBatch(collect)
+         .option("checkpointLocation", ckpt))
+    w = w.trigger(availableNow=True) if trigger == "availableNow" else w.trigger(processingTime=trigger)
+    return w.start()
+
+
+def _progressed(q, n=1):
+    return len(q.recentProgress) >= n
+
+
+def test_a_new_topic_matched_by_the_pattern_starts_at_earliest(spark, services, unique, tmp_path):
+    """Default startingOffsets (latest): the topic that exists at the start is read from where the query started;
+    a topic created while it runs is read from its first record, including what was written to it before the member
+    claimed it (rebalance.settle.ms=3000 holds the claim back while the records are written)."""
+    prefix = unique("np")
+    first = services.create_topic(prefix + "-a", 1)
+    services.produce(first, 5)                                   # before the query: not read (latest)
+    opts = source_options(services, unique("g"), None, startingOffsets=None, subscribePattern=prefix + "-.*",
+                          **{"rebalance.settle.ms": "3000"})
+    del opts["subscribe"]
+    rows = []
+    q = _start(spark, opts, str(tmp_path / "ck"), rows)
+    try:
+        assert wait_for(lambda: _progressed(q, 2), 120), q.exception()
+        second = services.create_topic(prefix + "-b", 2)
+        services.produce(second, 10)
+        services.produce(first, 3)
+        want = {(first, p, o) for p, o in produced_set(services, first, 1, since={0: 5})} | \
+            {(second, p, o) for p, o in produced_set(services, second, 2)}
+        assert len(want) == 13
+        assert wait_for(lambda: set(rows) >= want, 120), (sorted(want - set(rows)), q.exception())
+        time.sleep(1)
+        assert sorted(rows) == sorted(want)                      # exactly: nothing skipped, nothing twice
+    finally:
+        q.stop()
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_an_added_partition_that_does_not_start_at_zero_is_data_loss(spark, services, zk, unique, tmp_path, fail):
+    """Spark: "Added partition ... starts from X instead of 0". The partition is added while the query runs (default
+    startingOffsets: latest; the first partition starts from the group's offset) and 4 of its records are deleted
+    before the member claims it: failOnDataLoss fails the query, else the partition is read from its first record."""
+    topic, group = services.create_topic(unique("ap"), 1), unique("g")
+    services.produce(topic, 4)
+    set_zk_offsets(zk, group, topic, {0: 0})
+    opts = source_options(services, group, topic, startingOffsets=None, failOnDataLoss=str(fail).lower(),
+                          **{"rebalance.settle.ms": "3000"})
+    rows = []
+    q = _start(spark, opts, str(tmp_path / "ck"), rows)
+    try:
+        assert wait_for(lambda: len(rows) >= 4, 120), q.exception()
+        services.create_topic(topic, 2)
+        services.produce(topic, 10, partition=1)
+        delete_records(services, topic, 1, 4)
+        if fail:
+            with pytest.raises(Exception, match=r"Added partition %s-1 starts from 4 instead of 0.*failOnDataLoss"
+                               % topic):
+                q.awaitTermination(120)
+            return
+        want = {(topic, 0, o) for o in range(4)} | {(topic, 1, o) for o in range(4, 10)}
+        assert wait_for(lambda: set(rows) >= want, 120), (sorted(want - set(rows)), q.exception())
+        time.sleep(1)
+        assert sorted(rows) == sorted(want) and q.isActive
+    finally:
+        q.stop()
+
+
+def test_a_deleted_topic_is_data_loss(spark, services, zk, unique, tmp_path):
+    """Two queries on the same two topics, one with failOnDataLoss=true (the default), one false; one topic is
+    deleted: the first fails naming its partition ("... are gone"), the second goes on with the other topic."""
+    doomed, kept = services.create_topic(unique("dt"), 1), services.create_topic(unique("dk"), 1)
+    services.produce(doomed, 5)
+    services.produce(kept, 5)
+    strict_rows, lax_rows = [], []
+    strict = _start(spark, source_options(services, unique("g"), "%s,%s" % (doomed, kept)), str(tmp_path / "c1"),
+                    strict_rows)
+    lax = _start(spark, source_options(services, unique("g"), "%s,%s" % (doomed, kept), failOnDataLoss="false"),
+                 str(tmp_path / "c2"), lax_rows)
+    try:
+        assert wait_for(lambda: len(strict_rows) >= 10 and len(lax_rows) >= 10, 120), (strict.exception(),
+                                                                                       lax.exception())
+        delete_topic(services, zk, doomed)
+        with pytest.raises(Exception, match=r"%s-0.* are gone \(topic deleted\).*failOnDataLoss=false" % doomed):
+            strict.awaitTermination(120)
+        services.produce(kept, 4)
+        want = {(doomed, 0, o) for o in range(5)} | {(kept, 0, o) for o in range(9)}
+        assert wait_for(lambda: set(lax_rows) >= want, 120), (sorted(want - set(lax_rows)), lax.exception())
+        assert sorted(lax_rows) == sorted(want) and lax.isActive
+    finally:
+        strict.stop()
+        lax.stop()
+
+
+def test_available_now_waits_for_a_rebalance_instead_of_ending(spark, services, zk, unique, tmp_path):
+    """While batch 0 is written, a partition is added to the topic and a previous owner (a ghost owner node) holds
+    it for 5 s: the member's rebalance cannot complete meanwhile. A plan made then must not report "no new data"
+    (Spark would end the Trigger.AvailableNow run with the backlog unread): every record is read, exactly once."""
+    topic, group = services.create_topic(unique("an"), 2), unique("g")
+    services.produce(topic, 40)
+    want = {(topic, p, o) for p, o in produced_set(services, topic, 2)}
+    ghost = paths.partition_owner_path(group, topic, 2)
+    released = threading.Event()
+
+    def hold_the_new_partition(df, batch_id):
+        if batch_id == 0:
+            zk.create(ghost, b"%s_ghost-0" % group.encode(), ephemeral=True, makepath=True)
+            services.create_topic(topic, 3)
+            threading.Timer(5.0, lambda: (zk.delete(ghost), released.set())).start()
+
+    rows = []
+    q = _start(spark, source_options(services, group, topic, maxOffsetsPerTrigger=5), str(tmp_path / "ck"), rows,
+               trigger="availableNow", each=hold_the_new_partition)
+    assert q.awaitTermination(240), "the query did not end"
+    assert q.exception() is None, q.exception()
+    assert released.is_set()
+    assert sorted(rows) == sorted(want), (len(rows), len(want))
+
+
+def test_the_member_is_released_after_the_last_commit(spark, services, zk, unique, tmp_path):
+    """An application that commits after the query ends (the source's own commit lags a batch and never runs for the
+    last one): the member's owner nodes must still be there when it does, or another member could claim the
+    partitions and read the last batch again from the stored offsets. name_member + finish_query; the query listener
+    is installed too and leaves the named member to the application; the reaper does not release while the driver
+    lives."""
+    from zkconsumer.layout.codecs import make_consumer_id
+    from zkconsumer.spark import finish_query, install_release_listener, last_committed_end, name_member, plan_batch
+    install_release_listener(spark)
+    topic, group = services.create_topic(unique("rl"), 2), unique("g")
+    services.produce(topic, 30)
+    opts = name_member(source_options(services, group, topic, maxOffsetsPerTrigger=8,
+                                      **{"zookeeper.session.timeout.ms": "30000"}))
+    member = make_consumer_id(group, opts["consumer.id"])
+    ckpt, rows = str(tmp_path / "ck"), []
+    q = _start(spark, opts, ckpt, rows, trigger="availableNow")
+    assert q.awaitTermination(240) and q.exception() is None, q.exception()
+    assert sorted((t, p, o) for t, p, o in rows) == sorted((topic, p, o) for p, o in produced_set(services, topic, 2))
+    time.sleep(3)  # the listener's and the reaper's moment to act (they must not)
+    assert set(owners(zk, group, topic)) == {0, 1} and \
+        {v.rpartition("-")[0] for v in owners(zk, group, topic).values()} == {member}, owners(zk, group, topic)
+    assert member_ids(zk, group) == [member]
+    end = {p: o for (_t, p), o in last_committed_end(ckpt).items()}
+    assert sum(end.values()) == 30 and zk_offsets(zk, group, topic) != end  # the last batch is not committed yet
+    report = finish_query(opts, ckpt)
+    assert not report["failed"] and report["released"]
+    assert zk_offsets(zk, group, topic) == end                              # committed, fenced by our owner nodes
+    assert not owners(zk, group, topic) and not member_ids(zk, group)       # then released
+    assert plan_batch(source_options(services, group, topic)).total == 0    # a successor reads nothing again
+
+
+def test_commit_batch_recognises_its_member_and_is_fenced(services, zk, unique):
+    """commit_batch commits the partitions of the application's member, named by consumer.id (a user-set one, without
+    the spark- marker, included), skips those of any other member (another Spark member too), and its write is fenced
+    by the owner node: a node of another session refuses it."""
+    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.offsets import make_offset_store
+    from zkconsumer.spark import commit_batch
+    from zkconsumer.spark.member import GroupMember
+    topic, group = services.create_topic(unique("cf"), 2), unique("g")
+    services.produce(topic, 20)
+    tps = {(topic, 0): 3, (topic, 1): 4}
+
+    def member(consumer_id):
+        cfg = ConsumerConfig.from_properties({"zookeeper.connect": services.zookeeper_connect, "group.id": group,
+                                              "consumer.id": consumer_id})
+        m = GroupMember(cfg, bootstrap_servers=services.bootstrap_servers, reaper=False).join(topics=[topic])
+        assert wait_for(lambda: m.ownership() and len(m.ownership()[0]) == 2, 30)
+        return m
+
+    opts = dict(source_options(services, group, topic), **{"consumer.id": "etl-1"})
+    m = member("etl-1")
+    try:
+        report = commit_batch(opts, tps)
+        assert report["committed"] == {"%s-0" % topic: 3, "%s-1" % topic: 4} and not report["skipped"], report
+    finally:
+        m.shutdown()
+    m = member("spark-other")
+    try:
+        report = commit_batch(dict(opts, **{"consumer.id": "spark-mine"}), {(topic, 0): 9})
+        assert report["skipped"] == {"%s-0" % topic: "owned by %s_spark-other" % group} and not report["committed"]
+        assert zk_offsets(zk, group, topic) == {0: 3, 1: 4}
+        # the fence itself: the owner node is spark-other's; a fence for another session refuses the write
+        from zkconsumer.spark.commit import forward_only
+        from zkconsumer.spark.fence import member_fence, owner_nodes
+        (_owner, session), = owner_nodes(zk, group, [(topic, 0)]).values()
+        cfg = ConsumerConfig.from_properties({"zookeeper.connect": services.zookeeper_connect, "group.id": group})
+        store = make_offset_store(cfg, zk)
+        res = forward_only(store, {(topic, 0): 9}, fence=member_fence(group, session + 1, [(topic, 0)]))
+        assert (topic, 0) in res.failed and "session" in str(res.failed[(topic, 0)])
+        res = forward_only(store, {(topic, 0): 9}, fence=member_fence(group, session, [(topic, 0)]))
+        assert res.committed == {(topic, 0): 9} and not res.failed
+    finally:
+        m.shutdown()
+    set_zk_offsets(zk, group, topic, {0: 9})
+
+
+def test_idle_partitions_offsets_in_kafka_are_kept_alive(spark, services, unique, tmp_path):
+    """offsets.storage=kafka: Kafka deletes an offset offsets.retention.minutes after its last commit, and a
+    partition that receives nothing is never committed again by forward-only commits. The member re-commits it
+    (unchanged) every auto.commit.interval.ms (2 s here; default 60 s, at most half the retention): its commit
+    timestamp in __consumer_offsets moves on while the query runs idle."""
+    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.offsets import make_offset_store
+    from zkconsumer.offsets.expiry import read_commit_times
+    from zkconsumer.spark import commit_batch, last_committed_end, read_checkpoint_offsets
+    topic, group = services.create_topic(unique("ka"), 2), unique("g")
+    services.produce(topic, 10)
+    opts = source_options(services, group, topic, **{"offsets.storage": "kafka", "dual.commit.enabled": "false",
+                                                     "auto.commit.interval.ms": "2000"})
+    ckpt, rows = str(tmp_path / "ck"), []
+    q = _start(spark, opts, ckpt, rows, each=lambda df, b: commit_batch(opts, read_checkpoint_offsets(ckpt, b)))
+    cfg = ConsumerConfig.from_properties({"zookeeper.connect": services.zookeeper_connect, "group.id": group,
+                                          "offsets.storage": "kafka", "dual.commit.enabled": "false"})
+    store = make_offset_store(cfg, None, bootstrap_servers=services.bootstrap_servers)
+    try:
+        tps = [(topic, 0), (topic, 1)]
+        assert wait_for(lambda: sorted(rows) == sorted((topic, p, o) for p, o in produced_set(services, topic, 2)),
+                        120), q.exception()
+        ends = wait_for(lambda: (lambda e: e if sum(e.values()) == 10 else None)(last_committed_end(ckpt)), 60)
+        assert wait_for(lambda: store.fetch(tps) == ends, 60), (store.fetch(tps), ends)
+        first = read_commit_times(services.bootstrap_servers, group, tps)
+        time.sleep(6)                                          # the query is idle: nothing new to read or commit
+        later = read_commit_times(services.bootstrap_servers, group, tps)
+        assert all(later[tp] > first[tp] for tp in tps), (first, later)
+        assert store.fetch(tps) == ends                        # the same offsets, committed again
+    finally:
+        q.stop()
+        store.close()
+
+
+def test_assign_reads_the_listed_partitions_without_joining_the_group(spark, services, zk, unique, tmp_path):
+    """assign: exactly the listed partitions, as Kafka's assign(): no registration and no owner node in the group
+    while the query runs; the group's committed offsets are its start and its commits go to the group's store; a
+    listed partition that does not exist fails naming it. The batch read takes the same option."""
+    from zkconsumer.spark import commit_batch, read_checkpoint_offsets
+    topic, group = services.create_topic(unique("as"), 3), unique("g")
+    services.produce(topic, 30)
+    set_zk_offsets(zk, group, topic, {2: 1})
+    opts = source_options(services, group, None, assign='{"%s": [0, 2]}' % topic)
+    del opts["subscribe"]
+    produced = produced_set(services, topic, 3, since={2: 1})
+    want = sorted((topic, p, o) for p, o in produced if p in (0, 2))
+    ckpt, rows, seen = str(tmp_path / "ck"), [], []
+
+    def each(df, batch_id):
+        seen.append((member_ids(zk, group), owners(zk, group, topic)))
+        commit_batch(opts, read_checkpoint_offsets(ckpt, batch_id))
+    q = _start(spark, dict(opts, maxOffsetsPerTrigger=8), ckpt, rows, trigger="availableNow", each=each)
+    assert q.awaitTermination(240) and q.exception() is None, q.exception()
+    assert sorted(rows) == want
+    assert seen and all(ids == [] and not own for ids, own in seen), seen
+    ends = {p: 1 + max(o for _t, q_, o in rows if q_ == p) for p in (0, 2)}
+    assert zk_offsets(zk, group, topic) == ends                  # partition 1 untouched
+    batch = spark.read.format("zkconsumer").options(**dict(opts, startingOffsets="earliest")).load()
+    assert batch.count() == 0                                    # the group's offsets are at the ends now
+    bad = spark.read.format("zkconsumer").options(**dict(opts, assign='{"%s": [0, 7]}' % topic)).load()
+    with pytest.raises(Exception, match=r"assign.*no such partition: %s-7" % topic):
+        bad.collect()
+
+
+def test_the_first_batch_is_not_planned_before_the_member_knows_its_partitions(services, zk, unique, monkeypatch):
+    """initialOffset (run here in the test process, on the real ZooKeeper and Kafka) while a previous owner holds a
+    partition the member is assigned: the member cannot finish its first rebalance, and initialOffset fails naming
+    the group instead of returning no partitions (those would all start at earliest later, not at startingOffsets;
+    under Trigger.AvailableNow the run would end at once)."""
+    from zkconsumer.spark import stream
+    from zkconsumer.spark.options import parse_options
+    topic, group = services.create_topic(unique("fb"), 2), unique("g")
+    zk.create(paths.partition_owner_path(group, topic, 1), b"%s_ghost-0" % group.encode(), ephemeral=True,
+              makepath=True)
+    monkeypatch.setattr(stream, "GROUP_WAIT_S", 2.0)
+    reader = stream.ZkStreamReader(parse_options(source_options(services, group, topic, ownerReaper="false", **{
+        "rebalance.max.retries": "1", "rebalance.backoff.ms": "100", "zookeeper.session.timeout.ms": "6000"})))
+    try:
+        with pytest.raises(stream.GroupNotSettledError, match="group %s: the partitions of member .* are not known"
+                           % group):
+            reader.initialOffset()
+    finally:
+        reader.stop()

@@ -1,0 +1,232 @@
+"""The one place zkconsumer uses kafka-python's and kazoo's non-public (underscore) APIs.
+
+kafka-python (3.0; checked against its 3.1 development line too) has no public call that sends a request zkconsumer
+built itself to a node of its choosing, and its public group calls do not do what the Scala consumer's offset
+channel does (``list_group_offsets`` raises on the first partition error, no public call re-finds the coordinator
+after NOT_COORDINATOR, and none commits as a simple consumer with per-partition errors). So, through a
+``KafkaAdminClient`` used as a connection manager with its own IO thread:
+
+* :func:`run` a coroutine on the client's IO thread and wait (``admin._net.run``; kafka-python 3.0 also had it as
+  ``admin._manager.run``, which its 3.1 line removes) and :func:`submit` one without waiting (``_manager.call_soon``,
+  only while ``_net._io_thread`` runs);
+* :func:`send` a request to a node (``admin._manager.send``): FindCoordinator, OffsetCommit v2-v5
+  (:mod:`zkconsumer.protocol.offset_commit`), OffsetFetch, DescribeGroups, ConsumerGroupDescribe;
+* :func:`add_group_coordinator`: a connection of its own to the group's coordinator
+  (``_manager.cluster.add_coordinator(..., synthesize_node_id=True)``), :func:`close_connection` drops it
+  (``_manager.close(node)``);
+* :class:`AdminClient`: a ``KafkaAdminClient`` whose failed ``__init__`` does not leak its IO thread (it closes
+  ``_client``, ``_net`` and ``_metrics``, which kafka-python leaves running);
+* :func:`wrap_header`: a request's ``_header``, so an OffsetCommit v2-v5 answer is read by zkconsumer's reader.
+
+The record decoder (:mod:`zkconsumer.consumer.fast_records`) subclasses ``Fetcher.PartitionRecords`` and reads
+``MemoryRecords._buffer`` and ``DefaultRecordBatch._buffer``/``_pos``; it reaches them through
+:func:`partition_records_class`, :func:`consumer_fetcher`, :func:`records_buffer` and :func:`batch_data`, and falls
+back to kafka-python's own decoder when they are missing. A fetcher's client reads its sockets in larger pieces
+(:mod:`zkconsumer.consumer.socket_reads`) through :func:`plain_connections` (``_manager._build_transport`` and
+``_conns``, a transport's ``_sock``) and :func:`set_socket_reader` (``KafkaTCPTransport._sock_recv``), and keeps
+kafka-python's reads when they are missing. kazoo (2.9-2.11) sends a request object only through
+``KazooClient._call`` (what its ``TransactionRequest.commit_async`` does): :func:`kazoo_call` sends the one-pass
+multi-op of :mod:`zkconsumer.protocol.zk_multi`, and :func:`kazoo_observe_requests` lets the bench and the tests
+count the requests a client sends.
+
+A kafka-python or kazoo without what these functions need raises :class:`IncompatibleClientError` naming the
+library, its version and the missing attribute; ``tests/test_client_internals.py`` runs every function here against
+a real broker and ZooKeeper, so an upgrade that changes any of it fails that test by name.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Tuple
+
+from kafka.admin import KafkaAdminClient
+
+from .errors import ZkConsumerError
+
+__all__ = ["IncompatibleClientError", "AdminClient", "run", "submit", "send", "add_group_coordinator",
+           "close_connection", "wrap_header", "partition_records_class", "consumer_fetcher", "records_buffer",
+           "batch_data", "plain_connections", "set_socket_reader", "socket_reader_replaced", "kazoo_supports_call",
+           "kazoo_call", "kazoo_observe_requests"]
+
+
+class IncompatibleClientError(ZkConsumerError):
+    """The installed kafka-python or kazoo lacks an internal zkconsumer relies on (names which, and the version)."""
+
+
+def _library_version(name: str) -> str:
+    try:
+        from importlib.metadata import version
+        return version(name)
+    except Exception:
+        return "?"
+
+
+def _attr(obj: Any, name: str, what: str, library: str = "kafka-python") -> Any:
+    value = getattr(obj, name, None)
+    if value is None:
+        raise IncompatibleClientError(
+            "%s %s has no %s (%s), which zkconsumer uses: install a version setup.cfg allows"
+            % (library, _library_version(library), what, type(obj).__name__ + "." + name))
+    return value
+
+
+def _manager(admin: Any) -> Any:
+    return _attr(admin, "_manager", "connection manager on its KafkaAdminClient")
+
+
+def _net(admin: Any) -> Any:
+    return _attr(admin, "_net", "network loop on its KafkaAdminClient")
+
+
+class AdminClient(KafkaAdminClient):
+    """``KafkaAdminClient`` that does not leak its IO thread when bootstrapping fails in ``__init__``."""
+
+    def __init__(self, **configs: Any) -> None:
+        try:
+            super().__init__(**configs)
+        except BaseException:
+            for name, method in (("_client", "close"), ("_net", "stop"), ("_metrics", "close")):
+                part = getattr(self, name, None)
+                try:
+                    if part is not None:
+                        getattr(part, method)()
+                except Exception:
+                    pass
+            raise
+
+
+def run(admin: Any, coro: Callable[..., Any], *args: Any) -> Any:
+    """Run ``coro(*args)`` on *admin*'s IO thread and return its result (or raise its error)."""
+    return _attr(_net(admin), "run", "blocking run of a coroutine on its network loop")(coro, *args)
+
+
+def submit(admin: Any, coro: Callable[..., Any], *args: Any) -> Optional[Any]:
+    """Start ``coro(*args)`` on *admin*'s IO thread without waiting: a kafka-python future (``add_both``,
+    ``exception``, ``value``), or None when no IO thread runs (the caller then runs it with :func:`run`)."""
+    thread = getattr(_net(admin), "_io_thread", None)
+    if thread is None or not thread.is_alive():
+        return None
+    return _attr(_manager(admin), "call_soon", "call_soon on its connection manager")(coro, *args)
+
+
+def send(admin: Any, request: Any, node_id: Any = None) -> Any:
+    """Send *request* to *node_id* (any broker when None): an awaitable of the answer, for a coroutine given to
+    :func:`run` or :func:`submit`."""
+    return _attr(_manager(admin), "send", "send on its connection manager")(request, node_id=node_id)
+
+
+def add_group_coordinator(admin: Any, response: Any, group: str) -> Any:
+    """The node id of a connection of its own to *group*'s coordinator named in a FindCoordinator (v0-v3)
+    *response*; raises the broker's error class when the response carries one."""
+    from kafka.protocol.metadata import CoordinatorType
+    cluster = _attr(_manager(admin), "cluster", "cluster metadata on its connection manager")
+    add = _attr(cluster, "add_coordinator", "add_coordinator on its cluster metadata")
+    return add(response, CoordinatorType.GROUP, group, synthesize_node_id=True)
+
+
+def close_connection(admin: Any, node_id: Any) -> None:
+    """Close *admin*'s connection to *node_id* (the next :func:`send` to it opens a new one)."""
+    _attr(_manager(admin), "close", "close on its connection manager")(node_id)
+
+
+def wrap_header(request: Any, wrap: Callable[[Any], Any]) -> None:
+    """Replace the header kafka-python attached to *request* (``with_header``) by ``wrap(header)``."""
+    request._header = wrap(_attr(request, "_header", "header on its requests"))
+
+
+def partition_records_class() -> Optional[type]:
+    """kafka-python's ``Fetcher.PartitionRecords`` (the decoder of a fetched partition), or None."""
+    from kafka.consumer.fetcher import Fetcher
+    cls = getattr(Fetcher, "PartitionRecords", None)
+    return cls if isinstance(cls, type) else None
+
+
+def consumer_fetcher(consumer: Any) -> Optional[Any]:
+    """A ``KafkaConsumer``'s fetcher (whose ``PartitionRecords`` the fast decoder replaces), or None."""
+    return getattr(consumer, "_fetcher", None)
+
+
+def records_buffer(records: Any) -> Optional[Any]:
+    """The bytes of a fetched ``MemoryRecords``, or None."""
+    return getattr(records, "_buffer", None)
+
+
+def batch_data(batch: Any) -> Tuple[Any, int]:
+    """A decompressed ``DefaultRecordBatch``'s records bytes and where its first record starts."""
+    return _attr(batch, "_buffer", "records buffer on its record batches"), batch._pos
+
+
+def plain_connections(consumer: Any, on_transport: Callable[[Any, Any], None]) -> bool:
+    """Call ``on_transport(transport, sock)`` for each plain TCP connection (``KafkaTCPTransport``, not TLS) of a
+    ``KafkaConsumer``, now and whenever its connection manager builds one (``_manager._build_transport``, its
+    ``_conns``); False (nothing done) where this kafka-python lacks them."""
+    import inspect
+    try:
+        from kafka.net.transport import KafkaTCPTransport
+    except ImportError:
+        return False
+    manager: Any = getattr(consumer, "_manager", None)
+    build = getattr(manager, "_build_transport", None)
+    conns = getattr(manager, "_conns", None)
+    if not (inspect.iscoroutinefunction(build) and isinstance(conns, dict) and _reads_through(KafkaTCPTransport)):
+        return False
+
+    def plain(transport: Any) -> None:
+        sock = getattr(transport, "_sock", None)
+        if type(transport) is KafkaTCPTransport and sock is not None:
+            on_transport(transport, sock)
+
+    async def _build_transport(node: Any, timeout_at: Any = None) -> Any:
+        transport = await build(node, timeout_at=timeout_at)
+        plain(transport)
+        return transport
+    manager._build_transport = _build_transport
+    for conn in list(conns.values()):
+        plain(getattr(conn, "transport", None))
+    return True
+
+
+def _reads_through(transport_class: type) -> bool:
+    """True when the transport reads its socket in ``_sock_recv`` (what :func:`set_socket_reader` replaces)."""
+    import inspect
+    read = getattr(transport_class, "_read_from_sock", None)
+    if read is None or not callable(getattr(transport_class, "_sock_recv", None)):
+        return False
+    try:
+        return "_sock_recv" in inspect.getsource(read)
+    except (OSError, TypeError):
+        return False
+
+
+def set_socket_reader(transport: Any, read: Callable[[], Tuple[bytes, Any]]) -> None:
+    """Make a ``KafkaTCPTransport`` read its socket with ``read()`` -> (bytes read, error or None), as its own
+    ``_sock_recv`` does."""
+    transport._sock_recv = read
+
+
+def socket_reader_replaced(transport: Any) -> bool:
+    """True when :func:`set_socket_reader` gave *transport* a reader of its own."""
+    return "_sock_recv" in vars(transport)
+
+
+def kazoo_supports_call(zk: Any) -> bool:
+    """True when this kazoo client takes a request object through ``_call`` (how its transactions are sent)."""
+    return callable(getattr(zk, "_call", None)) and callable(getattr(getattr(zk, "handler", None),
+                                                                     "async_result", None))
+
+
+def kazoo_call(zk: Any, request: Any) -> Any:
+    """Queue *request* on kazoo's connection as ``TransactionRequest.commit_async`` does; an IAsyncResult."""
+    result = zk.handler.async_result()
+    _attr(zk, "_call", "request queue on its client", "kazoo")(request, result)
+    return result
+
+
+def kazoo_observe_requests(zk: Any, observe: Callable[[Any], None]) -> None:
+    """Call ``observe(request)`` for every request *zk* sends from now on (kazoo hands each one, synchronous or
+    not, to ``_call``): how the bench and the tests count a client's ZooKeeper reads and writes."""
+    call = _attr(zk, "_call", "request queue on its client", "kazoo")
+
+    def observed(request: Any, async_object: Any) -> Any:
+        observe(request)
+        return call(request, async_object)
+    zk._call = observed
+
