@@ -64,7 +64,7 @@ class _Window:
     def stop(self, n):
         t1, p1, th1 = time.perf_counter(), time.process_time(), _threads_cpu()
         threads = {k: v - self.th0.get(k, 0.0) for k, v in th1.items()}
-        threads = {k: v for k, v in threads.items() if v > 0.0005}
+        threads = {k: v for k, v in threads.items() if v > 0.00005}
         process = p1 - self.p0
         py = sum(threads.values())
         threads["(C threads)"] = max(0.0, process - py)
