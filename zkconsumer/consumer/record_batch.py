@@ -201,26 +201,24 @@ except ImportError:  # no C compiler at install time: the Python decoder
     _c_records = None  # type: ignore[assignment]
 
 
-def _decode_records_c(buf, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic,
-                      partition, leader_epoch, record_cls):
-    out, sizes, error = _c_records.decode_records(buf, pos, end, count, base_offset, first_timestamp, max_timestamp,
-                                                  log_append_time, topic, partition, leader_epoch, record_cls)
-    if error is not None:
-        kind, message = error
-        error = _corrupt(message if kind == "corrupt" else "Found invalid record structure: %s" % message)
-    return out, sizes, error
+def _decode_records_c(*args):
+    out, sizes, error = _c_records.decode_records(*args)
+    return out, sizes, _c_error(error)
 
 
-def _scan_records_c(buf, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic,
-                    partition, leader_epoch, record_cls):
+def _scan_records_c(*args):
     """decode_records' arguments and result, but the records are a ``LazyRecords``: checked now (the same reads and
     errors), each built when it is read (C only)."""
-    records, sizes, error = _c_records.scan_batch(buf, pos, end, count, base_offset, first_timestamp, max_timestamp,
-                                                  log_append_time, topic, partition, leader_epoch, record_cls)
-    if error is not None:
-        kind, message = error
-        error = _corrupt(message if kind == "corrupt" else "Found invalid record structure: %s" % message)
-    return records, sizes, error
+    records, sizes, error = _c_records.scan_batch(*args)
+    return records, sizes, _c_error(error)
+
+
+def _c_error(error):
+    """The C decoder's (kind, message) as the Python decoder's CorruptRecordError, or None."""
+    if error is None:
+        return None
+    kind, message = error
+    return _corrupt(message if kind == "corrupt" else "Found invalid record structure: %s" % message)
 
 
 #: decode_records building each record when it is read, or None where the C extension is not built
