@@ -49,7 +49,8 @@ from typing import Dict, List, Optional, Tuple
 SETTLE_S = 0.020            # rebalance.settle.ms default
 READS_PER_ATTEMPT = 6       # per member per attempt with the group read cache (scale bench: zk_reads / attempts)
 PARTITIONS_PER_MEMBER = 10  # the scale bench's shape: N members x 10 N partitions
-# measured on this 2-core machine, members in 4 processes (docs/contributors.md, scale rows, session 9)
+# join convergence (s) the scale bench measured on a 2-core machine, the members in 4 processes (docs/contributors.md,
+# the scale notes)
 RECORDED_POINTS = {100: 0.23, 300: 0.85}
 RECORDED_CORES = 2          # min(member processes, cores) of those points
 

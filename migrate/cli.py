@@ -101,7 +101,8 @@ def plan(groups, all_groups, matching, parallel, to, zookeeper, bootstrap, as_js
         zk = connect_zookeeper(resolve_zookeeper(zookeeper))
     except (ZkConsumerError, click.UsageError) as e:
         if not groups or all_groups or matching is not None:
-            raise  # the groups themselves come from ZooKeeper
+            # the groups themselves come from ZooKeeper
+            raise
         why = "ZooKeeper unreachable: %s" % (e.format_message() if isinstance(e, click.UsageError) else e)
     try:
         names = select_groups(lambda: list_groups(zk), groups, all_groups, matching) if zk else list(groups)
@@ -215,7 +216,8 @@ def import_cmd(zookeeper, bootstrap, path, group, store, execute, allow_rewind, 
 
     The rule of copy and rollback: an offset is never moved backwards without --allow-rewind, both stores are
     backed up before the first write, and the dry run shows every change."""
-    data = read_offsets_file(path, group)  # raises before anything is touched
+    # raises before anything is touched
+    data = read_offsets_file(path, group)
     if group is not None:
         if group not in data:
             raise click.BadParameter("%s has no offsets of group %s (its groups: %s)" % (path, group, ", ".join(
@@ -273,7 +275,8 @@ def copy(zookeeper, bootstrap, groups, all_groups, matching, parallel, execute, 
     def per_group(gofs):
         out = transfer.copy_group(gofs.exclude(exclude), src, dst, execute, allow_rewind, force, backup_dir, topics,
                                   allow_stale)
-        return out, (0 if out["ok"] else EXIT_CHECK_FAILED)  # anything left behind is not "done"
+        # anything left behind is not "done"
+        return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, groups, all_groups, matching, parallel, per_group, as_json,
                    render.copy_result, lock=("copy", lock_wait) if execute else None)
 
@@ -423,7 +426,8 @@ def restore(zookeeper, bootstrap, backups, execute, force, backup_dir, lock_wait
     from .backup import load_backup
     from .restore import restore_group
     loaded = {}
-    for path in backups:  # every file read and checked before anything connects
+    # every file read and checked before anything connects
+    for path in backups:
         b = load_backup(path)
         if b.group in loaded:
             raise click.BadParameter("%s and %s are both backups of group %s: restore one of them"
@@ -565,13 +569,15 @@ def reset_offsets(zookeeper, bootstrap, groups, all_groups, matching, parallel, 
     if export and as_json:
         raise click.UsageError("--export prints kafka-consumer-groups' CSV and --json a report: give one of them")
     kind, value = chosen[0]
-    with_group = not single(groups, all_groups, matching)  # as kafka-consumer-groups: no group column for one --group
+    # as kafka-consumer-groups: no group column for one --group
+    with_group = not single(groups, all_groups, matching)
     plans = None
     if kind == "file":
         if topic_scope or all_topics:
             raise click.UsageError("--from-file takes its partitions from the file: leave out --topic and "
                                    "--all-topics")
-        plans = read_offsets_file(from_file, groups[0] if len(groups) == 1 else None)  # every line checked first
+        # every line checked first
+        plans = read_offsets_file(from_file, groups[0] if len(groups) == 1 else None)
         groups, all_groups, matching = _file_groups(from_file, plans, groups, all_groups, matching)
     elif bool(topic_scope) == all_topics:
         raise click.UsageError("give --topic TOPIC[:P,...] (repeatable) or --all-topics")

@@ -91,7 +91,8 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
             out["reason"] = ("%d partition(s) have stale ZooKeeper offsets that must not be copied to Kafka (see "
                              "'refused'; nothing was written)" % len(refused))
             return out
-    if out["unreadable"]:  # Kafka >= ZooKeeper cannot be shown for them: not ready, nothing written
+    # Kafka >= ZooKeeper cannot be shown for them: not ready, nothing written
+    if out["unreadable"]:
         out["ready"] = False
         out["reason"] = "the Kafka offsets of %d partition(s) cannot be read (nothing was written): %s" % (
             len(out["unreadable"]), "; ".join(list(out["unreadable"].values())[:3]))
@@ -114,7 +115,8 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
     # members that came back while the offsets were copied: their commits since are not in Kafka
     if _came_back(zk, group, out, "during the copy; nothing was fenced"):
         return out
-    gofs.check_lock()  # a lock lost (session expired) may be held by another operator now: no fence, no record
+    # a lock lost (session expired) may be held by another operator now: no fence, no record
+    gofs.check_lock()
     prev = state.fence_of(state.read_phase(zk, group))
     fence = dict(prev) if prev else {"since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                      "by": "zkmigrate cutover"}

@@ -92,7 +92,8 @@ def refresh_group(gofs, execute: bool, force: bool = False, topics=()) -> dict:
             retention, exp = kafka_expiry(gofs, list(offs))
             out["retention_ms"] = retention
             out["expires_at"] = iso(min(e for _, e in exp.values())) if exp else None
-        except ClusterUnavailableError as e:  # refreshed all the same: only when they expire is not known
+        except ClusterUnavailableError as e:
+            # refreshed all the same: only when they expire is not known
             out["expires_at"], out["expiry_unknown"] = None, unknown_expiry(gofs, e)
     out["ok"] = not (out["failed"] or out["unreadable"])
     return out
@@ -102,7 +103,8 @@ def expiry_warning(gofs) -> str:
     """The warning printed after offsets are written to Kafka: when the broker drops them unless committed again."""
     try:
         retention = offsets_retention_ms(gofs.bootstrap_servers, security=gofs.security)
-    except Exception as e:  # only a warning
+    except Exception as e:
+        # only a warning
         return "the offsets written to Kafka expire after offsets.retention.minutes without a commit (%s)" % e
     return ("the offsets written to Kafka expire on the broker at %s (offsets.retention.minutes=%d) unless a member "
             "commits them or 'zkmigrate refresh --execute' runs" % (iso(time.time() * 1000 + retention),

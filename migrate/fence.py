@@ -104,7 +104,8 @@ def set_fence(zk, group: str) -> dict:
         try:
             zk.set_acls(path, fenced_acl(acls), version=stat.aversion)
         except BadVersionError:
-            continue  # the ACL changed meanwhile: read it again
+            # the ACL changed meanwhile: read it again
+            continue
         except NoNodeError:
             continue
         except NoAuthError:

@@ -62,7 +62,8 @@ def repeat(one_round: Callable[[], int], every: float, what: str = "refresh",
             name = signal.Signals(signum).name
             log.warning("%s: %s stops after this round", name, what)
             stop.set()
-            for s, h in previous.items():  # a second signal: the default action
+            # a second signal: the default action
+            for s, h in previous.items():
                 signal.signal(s, h)
         for s in (signal.SIGTERM, signal.SIGINT):
             previous[s] = signal.signal(s, on_signal)

@@ -39,7 +39,8 @@ def split_gone(zk, both: Dict[TP, tuple]) -> Tuple[Dict[TP, tuple], Dict[str, Li
         try:
             present[t] = set(zkgroups.decode_partition_ids(data, paths.topic_path(t)))
         except ZnodeFormatError:
-            present[t] = None  # unreadable: not ours to call gone
+            # unreadable: not ours to call gone
+            present[t] = None
     live, gone = {}, {}
     for tp, v in both.items():
         parts = present.get(tp[0])

@@ -86,7 +86,8 @@ class GroupLock:
                 got = lock.acquire(blocking=self.wait > 0, timeout=self.wait if self.wait > 0 else None)
             except LockTimeout:
                 got = False
-            except NoNodeError:  # the lock's parent was removed meanwhile (a group that did not exist): again
+            except NoNodeError:
+                # the lock's parent was removed meanwhile (a group that did not exist): again
                 if attempt == 2:
                     raise
                 continue
@@ -145,7 +146,8 @@ class GroupLock:
             except (NotEmptyError, NoNodeError):
                 return
             except Exception:
-                return  # best effort: an empty node left behind is harmless
+                # best effort: an empty node left behind is harmless
+                return
             node = node.rsplit("/", 1)[0]
 
     def __enter__(self) -> "GroupLock":

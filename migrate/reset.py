@@ -54,18 +54,22 @@ def plan_reset(spec: str, value: Value, current: Dict[TP, Optional[int]], earlie
             new = hi
         elif spec == "current":
             new = hi if cur is None else cur
-            if cur is None:  # Kafka 3.9 ConsumerGroupCommand.resetToCurrent: the log end
+            # Kafka 3.9 ConsumerGroupCommand.resetToCurrent: the log end
+            if cur is None:
                 note = "no current offset: the log end"
-        elif isinstance(value, dict):  # file
+        elif isinstance(value, dict):
+            # file
             new = value[tp]
         elif spec == "offset":
             new = int(value)  # type: ignore[arg-type]
         elif spec == "datetime":
-            found = (by_time or {}).get(tp)  # value: the time, read by the caller into by_time
+            # value: the time, read by the caller into by_time
+            found = (by_time or {}).get(tp)
             new = hi if found is None else found
             if found is None:
                 note = "no message at or after the time: the log end"
-        else:  # shift
+        else:
+            # shift
             shift = int(value or 0)
             if cur is None:
                 new = lo if shift < 0 else hi
@@ -117,7 +121,8 @@ def reset_group(gofs, spec: str, value: Value, scope: Dict[str, Optional[Set[int
     members = check_no_live_members(gofs.zk, gofs.group, force, "reset")
     check_no_broker_consumers(gofs, "reset")
     from .leftovers import skipped_report, split_gone
-    if isinstance(value, dict):  # file: its partitions (one its topic does not have is gone: reported, exit 1)
+    # file: its partitions (one its topic does not have is gone: reported, exit 1)
+    if isinstance(value, dict):
         both, gone = split_gone(gofs.zk, gofs.read(sorted(value)))
         parts = sorted(both)
     else:

@@ -61,7 +61,8 @@ def run_selected(zookeeper, bootstrap, groups, all_groups, matching, parallel, p
     try:
         bs = resolve_bootstrap(bootstrap, zk=zk) if need_kafka else None
         names = select_groups(lambda: list_groups(zk), groups, all_groups, matching)
-        security = kafka_security()  # here: the groups run on threads of their own
+        # here: the groups run on threads of their own
+        security = kafka_security()
 
         def one(g):
             gofs = GroupOffsets(zk, bs, g, security=security)

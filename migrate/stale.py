@@ -46,11 +46,14 @@ TP = Tuple[str, int]
 
 class Evidence(NamedTuple):
     """What is known about one partition besides its two offsets (None: not known)."""
-    zk_mtime: Optional[int] = None          # ms, when its ZooKeeper offset node was last written
-    topic_ctime: Optional[int] = None       # ms, when /brokers/topics/T was created
+    # ms, when its ZooKeeper offset node was last written
+    zk_mtime: Optional[int] = None
+    # ms, when /brokers/topics/T was created
+    topic_ctime: Optional[int] = None
     topic_id: Optional[str] = None
     log_end: Optional[int] = None
-    removed: Optional[Tuple[Optional[int], Optional[int]]] = None  # (offset, committed ms) the broker removed
+    # (offset, committed ms) the broker removed
+    removed: Optional[Tuple[Optional[int], Optional[int]]] = None
 
 
 def zk_offset_mtimes(zk, group: str, partitions) -> Dict[TP, int]:

@@ -83,7 +83,8 @@ def fence_of(rec: Optional[dict]) -> Optional[dict]:
     fence = rec.get("fence")
     if isinstance(fence, dict):
         return fence
-    if rec.get("phase") == "cutover" and "fence" not in rec:  # written before the fence had a field of its own
+    # written before the fence had a field of its own
+    if rec.get("phase") == "cutover" and "fence" not in rec:
         return {"since": rec.get("since"), "by": rec.get("by")}
     return None
 
@@ -146,5 +147,6 @@ def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, 
                 zk.set(path, body, version=stat.version)
             return rec
         except (NodeExistsError, BadVersionError):
-            continue  # another zkmigrate wrote meanwhile: read again
+            # another zkmigrate wrote meanwhile: read again
+            continue
     raise RuntimeError("could not record the phase of group %s at %s (concurrent writers)" % (group, path))

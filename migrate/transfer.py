@@ -187,7 +187,8 @@ def import_group(gofs, offsets: Dict[TP, int], store: str, execute: bool = False
     """Write *offsets* (one group's lines of an offsets file) into *store* under the rules above (the caller checks
     for live members first, for every group of the file); a dry run unless *execute*."""
     both = gofs.read(list(offsets))
-    offsets = {tp: o for tp, o in offsets.items() if tp in both}  # not the partitions Kafka would not answer for
+    # not the partitions Kafka would not answer for
+    offsets = {tp: o for tp, o in offsets.items() if tp in both}
     i = 0 if store == "zookeeper" else 1
     decision = plan_copy(offsets, {tp: v[i] for tp, v in both.items()}, allow_rewind)
     todo, failed, backup = decision["write"], {}, []

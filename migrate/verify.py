@@ -151,7 +151,8 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
         t_off = vals[idx[target]]
         if t_off is None:
             if all(v is None for v in vals) and leo.get(tp) == 0:
-                continue  # empty partition: nothing to lose
+                # empty partition: nothing to lose
+                continue
             missing.append(tp)
             continue
         if other is not None:
@@ -166,7 +167,8 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
     while (behind or (missing and waiting_missing)) and time.monotonic() < deadline:
         time.sleep(poll)
         now = gofs.read(list(behind) + (missing if waiting_missing else []))
-        unread = (None, None)  # a partition Kafka stopped answering for (reported as unreadable) is not settled
+        # a partition Kafka stopped answering for (reported as unreadable) is not settled
+        unread = (None, None)
         behind = {tp: (now.get(tp, unread)[idx[target]], o0) for tp, (_, o0) in behind.items()
                   if now.get(tp, unread)[idx[target]] is None or now.get(tp, unread)[idx[target]] < o0}
         if waiting_missing:
@@ -208,7 +210,8 @@ def verify_group(gofs, phase, to=None, topics=(), settle=10.0, poll=0.5, expiry_
                 warnings.append(expiry["unknown"])
         except ClusterUnavailableError as e:
             problems.append("cannot check when the Kafka offsets expire: %s" % e)
-    problems.extend(gofs.unreadable.values())  # those Kafka would not answer for, also while settling
+    # those Kafka would not answer for, also while settling
+    problems.extend(gofs.unreadable.values())
     fence = state.fence_of(state.read_phase(zk, group))
     if fence is not None and phase != "kafka":
         notes.append("group %s is fenced (cut over %s by %s): ZooKeeper members cannot join until 'zkmigrate rollback "

@@ -1,4 +1,5 @@
-"""Tests for zkconsumer.assignors and zkconsumer.topic_count (Kafka's PartitionAssignor.scala, ZookeeperConsumerConnector.scala step 6, ZookeeperConsumerConnector.scala)."""
+"""Tests for zkconsumer.assignors and zkconsumer.topic_count (Kafka 1.1.1 ``RangeAssignor``, ``RoundRobinAssignor``,
+``TopicCount``, ``ZkUtils.getConsumersPerTopic``)."""
 
 import itertools
 import random

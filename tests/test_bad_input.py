@@ -147,7 +147,7 @@ def test_out_of_range_committed_offset(services, zk, unique, procs, reset):
     wait_until(lambda: c.events and c.events[-1]["event"] == "assign", 30, message="assignment")
     # A real Kafka broker answers a fetch beyond the log end with OFFSET_OUT_OF_RANGE; tansu 0.6 returns an empty
     # response instead. Either way the fetcher must notice (position > the high watermark the broker reports) and
-    # apply auto.offset.reset, as the Scala consumer's handleOffsetOutOfRange did (Kafka's ZookeeperConsumerConnector.scala).
+    # apply auto.offset.reset, as the Scala consumer did (Kafka 1.1.1 ConsumerFetcherThread.handleOffsetOutOfRange).
     if reset == "smallest":
         wait_until(lambda: len(c.seen(t)) >= 20, 30, message="re-consumption from the start")
         assert [o for _, o in c.seen(t)][:20] == list(range(20))

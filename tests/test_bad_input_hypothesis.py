@@ -1,4 +1,4 @@
-"""Hypothesis bad-input pass over everything zkconsumer reads from outside (issue 10 item 3): znode data written by
+"""Hypothesis bad-input pass over everything zkconsumer reads from outside: znode data written by
 other members, brokers and tools, ``.properties`` files and ``--property`` values, ``zkmigrate import`` files and
 the Spark source's options. For any input: no crash (only the documented error type, with a message naming the
 znode path / key / file line), no partial write. ``tests/test_bad_input.py`` holds the hand-picked corpus run

@@ -135,3 +135,19 @@ def test_kazoo_reconnect_noise_is_one_line():
         root.setLevel(old)
     assert shown == ["ZooKeeper connection lost (Connection dropped: socket connection broken); reconnecting",
                      "ZooKeeper connection re-established"]
+
+
+def test_fleet_commands_skip_owner_and_offset_nodes_no_topic_can_have(services, zk, unique):
+    # pykafka's balanced consumer on Python 3 names its owner nodes b'topic': every-group commands go on
+    t = services.create_topic(unique("junk"), 1)
+    services.produce(t, 3)
+    g = unique("pykafka-junk")
+    zk.create("/consumers/%s/owners/b'%s'/0" % (g, t), b"x", makepath=True)
+    zk.create("/consumers/%s/offsets/b'%s'/0" % (g, t), b"3", makepath=True)
+    zk.create("/consumers/%s/offsets/%s/0" % (g, t), b"2", makepath=True)
+    code, out, err = zkmigrate(services, "export", expect=0)
+    assert "/consumers/%s/offsets/%s/0:2" % (g, t) in out.splitlines() and "b'" not in out
+    code, rep, _ = zkmigrate_json(services, "verify", "--group", g, "--phase", "zookeeper", expect=0)
+    code, out, _ = run_cli(zkcli, ["groups", "describe", "--group", g, "--json", "--zookeeper",
+                                   services.zookeeper_connect], expect=0)
+    assert [(r["topic"], r["current_offset"]) for r in json.loads(out)] == [(t, 2)]

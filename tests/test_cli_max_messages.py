@@ -1,7 +1,7 @@
 """``zkconsumer consume --max-messages N`` with several streams: at-least-once holds for what the CLI prints.
 
 With N reached by one stream, the other streams may already have taken a message each; those are not printed, so
-they must not be committed either (before the fix they were: a restart skipped them).
+they must not be committed either (a restart would skip them).
 """
 import json
 import subprocess

@@ -22,7 +22,7 @@ def make(overrides):
     return ConsumerConfig.from_properties(BASE, overrides)
 
 
-# Kafka's ConsumerConfig.scala table, 0.8.2.2 defaults (fetch.max.bytes from 0.10.1).
+# Kafka 0.8.2.2 ConsumerConfig's defaults (fetch.max.bytes from 0.10.1).
 REFERENCE_DEFAULTS = {
     "consumer_id": None,
     "legacy_consumer_version": "1.1",

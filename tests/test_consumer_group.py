@@ -1,4 +1,4 @@
-"""A group of ``zkconsumer consume`` processes against real ZooKeeper + broker (Kafka's ZookeeperConsumerConnector.scala).
+"""A group of ``zkconsumer consume`` processes against real ZooKeeper + broker.
 
 Each member is a separate OS process (so ``kill -9`` really leaves its ephemeral nodes to die with the session).
 Assignments are checked against ``range_assign`` computed from the members actually registered in

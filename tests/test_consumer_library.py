@@ -1,4 +1,4 @@
-"""The library API (``ZookeeperConsumerConnector``) in-process, against real ZooKeeper + broker (Kafka's ZookeeperConsumerConnector.scala).
+"""The library API (``ZookeeperConsumerConnector``) in-process, against real ZooKeeper + broker.
 
 Streams, mixed subscriptions, consumer.timeout.ms, rebalance-listener ordering relative to the owner znodes,
 commit_offsets(), shutdown() clean-up, wildcard subscriptions and partition-map growth.
@@ -270,8 +270,8 @@ def admin_topics(services):
 
 
 def test_member_left_with_no_partitions_after_an_offset_reset_rebalances_cleanly(services, zk, unique, conns):
-    # A member whose fetcher reset offsets (auto.offset.reset, fresh group) and then loses every partition used to
-    # fail that empty assignment (a stale reset map: StopIteration in the fetcher), counted as a failed attempt.
+    # A member whose fetcher reset offsets (auto.offset.reset, fresh group) and then loses every partition applies
+    # that empty assignment without a failed attempt: no reset state of the partitions it gave up is left behind.
     g, t = unique("g"), unique("t")
     services.create_topic(t, 1)
     services.produce(t, 5)

@@ -1,4 +1,5 @@
-"""ZooKeeper session expiry of an in-process consumer, and consumer id registration conflicts (Kafka's ZookeeperConsumerConnector.scala, KAFKA-1387), against a real ZooKeeper.
+"""ZooKeeper session expiry of an in-process consumer, and consumer id registration conflicts (Kafka 1.1.1
+``ZKSessionExpireListener.handleNewSession``; ``ZKCheckedEphemeral``, KAFKA-1387), against a real ZooKeeper.
 
 Forcing expiry: a second client attaches to the consumer's session with the same session id *and password*
 (``KazooClient(client_id=(id, passwd))``) and closes it. Closing sends a CloseSession request, so the server ends

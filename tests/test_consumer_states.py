@@ -1,5 +1,6 @@
-"""The rebalancer's states that only failures reach, each driven for real (issue: untested states).
+"""The rebalancer's states that only failures reach, each driven for real.
 
+* a failed attempt (the member's own registration deleted out of band): the next attempt registers again;
 * DEGRADED: ``rebalance.max.retries`` attempts fail (the only broker registered is unreachable, so fetchers cannot
   start); the member keeps retrying every ``rebalance.slow.retry.ms`` and recovers on its own once the broker is
   reachable;
@@ -9,6 +10,7 @@
 * a registration left by our own previous session (KAFKA-1387's stale ephemeral node): waited out, then taken.
 """
 import json
+import logging
 import signal
 import subprocess
 import sys
@@ -70,6 +72,26 @@ def test_degraded_keeps_retrying_and_recovers(services, zk, unique, conns):
         for c in conns:
             c.shutdown()  # its ephemeral nodes go with its session, before the chroot is removed
         wait_until(lambda: _delete_tree(zk, chroot), 10, message="chroot %s removed" % chroot)
+
+
+def test_a_failed_attempt_keeps_the_group_read_cache_and_says_so(services, zk, unique, conns, caplog):
+    """A failed attempt (here: the member's own registration deleted out of band) is followed by a new one, which
+    registers again; the group read cache is kept, and the log says what happens rather than Kafka 1.1.1's
+    "Clearing the cache before the next rebalancing operation is triggered"."""
+    caplog.set_level(logging.INFO, logger="zkconsumer.consumer.rebalancer")
+    t = services.create_topic(unique("failed"), 1)
+    g = unique("g")
+    conn = make(services.zookeeper_connect, g, conns)
+    conn.create_message_streams({t: 1})
+    wait_until(lambda: conn.state == "IDLE", 30, message="first rebalance")
+    reader = conn.rebalancer._reader
+    registration = "/consumers/%s/ids/%s" % (g, conn.consumer_id)
+    zk.delete(registration)
+    wait_until(lambda: conn.rebalancer.stats["failed_attempts"] >= 1 and conn.state == "IDLE"
+               and zk.exists(registration) is not None, 30, message="failed attempt, then registered again")
+    assert conn.rebalancer._reader is reader
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Rebalancing attempt failed")]
+    assert said and not any("Clearing the cache" in m for m in said), said
 
 
 own = own_cluster_fixture("states-own-cluster")

@@ -1,7 +1,7 @@
 """A fetch loop that keeps failing is retried and, when the failure persists, reaches the application: the
-stream's iterator raises FetchError naming the partitions (before, a crashed fetcher thread left its partitions
-silently unconsumed and the error was stored where nothing read it). The failure is injected into our own fetch
-loop (a subclass that raises while handing chunks over), the services are real."""
+stream's iterator raises FetchError naming the partitions (a fetcher thread that died would leave its partitions
+silently unconsumed). The failure is injected into our own fetch loop (a subclass that raises while handing chunks
+over), the services are real."""
 from consumer_helpers import FAST_PROPS, produce_tracked, wait_until
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer import ZookeeperConsumerConnector

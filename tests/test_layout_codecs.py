@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.layout codecs (Kafka's ZkUtils.scala, Appendix A)."""
+"""Tests for zkconsumer.layout codecs."""
 
 import json
 import uuid
@@ -18,21 +18,24 @@ from zkconsumer.layout import (BrokerRegistration, ConsumerRegistration, Consume
 topics = st.from_regex(r"[a-zA-Z0-9_-][a-zA-Z0-9._-]{0,30}", fullmatch=True)
 int32 = st.integers(min_value=0, max_value=2 ** 31 - 1)
 
-# ---- real sample strings, copied from the reference ------------------------------------------------------------
-BROKER_V1 = b'{"jmx_port":-1,"timestamp":"1420070400000","host":"broker1","version":1,"port":9092}'   # ZkUtils.scala
-TOPIC_V1 = b'{"version":1,"partitions":{"0":[1,2],"1":[2,3]}}'                                          # ZkUtils.scala
-STATE = b'{"controller_epoch":3,"leader":1,"version":1,"leader_epoch":7,"isr":[1,2]}'                   # ZkUtils.scala
+# ---- sample data in the Scala writers' formats -----------------------------------------------------------------
+# a 0.8.2 broker's registration (ZkUtils.registerBrokerInZk), a topic's partition map, a partition's state
+BROKER_V1 = b'{"jmx_port":-1,"timestamp":"1420070400000","host":"broker1","version":1,"port":9092}'
+TOPIC_V1 = b'{"version":1,"partitions":{"0":[1,2],"1":[2,3]}}'
+STATE = b'{"controller_epoch":3,"leader":1,"version":1,"leader_epoch":7,"isr":[1,2]}'
+# consumer registrations (ZookeeperConsumerConnector.registerConsumerInZK) and an owner node's data (a thread id)
 REG_STATIC = b'{"version":1,"subscription":{"orders":2,"clicks":1},"pattern":"static","timestamp":"1441925175123"}'
 REG_WILDCARD = b'{"version":1,"subscription":{"mirror\\\\..*":4},"pattern":"white_list","timestamp":"1441925175123"}'
-OWNER = b"mygroup_host1-1441925174996-4bd8d65c-0"                                                        # ZookeeperConsumerConnector.scala
+OWNER = b"mygroup_host1-1441925174996-4bd8d65c-0"
 BROKER_V4 = (b'{"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"endpoints":["PLAINTEXT://h:9092"],'
              b'"jmx_port":-1,"host":"h","timestamp":"1500000000000","port":9092,"version":4}')
 
 
-def test_reference_wildcard_sample_is_what_the_doc_shows():
+def test_wildcard_sample_holds_the_escaped_regex():
     assert REG_WILDCARD.decode() == '{"version":1,"subscription":{"mirror\\\\..*":4},"pattern":"white_list",' \
                                     '"timestamp":"1441925175123"}'
-    assert '"mirror\\\\..*"' in REG_WILDCARD.decode()  # i.e. the two characters \\ as printed in ZookeeperConsumerConnector.scala
+    # i.e. the two characters \\ in the stored JSON: WildcardTopicCount.getTopicCountMap's JSONEscapeString
+    assert '"mirror\\\\..*"' in REG_WILDCARD.decode()
 
 
 # ---- broker registration ---------------------------------------------------------------------------------------
@@ -76,7 +79,7 @@ def test_broker_v2_v3_v5_and_field_order():
 
 
 def test_broker_hazards_empty_host():
-    # 0.9.0.1: no PLAINTEXT listener -> empty endpoint / null host, port -1 (ZkUtils.scala hazards)
+    # 0.9.0.1: no PLAINTEXT listener -> empty endpoint / null host, port -1 (KafkaHealthcheck.register)
     ssl_only = (b'{"listener_security_protocol_map":{"SSL":"SSL"},"endpoints":["SSL://b:9093"],"jmx_port":-1,'
                 b'"host":null,"timestamp":"1","port":-1,"version":4}')
     assert decode_broker_registration(ssl_only, "/brokers/ids/1").plaintext_endpoint() is None

@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.layout.names (Kafka's ZkUtils.scala, ZookeeperConsumerConnector.scala)."""
+"""Tests for zkconsumer.layout.names."""
 
 import pytest
 from hypothesis import given, strategies as st

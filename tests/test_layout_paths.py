@@ -1,4 +1,4 @@
-"""Tests for zkconsumer.layout.paths and .connect (Kafka's ZkUtils.scala, ExportZkOffsets.scala / ImportZkOffsets.scala, Appendix A)."""
+"""Tests for zkconsumer.layout.paths and .connect."""
 
 import pytest
 from hypothesis import given, strategies as st
@@ -84,7 +84,7 @@ def test_bad_partitions_and_broker_ids(bad):
 
 
 def test_parse_offset_path_export_lines():
-    # ExportZkOffsets sample lines (ExportZkOffsets.scala / ImportZkOffsets.scala): path is everything before the LAST ':'
+    # lines as Kafka's ExportZkOffsets writes them (path:offset): the path is everything before the LAST ':'
     for line, expected in [("/consumers/group1/offsets/topic1/0:286894308", ("group1", "topic1", 0)),
                            ("/consumers/group1/offsets/topic1/1:284803985", ("group1", "topic1", 1))]:
         path, _, offset = line.rpartition(":")

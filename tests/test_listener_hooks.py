@@ -1,6 +1,6 @@
 """The documented listener pattern must not deadlock: on_revoke waits for a worker thread that commits the work in
-flight with commit_offsets() (before the fix the rebalancer held the lock commits need while calling the hook, so
-on_revoke never returned and the owner nodes were held forever)."""
+flight with commit_offsets(), which takes the rebalancer's lock to read the positions, so the rebalancer must call
+the hook without holding that lock (else on_revoke would never return and the owner nodes would be held forever)."""
 import threading
 
 from consumer_helpers import StreamCollector, connector, wait_until

@@ -1,5 +1,5 @@
 """DualOffsetStore: Kafka first, then ZooKeeper for what Kafka acknowledged, both at once while Kafka is healthy;
-read = max (Kafka's ZookeeperConsumerConnector.scala)."""
+read = max (as Kafka 1.1.1 ``ZookeeperConsumerConnector.fetchOffsets`` reads with dual commit)."""
 import socket
 
 import pytest

@@ -1,4 +1,4 @@
-"""KafkaOffsetStore against the real (tansu) broker (Kafka's ZookeeperConsumerConnector.scala, ClientUtils.scala; PySpark's Python data source API)."""
+"""KafkaOffsetStore against the session's real broker."""
 import socket
 import time
 
@@ -185,7 +185,7 @@ def test_a_withdrawn_partition_is_refused_by_the_old_fence(services, unique, zk)
 
 def test_fetch_errors_are_raised_not_read_as_no_offset(services, unique, topic):
     """GROUP/TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION or a partition missing from the OffsetFetch
-    answer used to read as "no offset" (a Kafka-storage member then reset, a rollback left the partition out).
+    answer is an error, not "no offset" (a Kafka-storage member would reset, a rollback would leave it out).
     The broker's answer is altered in our own decoding step (a secured cluster is not needed to see the rule)."""
     from kafka import errors as Errors
     g = unique("fetcherr")

@@ -1,4 +1,4 @@
-"""ZooKeeperOffsetStore against a real ZooKeeper (Kafka's ZookeeperConsumerConnector.scala; design-notes "commit fencing")."""
+"""ZooKeeperOffsetStore against a real ZooKeeper, fenced commits included."""
 import time
 
 import pytest
@@ -19,7 +19,8 @@ def test_round_trip_and_absent(zk, unique):
     assert zk.get(partition_offset_path(g, t, 0))[0] == b"5"
     fresh = ZooKeeperOffsetStore(zk, g)
     assert fresh.fetch([(t, 0), (t, 1), (t, 2), (unique("other"), 0)]) == {(t, 0): 5, (t, 1): 0}
-    zk.set(partition_offset_path(g, t, 1), b"-1")  # tools may store -1: "no offset" (ZookeeperConsumerConnector.scala)
+    # tools may store -1: "no offset"
+    zk.set(partition_offset_path(g, t, 1), b"-1")
     assert fresh.fetch([(t, 1)]) == {}
     assert fresh.commit({(t, 1): 7}).ok and zk.get(partition_offset_path(g, t, 1))[0] == b"7"
 

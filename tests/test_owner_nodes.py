@@ -1,4 +1,4 @@
-"""Owner nodes are ours to delete only, and a lost one is repaired (issue: data safety in the engine).
+"""Owner nodes are ours to delete only, and a lost one is repaired.
 
 * an owner node deleted out of band (an operator, a buggy tool): the member notices (its commits are fenced, or
   the periodic audit) and claims the partition again within seconds; committed offsets advance again;

@@ -45,3 +45,40 @@ def test_reset_point_survives_a_hand_over_with_records_queued(services, zk, uniq
     col = StreamCollector(stream)
     col.start()
     wait_until(lambda: col.seen(t) == [(t, 0, produced[0][1])], 20, message="offset 10 delivered by the successor")
+
+
+def test_a_position_outside_the_log_is_reset_when_two_checks_find_it(services, unique):
+    """A broker that answers a fetch outside the log with nothing (rather than OFFSET_OUT_OF_RANGE) leaves the
+    fetcher to find the position outside the log itself: ListOffsets must say so at two checks, the first kept on the
+    partition's PartitionTopicInfo, before auto.offset.reset moves it; the reset point becomes the consumed
+    position. The checks run on a fetcher thread that is not started, with a real client of the real broker."""
+    from kafka import TopicPartition
+
+    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.consumer.fetcher import FetcherThread
+    from zkconsumer.consumer.partition_info import PartitionTopicInfo
+    t = services.create_topic(unique("outside"), 1)
+    services.produce(t, 5, partition=0)
+    config = ConsumerConfig.from_properties({"group.id": unique("g"), "zookeeper.connect": services.zookeeper_connect,
+                                             "auto.offset.reset": "largest"})
+    fetcher = FetcherThread(0, services.bootstrap_servers, config)
+    consumer = fetcher._ensure_consumer()
+    try:
+        tp, ktp = (t, 0), TopicPartition(t, 0)
+        part = PartitionTopicInfo(tp, "g_c-0")
+        consumer.assign([ktp])
+        consumer.seek(ktp, 0)
+        wait_until(lambda: consumer.poll(timeout_ms=200) and consumer.highwater(ktp) == 5, 20,
+                   message="a fetch that tells the client the high watermark")
+        # a position the log does not have, not fetched (so the broker has not said so)
+        consumer.seek(ktp, 1000)
+        part.consumed = part.fetched = 1000
+        fetcher._assignment = {tp: part}
+        fetcher._check_out_of_range()
+        assert part.range_suspect == 1000 and part.consumed == 1000, "reset after one check"
+        fetcher._last_range_check = 0.0
+        fetcher._check_out_of_range()
+        assert part.range_suspect is None
+        assert part.consumed == part.fetched == 5, "not reset to the log end after the second check"
+    finally:
+        consumer.close(autocommit=False)

@@ -1,4 +1,4 @@
-"""Differential test of zkconsumer.topic_filter against java.util.regex itself (issue 11 item 1).
+"""Differential test of zkconsumer.topic_filter against java.util.regex itself.
 
 ``tests/jvm/RegexOracle.java`` (run with ``java RegexOracle.java``, Java 11+) normalises each raw regex as Kafka
 1.1.1's ``TopicFilter`` does and prints, for every pattern Java compiles, which topics match

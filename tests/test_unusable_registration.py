@@ -1,4 +1,4 @@
-"""One member whose registration cannot be evaluated must not stall the group (issue 11 item 1).
+"""One member whose registration cannot be evaluated must not stall the group.
 
 The rule (zkconsumer.topic_count.consumers_per_topic, zkconsumer.consumer.group_view.read_group): a registration
 that is not JSON, lacks ``pattern``/``subscription``, has a bad stream count, a wildcard subscription without

@@ -3,7 +3,8 @@ try:
     from importlib.metadata import PackageNotFoundError, version as _version
     try:
         __version__ = _version("zkconsumer")
-    except PackageNotFoundError:  # running from a source tree that was never installed
+    except PackageNotFoundError:
+        # running from a source tree that was never installed
         __version__ = "0+unknown"
 except ImportError:  # pragma: no cover
     __version__ = "0+unknown"

@@ -1,4 +1,5 @@
-"""Partition assignors of the old consumer: Scala ``kafka.consumer.PartitionAssignor`` (Kafka's PartitionAssignor.scala, ZookeeperConsumerConnector.scala step 6).
+"""Partition assignors of the old consumer: Kafka 1.1.1 ``kafka.consumer.RangeAssignor`` and ``RoundRobinAssignor``
+(``PartitionAssignor.scala``), called by ``ZKRebalancerListener.rebalance`` with an ``AssignmentContext``.
 
 Both assignors are pure and deterministic and compute the *global* assignment (0.9+ form, KAFKA-1997):
 
@@ -84,7 +85,8 @@ def _prepare(consumers_for_topic: Mapping[str, Iterable[str]], partitions_for_to
     partitions = {}
     for topic in threads:
         plist = list(partitions_for_topic.get(topic, ()))
-        if plist and (set(map(type, plist)) != {int} or min(plist) < 0):  # (C loops: the usual case is cheap)
+        # (C loops: the usual case is cheap)
+        if plist and (set(map(type, plist)) != {int} or min(plist) < 0):
             for p in plist:
                 _check_partition(topic, p)
         if len(set(plist)) != len(plist):
@@ -95,7 +97,7 @@ def _prepare(consumers_for_topic: Mapping[str, Iterable[str]], partitions_for_to
 
 def range_assign(consumers_for_topic: Mapping[str, Iterable[str]],
                  partitions_for_topic: Mapping[str, Iterable[int]]) -> Assignment:
-    """``RangeAssignor`` (the default, PartitionAssignor.scala), per topic and independently.
+    """``RangeAssignor`` (the default; Kafka 1.1.1 ``RangeAssignor.assign``), per topic and independently.
 
     With ``n`` partitions (ascending) and ``k`` threads (sorted as strings), thread at position ``i`` gets
     ``n // k`` partitions plus one if ``i < n % k``, starting at ``(n // k) * i + min(i, n % k)``. Threads past the
@@ -154,7 +156,7 @@ def roundrobin_partition_order(partitions: Iterable[TopicPartition],
 
 def roundrobin_assign(consumers_for_topic: Mapping[str, Iterable[str]], partitions_for_topic: Mapping[str, Iterable[int]],
                       legacy_version: str = DEFAULT_LEGACY_VERSION) -> Assignment:
-    """``RoundRobinAssignor`` as of 0.10.2+ (KAFKA-2434), PartitionAssignor.scala.
+    """``RoundRobinAssignor`` as of 0.10.2+ (KAFKA-2434; Kafka 1.1.1 ``RoundRobinAssignor.assign``).
 
     1. ``allThreadIds``: the union of every topic's thread ids, sorted as strings, in a circular iterator;
     2. all partitions of all subscribed topics ordered by Java ``hashCode`` of ``"[topic,partition]"``
@@ -177,7 +179,8 @@ def roundrobin_assign(consumers_for_topic: Mapping[str, Iterable[str]], partitio
     cursor = 0
     result = {}
     for topic, partition in layout:
-        members = subscribed[topic]    # non-empty, so the scan below terminates within one lap
+        # non-empty, so the scan below terminates within one lap
+        members = subscribed[topic]
         while all_threads[cursor] not in members:
             cursor = (cursor + 1) % n
         result[(topic, partition)] = all_threads[cursor]
@@ -202,7 +205,8 @@ def get_assignor(name: str, legacy_version: str = DEFAULT_LEGACY_VERSION) -> Ass
     except (KeyError, TypeError):
         raise ConfigError("partition.assignment.strategy", name, "'range' or 'roundrobin'") from None
     if assignor is roundrobin_assign and legacy_version != DEFAULT_LEGACY_VERSION:
-        topic_partition_string("t", 0, legacy_version)  # validates the version
+        # validates the version
+        topic_partition_string("t", 0, legacy_version)
         return functools.partial(roundrobin_assign, legacy_version=legacy_version)
     return assignor
 

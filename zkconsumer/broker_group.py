@@ -40,8 +40,10 @@ __all__ = ["BrokerGroup", "describe_broker_group", "INACTIVE_STATES", "CLASSIC",
 log = logging.getLogger(__name__)
 
 INACTIVE_STATES = ("Empty", "Dead")
-CLASSIC, CONSUMER = "classic", "consumer"  # group types, as Kafka's ListGroups v5 names them
-MEMBER_TYPES = {0: CLASSIC, 1: CONSUMER}  # ConsumerGroupDescribe v1 MemberType (-1: not said)
+# group types, as Kafka's ListGroups v5 names them
+CLASSIC, CONSUMER = "classic", "consumer"
+# ConsumerGroupDescribe v1 MemberType (-1: not said)
+MEMBER_TYPES = {0: CLASSIC, 1: CONSUMER}
 # ConsumerGroupDescribe errors that mean "ask again" (the guard retries on BrokerGroup.error), as for DescribeGroups
 RETRIABLE = (Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError, Errors.CoordinatorLoadInProgressError)
 
@@ -53,7 +55,8 @@ class BrokerGroup:
     protocol_type: str
     members: List[dict]
     error: Optional[str] = None
-    group_type: Optional[str] = None  # "classic", "consumer" (KIP-848), or None: no such group on the broker
+    # "classic", "consumer" (KIP-848), or None: no such group on the broker
+    group_type: Optional[str] = None
 
     @property
     def active(self) -> bool:
@@ -104,7 +107,8 @@ def describe_broker_group(bootstrap_servers, group: str, timeout_ms: int = 5000,
                                                            node_id=node))
             if classic.state != "Dead" or classic.members or classic.error not in (None, "GroupIdNotFoundError"):
                 return classic, None
-            try:  # sent at the highest version both know; a broker without API 69 fails it before sending
+            # sent at the highest version both know; a broker without API 69 fails it before sending
+            try:
                 req = ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False)
                 return classic, await internals.send(admin, req, node_id=node)
             except Errors.IncompatibleBrokerVersion:

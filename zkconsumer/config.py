@@ -1,13 +1,14 @@
-"""``ConsumerConfig``: every key of the old consumer's ``kafka.consumer.ConsumerConfig`` (Kafka's ConsumerConfig.scala).
+"""``ConsumerConfig``: every key of the old consumer's ``kafka.consumer.ConsumerConfig`` (Kafka 1.1.1
+``kafka.consumer.ConsumerConfig`` and the ZooKeeper keys of its base class ``kafka.utils.ZKConfig``).
 
-Defaults are those of Kafka 0.8.2.2 (plus ``fetch.max.bytes`` from 0.10.1), including the quirks
-listed in Kafka's ConsumerConfig.scala ("Quirks in ConsumerConfig"):
+Defaults are those of Kafka 0.8.2.2 (plus ``fetch.max.bytes`` from 0.10.1), including the old consumer's quirks:
 
 * ``zookeeper.connection.timeout.ms`` defaults to ``zookeeper.session.timeout.ms``;
 * ``rebalance.backoff.ms`` defaults to ``zookeeper.sync.time.ms`` (KAFKA-2589);
 * ``client.id`` defaults to ``group.id``;
 * ``offsets.storage`` is lower-cased and ``dual.commit.enabled`` defaults to true only when it is ``kafka``;
-* ``rebalance.max.retries`` is the *total* number of attempts (Kafka's ZookeeperConsumerConnector.scala);
+* ``rebalance.max.retries`` is the *total* number of attempts (Kafka 1.1.1 ``ZKRebalancerListener.syncedRebalance``
+  loops ``for (i <- 0 until config.rebalanceMaxRetries)``);
 * the ``fetch.wait.max.ms <= socket.timeout.ms`` check is done as 0.9+ does it (KAFKA-1054),
   and ``partition.assignment.strategy`` is validated as in 0.9+ (KAFKA-2032).
 
@@ -59,7 +60,8 @@ _GROUP_RULE = _NAME_RULE + ", at most 249 characters, not '.' or '..'"
 _ZK_RULE = ("host:port[,host:port...][/chroot] (chroot starts with '/', has no empty segments and "
             "does not end with '/' unless it is exactly '/')")
 
-# Derived defaults: the default is the value of another key (Kafka's ConsumerConfig.scala).
+# Derived defaults: the default is the value of another key (Kafka 1.1.1 ``ConsumerConfig`` and ``ZKConfig``, e.g.
+# ``props.getInt("rebalance.backoff.ms", zkSyncTimeMs)``).
 _SAME_AS = {
     "zookeeper.connection.timeout.ms": "zookeeper.session.timeout.ms",
     "rebalance.backoff.ms": "zookeeper.sync.time.ms",
@@ -70,10 +72,13 @@ _SAME_AS = {
 @dataclasses.dataclass(frozen=True)
 class _Key:
     name: str
-    kind: str  # int | bool | enum | name | zk | derived-bool | security | path
-    default: object  # None = required/derived/unset
+    # int | bool | enum | name | zk | derived-bool | security | path
+    kind: str
+    # None = required/derived/unset
+    default: object
     doc: str
-    lo: Optional[int] = None  # inclusive minimum for ints
+    # inclusive minimum for ints
+    lo: Optional[int] = None
     choices: Tuple[str, ...] = ()
     extension: bool = False
 
@@ -84,7 +89,7 @@ class _Key:
 
 _KEYS: Tuple[_Key, ...] = (
     _Key("group.id", "name", None, "Consumer group name (required)."),
-    _Key("consumer.id", "name", None, "Explicit consumer id; normally generated as <group>_<host>-<millis>-<uuid8> (Kafka's ZookeeperConsumerConnector.scala). For testing."),
+    _Key("consumer.id", "name", None, "Explicit consumer id; normally generated as <group>_<host>-<millis>-<uuid8> (as Kafka 1.1.1 ZookeeperConsumerConnector.consumerIdString). For testing."),
     _Key("zookeeper.connect", "zk", None, "ZooKeeper connect string host:port[,host:port...][/chroot] (required)."),
     _Key("zookeeper.session.timeout.ms", "int", 6000, "ZooKeeper session timeout.", lo=1),
     _Key("zookeeper.connection.timeout.ms", "int", None, "Max wait to connect to ZooKeeper; defaults to zookeeper.session.timeout.ms.", lo=1),
@@ -96,7 +101,7 @@ _KEYS: Tuple[_Key, ...] = (
     _Key("auto.commit.enable", "bool", True, "Periodically commit consumed offsets."),
     _Key("auto.commit.interval.ms", "int", 60 * 1000, "Auto-commit period (first commit after one interval; a reset point is committed at once).", lo=1),
     _Key("queued.max.message.chunks", "int", 2, "Capacity (in fetched chunks) of each stream's queue.", lo=1),
-    _Key("rebalance.max.retries", "int", 4, "Total number of rebalance attempts (not 1 + retries; Kafka's ZookeeperConsumerConnector.scala).", lo=1),
+    _Key("rebalance.max.retries", "int", 4, "Total number of rebalance attempts, not 1 + retries (as Kafka 1.1.1 ZKRebalancerListener.syncedRebalance counts them).", lo=1),
     _Key("rebalance.backoff.ms", "int", None, "Backoff between rebalance attempts; defaults to zookeeper.sync.time.ms.", lo=0),
     _Key("refresh.leader.backoff.ms", "int", 200, "Sleep between leader-finder passes.", lo=0),
     _Key("fetch.min.bytes", "int", 1, "Minimum bytes the broker should return for a fetch.", lo=0),
@@ -109,7 +114,7 @@ _KEYS: Tuple[_Key, ...] = (
     _Key("offsets.storage", "enum", "zookeeper", "Where offsets are committed: zookeeper or kafka (case-insensitive).", choices=("zookeeper", "kafka")),
     _Key("offsets.channel.backoff.ms", "int", 1000, "Backoff between offset-channel reconnects and offset fetch/commit retries.", lo=0),
     _Key("offsets.channel.socket.timeout.ms", "int", 10000, "Socket timeout of the offset-manager channel.", lo=1),
-    _Key("offsets.commit.max.retries", "int", 5, "Offset commit retries (Kafka's ZookeeperConsumerConnector.scala).", lo=0),
+    _Key("offsets.commit.max.retries", "int", 5, "Retries of a commit to (or an offset fetch from) Kafka's offset manager, offsets.channel.backoff.ms apart.", lo=0),
     _Key("dual.commit.enabled", "bool", None, "Also commit to ZooKeeper when offsets.storage=kafka; defaults to true only then."),
     _Key("fetch.max.bytes", "int", 50 * 1024 * 1024, "Max bytes per fetch response (0.10.1+; read by no old-consumer code).", lo=1),
     _Key("rebalance.settle.ms", "int", 20, "Extension: coalescing window for bursts of ZooKeeper events before a rebalance.", lo=0, extension=True),
@@ -224,7 +229,7 @@ def _as_text(key: str, value: object) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class ConsumerConfig:
-    """Immutable, validated old-consumer configuration (Kafka's ConsumerConfig.scala).
+    """Immutable, validated old-consumer configuration (Kafka 1.1.1 ``kafka.consumer.ConsumerConfig``).
 
     Attribute names are the property keys with ``.`` replaced by ``_``.  ``group_id``/``client_id``
     are None only when built with ``require_group=False`` and no group; ``zookeeper_connect`` is
@@ -339,7 +344,8 @@ class ConsumerConfig:
                 values[key.attr] = _parse_bool(key, text)
             elif key.kind == "name":
                 values[key.attr] = _parse_name(key, text)
-            elif key.kind == "security":  # validated together below
+            elif key.kind == "security":
+                # validated together below
                 values[key.attr] = text.strip()
             elif key.kind == "path":
                 if not text.strip():
@@ -352,7 +358,8 @@ class ConsumerConfig:
                 if s not in key.choices:
                     raise ConfigError(key.name, text, " or ".join(key.choices))
                 values[key.attr] = s
-            else:  # zk
+            else:
+                # zk
                 hosts, chroot = parse_zookeeper_connect(text)
                 values[key.attr] = text.strip()
                 values["zookeeper_hosts"], values["zookeeper_chroot"] = hosts, chroot
@@ -368,7 +375,8 @@ class ConsumerConfig:
                               "socket.timeout.ms should always be at least fetch.wait.max.ms")
         grace, session = values["zookeeper_suspended_grace_ms"], values["zookeeper_session_timeout_ms"]
         if "zookeeper.suspended.grace.ms" not in merged and grace >= session:
-            grace = values["zookeeper_suspended_grace_ms"] = session // 2  # default clamped below session
+            # default clamped below session
+            grace = values["zookeeper_suspended_grace_ms"] = session // 2
         if grace >= session:
             raise ConfigError("zookeeper.suspended.grace.ms", merged.get("zookeeper.suspended.grace.ms", str(grace)),
                               "less than zookeeper.session.timeout.ms (%d)" % session)
@@ -419,7 +427,8 @@ class ConsumerConfig:
 
 
 def describe_keys() -> List[Tuple[str, str, str]]:
-    """``(key, default as text, doc)`` for every known key, in Kafka's ConsumerConfig.scala order, for ``--help``/docs.
+    """``(key, default as text, doc)`` for every known key, Kafka's keys first, then the extension keys, for
+    ``--help``/docs.
 
     Required keys show ``(required)``; derived defaults show ``= <other key>``; extension keys'
     docs start with ``Extension:``.

@@ -1,7 +1,42 @@
 """One exception hierarchy for the whole package.
 
 Every error a user can cause or meet derives from :class:`ZkConsumerError`, so library callers can catch by type
-and the CLIs can turn any of them into one clear line on stderr and a non-zero exit.
+and the CLIs can turn any of them into one clear line on stderr and a non-zero exit. The tree (classes defined in
+this module unless a module is named; ``also`` names further base classes)::
+
+    ZkConsumerError
+    ├── ConfigError (also ValueError)
+    ├── PropertiesSyntaxError (also ValueError)
+    ├── InvalidNameError (also ValueError)
+    ├── ZnodeFormatError
+    ├── ClusterUnavailableError
+    │   ├── KafkaSecurityError
+    │   ├── SplitBrainUnknownError
+    │   └── BrokerGroupDescribeError
+    ├── OffsetStoreError
+    │   └── OffsetManagerUnavailableError (also ClusterUnavailableError)
+    ├── RebalanceError
+    │   ├── RegistrationConflictError
+    │   ├── OwnershipLostError
+    │   └── UnusableRegistration  in zkconsumer.topic_count
+    ├── GroupConflictError
+    │   ├── FenceError  in migrate.fence
+    │   └── GroupLockedError  in migrate.lock
+    ├── ConsumerTimeoutError
+    ├── MessageTooLargeError
+    ├── FetchError
+    ├── LocalClusterError
+    ├── RegistryConflictError
+    ├── ZkAuthError  in zkconsumer.zk_auth
+    ├── IncompatibleClientError  in zkconsumer.client_internals
+    ├── GroupNotFoundError  in zkconsumer.groups
+    ├── GroupNotSettledError  in zkconsumer.spark.stream
+    ├── DataLossError  in zkconsumer.spark.kafka_io
+    ├── NoOffsetForTimestampError (also ValueError)  in zkconsumer.spark.cluster
+    └── OffsetsFileError (also ValueError)  in migrate.offsets_file
+        └── BackupFileError  in migrate.backup
+
+The suite checks that this drawing is the tree the classes form (every class, its parent, its module).
 """
 
 from __future__ import annotations

@@ -52,7 +52,8 @@ class DescribeRow:
     zookeeper_offset: Optional[int] = None
     kafka_offset: Optional[int] = None
     offsets_from: str = "zookeeper"
-    member_storage: Optional[str] = None  # zookeeper | dual | kafka | None (a JVM member: unknown)
+    # zookeeper | dual | kafka | None (a JVM member: unknown)
+    member_storage: Optional[str] = None
 
     def as_dict(self):
         return dict(self.__dict__)

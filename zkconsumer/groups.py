@@ -1,6 +1,7 @@
 """Read-mostly operations on ZooKeeper-coordinated groups: list, describe, owners, verify, delete.
 
-Kafka's VerifyConsumerRebalance.scala (VerifyConsumerRebalance), ConsumerGroupCommand.scala (``kafka-consumer-groups --zookeeper``).
+Kafka 1.1.1 ``kafka.tools.VerifyConsumerRebalance`` and ``kafka.admin.ConsumerGroupCommand``'s
+``ZkConsumerGroupService`` (``kafka-consumer-groups --zookeeper``).
 The CLI is :mod:`zkconsumer.cli.groups`; :mod:`migrate` uses the same readers (members, owners, offsets).
 
 Differences from the Scala tools, on purpose:
@@ -23,6 +24,7 @@ from kazoo.exceptions import NoNodeError, NotEmptyError
 
 from .errors import ClusterUnavailableError, GroupConflictError, ZkConsumerError, ZnodeFormatError
 from .layout import codecs, paths, validate_group
+from .layout.names import is_legal_name
 from .topic_count import consumers_per_topic
 
 from .kafka_connect_errors import connect_error
@@ -92,6 +94,18 @@ def _children(zk, path) -> List[str]:
         return []
 
 
+def _topic_children(zk, path) -> List[str]:
+    """The children of *path* that are legal topic names. Others cannot be Kafka topics (pykafka's balanced
+    consumer on Python 3 writes owner nodes named ``b'topic'``); they are left out with a warning."""
+    names = []
+    for name in _children(zk, path):
+        if is_legal_name(name):
+            names.append(name)
+        else:
+            log.warning("ignoring %s/%s: not a legal topic name, so no Kafka topic", path, name)
+    return names
+
+
 def owners(zk, group) -> Dict[TP, str]:
     """``{(topic, partition): owner thread id string}`` from ``/consumers/G/owners`` (malformed names skipped)."""
     from .consumer.ownership import read_owners
@@ -103,7 +117,7 @@ def zk_offsets(zk, group, strict=False) -> Dict[TP, int]:
     from .offsets import ZooKeeperOffsetStore
     group = validate_group(group)
     parts = []
-    for topic in _children(zk, paths.group_offsets_path(group)):
+    for topic in _topic_children(zk, paths.group_offsets_path(group)):
         for p in _children(zk, paths.topic_offsets_path(group, topic)):
             if p.isdigit():
                 parts.append((topic, int(p)))
@@ -157,8 +171,8 @@ def subscribed_topics(zk, members) -> Dict[str, List[str]]:
 def group_topics(zk, group, members=None) -> List[str]:
     """Topics of the group: owners + offsets + live subscriptions."""
     members = live_members(zk, group) if members is None else members
-    topics = set(_children(zk, paths.group_owners_path(group)))
-    topics |= set(_children(zk, paths.group_offsets_path(group)))
+    topics = set(_topic_children(zk, paths.group_owners_path(group)))
+    topics |= set(_topic_children(zk, paths.group_offsets_path(group)))
     topics |= set(subscribed_topics(zk, members))
     return sorted(topics)
 
@@ -188,7 +202,8 @@ def log_ranges(bootstrap_servers, partitions, timestamp_ms=None, timeout_ms=1000
         return start, end, at
     except (KafkaError, OSError) as e:
         raise ClusterUnavailableError("cannot read the log ranges from %s: %s" % (bootstrap_servers, e)) from e
-    except KeyError as e:  # kafka-python's answer when the broker refused one partition (e.g. not authorized)
+    except KeyError as e:
+        # kafka-python's answer when the broker refused one partition (e.g. not authorized)
         raise ClusterUnavailableError("cannot read the log range of %s from %s: the broker did not answer for it "
                                       "(may this Kafka identity Describe the topic?)" % (e, bootstrap_servers)) from e
     finally:

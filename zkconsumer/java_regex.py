@@ -197,7 +197,8 @@ class _Translator:
     def __init__(self, pattern: str) -> None:
         self.p = pattern
         self.i = 0
-        self.groups = 0            # capturing groups opened so far
+        # capturing groups opened so far
+        self.groups = 0
         self.names: Set[str] = set()
 
     # -- helpers ------------------------------------------------------------------------------------------------
@@ -246,7 +247,8 @@ class _Translator:
                 continue
             atom = self.atom(flags)
             if atom is None:
-                continue               # an inline flag group (?i)
+                # an inline flag group (?i)
+                continue
             self.skip_comments(flags)
             seq.append(atom + self.quantifier(flags))
 
@@ -356,12 +358,14 @@ class _Translator:
                 on, off = m.group(1), m.group(2) or ""
                 bad = set(on + off) - _ALLOWED_FLAGS
                 if bad:
-                    raise _Reject("unsupported inline flag(s) %s" % "".join(sorted(bad)))  # Java also has c
+                    # Java also has c
+                    raise _Reject("unsupported inline flag(s) %s" % "".join(sorted(bad)))
                 new = (set(flags) | set(on)) - set(off)
                 self.i = m.end()
                 if m.group(3) == ")":
                     flags.clear()
-                    flags.update(new)       # to the end of the enclosing group
+                    # to the end of the enclosing group
+                    flags.update(new)
                     return None
                 kind, inner_flags = "(?:", new
         else:
@@ -411,7 +415,8 @@ class _Translator:
         kind, value = self.class_escape(flags)
         if kind == "set":
             return self.wrap_case("[%s]" % value, flags)
-        assert isinstance(value, int)  # ("char", code point)
+        # ("char", code point)
+        assert isinstance(value, int)
         return self.literal(value, flags)
 
     def backref(self, flags: AbstractSet[str]) -> str:
@@ -423,7 +428,8 @@ class _Translator:
             j += 1
         self.i = j
         if num > self.groups:
-            return "(?!)"              # Java: a reference to a group that does not exist never matches
+            # Java: a reference to a group that does not exist never matches
+            return "(?!)"
         ref = "(?:\\%d)" % num if num < 100 else "(?:\\g<%d>)" % num
         return "(?i:%s)" % ref if "i" in flags else ref
 
@@ -551,7 +557,8 @@ class _Translator:
                 if kind == "set":
                     items.append("[%s]" % value)
                     continue
-                assert isinstance(value, int)  # ("char", code point)
+                # ("char", code point)
+                assert isinstance(value, int)
                 lo = value
             else:
                 lo = ord(c)
@@ -574,7 +581,8 @@ class _Translator:
                 kind, value = self.class_escape(flags)
                 if kind == "set":
                     self.error("illegal character range")
-                assert isinstance(value, int)  # ("char", code point)
+                # ("char", code point)
+                assert isinstance(value, int)
                 hi = value
             else:
                 hi = ord(c)

@@ -34,7 +34,8 @@ class ClusterMetadata:
     brokers: Dict[int, BrokerInfo] = field(default_factory=dict)
     topics: Dict[str, Dict[int, PartitionInfo]] = field(default_factory=dict)
     controller_id: Optional[int] = None
-    unavailable_topics: Tuple[str, ...] = ()   # listed with an error (e.g. leader not yet elected): not deleted
+    # listed with an error (e.g. leader not yet elected): not deleted
+    unavailable_topics: Tuple[str, ...] = ()
 
 
     def partitions_for(self, topic) -> List[int]:

@@ -107,7 +107,8 @@ class KafkaSecurity:
     """Validated client security settings (build with :meth:`from_properties`)."""
 
     protocol: str = "PLAINTEXT"
-    mechanism: Optional[str] = None          # set for SASL_* only
+    # set for SASL_* only
+    mechanism: Optional[str] = None
     username: Optional[str] = None
     password: Optional[str] = dataclasses.field(default=None, repr=False)
     cafile: Optional[str] = None
@@ -115,10 +116,12 @@ class KafkaSecurity:
     keyfile: Optional[str] = None
     key_password: Optional[str] = dataclasses.field(default=None, repr=False)
     check_hostname: bool = True
-    truststore: Optional[str] = None         # ssl.truststore.location of type JKS or PKCS12 (PEM goes to cafile)
+    # ssl.truststore.location of type JKS or PKCS12 (PEM goes to cafile)
+    truststore: Optional[str] = None
     truststore_type: str = "JKS"
     truststore_password: Optional[str] = dataclasses.field(default=None, repr=False)
-    keystore: Optional[str] = None           # ssl.keystore.location of type JKS or PKCS12 (PEM: certfile/keyfile)
+    # ssl.keystore.location of type JKS or PKCS12 (PEM: certfile/keyfile)
+    keystore: Optional[str] = None
     keystore_type: str = "JKS"
     keystore_password: Optional[str] = dataclasses.field(default=None, repr=False)
 
@@ -148,7 +151,8 @@ class KafkaSecurity:
                 raise ConfigError(key, redact(key, props.get(key)), "unset unless security.protocol is SASL_PLAINTEXT "
                                   "or SASL_SSL", "security.protocol is %s" % protocol)
         for key in SSL_KEYS if not ssl else ():
-            if props.get(key) is not None:  # ssl.endpoint.identification.algorithm may be "" on purpose
+            # ssl.endpoint.identification.algorithm may be "" on purpose
+            if props.get(key) is not None:
                 raise ConfigError(key, props.get(key), "unset unless security.protocol is SSL or SASL_SSL",
                                   "security.protocol is %s" % protocol)
         kw: Dict[str, Any] = {"protocol": protocol}
@@ -222,7 +226,8 @@ class KafkaSecurity:
                 keystores.read_truststore(path, kind, password)
                 out.update({"cafile": path} if kind == "PEM" else
                            {"truststore": path, "truststore_type": kind, "truststore_password": password})
-            elif kind == "PEM":  # Kafka's PEM keystore: the private key and its certificate chain in one file
+            elif kind == "PEM":
+                # Kafka's PEM keystore: the private key and its certificate chain in one file
                 out.update(certfile=path, keyfile=path)
             else:
                 keystores.read_keystore(path, kind, password, key_password)

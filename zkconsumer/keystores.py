@@ -141,13 +141,15 @@ def _read_jks(data: bytes, password: Optional[str], key_password: Optional[str],
     for _ in range(r.u32()):
         tag = r.u32()
         r.utf()
-        r.take(8)  # alias, creation date
+        # alias, creation date
+        r.take(8)
         if tag == 1:
             protected = r.blob()
             chain = []
             for _ in range(r.u32()):
                 if version == 2:
-                    r.utf()  # certificate type: X.509
+                    # certificate type: X.509
+                    r.utf()
                 chain.append(_pem("CERTIFICATE", r.blob()))
             if not want_keys:
                 keys.append(("", chain))
@@ -274,7 +276,8 @@ def ssl_context(ca_pem: Optional[str], cafile: Optional[str], key_pem: Optional[
         else:
             ctx.load_default_certs()
         if key_pem and chain_pem:
-            with tempfile.TemporaryDirectory(prefix="zkconsumer-tls-") as d:  # mode 0700
+            # mode 0700
+            with tempfile.TemporaryDirectory(prefix="zkconsumer-tls-") as d:
                 kpath, cpath = os.path.join(d, "key.pem"), os.path.join(d, "chain.pem")
                 fd = os.open(kpath, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "w") as f:

@@ -77,8 +77,10 @@ class _Group:
     owners: Dict[TP, str] = field(default_factory=dict)
     members: Set[str] = field(default_factory=set)
     modes: Dict[str, Tuple[Optional[str], Optional[str], Optional[str]]] = field(default_factory=dict)
-    registrations: Dict[str, Tuple[Any, str]] = field(default_factory=dict)  # consumer id -> (subscription, pattern)
-    subscribed: Set[str] = field(default_factory=set)  # the topics the live members' registrations name or match
+    # consumer id -> (subscription, pattern)
+    registrations: Dict[str, Tuple[Any, str]] = field(default_factory=dict)
+    # the topics the live members' registrations name or match
+    subscribed: Set[str] = field(default_factory=set)
     phase: Optional[str] = None
     kafka_offsets: Dict[TP, int] = field(default_factory=dict)
     split_brain: bool = False
@@ -108,7 +110,8 @@ class LagCache:
         self.lock = threading.Lock()
         self.groups: Dict[str, _Group] = {}
         self.partition_counts: Dict[str, int] = {}
-        self.all_topics: Optional[List[str]] = None  # /brokers/topics, watched once a wildcard member is seen
+        # /brokers/topics, watched once a wildcard member is seen
+        self.all_topics: Optional[List[str]] = None
         self.log_start: Dict[TP, int] = {}
         self.log_end: Dict[TP, int] = {}
         self.zk_reads = 0
@@ -176,7 +179,8 @@ class LagCache:
 
     def _on_state(self, state: Any, states: Any) -> None:
         if state == states.LOST:
-            self._expired = True  # every watch is gone with the session: rebuild once connected again
+            # every watch is gone with the session: rebuild once connected again
+            self._expired = True
         elif state == states.CONNECTED and self._expired:
             self._expired = False
             with self.lock:
@@ -203,7 +207,8 @@ class LagCache:
             if task is None:
                 return
             with self.lock:
-                self._pending.discard(task)  # an event from now on queues it again
+                # an event from now on queues it again
+                self._pending.discard(task)
                 self._busy += 1
             kind, path = task
             try:
@@ -226,7 +231,8 @@ class LagCache:
         except NoNodeError:
             self.zk_reads += 1
             if self.zk.exists(path, watch=self._watcher("children", path)) is not None:
-                self._enqueue("children", path)  # created meanwhile
+                # created meanwhile
+                self._enqueue("children", path)
             return None
 
     def _data(self, path: str, watch: bool = True) -> Optional[bytes]:
@@ -256,7 +262,8 @@ class LagCache:
             group, rest = parts[1], parts[2:]
             with self.lock:
                 if group not in self.groups:
-                    return  # no longer selected or gone
+                    # no longer selected or gone
+                    return
             if rest == ["offsets"]:
                 self._on_offset_topics(group, self._children(path) or [])
             elif rest[0] == "offsets" and len(rest) == 2:
@@ -385,10 +392,12 @@ class LagCache:
                 return
             registrations, all_topics = dict(g.registrations), self.all_topics
         if all_topics is None and any(is_wildcard(sub, pattern) for sub, pattern in registrations.values()):
-            self._enqueue("children", _TOPICS)  # its answer resolves the wildcard groups again
+            # its answer resolves the wildcard groups again
+            self._enqueue("children", _TOPICS)
         try:
             subscribed = set(consumers_per_topic(registrations, all_topics or []))
-        except RebalanceError as e:  # registrations that contradict each other: the members say so too
+        except RebalanceError as e:
+            # registrations that contradict each other: the members say so too
             log.warning("lag exporter: the subscriptions of group %s: %s", group, e)
             subscribed = set()
         with self.lock:

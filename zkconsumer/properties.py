@@ -1,7 +1,7 @@
 """A faithful, pure-Python reader and writer for Java ``.properties`` text.
 
-The old consumer is configured from ``java.util.Properties`` (Kafka's ConsumerConfig.scala: "Built from
-``java.util.Properties`` through ``VerifiableProperties``"), so files written for the Scala
+The old consumer is configured from ``java.util.Properties`` (Kafka 1.1.1 ``ConsumerConfig`` takes
+``java.util.Properties`` and reads them through ``VerifiableProperties``), so files written for the Scala
 ``ZookeeperConsumerConnector`` must mean exactly the same thing here.  This module ports the
 JDK 11+ ``Properties.LineReader.readLine`` / ``load0`` / ``loadConvert`` and ``saveConvert``
 logic character for character:
@@ -30,7 +30,8 @@ from .errors import PropertiesSyntaxError
 
 __all__ = ["parse_properties", "load_properties", "parse_property_override", "dump_properties"]
 
-_WS = " \t\f"  # the only whitespace Java's Properties knows
+# the only whitespace Java's Properties knows
+_WS = " \t\f"
 _HEX = "0123456789ABCDEF"
 
 
@@ -46,7 +47,8 @@ def _logical_lines(text: str) -> Iterator[Tuple[int, str]]:
         preceding_bs = False
         start = lineno
         while True:
-            if i >= n:  # EOF
+            # EOF
+            if i >= n:
                 if not buf:
                     return
                 if preceding_bs:
@@ -93,7 +95,8 @@ def _logical_lines(text: str) -> Iterator[Tuple[int, str]]:
                 yield start, "".join(buf)
                 return
             if preceding_bs:
-                buf.pop()  # the continuation backslash is not part of the line
+                # the continuation backslash is not part of the line
+                buf.pop()
                 skip_ws = True
                 appended_begin = True
                 preceding_bs = False
@@ -129,7 +132,8 @@ def _unescape(s: str, lineno: int) -> str:
         if c != "\\":
             out.append(c)
             continue
-        if i >= n:  # cannot happen after _logical_lines, but never crash
+        # cannot happen after _logical_lines, but never crash
+        if i >= n:
             break
         c = s[i]
         i += 1

@@ -1,7 +1,7 @@
 """Registry mirror: keep the legacy ``/brokers`` layout in ZooKeeper in step with a Kafka cluster's metadata.
 
 Brokers that do not register in ZooKeeper (KRaft clusters, tansu) are invisible to ZooKeeper-coordinated
-consumers, which read ``/brokers/ids`` and ``/brokers/topics`` (Kafka's ZkUtils.scala). The mirror reads the
+consumers, which read ``/brokers/ids`` and ``/brokers/topics`` (Kafka's ``ZkUtils``). The mirror reads the
 cluster's metadata over the Kafka protocol and writes:
 
 * ``/brokers/ids/[id]`` — ephemeral, version 4 JSON with one endpoint, owned by the mirror's session, so
@@ -10,7 +10,8 @@ cluster's metadata over the Kafka protocol and writes:
   ``security.protocol`` set: consumers with the same setting then find it; a non-PLAINTEXT-only broker has
   ``host`` null and ``port`` -1, as Kafka writes it);
 * ``/brokers/topics/[topic]`` — version 1 partition map, rewritten only when the map really changes (the
-  consumers' data watch fires on every write, and each firing is a group rebalance, Kafka's ZookeeperConsumerConnector.scala);
+  consumers' data watch fires on every write, and each firing is a group rebalance: Kafka 1.1.1
+  ``ZKTopicPartitionChangeListener.handleDataChange``);
 * ``/brokers/topics/[topic]/partitions/[p]/state`` — leader, leader epoch and ISR, as a controller would.
 
 Safety: a broker registration under ``/brokers/ids`` whose ephemeral owner is not this mirror's session was
@@ -104,7 +105,8 @@ class RegistryMirror:
                     self.zk.create(path, data, ephemeral=True, makepath=True)
                     report.registered.append(broker_id)
                 except NodeExistsError:
-                    pass  # raced with someone; judged on the next pass
+                    # raced with someone; judged on the next pass
+                    pass
                 continue
             if not self._mine(stat):
                 report.refused.append(broker_id)
@@ -152,7 +154,8 @@ class RegistryMirror:
         existing = self.zk.get_children(paths.broker_topics_path())
         for topic in existing:
             if topic in meta.topics or topic in meta.unavailable_topics:
-                continue  # a topic reporting an error (e.g. no leader yet) still exists: never churn its node
+                # a topic reporting an error (e.g. no leader yet) still exists: never churn its node
+                continue
             try:
                 path = paths.topic_path(topic)
             except ValueError:
@@ -218,7 +221,8 @@ class RegistryMirror:
                 failures = 0
             except (NotEmptyError, NoNodeError, NodeExistsError) as e:
                 log.info("registry sync raced with another writer (%s); retrying", e)
-            except Exception as e:  # keep mirroring through broker or ZooKeeper outages
+            except Exception as e:
+                # keep mirroring through broker or ZooKeeper outages
                 failures += 1
                 log.warning("registry sync failed (%d in a row): %s", failures, e)
             stop_event.wait(interval if not failures else min(5.0, interval * (1 + failures)))

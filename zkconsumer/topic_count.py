@@ -1,7 +1,9 @@
 """A member's registration turned into consumer thread ids per topic: Scala ``kafka.consumer.TopicCount``.
 
-Kafka's ZookeeperConsumerConnector.scala (registration ``subscription`` / ``pattern``), ZookeeperConsumerConnector.scala step 6 (``getConsumersPerTopic``) and TopicFilter.scala
-(wildcard subscriptions are re-evaluated against the current children of ``/brokers/topics``).
+Kafka 1.1.1 ``TopicCount.constructTopicCount`` (reads a registration's ``subscription`` and ``pattern``),
+``ZkUtils.getConsumersPerTopic`` (every member's thread ids per topic, sorted) and
+``WildcardTopicCount.getConsumerThreadIdsPerTopic`` (a wildcard subscription is evaluated against the current
+children of ``/brokers/topics`` at every rebalance).
 
 A thread id is the string ``"<consumerId>-<n>"`` for ``n`` in ``0 .. streams-1`` (``ConsumerThreadId.toString``).
 Thread ids are ordered as Java strings (``ConsumerThreadId.compare`` is ``toString.compare``), so
@@ -74,7 +76,8 @@ def make_thread_ids_per_topic(consumer_id: str, topic_count_map: Mapping[str, in
 
 
 def is_wildcard(subscription: object, pattern: str) -> bool:
-    """Scala rule (ZookeeperConsumerConnector.scala): empty subscription, or a pattern other than white_list/black_list, means static."""
+    """The Scala rule (Kafka 1.1.1 ``TopicCount.constructTopicCount``): an empty subscription, or a pattern other
+    than white_list/black_list, means static."""
     return bool(subscription) and pattern in (WHITE_LIST, BLACK_LIST)
 
 

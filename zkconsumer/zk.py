@@ -1,7 +1,8 @@
 """ZooKeeper adapter: one place that builds kazoo clients from a ``zookeeper.connect`` string.
 
 The chroot suffix (``host:port,host:port/chroot``) is handled by kazoo; the string is validated first
-(Kafka's ConsumerConfig.scala, ``zookeeper.connect``), so a malformed one fails before any connection is tried.
+(``zookeeper.connect``, see :mod:`zkconsumer.layout.connect`), so a malformed one fails before any connection is
+tried.
 """
 import logging
 
@@ -37,7 +38,8 @@ def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=No
     try:
         client.start(timeout=timeout)
         if auth.enabled:
-            client.exists("/")  # kazoo reports CONNECTED before SASL is done: the first request fails if it failed
+            # kazoo reports CONNECTED before SASL is done: the first request fails if it failed
+            client.exists("/")
     except KazooTimeoutError as e:
         close(client)
         raise ClusterUnavailableError("cannot connect to ZooKeeper at %s within %.1f s"
@@ -59,13 +61,15 @@ def close(client):
         client.close()
 
 
-_skipped: set = set()  # broker registrations reported as unusable (bootstrap_from_zk)
+# broker registrations reported as unusable (bootstrap_from_zk)
+_skipped: set = set()
 
 
 def bootstrap_from_zk(zk, zookeeper_connect="", security_protocol="PLAINTEXT"):
     """``host:port,...`` of every broker registered under ``/brokers/ids`` with an endpoint of *security_protocol*
-    (PLAINTEXT: how the old consumer finds brokers, Kafka's ZkUtils.scala; the others through the registration's
-    ``listener_security_protocol_map``); ClusterUnavailableError when there is none."""
+    (PLAINTEXT: how the old consumer finds brokers, Kafka 1.1.1 ``ClientUtils.getPlaintextBrokerEndPoints``; the
+    others through the registration's ``listener_security_protocol_map``); ClusterUnavailableError when there is
+    none."""
     from kazoo.exceptions import NoNodeError
     from .layout import codecs, paths
     try:
@@ -78,9 +82,11 @@ def bootstrap_from_zk(zk, zookeeper_connect="", security_protocol="PLAINTEXT"):
         try:
             data, stat = zk.get(paths.broker_path(b))
             ep = codecs.decode_broker_registration(data, paths.broker_path(b)).endpoint_for(security_protocol)
-        except Exception as e:  # a malformed or vanished registration: use the others
+        except Exception as e:
+            # a malformed or vanished registration: use the others
             key = (paths.broker_path(b), getattr(stat, "mzxid", None), type(e).__name__)
-            if key not in _skipped:  # once per version of the node, not at every fetcher start
+            # once per version of the node, not at every fetcher start
+            if key not in _skipped:
                 if len(_skipped) > 1000:
                     _skipped.clear()
                 _skipped.add(key)

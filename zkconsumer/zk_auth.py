@@ -43,7 +43,8 @@ class ZkAuth:
     password: str = dataclasses.field(default="", repr=False)
     mechanism: str = "DIGEST-MD5"
     set_acl: bool = False
-    source: str = ""  # the credentials file, for messages
+    # the credentials file, for messages
+    source: str = ""
 
     @property
     def enabled(self) -> bool:
@@ -118,7 +119,8 @@ def load_credentials(path: str, key: str = "zookeeper.auth.credentials.file") ->
     if text.lstrip().startswith("{"):
         try:
             fields = json.loads(text)
-        except (ValueError, RecursionError):  # RecursionError: nested thousands deep
+        except (ValueError, RecursionError):
+            # RecursionError: nested thousands deep
             raise ConfigError(key, path, "a JSON object with username and password", "not valid JSON") from None
         if not isinstance(fields, dict):
             raise ConfigError(key, path, "a JSON object with username and password")
@@ -127,7 +129,8 @@ def load_credentials(path: str, key: str = "zookeeper.auth.credentials.file") ->
         from .properties import parse_properties
         try:
             fields = dict(parse_properties(text))
-        except PropertiesSyntaxError:  # its message may quote the password's line
+        except PropertiesSyntaxError:
+            # its message may quote the password's line
             raise ConfigError(key, path, "a properties file with username and password", "syntax error") from None
     user, password = fields.get("username"), fields.get("password")
     if not isinstance(user, str) or not user or not isinstance(password, str) or not password:
@@ -156,7 +159,8 @@ def build(scheme: str = "none", credentials_file: Optional[str] = None, mechanis
     if cfg.zookeeper_auth_scheme == "none":
         return NO_AUTH
     path = cfg.zookeeper_auth_credentials_file
-    assert path is not None  # validated: required with a scheme
+    # validated: required with a scheme
+    assert path is not None
     user, password = load_credentials(path)
     return ZkAuth(cfg.zookeeper_auth_scheme, user, password, cfg.zookeeper_sasl_mechanism, cfg.zookeeper_set_acl,
                   path)

@@ -64,7 +64,8 @@ def poll_select(rlist: Sequence[Any], wlist: Sequence[Any], xlist: Sequence[Any]
     wready: List[Any] = []
     for fd, events in ready:
         if events & _select.POLLNVAL:
-            raise ValueError("Invalid event mask or fd")  # a closed descriptor, as kazoo's selector reports it
+            # a closed descriptor, as kazoo's selector reports it
+            raise ValueError("Invalid event mask or fd")
         if events & (_POLLIN | _TROUBLE) and fd in readers:
             rready.extend(readers[fd])
         elif events & (_POLLOUT | _TROUBLE) and fd in writers:

@@ -15,9 +15,12 @@ KAFKA_ENV = "KAFKA_BOOTSTRAP"
 
 # Exit codes of both CLIs (documented in their --help and the README):
 EXIT_OK = 0
-EXIT_CHECK_FAILED = 1    # the check ran and failed (verify), or work was left undone (skipped, failed writes)
-EXIT_USAGE = 2           # bad input: options, names, files (click's own usage errors are 2 as well)
-EXIT_UNAVAILABLE = 3     # could not check: ZooKeeper or Kafka unreachable, no group coordinator
+# the check ran and failed (verify), or work was left undone (skipped, failed writes)
+EXIT_CHECK_FAILED = 1
+# bad input: options, names, files (click's own usage errors are 2 as well)
+EXIT_USAGE = 2
+# could not check: ZooKeeper or Kafka unreachable, no group coordinator
+EXIT_UNAVAILABLE = 3
 
 EXIT_CODES_HELP = ("Exit codes: 0 ok; 1 a check failed or something was left undone; 2 bad input; 3 could not "
                    "check (ZooKeeper or Kafka unreachable).")
@@ -48,7 +51,8 @@ def hoist_log_level(argv):
 def exit_code_for(error: BaseException) -> int:
     from ..zk_auth import ZkAuthError
     if isinstance(error, ZkAuthError):
-        return EXIT_USAGE  # wrong credentials are bad input
+        # wrong credentials are bad input
+        return EXIT_USAGE
     if isinstance(error, ClusterUnavailableError):
         return EXIT_UNAVAILABLE
     if isinstance(error, (ValueError, click.UsageError)):
@@ -295,7 +299,8 @@ def zookeeper_read_option(f):
 
 def _remember_json(ctx, param, value):
     if value:
-        ctx.meta["zkconsumer.json"] = True  # ctx.meta is shared by the whole context tree: errors go out as JSON
+        # ctx.meta is shared by the whole context tree: errors go out as JSON
+        ctx.meta["zkconsumer.json"] = True
     return value
 
 

@@ -68,7 +68,8 @@ def build_config(zookeeper, group, config_file, properties, throwaway_name=None)
     overrides = dict(parse_property_override(p) for p in properties)
     from ..kafka_security import SECRET_KEYS
     for key in SECRET_KEYS:
-        if key in overrides:  # a password on the command line shows in ps and in shell histories
+        # a password on the command line shows in ps and in shell histories
+        if key in overrides:
             raise click.BadParameter("%s holds a password: put it in the --config file (or use "
                                      "sasl.credentials.file), not on the command line" % key,
                                      param_hint="--consumer-property")
@@ -83,7 +84,8 @@ def build_config(zookeeper, group, config_file, properties, throwaway_name=None)
         overrides["zookeeper.connect"] = zookeeper
     elif "zookeeper.connect" not in props and "zookeeper.connect" not in overrides:
         overrides["zookeeper.connect"] = resolve_zookeeper(None)
-    auth = given_auth_options()  # --zookeeper-auth / --zookeeper-credentials / --zookeeper-set-acl win when given
+    # --zookeeper-auth / --zookeeper-credentials / --zookeeper-set-acl win when given
+    auth = given_auth_options()
     if auth.get("zk_credentials"):
         overrides["zookeeper.auth.credentials.file"] = auth["zk_credentials"]
         if "zookeeper.auth.scheme" not in props and "zookeeper.auth.scheme" not in overrides:
@@ -329,7 +331,8 @@ def _drain(connector, streams, render, max_messages, stop):
                         if max_messages is not None and count[0] >= max_messages:
                             done.set()
                             return
-                return  # stream ended: shutdown
+                # stream ended: shutdown
+                return
             except ConsumerTimeoutError:
                 done.set()
                 return

@@ -61,7 +61,8 @@ def describe_cmd(groups, all_groups, topics, zookeeper, bootstrap, offsets_stora
     try:
         names = selected_groups(zk, groups, all_groups)
         for g in names:
-            lib.require_group(zk, g)  # a missing group is reported before anything else is resolved
+            # a missing group is reported before anything else is resolved
+            lib.require_group(zk, g)
         bs = None if no_log_end else resolve_bootstrap(bootstrap, zk=zk)
         rows = [r for g in names for r in describe(zk, g, bs, "zookeeper" if no_log_end else offsets_storage,
                                                     security=kafka_security())

@@ -52,11 +52,13 @@ def format_jsonl(msg: Any) -> str:
                            "timestamp": msg.timestamp if ttype else None, "timestamp_type": ttype,
                            "key": key, "value": value}
     headers = getattr(msg, "headers", None)
-    if headers:  # record headers (message format v2), values as text or base64 like key and value
+    # record headers (message format v2), values as text or base64 like key and value
+    if headers:
         out["headers"] = [[k, _text(v)[0]] for k, v in headers]
     if kenc or venc:
         out["encoding"] = "base64"
-        if kenc != venc:  # one is text, the other not: say which
+        # one is text, the other not: say which
+        if kenc != venc:
             out["key_encoding"], out["value_encoding"] = kenc or "utf-8", venc or "utf-8"
     return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
 

@@ -1,4 +1,5 @@
-"""``ZookeeperConsumerConnector``: the library API of the ZooKeeper-coordinated consumer (Kafka's ZookeeperConsumerConnector.scala).
+"""``ZookeeperConsumerConnector``: the library API of the ZooKeeper-coordinated consumer (Kafka 1.1.1
+``kafka.consumer.ZookeeperConsumerConnector``).
 
     config = ConsumerConfig.from_properties({"group.id": "g", "zookeeper.connect": "127.0.0.1:2181"})
     with ZookeeperConsumerConnector(config) as conn:
@@ -9,8 +10,9 @@
 The connector registers in ``/consumers/[g]/ids`` with the Scala JSON format, takes part in the group's
 rebalances through one rebalancer thread (:mod:`.rebalancer`), claims owner nodes with consumer thread ids as data,
 fetches from partition leaders into bounded queues (:mod:`.fetcher`) and commits next offsets to the configured
-offset store (ZooKeeper, Kafka or dual). Positions count as consumed when a stream hands a record out (ZookeeperConsumerConnector.scala),
-kept with everything else about an owned partition on its :class:`~.partition_info.PartitionTopicInfo`. A reset
+offset store (ZooKeeper, Kafka or dual). Positions count as consumed when a stream hands a record out (as Kafka
+1.1.1 ``ConsumerIterator.next`` records them), kept with everything else about an owned partition on its
+:class:`~.partition_info.PartitionTopicInfo`. A reset
 point (``auto.offset.reset`` for a partition without a committed offset, or one the log no longer has) counts as
 consumed too and is committed at once, not at the next auto-commit.
 """
@@ -56,6 +58,51 @@ class RebalanceListener:
 
 
 class ZookeeperConsumerConnector:
+    """A member of a ZooKeeper-coordinated consumer group (see the module's docstring for an example).
+
+    :param config: a :class:`~zkconsumer.config.ConsumerConfig` (``group.id`` and ``zookeeper.connect`` required).
+    :param listener: a :class:`RebalanceListener` whose hooks the rebalancer calls (default: one that does
+        nothing).
+    :param bootstrap_servers: ``host:port[,host:port]`` of the Kafka brokers; default: the brokers registered in
+        ZooKeeper's ``/brokers/ids`` (read again for every new Kafka client).
+    :raises ConfigError: ``group.id`` or ``zookeeper.connect`` is missing, or the ZooKeeper credentials file
+        (``zookeeper.auth.credentials.file``) cannot be used.
+    :raises ZkAuthError: ZooKeeper refused the credentials, or they give no write access to the group's nodes.
+    :raises ClusterUnavailableError: ZooKeeper cannot be reached within ``zookeeper.connection.timeout.ms``, or
+        (``offsets.storage=kafka``, no *bootstrap_servers*) no broker is registered in it.
+
+    The constructor connects to ZooKeeper; nothing is registered until :meth:`create_message_streams` (or
+    :meth:`create_message_streams_by_filter`), which may be called once. Use the connector as a context manager,
+    or call :meth:`shutdown`.
+
+    Threads, and what each writes (kafka-python's ``BaseCoordinator`` keeps a note like this one):
+
+    * **the application**: builds the connector and its streams (``config``, ``streams``, ``_queues``,
+      ``registration``, the offset store: fixed from then on), iterates each stream from one thread at a time
+      (the stream writes the partition's consumed position, :attr:`PartitionTopicInfo.consumed
+      <.partition_info.PartitionTopicInfo.consumed>`, as it hands a record out), and calls :meth:`commit_offsets`
+      and :meth:`shutdown`;
+    * **the rebalancer** (:class:`~.rebalancer.Rebalancer`, one thread): every change of ownership, the registry
+      of owned partitions (``rebalancer.parts``) and the delivery generation (:meth:`stop_delivery`,
+      :meth:`start_delivery`); kazoo's watch and session callbacks and the timers only put events on its queue;
+    * **the fetchers** (``num.consumer.fetchers`` threads, :mod:`.fetcher`): each partition's fetch position and
+      reset point, the chunks on the stream queues, the last fetch error; a reset point recorded (by the fetcher,
+      or by the stream that reaches one queued behind records) is handed to the auto-commit thread
+      (``_reset_partitions``, a dict whose single operations are atomic);
+    * **the auto-commit thread**: :meth:`commit_offsets` every ``auto.commit.interval.ms``, reset points at once;
+    * short-lived helpers: the commit of the partitions leaving in a rebalance, the bounded steps of
+      :meth:`shutdown`, the start's storage check; and the session lease's heartbeat (:mod:`.lease`).
+
+    Locks. ``rebalancer.lock`` guards the registry of owned partitions, the ZooKeeper session they were claimed
+    under and the commit fence: the rebalancer holds it through an attempt, and a commit takes it only to read the
+    consumed positions and the fence (the store is written without it, so a slow store never holds a rebalance
+    up). The ZooKeeper and Kafka offset stores each hold a lock of their own around a call's requests;
+    ``_shutdown_lock`` makes :meth:`shutdown` run once. The hot path takes no lock: a stream checks the generation
+    around each hand-out and the rebalancer bumps the generation and waits for every stream's in-flight flag
+    (:meth:`KafkaStream.fence <.stream.KafkaStream.fence>`) before ownership changes. The metrics counters
+    (``commit_counts``, the streams' counts) are updated without a lock.
+    """
+
     def __init__(self, config, listener=None, bootstrap_servers=None):
         if not config.group_id:
             raise ConfigError("group.id", config.group_id, "a group id (required)")
@@ -67,18 +114,23 @@ class ZookeeperConsumerConnector:
         self.group = config.group_id
         self.generation = Generation()
         self.streams = []
-        self._queues = {}                   # (topic, n) or n (wildcard) -> Queue
+        # (topic, n) or n (wildcard) -> Queue
+        self._queues = {}
         self._wildcard = False
         self.registration = None
         self.member_info = _member_info(config)
-        self.commit_counts = {"zookeeper": 0, "kafka": 0, "failed": 0}  # commits per store, and failed ones (metrics)
+        # commits per store, and failed ones (metrics)
+        self.commit_counts = {"zookeeper": 0, "kafka": 0, "failed": 0}
         self.rebalancer = None
         self.fetchers = None
         self._bootstrap = bootstrap_servers
-        self._bootstrap_given = bool(bootstrap_servers)  # else read from ZooKeeper, and re-read for new clients
+        # else read from ZooKeeper, and re-read for new clients
+        self._bootstrap_given = bool(bootstrap_servers)
         self._commit_thread = None
-        self._commit_soon = threading.Event()   # wakes the auto-commit thread: reset points to commit, or stop
-        self._reset_partitions = {}             # (t, p) -> PartitionTopicInfo whose reset point awaits its commit
+        # wakes the auto-commit thread: reset points to commit, or stop
+        self._commit_soon = threading.Event()
+        # (t, p) -> PartitionTopicInfo whose reset point awaits its commit
+        self._reset_partitions = {}
         self._stopped = threading.Event()
         self._shutdown_lock = threading.Lock()
         self._closed = False
@@ -86,7 +138,8 @@ class ZookeeperConsumerConnector:
         self.zk = zkmod.connect(config.zookeeper_connect, config.zookeeper_session_timeout_ms,
                                 config.zookeeper_connection_timeout_ms, auth=self.zk_auth)
         if self.zk_auth.enabled:
-            try:  # a wrong digest password is another identity: say so now, not at the first write
+            # a wrong digest password is another identity: say so now, not at the first write
+            try:
                 for path in (paths.group_path(self.group), paths.group_ids_path(self.group),
                              paths.group_owners_path(self.group), paths.group_offsets_path(self.group)):
                     zk_auth.check_write_access(self.zk, self.zk_auth, path, config.zookeeper_connect)
@@ -104,7 +157,26 @@ class ZookeeperConsumerConnector:
 
     # -- subscription ------------------------------------------------------------------------------------------
     def create_message_streams(self, topic_count_map):
-        """{topic: number of streams} -> {topic: [KafkaStream, ...]} (may be called once)."""
+        """Subscribe to topics, join the group and return the streams to iterate (may be called once).
+
+        Runs the checks before joining (the cutover fence, the split-brain guard, the storage switch check),
+        registers the member in ``/consumers/[g]/ids`` and waits for its first rebalance: at most about
+        ``rebalance.max.retries`` x (``rebalance.backoff.ms`` + 5 s) + 10 s, then it logs a warning and returns
+        while the rebalance goes on.
+
+        :param topic_count_map: ``{topic: number of streams}``; each stream is fed by its own thread id
+            (``<consumer id>-<n>``) and is iterated by one application thread at a time.
+        :returns: ``{topic: [KafkaStream, ...]}``, the streams in thread id order.
+        :raises ConfigError: the map is empty or a stream count is not an integer >= 1.
+        :raises InvalidNameError: a topic is not a legal Kafka topic name.
+        :raises ZkConsumerError: called a second time, or after :meth:`shutdown`.
+        :raises GroupConflictError: a check refused the join: the group was cut over to broker-coordinated
+            consumers, is active as a broker-coordinated group, or Kafka holds newer offsets than ZooKeeper.
+        :raises SplitBrainUnknownError: whether the group is active on the broker side could not be found out
+            (``split.brain.check=refuse``).
+        :raises RegistrationConflictError: another live session holds this consumer id (a duplicate explicit
+            ``consumer.id``), or ZooKeeper refuses the registration (a fenced group); the connector is shut down.
+        """
         self._check_not_started()
         if not topic_count_map:
             raise ConfigError("topic count map", topic_count_map, "at least one topic with >= 1 stream")
@@ -119,8 +191,20 @@ class ZookeeperConsumerConnector:
         return out
 
     def create_message_streams_by_filter(self, topic_filter, num_streams=1):
-        """Whitelist(regex) or Blacklist(regex) -> [KafkaStream] shared by every matching topic (Kafka's TopicFilter.scala);
-        topics created later that match are consumed without restart."""
+        """Subscribe to every topic a filter allows, join the group and return the streams (may be called once).
+
+        Topics created later that match are consumed without a restart: the filter is evaluated against
+        ``/brokers/topics`` at every rebalance (Kafka 1.1.1 ``WildcardTopicCount``). Otherwise as
+        :meth:`create_message_streams`.
+
+        :param topic_filter: a :class:`~zkconsumer.topic_filter.Whitelist` or
+            :class:`~zkconsumer.topic_filter.Blacklist` (Kafka 1.1.1 ``kafka.consumer.TopicFilter``).
+        :param num_streams: how many streams (thread ids) share every matching topic.
+        :returns: ``[KafkaStream, ...]``, shared by every matching topic.
+        :raises ConfigError: *num_streams* is not an integer >= 1.
+        :raises ZkConsumerError: called a second time, or after :meth:`shutdown`; and as
+            :meth:`create_message_streams` for the checks and the registration.
+        """
         self._check_not_started()
         if not isinstance(num_streams, int) or num_streams < 1:
             raise ConfigError("num_streams", num_streams, "an integer >= 1")
@@ -283,7 +367,8 @@ class ZookeeperConsumerConnector:
         if not ready:
             return False
         result = self.commit_partitions(ready)
-        if result is None:  # the lease was not fresh: nothing was written
+        # the lease was not fresh: nothing was written
+        if result is None:
             return True
         for tp in ready:
             if tp in result.committed or isinstance(result.failed.get(tp), OwnershipLostError):
@@ -307,7 +392,21 @@ class ZookeeperConsumerConnector:
 
     # -- offsets -----------------------------------------------------------------------------------------------
     def commit_offsets(self, raise_errors=False):
-        """Commit the consumed positions of every owned partition (only changed ones are written)."""
+        """Commit the consumed positions of every owned partition (the ZooKeeper store writes only changed ones).
+
+        A position counts as consumed once a stream has handed its record out. Safe to call from any thread,
+        the rebalance listener's ``on_revoke`` included.
+
+        :param raise_errors: raise when a partition could not be committed, instead of only reporting it.
+        :returns: the store's :class:`~zkconsumer.offsets.CommitResult` (``committed``, ``failed`` with the
+            reasons), or None when nothing was committed: no streams yet, nothing owned with a known position, or
+            ZooKeeper did not confirm the session within its timeout (after a pause: see :meth:`commit_partitions`).
+        :raises OwnershipLostError: (*raise_errors*) every failure is a partition this member no longer owns.
+        :raises OffsetStoreError: (*raise_errors*) the store failed for some partition; the exception's ``result``
+            is the :class:`~zkconsumer.offsets.CommitResult`.
+        :raises OffsetManagerUnavailableError: (``offsets.storage=kafka`` without dual commit, whatever
+            *raise_errors* says) no broker or coordinator answered.
+        """
         rb = self.rebalancer
         if rb is None:
             return None
@@ -316,12 +415,24 @@ class ZookeeperConsumerConnector:
         return self.commit_partitions(owned, raise_errors=raise_errors)
 
     def commit_partitions(self, partitions, raise_errors=False):
-        """Commit the consumed positions of ``partitions`` that we own. The ownership lock is held only to take the
-        offsets and the fence: the store write runs without it, so a slow store (the Kafka offset manager retrying
-        for a minute) never delays suspension, session loss or a rebalance; the fence refuses what we no longer
-        own, re-checked before every attempt."""
+        """Commit the consumed positions of *partitions* that this member owns; call it after the streams exist.
+
+        The ownership lock is held only to take the offsets and the fence: the store write runs without it, so a
+        slow store (the Kafka offset manager retrying for a minute) never delays suspension, session loss or a
+        rebalance; the fence refuses what we no longer own, re-checked before every attempt. When the session
+        lease is stale (the process was paused, say) a ZooKeeper round trip under our session comes first.
+
+        :param partitions: ``(topic, partition)`` pairs; those not owned, or without a known position, are left
+            out.
+        :param raise_errors: as for :meth:`commit_offsets`.
+        :returns: as :meth:`commit_offsets`.
+        :raises OwnershipLostError: (*raise_errors*) as for :meth:`commit_offsets`.
+        :raises OffsetStoreError: (*raise_errors*) as for :meth:`commit_offsets`.
+        :raises OffsetManagerUnavailableError: as for :meth:`commit_offsets`.
+        """
         rb = self.rebalancer
-        if not self.lease.fresh():  # after a pause: a round trip first (a commit would be fenced anyway)
+        # after a pause: a round trip first (a commit would be fenced anyway)
+        if not self.lease.fresh():
             give_up = time.monotonic() + self.lease.timeout_s()
             if not self.lease.wait_fresh(lambda: time.monotonic() > give_up or self._stopped.is_set()):
                 log.warning("commit skipped: no answer from ZooKeeper under our session for a while (the session "

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 
 def consumer_settings(config):
-    """kafka-python settings equivalent to the old consumer's fetch keys (Kafka's ConsumerConfig.scala)."""
+    """kafka-python settings equivalent to the old consumer's fetch keys (Kafka 1.1.1 ``ConsumerConfig``)."""
     settings = dict(
         client_id=config.client_id or config.group_id or "zkconsumer",
         group_id=None,
@@ -79,7 +79,6 @@ class FetcherThread(threading.Thread):
         self._stopped = False
         self._apply_error = None
         self._last_range_check = 0.0
-        self._range_suspects = {}   # (t, p) -> position found out of range by ListOffsets at the last check
         self._unresolved = set()    # (t, p) whose reset point is not known yet
         self._last_resolve = 0.0
         self.failures = 0           # consecutive failures of the fetch loop
@@ -223,7 +222,7 @@ class FetcherThread(threading.Thread):
             self._consumer.seek_to_beginning(TopicPartition(*tp))
         else:
             self._consumer.seek_to_end(TopicPartition(*tp))
-        self._range_suspects.pop(tp, None)
+        part.range_suspect = None
         off = self._settled_position(tp, RESOLVE_WAIT_S)
         log.error("Current offset %s for partition [%s,%d] out of range (%s); reset offset to %s "
                   "(auto.offset.reset=%s)", position, tp[0], tp[1], why,
@@ -439,10 +438,14 @@ class FetcherThread(threading.Thread):
             for ktp, pos in suspects.items():
                 if ktp in latest and ktp in earliest and not earliest[ktp] <= pos <= latest[ktp]:
                     confirmed[(ktp.topic, ktp.partition)] = (pos, earliest[ktp], latest[ktp])
-        previous, self._range_suspects = self._range_suspects, {tp: v[0] for tp, v in confirmed.items()}
-        for tp, (pos, first, last) in confirmed.items():
-            if previous.get(tp) != pos:
-                continue  # seen once: confirm on the next check
+        twice = []
+        for tp, part in list(self._assignment.items()):
+            found = confirmed.get(tp)
+            before, part.range_suspect = part.range_suspect, found[0] if found is not None else None
+            # the same position found outside the log at the previous check too (once: confirm at the next one)
+            if found is not None and before == found[0]:
+                twice.append((tp, found))
+        for tp, (pos, first, last) in twice:
             self._reset(tp, pos, "log %d..%d, confirmed twice by ListOffsets" % (first, last))
 
     def _put(self, q, chunk):

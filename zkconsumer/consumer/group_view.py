@@ -1,4 +1,6 @@
-"""One consistent read of a group's state for an assignment (Kafka's ZookeeperConsumerConnector.scala step 6; peer failure mode 4).
+"""One consistent read of a group's state for an assignment: what Kafka 1.1.1's ``AssignmentContext`` reads
+(``ZkUtils.getConsumersPerTopic``, ``getPartitionsForTopics``), read so that members that read at slightly
+different moments still compute the same assignment.
 
 Reads the member list, every member's registration, the topic list (for wildcard members) and the partition map
 of every topic any member subscribes to — with parallel asynchronous reads, and watches re-armed on the nodes whose
@@ -36,24 +38,29 @@ log = logging.getLogger(__name__)
 class GroupSnapshot:
     members: Dict[str, codecs.ConsumerRegistration]
     all_topics: List[str]
-    partitions: Dict[str, List[int]]            # topic -> sorted partition ids (missing topic -> [])
-    consumers_for_topic: Dict[str, List[str]]   # topic -> thread ids sorted as strings
+    # topic -> sorted partition ids (missing topic -> [])
+    partitions: Dict[str, List[int]]
+    # topic -> thread ids sorted as strings
+    consumers_for_topic: Dict[str, List[str]]
     broker_ids: List[int] = field(default_factory=list)
     zk_reads: int = 0
-    ghosts: Dict[str, codecs.ConsumerRegistration] = field(default_factory=dict)  # members in their leave grace
-    ghost_expiry_ms: Optional[float] = None     # epoch ms when the first leave grace ends
+    # members in their leave grace
+    ghosts: Dict[str, codecs.ConsumerRegistration] = field(default_factory=dict)
+    # epoch ms when the first leave grace ends
+    ghost_expiry_ms: Optional[float] = None
 
 
 class GroupReader:
     """Reads a group's state for one member across its rebalance attempts, re-reading only what changed.
 
-    Every member used to read every registration and every subscribed topic's partition map on every attempt:
-    O(N) reads per member, O(N^2) per rebalance of the group (the herd effect). Here registrations and partition
-    maps are cached, each with a one-shot data watch armed when it is read: a change or deletion drops the entry
-    (and calls *on_change*, so the member rebalances again), so an attempt reads only the member list, the topic
-    and broker lists, and what is new or changed. The member list's ``cversion`` is compared before and after, as
-    before; a registration that was deleted and recreated under the same consumer id fires its watch (deletion)
-    and is read again. What is computed from the reads is unchanged (bit-identical assignments).
+    Reading every registration and every subscribed topic's partition map on every attempt, as Kafka 1.1.1's
+    ``AssignmentContext`` does, costs O(N) reads per member and O(N^2) per rebalance of the group (the herd
+    effect). Here registrations and partition maps are cached, each with a one-shot data watch armed when it is
+    read: a change or deletion drops the entry (and calls *on_change*, so the member rebalances again), so an
+    attempt reads only the member list, the topic and broker lists, and what is new or changed. The member list's
+    ``cversion`` is compared before and after the read; a registration that was deleted and recreated under the
+    same consumer id fires its watch (deletion) and is read again. The reads give the assignor the same input as
+    uncached reads would (bit-identical assignments).
 
     A watch can fire between ZooKeeper's answer to a read and the moment the answer is stored (the node changed
     right after it was read): the answer is then stale and no watch is left on the node. Each entry has a change
@@ -63,9 +70,12 @@ class GroupReader:
         self.zk, self.group = zk, group
         self.on_change = on_change
         self._lock = threading.Lock()
-        self._regs: Dict[str, tuple] = {}          # cid -> (registration or None, mzxid)
-        self._maps: Dict[str, List[int]] = {}      # topic -> partition ids
-        self._changes: Dict[tuple, int] = {}       # (id of _regs or _maps, key) -> watch firings seen
+        # cid -> (registration or None, mzxid)
+        self._regs: Dict[str, tuple] = {}
+        # topic -> partition ids
+        self._maps: Dict[str, List[int]] = {}
+        # (id of _regs or _maps, key) -> watch firings seen
+        self._changes: Dict[tuple, int] = {}
         self._ids_ensured = False
 
     def _dropper(self, table, key):
@@ -84,10 +94,12 @@ class GroupReader:
     def read(self, exclude_internal_topics=True, watch=None, max_passes=5) -> "GroupSnapshot":
         zk, group = self.zk, self.group
         ids_path = paths.group_ids_path(group)
-        if not self._ids_ensured:  # once: it only goes away when empty (a tool's cleanup), then is made again below
+        # once: it only goes away when empty (a tool's cleanup), then is made again below
+        if not self._ids_ensured:
             zk.ensure_path(ids_path)
             self._ids_ensured = True
-            reads = 1  # its exists
+            # ensure_path's exists
+            reads = 1
         else:
             reads = 0
         for _ in range(max_passes):
@@ -108,14 +120,17 @@ class GroupReader:
                       for cid in missing}
             topics_async = zk.get_children_async(paths.broker_topics_path(), watch=watch)
             brokers_async = zk.get_children_async(paths.broker_ids_path(), watch=watch)
-            leaving_async = zk.get_children_async(paths.group_leaving_dir(group), watch=watch)  # (same round trip)
-            fresh = {}  # answers of this pass (a stale one is used by this pass only: its watch asked for another)
+            # in the same round trip as the topic and broker lists
+            leaving_async = zk.get_children_async(paths.group_leaving_dir(group), watch=watch)
+            # answers of this pass (a stale one is used by this pass only: its watch asked for another)
+            fresh = {}
             for cid, res in asyncs.items():
                 reads += 1
                 try:
                     data, reg_stat = res.get()
                 except NoNodeError:
-                    continue  # left between the list and the read: the next pass or rebalance sees it
+                    # left between the list and the read: the next pass or rebalance sees it
+                    continue
                 try:
                     reg = codecs.decode_consumer_registration(data, ids_path + "/" + cid)
                 except ZnodeFormatError as e:
@@ -125,7 +140,8 @@ class GroupReader:
                                 "and the others are assigned all of theirs until it registers again: %s"
                                 % (group, cid, e))
                 with self._lock:
-                    if self._token(self._regs, cid) == tokens[cid]:  # else changed since: read it again next time
+                    # cached only if it did not change since the read (else it is read again next time)
+                    if self._token(self._regs, cid) == tokens[cid]:
                         self._regs[cid] = (reg, reg_stat.mzxid)
                 fresh[cid] = (reg, reg_stat.mzxid)
             with self._lock:
@@ -138,7 +154,8 @@ class GroupReader:
             ghost_reads = [0]
             ghosts, ghost_expiry = read_ghosts(zk, group, set(children), watch=watch, names_async=leaving_async,
                                                reads=ghost_reads)
-            reads += 3 + ghost_reads[0]  # the topic, broker and leave-marker lists (one round trip), then the markers
+            # the topic, broker and leave-marker lists (one round trip), then the markers
+            reads += 3 + ghost_reads[0]
             unusable: Dict[str, UnusableRegistration] = {}
             everyone = dict(members)
             everyone.update(ghosts)
@@ -187,13 +204,15 @@ class GroupReader:
                 data, _ = res.get()
                 partitions[t] = codecs.decode_topic_assignment(data, paths.topic_path(t)).partition_ids()
                 with self._lock:
-                    if self._token(self._maps, t) == tokens[t]:  # else changed since: read it again next time
+                    # cached only if it did not change since the read (else it is read again next time)
+                    if self._token(self._maps, t) == tokens[t]:
                         self._maps[t] = partitions[t]
             except NoNodeError:
                 partitions[t] = []
                 log.warning("subscribed topic %s does not exist (no %s): no partitions to own until it is created",
                             t, paths.topic_path(t))
-                zk.exists(paths.topic_path(t), watch=watch)  # be told when it appears
+                # be told when it appears
+                zk.exists(paths.topic_path(t), watch=watch)
             except ZnodeFormatError as e:
                 _warn_once(("topic", t, str(e)), "treating topic %s as having no partitions: %s" % (t, e))
                 partitions[t] = []

@@ -47,17 +47,21 @@ class SessionLease:
         self.clock = clock
         self.deadline = INFINITY
         self.renewals = 0
-        self.stale_waits = 0                # how often a hand-out had to wait for a renewal (metrics, tests)
+        # how often a hand-out had to wait for a renewal (metrics, tests)
+        self.stale_waits = 0
         self._cond = threading.Condition()
         self._stopped = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._session: Optional[int] = None
-        self._outstanding = False           # a heartbeat sent and not answered yet
-        self._wanted = False                # a stream waits for a renewal: beat now
+        # a heartbeat sent and not answered yet
+        self._outstanding = False
+        # a stream waits for a renewal: beat now
+        self._wanted = False
 
     # -- the session timeout the server granted ----------------------------------------------------------------
     def timeout_s(self) -> float:
-        negotiated = getattr(self.zk, "_session_timeout", None)  # kazoo keeps the negotiated value here (ms)
+        # kazoo keeps the negotiated value here (ms)
+        negotiated = getattr(self.zk, "_session_timeout", None)
         if isinstance(negotiated, (int, float)) and negotiated > 0:
             return negotiated / 1000.0
         return self.configured_timeout_s
@@ -96,7 +100,8 @@ class SessionLease:
                 if abort() or self._stopped.is_set():
                     return False
                 self._wanted = True
-                self._cond.notify_all()   # wake the heartbeat: renew now
+                # wake the heartbeat: renew now
+                self._cond.notify_all()
                 self._cond.wait(poll)
         return True
 
@@ -115,9 +120,11 @@ class SessionLease:
         zk = self.zk
         cid = zk.client_id
         if not cid or cid[0] != self._session or not zk.connected:
-            return  # disconnected or another session: no renewal (the connector handles SUSPENDED/LOST)
+            # disconnected or another session: no renewal (the connector handles SUSPENDED/LOST)
+            return
         if self._outstanding:
-            return  # one heartbeat at a time: more would keep resetting kazoo's ping timer (see the module doc)
+            # one heartbeat at a time: more would keep resetting kazoo's ping timer (see the module doc)
+            return
         sent = self.clock()
         session = cid[0]
 
@@ -126,14 +133,16 @@ class SessionLease:
             try:
                 result.get_nowait()
             except Exception:
-                return  # no answer from this session: no renewal
+                # no answer from this session: no renewal
+                return
             now = zk.client_id
             if now and now[0] == session == self._session:
                 self._renew(sent)
         self._outstanding = True
         try:
             zk.exists_async("/").rawlink(done)
-        except Exception as e:  # connection closing: the next beat tries again
+        except Exception as e:
+            # connection closing: the next beat tries again
             self._outstanding = False
             log.debug("lease heartbeat not sent: %r", e)
 

@@ -31,7 +31,8 @@ from ..layout import codecs, paths
 from ..layout._json import MAX_INT64, load_json_object
 
 log = logging.getLogger(__name__)
-_reported: set = set()  # (path, mzxid) of malformed markers already logged
+# (path, mzxid) of malformed markers already logged
+_reported: set = set()
 
 __all__ = ["announce_leave", "withdraw_leave", "read_ghosts", "encode_marker", "decode_marker"]
 
@@ -64,7 +65,8 @@ def announce_leave(zk, group: str, consumer_id: str, registration, grace_ms: int
         try:
             zk.create(path, data, makepath=True)
         except NodeExistsError:
-            zk.delete(path)  # an old marker of ours: a fresh ctime starts a fresh grace
+            # an old marker of ours: a fresh ctime starts a fresh grace
+            zk.delete(path)
             zk.create(path, data, makepath=True)
         log.info("announced a restart of %s within %d ms (rebalance.leave.grace.ms)", consumer_id, grace_ms)
     except Exception as e:
@@ -107,12 +109,14 @@ def read_ghosts(zk, group: str, live_ids, watch=None, now_ms: Optional[float] = 
     except NoNodeError:
         infos = set()
     if not set(live_ids) <= infos:
-        return {}, None  # a JVM (or older) member is live: it cannot honour ghosts, so nobody does
+        # a JVM (or older) member is live: it cannot honour ghosts, so nobody does
+        return {}, None
     now = time.time() * 1000.0 if now_ms is None else now_ms
     ghosts, earliest = {}, None
     for name in names:
         if name in live_ids:
-            continue  # back already; it deletes its marker itself
+            # back already; it deletes its marker itself
+            continue
         path = base + "/" + name
         try:
             counted[0] += 1
@@ -122,7 +126,8 @@ def read_ghosts(zk, group: str, live_ids, watch=None, now_ms: Optional[float] = 
         try:
             reg, grace = decode_marker(data, path)
         except ZnodeFormatError as e:
-            if (path, stat.mzxid) not in _reported:  # once per version, not at every rebalance attempt
+            # once per version, not at every rebalance attempt
+            if (path, stat.mzxid) not in _reported:
                 if len(_reported) > 1000:
                     _reported.clear()
                 _reported.add((path, stat.mzxid))

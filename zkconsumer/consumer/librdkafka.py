@@ -41,9 +41,9 @@ log = logging.getLogger(__name__)
 
 _BEGINNING, _END = -2, -1
 # Messages per poll() (one consume() call). Each Message is an object the cyclic garbage collector tracks: 10,000 at
-# once lived through collections into the old generations and made full collections walk them (the fetcher thread
-# spent ~2 us of CPU per record, ~1 us with the collector off); a batch well under the collector's first threshold
-# (700 allocations) dies young: ~0.7 us. Taking several such batches per poll() into larger chunks cost more (~1 us).
+# once live through collections into the old generations and make full collections walk them (the fetcher thread
+# spends ~2 us of CPU per record, ~1 us with the collector off); a batch well under the collector's first threshold
+# (700 allocations) dies young: ~0.7 us. Taking several such batches per poll() into larger chunks costs more (~1 us).
 CONSUME_BATCH = 200
 
 

@@ -1,4 +1,5 @@
-"""Owner znodes ``/consumers/[g]/owners/[t]/[p]`` (ephemeral, data = consumer thread id; Kafka's ZookeeperConsumerConnector.scala).
+"""Owner znodes ``/consumers/[g]/owners/[t]/[p]``: ephemeral, data = the consumer thread id (Kafka 1.1.1
+``ZKRebalancerListener.reflectPartitionOwnershipDecision``, ``ConsumerThreadId.toString``).
 
 Claims and releases are each one ZooKeeper multi-op (chunked for very large groups), so a claim is atomic: when
 any partition is still owned by someone else the whole claim fails and nothing has to be rolled back — where Scala
@@ -10,10 +11,12 @@ import logging
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
 
 from ..layout import codecs, paths
+from ..layout.names import is_legal_name
 
 log = logging.getLogger(__name__)
 
-MAX_OPS = 1000  # ops per transaction: stays far below ZooKeeper's 1 MB request limit
+# ops per transaction: stays far below ZooKeeper's 1 MB request limit
+MAX_OPS = 1000
 
 
 def _chunks(items, n=MAX_OPS):
@@ -96,7 +99,8 @@ def release(zk, group, partitions):
             tx.delete(paths.partition_owner_path(group, t, p), version=ours[(t, p)])
         results = tx.commit()
         if any(isinstance(r, Exception) for r in results):
-            for t, p in chunk:  # some were already gone: delete the rest one by one
+            # some were already gone: delete the rest one by one
+            for t, p in chunk:
                 try:
                     zk.delete(paths.partition_owner_path(group, t, p), version=ours[(t, p)])
                 except (NoNodeError, BadVersionError):
@@ -123,7 +127,8 @@ def release_and_deregister(zk, group, partitions, registration_path):
     partitions = sorted(partitions)
     stat = zk.exists(registration_path)
     if stat is None or not zk.client_id or stat.ephemeralOwner != zk.client_id[0]:
-        release(zk, group, partitions)  # the registration is not ours (any more): leave it alone
+        # the registration is not ours (any more): leave it alone
+        release(zk, group, partitions)
         return
     if len(partitions) < MAX_OPS:
         ours = owned_by_session(zk, group, partitions)
@@ -148,6 +153,8 @@ def read_owners(zk, group, topics=None):
             topics = zk.get_children(paths.group_owners_path(group))
         except NoNodeError:
             return {}
+        # pykafka on Python 3 writes owner nodes named b'topic': no Kafka topic can have such a name
+        topics = [t for t in topics if is_legal_name(t)]
     pending = []
     for t in topics:
         base = paths.topic_owners_path(group, t)

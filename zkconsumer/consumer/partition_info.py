@@ -29,10 +29,13 @@ class PartitionTopicInfo:
     * ``fetched`` - the next offset the fetcher hands to the queue (the fetcher's thread only);
     * ``reset_to`` - a reset point the fetcher queued behind records fetched before the reset (the stream records
       it when it gets there; if those records are dropped instead, :meth:`apply_reset` records it);
+    * ``range_suspect`` - a fetch position ListOffsets found outside the log at the fetcher's last check (the
+      fetcher's thread only: it resets the partition when the next check finds the same position outside again);
     * ``queue`` - the queue of the stream this partition's thread id feeds.
     """
 
-    __slots__ = ("tp", "thread_id", "start_offset", "offset_read", "consumed", "fetched", "reset_to", "queue")
+    __slots__ = ("tp", "thread_id", "start_offset", "offset_read", "consumed", "fetched", "reset_to",
+                 "range_suspect", "queue")
 
     def __init__(self, tp: TopicPartitionKey, thread_id: str) -> None:
         self.tp = (tp[0], int(tp[1]))
@@ -42,6 +45,7 @@ class PartitionTopicInfo:
         self.consumed: Optional[int] = None
         self.fetched: Optional[int] = None
         self.reset_to: Optional[int] = None
+        self.range_suspect: Optional[int] = None
         self.queue: Any = None
 
     def apply_reset(self) -> None:
@@ -67,7 +71,8 @@ class ResetTo:
         self.offset = offset
         self.recorded = recorded
 
-    def __len__(self) -> int:  # no records (metrics count len(records) per chunk)
+    # no records (metrics count len(records) per chunk)
+    def __len__(self) -> int:
         return 0
 
 

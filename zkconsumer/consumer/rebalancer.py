@@ -1,4 +1,5 @@
-"""The rebalancer: one thread that owns all of a connector's ownership state (Kafka's ZookeeperConsumerConnector.scala).
+"""The rebalancer: one thread that owns all of a connector's ownership state (Kafka 1.1.1
+``ZookeeperConsumerConnector.ZKRebalancerListener`` and its ``<consumer id>_watcher_executor`` thread).
 
 States and transitions (``Rebalancer.state``)::
 
@@ -68,6 +69,36 @@ AUDIT_INTERVAL_S = 30.0
 
 
 class Rebalancer(threading.Thread):
+    """The thread named ``<consumer id>_watcher_executor`` that runs a connector's rebalances (the states and
+    transitions are in the module's docstring).
+
+    Who writes what:
+
+    * only this thread changes ownership: ``parts`` (the registry ``{(t, p): PartitionTopicInfo}`` of the owned
+      partitions; ``owned`` is a read-only view of it), ``session_id`` (the session they were claimed under),
+      the commit fence, and the connector's delivery generation (through ``stop_delivery`` / ``start_delivery``);
+      :meth:`shutdown <.connector.ZookeeperConsumerConnector.shutdown>` stops this thread first, then stops
+      delivery and clears ``parts`` under ``lock`` (without it when the lock is not free within its share of the
+      shutdown's bound);
+    * this thread alone also writes ``state``, ``stats``, ``failures``, ``claim_wait`` and the claim plan;
+      ``metrics()`` reads them without a lock (``claim_wait`` is replaced whole, never changed in place);
+    * every other thread only puts events on ``events``: kazoo's watch and session callbacks (on kazoo's event
+      thread), the suspension and leave-grace timers, :meth:`stop`, and :meth:`on_commit_result` (a commit the
+      fence refused: it also raises the ``_verify_owners`` flag). None of them blocks, so a ZooKeeper callback
+      never waits for a rebalance.
+
+    ``lock`` (re-entrant) guards ``parts``, ``session_id``, the fence and ``fetching``. An attempt holds it from
+    start to end, except around three calls made with it released (:meth:`_unlocked`): the listener hooks, the
+    wait for the commit of the partitions leaving, and starting the fetchers (which may wait for brokers). The
+    hooks run unlocked because ``on_revoke`` may wait for application threads that call
+    :meth:`commit_offsets <.connector.ZookeeperConsumerConnector.commit_offsets>`, which takes the lock to read
+    the consumed positions: holding it there would deadlock. That is safe because delivery has stopped before
+    the hooks run (a new generation, streams fenced, fetchers stopped) and no other thread changes ownership, so
+    what a commit reads meanwhile is consistent. Committers (the application, the auto-commit thread, the commit
+    of the partitions leaving, shutdown) take the lock only to read positions and the fence, never for a store's
+    round trip.
+    """
+
     def __init__(self, connector):
         super().__init__(name="%s_watcher_executor" % connector.consumer_id, daemon=True)
         c = connector
@@ -78,17 +109,25 @@ class Rebalancer(threading.Thread):
         self.consumer_id = c.consumer_id
         self.assignor = get_assignor(c.config.partition_assignment_strategy, c.config.legacy_consumer_version)
         self.events = queue.Queue()
-        self.lock = threading.RLock()       # ownership state; commits take it too
-        self.parts = {}                     # (t, p) -> PartitionTopicInfo, claimed under self.session_id
-        self.owned = OwnedThreads(self.parts)  # the same, read as (t, p) -> thread id
+        # ownership state; commits take it too
+        self.lock = threading.RLock()
+        # (t, p) -> PartitionTopicInfo, claimed under self.session_id
+        self.parts = {}
+        # the same, read as (t, p) -> thread id
+        self.owned = OwnedThreads(self.parts)
         self.session_id = None
-        self._registered_session = None     # the session our registration was created under
-        self._uncertain = set()             # (t, p) whose claim may have been applied unseen (ConnectionLoss)
-        self._waiting_since = None          # monotonic time the current claim wait began
-        self.claim_wait = {}                # owner node path -> {"owner": data, "session": "0x..."} waited for
+        # the session our registration was created under
+        self._registered_session = None
+        # (t, p) whose claim may have been applied unseen (ConnectionLoss)
+        self._uncertain = set()
+        # monotonic time the current claim wait began
+        self._waiting_since = None
+        # owner node path -> {"owner": data, "session": "0x..."} waited for
+        self.claim_wait = {}
         self._wait_reported_at = None
         self.fetching = False
-        self._verify_owners = False         # check our owner nodes at the next attempt (fence failure, audit)
+        # check our owner nodes at the next attempt (fence failure, audit)
+        self._verify_owners = False
         self.state = STARTING
         self.failures = 0
         self.stats = {"attempts": 0, "rebalances": 0, "failed_attempts": 0, "claim_waits": 0, "noop_attempts": 0,
@@ -100,12 +139,15 @@ class Rebalancer(threading.Thread):
         self._need_register = True
         self._registered_once = False
         self._ghost_timer = None
-        self._reader = None                 # registrations and partition maps cached between attempts
+        # registrations and partition maps cached between attempts
+        self._reader = None
         self._fence = None
         self._fence_key = None
         self._conflicted = False
-        self._claim_plan = None             # {(t, p): thread id} a claim waits for (the rest of its attempt done)
-        self._claim_woken = False           # an owner node it waits for was deleted, and nothing else happened
+        # {(t, p): thread id} a claim waits for (the rest of its attempt done)
+        self._claim_plan = None
+        # an owner node it waits for was deleted, and nothing else happened
+        self._claim_woken = False
         self.start_error = None
 
     # -- event intake (any thread; never blocks) ---------------------------------------------------------------
@@ -156,7 +198,8 @@ class Rebalancer(threading.Thread):
                     self._set_state(IDLE)
                     self.first_done.set()
                 else:
-                    if not self._conflicted:  # waiting for a predecessor's release is not a failure
+                    # waiting for a predecessor's release is not a failure
+                    if not self._conflicted:
                         self.failures += 1
                     if self.failures >= self.config.rebalance_max_retries:
                         wait = self.config.rebalance_slow_retry_ms / 1000.0
@@ -177,7 +220,8 @@ class Rebalancer(threading.Thread):
             try:
                 kind, arg = self.events.get(timeout=timeout if timeout is None else max(timeout, 0.001))
             except queue.Empty:
-                if not dirty:  # periodic audit: a no-op attempt unless something drifted
+                # periodic audit: a no-op attempt unless something drifted
+                if not dirty:
                     dirty, attempt_at = True, time.monotonic()
                     self._verify_owners = True
                 continue
@@ -185,7 +229,8 @@ class Rebalancer(threading.Thread):
                 break
             if kind == "owner_deleted":
                 self._claim_woken = self._claim_plan is not None
-            else:  # anything else may change the assignment: the next attempt reads the group again
+            else:
+                # anything else may change the assignment: the next attempt reads the group again
                 self._claim_plan = None
                 self._claim_woken = False
             if kind == "session":
@@ -195,7 +240,8 @@ class Rebalancer(threading.Thread):
                 self._pause_for_suspension()
                 continue
             if kind == "owner_deleted" and dirty:
-                attempt_at = time.monotonic()  # the partition we wait for is free: claim at once
+                # the partition we wait for is free: claim at once
+                attempt_at = time.monotonic()
                 continue
             # watch / request: (re)attempt after the settle window; a burst is one attempt
             if not dirty:
@@ -223,7 +269,8 @@ class Rebalancer(threading.Thread):
         self._cancel_grace()
         if self.session_id is not None and self.zk.client_id and self.zk.client_id[0] != self.session_id \
                 and self.parts:
-            self._revoke_lost()  # a new session without a LOST event: our owner nodes are gone
+            # a new session without a LOST event: our owner nodes are gone
+            self._revoke_lost()
         self._set_state(SETTLING)
         return True, time.monotonic()
 
@@ -245,7 +292,8 @@ class Rebalancer(threading.Thread):
                 finally:
                     self._reconcile_safely()
         except RegistrationConflictError as e:
-            if self.state == STARTING:  # like Scala 0.9+: a duplicate consumer.id fails the subscription call
+            # like Scala 0.9+: a duplicate consumer.id fails the subscription call
+            if self.state == STARTING:
                 log.error("%s", e)
                 self.start_error = e
                 self._stopping = True
@@ -253,10 +301,12 @@ class Rebalancer(threading.Thread):
             else:
                 log.error("cannot re-register: %s", e)
             ok = False
-        except (GroupConflictError, SplitBrainUnknownError) as e:  # re-registration refused: keep asking
+        except (GroupConflictError, SplitBrainUnknownError) as e:
+            # re-registration refused: keep asking
             log.error("%s: not re-registering: %s (asking again at the next attempt)", self.consumer_id, e)
             ok = False
-        except Exception as e:  # ZooKeeper changing under us, connection loss, offset store down...
+        except Exception as e:
+            # ZooKeeper changing under us, connection loss, offset store down...
             log.info("exception during rebalance of %s: %s", self.consumer_id, e, exc_info=log.isEnabledFor(10))
             ok = False
         self.stats["last_duration_ms"] = round((time.monotonic() - t0) * 1000, 1)
@@ -264,17 +314,21 @@ class Rebalancer(threading.Thread):
         log.info("end rebalancing consumer %s try #%d (%s)", self.consumer_id, self.failures,
                  "ok" if ok else "failed")
         if not ok and self._conflicted:
-            self.stats["claim_waits"] += 1  # a predecessor still holds a partition: wait for its release
+            # a predecessor still holds a partition: wait for its release
+            self.stats["claim_waits"] += 1
         elif not ok:
             self.stats["failed_attempts"] += 1
-            log.info("Rebalancing attempt failed. Clearing the cache before the next rebalancing operation is "
-                     "triggered")
+            # Kafka 1.1.1 logs "... Clearing the cache before the next rebalancing operation is triggered" here;
+            # this member keeps its group read cache, whose watches keep it true
+            log.info("Rebalancing attempt failed; the next attempt reads the group again (the registrations and "
+                     "partition maps that did not change come from the cache)")
         return ok
 
     def _reconcile_safely(self):
         try:
             self._reconcile()
-        except Exception as e:  # ZooKeeper unreachable: the next attempt reconciles
+        except Exception as e:
+            # ZooKeeper unreachable: the next attempt reconciles
             log.info("%s: could not reconcile owner nodes yet: %s", self.consumer_id, e)
 
     def _attempt(self):
@@ -283,16 +337,20 @@ class Rebalancer(threading.Thread):
         resume = self._claim_plan if self._claim_woken else None
         self._claim_plan, self._claim_woken = None, False
         if self._need_register:
-            resume = None  # registering (again): the group is read in full
-            if self._registered_once:  # a re-registration (session expiry): a broker-side group may have formed
+            # registering (again): the group is read in full
+            resume = None
+            # a re-registration (session expiry): a broker-side group may have formed
+            if self._registered_once:
                 c._refuse_split_brain()
             register(self.zk, self.group, self.consumer_id, c.registration,
                      wait_timeout=self.config.zookeeper_session_timeout_ms / 1000.0 * 2)
             self._registered_session = self.zk.client_id[0]
             publish_member_info(self.zk, self.group, self.consumer_id, c.member_info)
-            withdraw_leave(self.zk, self.group, self.consumer_id)  # back: no more ghost of us
+            # back: no more ghost of us
+            withdraw_leave(self.zk, self.group, self.consumer_id)
             if self._registered_once and getattr(c, "lease", None) is not None:
-                c.lease.new_session()  # the lease follows the new session
+                # the lease follows the new session
+                c.lease.new_session()
             self._need_register = False
             self._registered_once = True
         if resume is not None:
@@ -333,7 +391,8 @@ class Rebalancer(threading.Thread):
             if self.config.auto_commit_enable:
                 self._commit_leaving(leaving)
             self._hook("on_revoke", set(leaving))
-            if self._fence is not None:  # a commit in flight with the old fence must not write these any more
+            # a commit in flight with the old fence must not write these any more
+            if self._fence is not None:
                 self._fence.withdraw(leaving)
             ownership.release(self.zk, self.group, leaving)
             for tp in leaving:
@@ -371,8 +430,8 @@ class Rebalancer(threading.Thread):
                         failed[0])
 
     def _claim_and_fetch(self, coming):
-        """CLAIMING and FETCHING of an attempt: owner nodes for *coming*, then offsets and fetchers for everything owned.
-        On a conflict the plan is kept: woken by the release it waits for, the next attempt resumes here."""
+        """CLAIMING and FETCHING of an attempt: owner nodes for *coming*, then offsets and fetchers for everything
+        owned. On a conflict the plan is kept: woken by the release it waits for, the next attempt resumes here."""
         c = self.c
         self._set_state(CLAIMING)
         session = self.zk.client_id[0]
@@ -382,16 +441,19 @@ class Rebalancer(threading.Thread):
             self._need_register = True
             raise RebalanceError("ZooKeeper session changed during the rebalance (registered under 0x%x, now 0x%x)"
                                  % (self._registered_session or 0, session))
-        self._uncertain.update(coming)  # settled below, unless the claim's outcome cannot be known
+        # settled below, unless the claim's outcome cannot be known
+        self._uncertain.update(coming)
         conflicts = ownership.claim(self.zk, self.group, coming)
         self._uncertain.difference_update(coming)
         if conflicts:
             self._conflicted = True
             self._claim_plan = coming
             waited = {}
-            for t, p in conflicts:  # wake up as soon as a conflicting owner lets go
+            # wake up as soon as a conflicting owner lets go
+            for t, p in conflicts:
                 path = paths.partition_owner_path(self.group, t, p)
-                st = self.zk.exists(path, watch=self._on_owner_event)  # one watcher per path, however often
+                # one watcher per path, however often
+                st = self.zk.exists(path, watch=self._on_owner_event)
                 if st is not None and st.ephemeralOwner == 0:
                     # consumers only ever create ephemeral owner nodes: a persistent one belongs to no live member
                     # and would never go away by itself (the claim would wait forever)
@@ -425,8 +487,9 @@ class Rebalancer(threading.Thread):
 
     def _note_claim_wait(self, waited):
         """Keep what a claim waits for ({owner node path: its session}, None when the claim went through); a wait
-        longer than twice ``zookeeper.session.timeout.ms`` — a predecessor killed with kill -9 is gone after one — is
-        logged, naming each node, its data and its session, and shows in the member's metrics (``ClaimWait``)."""
+        longer than twice ``zookeeper.session.timeout.ms`` — a predecessor killed with kill -9 is gone after one —
+        is logged, naming each node, its data and its session, and shows in the member's metrics
+        (``ClaimWait``)."""
         if not waited:
             self._waiting_since = None
             self._wait_reported_at = None
@@ -495,7 +558,8 @@ class Rebalancer(threading.Thread):
                     "hand-made node; deleting it to claim the partition", path, data[:100])
         try:
             self.zk.delete(path, version=stat.version)
-        except Exception as e:  # changed or gone meanwhile: the next attempt looks again
+        except Exception as e:
+            # changed or gone meanwhile: the next attempt looks again
             log.info("could not delete stale owner node %s: %s", path, e)
 
     def _pause_for_suspension(self):
@@ -509,7 +573,8 @@ class Rebalancer(threading.Thread):
 
     def _on_owner_event(self, event):
         """Data watch on a conflicting owner node. One bound method for every path and wait, so kazoo keeps ONE
-        watcher per path (a new lambda per retry piled up thousands during a long conflict)."""
+        watcher per path (kazoo keeps every distinct callable: a new lambda per retry would pile up thousands during
+        a long conflict)."""
         self.events.put(("owner_deleted", event.path))
 
     def _hook(self, name, partitions):
@@ -528,11 +593,13 @@ class Rebalancer(threading.Thread):
             self.fetching = False
             lost = set(self.parts)
             self.parts.clear()
-            self._uncertain |= lost  # their nodes died with the session, unless some were made under a new one
+            # their nodes died with the session, unless some were made under a new one
+            self._uncertain |= lost
             self.session_id = None
             self._registered_session = None
             self._need_register = True
-            self._reader = None  # the watches that kept its cache true died with the session
+            # the watches that kept its cache true died with the session
+            self._reader = None
         if lost:
             self.c.listener_call("on_lost", lost)
 

@@ -1,10 +1,11 @@
-"""Consumer registration: the ephemeral ``/consumers/[g]/ids/[consumerId]`` node (Kafka's ZookeeperConsumerConnector.scala).
+"""Consumer registration: the ephemeral ``/consumers/[g]/ids/[consumerId]`` node (Kafka 1.1.1
+``ZookeeperConsumerConnector.registerConsumerInZK``).
 
 Created with its data in one step (never create-then-set). On NodeExists the node's ephemeral owner is compared
-with our own session (KAFKA-1387's ``ZKCheckedEphemeral``): our own node from a retried create counts as success;
-a node of another session — normally our own previous session that has not expired yet, or another process using
-the same explicit ``consumer.id`` — is waited for, bounded, and then reported as an error instead of looping
-forever as 0.8.2 did.
+with our own session (Kafka 1.1.1 ``ZKCheckedEphemeral``, KAFKA-1387): our own node from a retried create counts
+as success; a node of another session — normally our own previous session that has not expired yet, or another
+process using the same explicit ``consumer.id`` — is waited for, bounded, and then reported as an error (Kafka
+0.8.2's ``createEphemeralPathExpectConflictHandleZKBug`` waited for it without a bound).
 """
 import logging
 import threading
@@ -31,7 +32,8 @@ def register(zk, group, consumer_id, registration, wait_timeout):
             return path
         except NodeExistsError:
             pass
-        except NoAuthError:  # a failed start, as for a duplicate consumer.id; retried after a session expiry
+        except NoAuthError:
+            # a failed start, as for a duplicate consumer.id; retried after a session expiry
             raise RegistrationConflictError(
                 "ZooKeeper refused to create %s (no CREATE right on %s): 'zkmigrate cutover --execute' fences a "
                 "group it handed to broker-coordinated consumers this way, and 'zkmigrate rollback --execute' lifts "
@@ -102,11 +104,13 @@ def publish_member_info(zk, group, consumer_id, info) -> None:
             pass
         current, stat = zk.get(path)
         if stat.ephemeralOwner != zk.client_id[0]:
-            zk.delete(path, version=stat.version)  # an earlier session of ours (same consumer.id), not yet expired
+            # an earlier session of ours (same consumer.id), not yet expired
+            zk.delete(path, version=stat.version)
             zk.create(path, data, ephemeral=True, makepath=True)
         elif current != data:
             zk.set(path, data, version=stat.version)
-    except Exception as e:  # e.g. no permission under a shared /consumers
+    except Exception as e:
+        # e.g. no permission under a shared /consumers
         log.warning("could not publish member info %s: %r (tools will show this member as unknown)", path, e)
 
 

@@ -3,8 +3,8 @@
 Fetcher threads put :class:`Chunk` objects — a batch of records of one partition, tagged with the generation it was
 fetched under and carrying the partition's :class:`~.partition_info.PartitionTopicInfo` — on a bounded per-stream
 queue (``queued.max.message.chunks``). Iterating a stream yields records one by one and records the partition's
-consumed position (the next offset, Kafka's ZookeeperConsumerConnector.scala) on that object when the record is
-handed out. A chunk whose records are a :class:`~.partition_info.ResetTo` marks a reset in queue order: the
+consumed position (the next offset, as Kafka 1.1.1 ``ConsumerIterator.next`` does) on that object when the record
+is handed out. A chunk whose records are a :class:`~.partition_info.ResetTo` marks a reset in queue order: the
 stream records its offset as the consumed position when it gets there (Kafka 1.1.1
 ``PartitionTopicInfo.resetConsumeOffset``).
 
@@ -180,7 +180,7 @@ class _Stream:
                     return _TIMEOUT
 
     def clear(self):
-        """Drop every queued chunk (rebalance step: clear the queues, Kafka's ZookeeperConsumerConnector.scala step 3).
+        """Drop every queued chunk (as Kafka 1.1.1 ``ZKRebalancerListener.clearFetcherQueues`` does in a rebalance).
         A reset marker dropped here is recorded all the same: the records behind it are dropped too, and the next
         fetch starts from the reset point instead of resetting again."""
         dropped = 0

@@ -1,4 +1,4 @@
-"""The ZooKeeper layout shared with the Scala old consumer and the brokers (Kafka's ZkUtils.scala).
+"""The ZooKeeper layout shared with the Scala old consumer and the brokers (Kafka's ``kafka.utils.ZkUtils``).
 
 * :mod:`.names` - validation of group ids, topics, consumer ids, partitions, broker ids (no unsafe path ever).
 * :mod:`.paths` - builders for every znode path, and ``parse_offset_path`` for ExportZkOffsets lines.

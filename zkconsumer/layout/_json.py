@@ -1,6 +1,6 @@
 """Shared helpers for the znode codecs: strict UTF-8/JSON decoding and typed field access.
 
-Kafka's ZkUtils.scala "Data encoding": all znode data is a UTF-8 string (``ZKStringSerializer``);
+All znode data is a UTF-8 string (Kafka's ``ZKStringSerializer``, in ``kafka/utils/ZkUtils.scala``);
 JSON field order follows Scala ``Map`` iteration order and is not guaranteed, so decoders never depend on it.
 Every helper raises :class:`~zkconsumer.errors.ZnodeFormatError` naming the znode path.
 """
@@ -49,7 +49,8 @@ def load_json(data: object, path: str) -> Any:
         return json.loads(text, parse_constant=_reject_constant)
     except ValueError as e:
         raise ZnodeFormatError(path, "not valid JSON (%s)" % e, data) from e
-    except RecursionError:  # json's C scanner recurses per nesting level: '[' * 5000 is not a registration
+    except RecursionError:
+        # json's C scanner recurses per nesting level: '[' * 5000 is not a registration
         raise ZnodeFormatError(path, "not valid JSON (nested too deeply)", data) from None
 
 

@@ -1,7 +1,9 @@
 """Codecs for the broker-written znodes: registrations, topic assignments, partition state, controller.
 
-Kafka's ZkUtils.scala (``/brokers/ids/[id]``, versions 1-4), ZkUtils.scala (``/brokers/topics/[t]``),
-ZkUtils.scala (``.../partitions/[p]/state``), ZkUtils.scala (``/controller``, ``/controller_epoch``).  Decoders take
+``/brokers/ids/[id]`` (registration versions 1-5), ``/brokers/topics/[t]``, ``.../partitions/[p]/state``,
+``/controller`` and ``/controller_epoch``, as Kafka's brokers write them (0.8.2 ``ZkUtils.registerBrokerInZk``
+and ``ZkUtils.leaderAndIsrZkData``; 1.1.1 ``kafka.zk.ZkData``: ``BrokerIdZNode``, ``TopicZNode``,
+``TopicPartitionStateZNode``, ``ControllerZNode``, ``ControllerEpochZNode``).  Decoders take
 ``(data: bytes, path: str)``, accept fields in any order, keep unknown fields in ``extra`` and raise
 :class:`~zkconsumer.errors.ZnodeFormatError` (naming the path) on empty/non-UTF-8/non-JSON data, wrong JSON types,
 missing required fields and wrong field types.  Encoders return UTF-8 bytes in the field order real brokers write.
@@ -30,7 +32,7 @@ _ENDPOINT_RE = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)\Z")
 _PARTITION_KEY_RE = re.compile(r"(0|[1-9][0-9]{0,9})\Z")
 
 
-# ---- /brokers/ids/[id] (ZkUtils.scala) ----------------------------------------------------------------------------------
+# ---- /brokers/ids/[id] ----------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -95,10 +97,11 @@ class BrokerRegistration:
     def plaintext_endpoint(self) -> Optional[Tuple[str, int]]:
         """``(host, port)`` the old consumer can connect to, or ``None``.
 
-        Uses the endpoint of the listener named ``PLAINTEXT`` (1.1.1 ``ClientUtils`` l.142-149) when its host is
-        non-empty and its port is valid, otherwise the top-level ``host``/``port`` (what 0.8.2
-        ``Broker.createBroker`` reads).  ZkUtils.scala hazards: a broker without a PLAINTEXT listener registers an empty
-        endpoint / ``null`` host, and an endpoint may carry an empty host; both give ``None`` here.
+        Uses the endpoint of the listener named ``PLAINTEXT`` (Kafka 1.1.1 ``ClientUtils.getPlaintextBrokerEndPoints``)
+        when its host is non-empty and its port is valid, otherwise the top-level ``host``/``port`` (what 0.8.2
+        ``Broker.createBroker`` reads).  A broker without a PLAINTEXT listener registers an empty endpoint / ``null``
+        host (Kafka 0.9.0.1 ``KafkaHealthcheck.register``), and an endpoint may carry an empty host; both give
+        ``None`` here.
         """
         for ep in self.parsed_endpoints():
             if ep.listener_name == "PLAINTEXT" and ep.host and 0 < ep.port <= 65535:
@@ -186,10 +189,10 @@ def encode_broker_registration(reg: BrokerRegistration) -> bytes:
         {"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"endpoints":["PLAINTEXT://h:9092"],
          "jmx_port":-1,"host":"h","timestamp":"1420070400000","port":9092,"version":4}
 
-    v1 is ``{"jmx_port":-1,"timestamp":"...","host":"h","version":1,"port":9092}`` (ZkUtils.scala example); v2/v3 add
-    ``endpoints`` (and ``rack``); v5 adds ``features``.  For v2+ with no endpoints given, one PLAINTEXT endpoint
-    is derived from host/port; a v4+ registration without a protocol map gets identity mappings.  Unknown fields
-    kept in ``extra`` are written after the known ones.
+    v1 is ``{"jmx_port":-1,"timestamp":"...","host":"h","version":1,"port":9092}`` (0.8.2 ``registerBrokerInZk``);
+    v2/v3 add ``endpoints`` (and ``rack``); v5 adds ``features``.  For v2+ with no endpoints given, one PLAINTEXT
+    endpoint is derived from host/port; a v4+ registration without a protocol map gets identity mappings.  Unknown
+    fields kept in ``extra`` are written after the known ones.
     """
     v = reg.version
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -231,7 +234,7 @@ def encode_broker_registration(reg: BrokerRegistration) -> bytes:
     return dumps(out)
 
 
-# ---- /brokers/topics/[t] (ZkUtils.scala) ---------------------------------------------------------------------------------
+# ---- /brokers/topics/[t] --------------------------------------------------------------------------------------------
 
 @dataclass
 class TopicAssignment:
@@ -289,7 +292,7 @@ def encode_topic_assignment(assignment: TopicAssignment) -> bytes:
     return dumps(out)
 
 
-# ---- /brokers/topics/[t]/partitions/[p]/state (ZkUtils.scala) -------------------------------------------------------------
+# ---- /brokers/topics/[t]/partitions/[p]/state ------------------------------------------------------------------
 
 @dataclass
 class PartitionState:
@@ -316,14 +319,14 @@ def decode_partition_state(data: bytes, path: str) -> PartitionState:
 
 
 def encode_partition_state(state: PartitionState) -> bytes:
-    """Encode in the order of the ZkUtils.scala example."""
+    """Encode with the fields in the order of the example above (readers accept any order)."""
     out: Dict[str, Any] = {"controller_epoch": state.controller_epoch, "leader": state.leader,
                            "version": state.version, "leader_epoch": state.leader_epoch, "isr": list(state.isr)}
     out.update(state.extra)
     return dumps(out)
 
 
-# ---- /controller, /controller_epoch (ZkUtils.scala) ----------------------------------------------------------------------
+# ---- /controller, /controller_epoch ---------------------------------------------------------------------------------
 
 @dataclass
 class ControllerInfo:

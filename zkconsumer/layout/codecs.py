@@ -1,4 +1,4 @@
-"""All znode data codecs in one namespace (Kafka's ZkUtils.scala, Appendix A).
+"""All znode data codecs in one namespace: the data of every znode the old consumer and its tools read or write.
 
 The implementations live in :mod:`.brokers` (broker registration, topic assignment, partition state, controller)
 and :mod:`.consumers` (consumer registration, owner value / ``ConsumerThreadId``, offsets, consumer ids).

@@ -1,7 +1,7 @@
 """Parsing of ``zookeeper.connect`` strings: ``host:port,host:port[/chroot]``.
 
-Kafka's ConsumerConfig.scala (``zookeeper.connect``) and ZkUtils.scala (all paths are chroot-relative, as ZkClient
-sees them).  ZooKeeper's ``ConnectStringParser`` splits off the chroot at the first ``/``, splits the hosts on ``,``
+Kafka's ``ZKConfig`` (``zookeeper.connect``; every path the consumer builds is chroot-relative, as ZkClient sees
+it).  ZooKeeper's ``ConnectStringParser`` splits off the chroot at the first ``/``, splits the hosts on ``,``
 and defaults a missing port to 2181; a chroot of just ``/`` means "no chroot".
 
 Accepted here:
@@ -27,7 +27,8 @@ __all__ = ["ZkConnect", "parse_zk_connect", "DEFAULT_ZK_PORT"]
 DEFAULT_ZK_PORT = 2181
 _KEY = "zookeeper.connect"
 _ALLOWED = "host[:port][,host[:port]...][/chroot], e.g. zk1:2181,zk2:2181/kafka"
-_HOST = re.compile(r"[A-Za-z0-9._%-]+\Z")            # hostname, IPv4 address, or zone-less name
+# hostname, IPv4 address, or zone-less name
+_HOST = re.compile(r"[A-Za-z0-9._%-]+\Z")
 _IPV6 = re.compile(r"\[([0-9A-Fa-f:.%A-Za-z]+)\]\Z")
 _ZK_ILLEGAL_CHARS = re.compile("[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff]")
 

@@ -1,8 +1,9 @@
 """Codecs for the consumer-written znodes: registration, partition owner, committed offset; consumer ids.
 
-Kafka's ZookeeperConsumerConnector.scala (``/consumers/[g]/ids/[id]`` and how the id is formed), ZookeeperConsumerConnector.scala
-(``/consumers/[g]/owners/[t]/[p]`` holding ``ConsumerThreadId.toString``), ZookeeperConsumerConnector.scala (``/consumers/[g]/offsets/[t]/[p]``
-holding the next offset as a decimal string) and Appendix A.
+Kafka 1.1.1 ``ZookeeperConsumerConnector``: ``registerConsumerInZK`` (``/consumers/[g]/ids/[id]``; the id is
+``consumerIdString``), ``ZKRebalancerListener.reflectPartitionOwnershipDecision`` (``/consumers/[g]/owners/[t]/[p]``
+holding ``ConsumerThreadId.toString``) and ``commitOffsetToZooKeeper`` (``/consumers/[g]/offsets/[t]/[p]`` holding
+the next offset as a decimal string).
 
 Consumer registration compatibility
 -----------------------------------
@@ -67,11 +68,12 @@ def json_escape_string(s: str) -> str:
 
 def json_unescape_string(s: str) -> str:
     """Inverse of :func:`json_escape_string` (any valid JSON string body); raises ``ValueError``."""
-    text: str = json.loads('"' + s + '"')  # a JSON string literal parses to a str
+    # a JSON string literal parses to a str
+    text: str = json.loads('"' + s + '"')
     return text
 
 
-# ---- registration (ZookeeperConsumerConnector.scala) ----------------------------------------------------------------------------------------
+# ---- registration (ZookeeperConsumerConnector.registerConsumerInZK) ---------------------------------------------
 
 @dataclass
 class ConsumerRegistration:
@@ -127,7 +129,8 @@ def _decode_legacy(text: str, path: str, data: object) -> Optional[ConsumerRegis
     m = _LEGACY_WILDCARD.match(text)
     if m:
         digits = m.group(2).lstrip("0")
-        n = int(digits) if 0 < len(digits) <= 10 else 0  # (int() of thousands of digits raises ValueError)
+        # (int() of thousands of digits raises ValueError)
+        n = int(digits) if 0 < len(digits) <= 10 else 0
         if not 1 <= n <= MAX_INT32:
             raise ZnodeFormatError(path, "legacy wildcard stream count %d out of range" % n, data)
         return ConsumerRegistration({m.group(3): n}, WHITE_LIST if m.group(1) == "*" else BLACK_LIST, None, 0)
@@ -194,7 +197,7 @@ def encode_consumer_registration(reg: ConsumerRegistration, now_ms: Optional[int
             ).encode("utf-8")
 
 
-# ---- owners (ZookeeperConsumerConnector.scala) ------------------------------------------------------------------------------------------------
+# ---- owners (ZKRebalancerListener.reflectPartitionOwnershipDecision) ---------------------------------------------
 
 @functools.total_ordering
 @dataclass(frozen=True, eq=True)
@@ -249,7 +252,7 @@ def decode_owner(data: object, path: str = "<owner value>") -> Tuple[str, int]:
     return consumer_id, int(n)
 
 
-# ---- offsets (ZookeeperConsumerConnector.scala) -------------------------------------------------------------------------------------------------
+# ---- offsets (ZookeeperConsumerConnector.commitOffsetToZooKeeper) -----------------------------------------------
 
 def encode_offset(offset: int) -> bytes:
     """``str(offset)`` as bytes (Scala ``offset.toString``).  Any Java ``Long`` is accepted, including -1."""
@@ -271,7 +274,8 @@ def decode_offset(data: bytes, path: str) -> int:
     m = re.match(r"[+-]?0*([0-9]+)\Z", text, re.ASCII)
     if not m:
         raise ZnodeFormatError(path, "offset must be a decimal integer", data)
-    if len(m.group(1)) > 19:  # (and int() of thousands of digits would raise ValueError)
+    # (and int() of thousands of digits would raise ValueError)
+    if len(m.group(1)) > 19:
         raise ZnodeFormatError(path, "offset is outside the Java Long range", data)
     value = -int(m.group(1)) if text.startswith("-") else int(m.group(1))
     if not MIN_INT64 <= value <= MAX_INT64:
@@ -279,7 +283,7 @@ def decode_offset(data: bytes, path: str) -> int:
     return value
 
 
-# ---- consumer id (ZookeeperConsumerConnector.scala) ----------------------------------------------------------------------------------------------
+# ---- consumer id (ZookeeperConsumerConnector.consumerIdString) --------------------------------------------------
 
 def _uuid_hex8(u: _uuid.UUID) -> str:
     """``uuid.getMostSignificantBits().toHexString.substring(0,8)``.  ``Long.toHexString`` renders the 64-bit

@@ -33,7 +33,8 @@ class MemberInfo:
     dual_commit: bool
     pid: Optional[int] = None
     library: Optional[str] = None
-    auto_commit_interval_ms: Optional[int] = None  # None: auto-commit off or not said
+    # None: auto-commit off or not said
+    auto_commit_interval_ms: Optional[int] = None
 
     @property
     def mode(self) -> str:

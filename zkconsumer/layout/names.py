@@ -1,7 +1,7 @@
 """Validation of the names that become znode path components.
 
-Kafka's ZkUtils.scala (every path is built by plain string concatenation, e.g.
-``ZKGroupDirs.consumerGroupDir = "/consumers/" + group``), so an unchecked name such as ``../brokers`` or ``a/b``
+Kafka's ``ZkUtils`` builds every path by plain string concatenation (e.g.
+``ZKGroupDirs.consumerGroupDir = consumerDir + "/" + group``), so an unchecked name such as ``../brokers`` or ``a/b``
 would silently address another node.  Every path builder in :mod:`zkconsumer.layout.paths` calls these functions
 first, and any name read off ZooKeeper (a child name, an owner value) must pass through them before it is used to
 build a path.
@@ -11,12 +11,13 @@ Rules
 * **group ids and topics** (:func:`validate_group`, :func:`validate_topic`): Kafka's legal topic characters
   ``[a-zA-Z0-9._-]``, length 1..249, and not ``.`` or ``..``.  (The Scala old consumer itself never validated group
   ids; we deliberately refuse the rest because they cannot be made safe and portable.)
-* **consumer ids** (:func:`validate_consumer_id`): the Scala form is ``<group>_<hostname>-<millis>-<uuid8>``
-  (ZookeeperConsumerConnector.scala) or ``<group>_<consumer.id>``, and the hostname part is whatever ``InetAddress.getHostName`` returned, so
-  the alphabet cannot be restricted to Kafka's.  A consumer id is accepted when it is a single legal ZooKeeper path
-  component: 1..1024 characters; not ``.`` or ``..``; no ``/``; none of the characters ZooKeeper's
-  ``PathUtils.validatePath`` rejects (NUL, U+0001-U+001F, U+007F-U+009F, U+D800-U+F8FF, U+FFF0-U+FFFF, which also
-  excludes lone surrogates).  Everything else (``:``, spaces, non-ASCII letters, further ``_``/``-``) is allowed.
+* **consumer ids** (:func:`validate_consumer_id`): the Scala form is ``<group>_<hostname>-<millis>-<uuid8>`` (Kafka
+  1.1.1 ``ZookeeperConsumerConnector.consumerIdString``) or ``<group>_<consumer.id>``, and the hostname part is
+  whatever ``InetAddress.getHostName`` returned, so the alphabet cannot be restricted to Kafka's.  A consumer id is
+  accepted when it is a single legal ZooKeeper path component: 1..1024 characters; not ``.`` or ``..``; no ``/``;
+  none of the characters ZooKeeper's ``PathUtils.validatePath`` rejects (NUL, U+0001-U+001F, U+007F-U+009F,
+  U+D800-U+F8FF, U+FFF0-U+FFFF, which also excludes lone surrogates).  Everything else (``:``, spaces, non-ASCII
+  letters, further ``_``/``-``) is allowed.
 * **partitions** (:func:`validate_partition`): a non-negative Java ``Int`` (0..2147483647).  ``int`` values are
   taken as is (``bool`` is refused); strings must be canonical ASCII decimal (``"0"``, ``"17"``; not ``"01"``,
   ``"+1"``, ``" 1"``), because the Scala side writes ``partition.toString`` and a non-canonical spelling would
@@ -124,7 +125,8 @@ def _validate_int32(kind: str, value: object) -> int:
     elif isinstance(value, str):
         if not _CANONICAL_DECIMAL.match(value):
             raise InvalidNameError(kind, value, "must be a canonical non-negative decimal integer")
-        n = int(value) if len(value) <= 10 else MAX_INT32 + 1  # (int() of > 4300 digits raises ValueError)
+        # (int() of > 4300 digits raises ValueError)
+        n = int(value) if len(value) <= 10 else MAX_INT32 + 1
     else:
         raise InvalidNameError(kind, value, "must be a non-negative integer, not %s" % type(value).__name__)
     if n < 0:

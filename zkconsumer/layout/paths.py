@@ -1,7 +1,8 @@
 """Builders for every znode path the old consumer and its tools touch.
 
-Kafka's ZkUtils.scala "Path constants" and "Directory helpers" (``ZkUtils``, ``ZKGroupDirs``,
-``ZKGroupTopicDirs``), ZkUtils.scala and Appendix A.  Paths are chroot-relative, exactly as ZkClient sees them.
+The paths are those of Kafka's ``object ZkUtils`` (its path constants and ``get...Path`` builders),
+``ZKGroupDirs`` and ``ZKGroupTopicDirs`` (``kafka/utils/ZkUtils.scala`` at 0.8.2.2 and 1.1.1).  Paths are
+chroot-relative, exactly as ZkClient sees them.
 
 Every builder validates its name arguments with :mod:`zkconsumer.layout.names` *before* concatenating, so an
 illegal group/topic/consumer id/partition raises :class:`~zkconsumer.errors.InvalidNameError` and never becomes a
@@ -28,7 +29,8 @@ __all__ = [
     "delete_topics_path", "delete_topic_path", "topic_config_path", "parse_offset_path",
 ]
 
-# object ZkUtils, 0.8.2.2 l.39-48 (ZkUtils.scala "Path constants")
+# object ZkUtils, Kafka 0.8.2.2 kafka/utils/ZkUtils.scala l.39-48 (1.1.1 builds the same paths from /admin,
+# /brokers and /config)
 CONSUMERS_PATH = "/consumers"
 BROKER_IDS_PATH = "/brokers/ids"
 BROKER_TOPICS_PATH = "/brokers/topics"
@@ -41,7 +43,7 @@ DELETE_TOPICS_PATH = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
 
 
-# ---- /consumers (ZKGroupDirs / ZKGroupTopicDirs, ZookeeperConsumerConnector.scala) ---------------------------------------------------
+# ---- /consumers (ZKGroupDirs / ZKGroupTopicDirs) ----------------------------------------------------------------
 
 def consumers_path() -> str:
     """``/consumers``"""
@@ -59,7 +61,8 @@ def group_ids_path(group: str) -> str:
 
 
 def consumer_registration_path(group: str, consumer_id: str) -> str:
-    """``/consumers/[group]/ids/[consumerId]`` (ZookeeperConsumerConnector.scala, ephemeral)."""
+    """``/consumers/[group]/ids/[consumerId]`` (ephemeral; Kafka 1.1.1
+    ``ZookeeperConsumerConnector.registerConsumerInZK``)."""
     return group_ids_path(group) + "/" + validate_consumer_id(consumer_id)
 
 
@@ -74,7 +77,7 @@ def topic_owners_path(group: str, topic: str) -> str:
 
 
 def partition_owner_path(group: str, topic: str, partition: Union[int, str]) -> str:
-    """``/consumers/[group]/owners/[topic]/[partition]`` (ZookeeperConsumerConnector.scala, ephemeral; ``getConsumerPartitionOwnerPath``)."""
+    """``/consumers/[group]/owners/[topic]/[partition]`` (ephemeral; ``ZkUtils.getConsumerPartitionOwnerPath``)."""
     return topic_owners_path(group, topic) + "/" + str(validate_partition(partition))
 
 
@@ -89,11 +92,12 @@ def topic_offsets_path(group: str, topic: str) -> str:
 
 
 def partition_offset_path(group: str, topic: str, partition: Union[int, str]) -> str:
-    """``/consumers/[group]/offsets/[topic]/[partition]`` (ZookeeperConsumerConnector.scala, persistent)."""
+    """``/consumers/[group]/offsets/[topic]/[partition]`` (persistent; Kafka 1.1.1
+    ``ZookeeperConsumerConnector.commitOffsetToZooKeeper``)."""
     return topic_offsets_path(group, topic) + "/" + str(validate_partition(partition))
 
 
-# ---- /brokers (ZkUtils.scala) ------------------------------------------------------------------------------------
+# ---- /brokers ---------------------------------------------------------------------------------------------------
 
 def broker_ids_path() -> str:
     """``/brokers/ids``"""
@@ -101,7 +105,7 @@ def broker_ids_path() -> str:
 
 
 def broker_path(broker_id: Union[int, str]) -> str:
-    """``/brokers/ids/[brokerId]`` (ZkUtils.scala, ephemeral)."""
+    """``/brokers/ids/[brokerId]`` (ephemeral, written by the broker)."""
     return BROKER_IDS_PATH + "/" + str(validate_broker_id(broker_id))
 
 
@@ -111,7 +115,7 @@ def broker_topics_path() -> str:
 
 
 def topic_path(topic: str) -> str:
-    """``/brokers/topics/[topic]`` (ZkUtils.scala, the partition -> replicas map)."""
+    """``/brokers/topics/[topic]`` (``ZkUtils.getTopicPath``: the partition -> replicas map)."""
     return BROKER_TOPICS_PATH + "/" + validate_topic(topic)
 
 
@@ -126,19 +130,19 @@ def partition_path(topic: str, partition: Union[int, str]) -> str:
 
 
 def partition_state_path(topic: str, partition: Union[int, str]) -> str:
-    """``/brokers/topics/[topic]/partitions/[partition]/state`` (ZkUtils.scala)."""
+    """``/brokers/topics/[topic]/partitions/[partition]/state`` (``ZkUtils.getTopicPartitionLeaderAndIsrPath``)."""
     return partition_path(topic, partition) + "/state"
 
 
-# ---- controller, admin, config (ZkUtils.scala) ------------------------------------------------------------------
+# ---- controller, admin, config ------------------------------------------------------------------------------------
 
 def controller_path() -> str:
-    """``/controller`` (ZkUtils.scala, ephemeral)."""
+    """``/controller`` (ephemeral)."""
     return CONTROLLER_PATH
 
 
 def controller_epoch_path() -> str:
-    """``/controller_epoch`` (ZkUtils.scala, persistent)."""
+    """``/controller_epoch`` (persistent)."""
     return CONTROLLER_EPOCH_PATH
 
 
@@ -148,7 +152,7 @@ def delete_topics_path() -> str:
 
 
 def delete_topic_path(topic: str) -> str:
-    """``/admin/delete_topics/[topic]`` (ZkUtils.scala, empty persistent node)."""
+    """``/admin/delete_topics/[topic]`` (an empty persistent node: Kafka 1.1.1 ``AdminUtils.deleteTopic``)."""
     return DELETE_TOPICS_PATH + "/" + validate_topic(topic)
 
 
@@ -163,7 +167,8 @@ _OFFSET_PATH_FORM = "/consumers/<group>/offsets/<topic>/<partition>"
 
 
 def parse_offset_path(path: str) -> Tuple[str, str, int]:
-    """Split an ExportZkOffsets path (ExportZkOffsets.scala / ImportZkOffsets.scala), ``/consumers/G/offsets/T/P``, into ``(group, topic, partition)``.
+    """Split the path of an ExportZkOffsets / ImportZkOffsets line (Kafka 1.1.1 ``kafka.tools.ExportZkOffsets``),
+    ``/consumers/G/offsets/T/P``, into ``(group, topic, partition)``.
 
     The path must have exactly that shape (no trailing ``/``, no empty components); the group, topic and
     partition must be legal (partition canonical decimal, e.g. ``0``, not the 0.7 ``1-0`` broker-partition form).

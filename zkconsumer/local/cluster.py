@@ -142,13 +142,15 @@ class LocalCluster(ProcessRecords):
                                 "starting the tansu broker on %s" % rec["bootstrap"])
             if kind in ("kraft", "tansu"):
                 bootstrap = self.bootstrap(state)
-                assert bootstrap is not None  # the broker was just started
+                # the broker was just started
+                assert bootstrap is not None
                 mirror = servers.plan_mirror(self.dir, zk_connect, bootstrap)
                 self._start_new(state, "mirror", mirror, start_timeout, log,
                                 "starting the registry mirror (the %s broker does not register in ZooKeeper)" % kind)
             if kind in ("kafka", "kraft"):
                 bootstrap = self.bootstrap(state)
-                assert bootstrap is not None  # the brokers were just started
+                # the brokers were just started
+                assert bootstrap is not None
                 self._wait_for_group_coordinator(bootstrap, start_timeout, log)
         except BaseException:
             self._write_state(state)
@@ -264,7 +266,8 @@ class LocalCluster(ProcessRecords):
         """A process name, or ``zookeeper-leader`` / ``zookeeper-follower`` (the server that leads now, the first
         server that follows now) of an ensemble."""
         if name not in ("zookeeper-leader", "zookeeper-follower"):
-            self.record(name)  # an error naming the processes there are when there is no such one
+            # an error naming the processes there are when there is no such one
+            self.record(name)
             return name
         found = [self.zookeeper_leader()] if name == "zookeeper-leader" else self.zookeeper_followers()
         if not found or found[0] is None:

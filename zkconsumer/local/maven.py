@@ -34,10 +34,14 @@ CACHE_ENV = "ZKCONSUMER_CACHE_DIR"
 class JarSet:
     name: str
     version: str
-    pom: str  # file name in POM_DIR
-    home_env: str  # environment variable naming a distribution directory (its libs/ or itself)
-    marker: str  # glob of a jar that must be present
-    what: str  # for messages
+    # file name in POM_DIR
+    pom: str
+    # environment variable naming a distribution directory (its libs/ or itself)
+    home_env: str
+    # glob of a jar that must be present
+    marker: str
+    # for messages
+    what: str
 
 
 JAR_SETS = {
@@ -119,7 +123,8 @@ def fetch(name: str, log: Callable[[str], None] = lambda m: None, timeout: float
     root = os.path.dirname(libs)
     os.makedirs(root, exist_ok=True)
     with open(os.path.join(root, ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be fetching the same set: wait for it
+        # another process may be fetching the same set: wait for it
+        fcntl.flock(lock, fcntl.LOCK_EX)
         if os.path.exists(os.path.join(libs, ".complete")):
             return libs
         tmp = "%s.tmp-%d" % (libs, os.getpid())

@@ -33,7 +33,8 @@ def is_alive(pid):
         os.kill(pid, 0)
     except OSError as e:
         return e.errno == errno.EPERM
-    try:  # a zombie child of this process counts as dead
+    # a zombie child of this process counts as dead
+    try:
         done, _ = os.waitpid(pid, os.WNOHANG)
         return done == 0
     except ChildProcessError:

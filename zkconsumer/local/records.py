@@ -104,7 +104,8 @@ class ProcessRecords:
             if not processes.is_alive(pid):
                 continue
             try:
-                os.killpg(pid, signal.SIGCONT)  # a frozen process cannot stop
+                # a frozen process cannot stop
+                os.killpg(pid, signal.SIGCONT)
             except OSError:
                 pass
             strays = self._strays(pid)

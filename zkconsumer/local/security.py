@@ -22,7 +22,8 @@ __all__ = ["BrokerSecurity", "LISTENERS", "scram_credential", "write_scram_users
 LISTENERS = ("SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _SCRAM = {"SCRAM-SHA-256": hashlib.sha256, "SCRAM-SHA-512": hashlib.sha512}
-SCRAM_ITERATIONS = 4096  # Kafka's minimum for SCRAM
+# Kafka's minimum for SCRAM
+SCRAM_ITERATIONS = 4096
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,11 +31,14 @@ class BrokerSecurity:
     """What the broker's extra listeners offer. ``listeners`` is a subset of :data:`LISTENERS`."""
 
     listeners: Tuple[str, ...] = LISTENERS
-    keystore: Optional[str] = None            # PKCS#12 with the broker's key and certificate (TLS listeners)
+    # PKCS#12 with the broker's key and certificate (TLS listeners)
+    keystore: Optional[str] = None
     keystore_password: str = dataclasses.field(default="", repr=False)
-    truststore: Optional[str] = None          # PKCS#12 with the CA of client certificates (client_auth)
+    # PKCS#12 with the CA of client certificates (client_auth)
+    truststore: Optional[str] = None
     truststore_password: str = dataclasses.field(default="", repr=False)
-    client_auth: str = "none"                 # none | requested | required: of the SSL listener (SASL_SSL: none)
+    # none | requested | required: of the SSL listener (SASL_SSL: none)
+    client_auth: str = "none"
     plain_users: Dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
     scram_users: Dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
 

@@ -131,7 +131,8 @@ def plan_zookeeper(directory: str, sasl_users: Optional[Dict[str, str]] = None) 
     (``SASLAuthenticationProvider`` and a ``Server`` JAAS section); the digest scheme needs nothing on the server.
     Clients that do not authenticate are still served (ACLs decide what they may do), as in a shared ZooKeeper."""
     discovery.find_java()
-    classpath = discovery.find_zookeeper_classpath()  # before writing anything
+    # before writing anything
+    classpath = discovery.find_zookeeper_classpath()
     port = processes.free_port()
     data_dir = os.path.join(directory, "zookeeper-data")
     os.makedirs(data_dir, exist_ok=True)
@@ -267,7 +268,8 @@ def plan_kraft(directory: str, classpath: str, heap: str = "512m", extra: Option
     base = kafka_java_argv(classpath, d, heap)
     if not os.path.exists(os.path.join(log_dir, "meta.properties")):
         cluster_id = "-"
-        while cluster_id.startswith("-"):  # as Kafka's Uuid.randomUuid: a leading '-' reads as an option
+        # as Kafka's Uuid.randomUuid: a leading '-' reads as an option
+        while cluster_id.startswith("-"):
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         fmt = subprocess.run(base + ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", cfg],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)

@@ -48,7 +48,8 @@ def create_or_grow_topic(bootstrap, name, partitions, timeout=30.0, replication_
                 action = "grown from %d" % len(existing)
             else:
                 action = "already exists"
-        timeout = max(timeout, partitions / 20.0)  # a busy broker creates ~20-100 partitions/s
+        # a busy broker creates ~20-100 partitions/s
+        timeout = max(timeout, partitions / 20.0)
         deadline = time.monotonic() + timeout
         while len(fetch_cluster_metadata(admin).topics.get(name, {})) < partitions:
             if time.monotonic() > deadline:

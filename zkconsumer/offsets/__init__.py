@@ -1,8 +1,6 @@
 """Offset stores: ZooKeeper (``zookeeper.py``), Kafka offset manager (``kafka.py``) and dual commit (``dual.py``), one
 interface.
 
-Kafka's ZookeeperConsumerConnector.scala (ZooKeeper), ZookeeperConsumerConnector.scala (Kafka, dual commit order), ZookeeperConsumerConnector.scala (fetch, dual = max).
-
 * :class:`OffsetStore` - ``fetch(partitions)``, ``commit(offsets, fence=None) -> CommitResult``, ``close()``;
 * :class:`CommitResult` - committed / unchanged / failed (with reasons), ``raise_for_errors()``;
 * :class:`OwnershipFence` - ``OwnershipFence(zk_session_id, {(t, p): owner_path})`` for fenced commits;
@@ -20,7 +18,8 @@ __all__ = ["CommitResult", "OffsetStore", "OwnershipFence", "ZooKeeperOffsetStor
 def make_offset_store(config, zk_client, bootstrap_servers=None, strict=False) -> OffsetStore:
     """The offset store for ``config`` (a :class:`~zkconsumer.config.ConsumerConfig`), bound to ``group.id``.
 
-    * ``offsets.storage=zookeeper`` -> :class:`ZooKeeperOffsetStore` (``dual.commit.enabled`` has no effect, ZookeeperConsumerConnector.scala);
+    * ``offsets.storage=zookeeper`` -> :class:`ZooKeeperOffsetStore` (``dual.commit.enabled`` has no effect: Kafka
+      1.1.1 ``ZookeeperConsumerConnector.commitOffsets`` and ``fetchOffsets`` read it only with ``kafka``);
     * ``kafka`` and ``dual.commit.enabled=false`` -> :class:`zkconsumer.offsets.kafka.KafkaOffsetStore`;
     * ``kafka`` and ``dual.commit.enabled=true`` -> :class:`zkconsumer.offsets.dual.DualOffsetStore`.
 

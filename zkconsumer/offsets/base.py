@@ -1,8 +1,9 @@
 """The one small interface every offset store implements, its result type and the ownership fence.
 
-Kafka's ZookeeperConsumerConnector.scala (offset storage), ``design-notes.md`` ("never deliver or commit for a
-partition we do not own").  A store is bound to one consumer group at construction; offsets are always the *next*
-offset to consume (ZookeeperConsumerConnector.scala), keyed by ``(topic, partition)``.
+A store is bound to one consumer group at construction; offsets are always the *next* offset to consume (what
+Kafka 1.1.1 ``ZookeeperConsumerConnector.commitOffsets`` commits: ``PartitionTopicInfo.getConsumeOffset``), keyed
+by ``(topic, partition)``. The fence makes a commit for a partition this consumer no longer owns fail instead of
+overwriting its next owner's progress.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ class CommitResult:
     """Outcome of one ``commit``: which partitions are durably stored and which failed, with the reason.
 
     * ``committed`` - ``{(t, p): offset}`` stored (or already stored: see ``unchanged``);
-    * ``unchanged`` - subset of ``committed`` skipped because the store already held that value (ZookeeperConsumerConnector.scala,
-      ``checkpointedZkOffsets``);
+    * ``unchanged`` - subset of ``committed`` skipped because the store already held that value (the ZooKeeper
+      store, as Kafka 1.1.1 ``ZookeeperConsumerConnector.commitOffsetToZooKeeper`` skips them);
     * ``failed`` - ``{(t, p): exception}``: :class:`OwnershipLostError` when a fence refused the partition,
       :class:`OffsetStoreError` (or a Kafka error class instance) otherwise.
     """
@@ -113,7 +114,7 @@ class CommitResult:
 
 class OwnershipFence:
     """What the consumer owns right now: the ZooKeeper session its owner nodes were created under and the owner
-    node path of every partition (``/consumers/[g]/owners/[t]/[p]``, Kafka's ZookeeperConsumerConnector.scala).
+    node path of every partition (``/consumers/[g]/owners/[t]/[p]``).
 
     A fenced commit for a partition is refused (an :class:`OwnershipLostError` in ``CommitResult.failed``, the
     other partitions still commit) when
@@ -188,7 +189,8 @@ class OwnershipFence:
         for tp, (path, res) in pending.items():
             try:
                 stat = res.get()
-            except Exception as e:  # connection loss etc.: we cannot prove ownership
+            except Exception as e:
+                # connection loss etc.: we cannot prove ownership
                 refused[tp] = OwnershipLostError("commit for %s-%d refused: cannot read owner node %s: %r"
                                                  % (tp[0], tp[1], path, e))
                 continue
@@ -207,24 +209,45 @@ class OwnershipFence:
 
 
 class OffsetStore:
-    """Interface of the ZooKeeper, Kafka and dual offset stores (Kafka's ZookeeperConsumerConnector.scala).
+    """Interface of the ZooKeeper, Kafka and dual offset stores (``offsets.storage``, ``dual.commit.enabled``).
 
-    * ``fetch(partitions) -> {(t, p): next_offset}``; partitions without a committed offset are absent;
-    * ``commit(offsets, fence=None) -> CommitResult``; never raises for per-partition failures;
-    * ``close()``.
+    * :meth:`fetch` - ``{(t, p): next_offset}``; partitions without a committed offset are absent;
+    * :meth:`commit` - a :class:`CommitResult`; never raises for per-partition failures;
+    * :meth:`close`.
+
+    ``name`` is ``"zookeeper"``, ``"kafka"`` or ``"dual"``; ``group`` the group the store is bound to. A consumer
+    calls its store from several threads (the auto-commit thread, the rebalancer, the application's commits); the
+    ZooKeeper and Kafka stores each hold a lock of their own around a call's requests.
     """
 
     name: str = "abstract"
     group: str
 
     def fetch(self, partitions) -> Dict[TopicPartitionKey, int]:
+        """The group's committed offsets of *partitions*.
+
+        :param partitions: ``(topic, partition)`` pairs (kafka-python ``TopicPartition`` too).
+        :returns: ``{(topic, partition): next offset to consume}``; a partition without a committed offset is
+            absent.
+        :raises OffsetStoreError: the store cannot be read (:class:`OffsetManagerUnavailableError` when Kafka's
+            offset manager cannot be reached); the message names the group and what failed.
+        """
         raise NotImplementedError
 
     def commit(self, offsets, fence: Optional[OwnershipFence] = None) -> CommitResult:
+        """Store *offsets* for the group.
+
+        :param offsets: ``{(topic, partition): next offset to consume}`` (kafka-python ``TopicPartition`` keys too).
+        :param fence: when given, partitions whose ownership it does not confirm are refused, not written.
+        :returns: a :class:`CommitResult`: what was stored, and per partition what failed and why.
+        :raises ValueError: an offset is not an integer from 0 to 2^63-1 (nothing is written).
+        :raises OffsetStoreError: the store cannot be used at all (the Kafka store: no broker answered); the
+            ZooKeeper and dual stores report every failure in the result instead.
+        """
         raise NotImplementedError
 
     def close(self) -> None:
-        pass
+        """Release what the store holds (its Kafka connection); a ZooKeeper client passed in stays open."""
 
     def __enter__(self):
         return self

@@ -1,14 +1,17 @@
 """Dual commit: Kafka's offset manager and ZooKeeper; read = max of both.
 
-Kafka's ZookeeperConsumerConnector.scala ("Order and behaviour of dual commit"), ZookeeperConsumerConnector.scala (dual fetch = maximum, a
-missing value never wins), the Kafka documentation's "Migrating offsets from ZooKeeper to Kafka" (why the migration steps work).  Used when ``offsets.storage=kafka`` and
-``dual.commit.enabled=true``.
+Used when ``offsets.storage=kafka`` and ``dual.commit.enabled=true``, the first step of the Kafka documentation's
+"Migrating offsets from ZooKeeper to Kafka". What the Scala consumer did, in Kafka 1.1.1
+``ZookeeperConsumerConnector``: ``commitOffsets`` sends one OffsetCommit for all partitions, then writes ZooKeeper
+for each partition Kafka acknowledged; ``fetchOffsets`` takes the greater of the two offsets of each partition, so
+a missing one (-1) never wins over a real one.
 
 Order. The Scala consumer writes Kafka, then ZooKeeper. Here that order holds until Kafka has acknowledged a
 whole commit. From then on (Kafka healthy) the two writes overlap: the ZooKeeper multi-op is built and handed to
 kazoo first (its path is the longer one: the client builds it, the server syncs its log), then the OffsetCommit is
 handed to the Kafka client's IO thread, and both answers are awaited, so a dual commit costs about the slower
-store's time, not the sum. That is safe because every value written is a consumed position and reads take the maximum: a partition Kafka refuses
+store's time, not the sum. That is safe because every value written is a consumed position and reads take the
+maximum: a partition Kafka refuses
 while ZooKeeper took it is reported failed (it is ``committed`` only when both stores hold it) and is sent to both
 again at the next commit, ZooKeeper being ahead for that moment, which is a state the sequential order reaches
 too when Kafka fails just after a commit. After any Kafka failure the order is sequential again (Kafka first,
@@ -37,6 +40,10 @@ class DualOffsetStore(OffsetStore):
 
     :param zk_store: a :class:`~zkconsumer.offsets.ZooKeeperOffsetStore` of the same group.
     :param kafka_store: a :class:`~zkconsumer.offsets.kafka.KafkaOffsetStore` of the same group.
+    :param kafka_outage_ms: ``dual.commit.kafka.outage.ms``: how long Kafka may fail every commit before commits go
+        to ZooKeeper alone (< 0: never, as the Scala consumer).
+    :param clock: the monotonic clock that outage is measured with (seconds).
+    :raises ValueError: the two stores are bound to different groups.
     """
 
     name = "dual"
@@ -48,11 +55,14 @@ class DualOffsetStore(OffsetStore):
         self.zk_store = zk_store
         self.kafka_store = kafka_store
         self.group = zk_store.group
-        self.kafka_outage_ms = kafka_outage_ms  # < 0: never commit ZooKeeper alone (the Scala behaviour)
+        # < 0: never commit ZooKeeper alone (the Scala behaviour)
+        self.kafka_outage_ms = kafka_outage_ms
         self._clock = clock
         self._kafka_failing_since: Optional[float] = None
-        self.zookeeper_only = False  # True while commits go to ZooKeeper alone (visible to the member and tools)
-        self._kafka_healthy = False  # the last Kafka commit was acknowledged in full: overlap the two writes
+        # True while commits go to ZooKeeper alone (visible to the member and tools)
+        self.zookeeper_only = False
+        # the last Kafka commit was acknowledged in full: overlap the two writes
+        self._kafka_healthy = False
         self.stats = {"overlapped": 0, "sequential": 0}
 
     def _kafka_failed(self, why) -> bool:
@@ -77,8 +87,7 @@ class DualOffsetStore(OffsetStore):
         self._kafka_failing_since = None
 
     def commit(self, offsets, fence: Optional[OwnershipFence] = None) -> CommitResult:
-        """ZookeeperConsumerConnector.scala: one Kafka OffsetCommit for all partitions, and ZooKeeper (only-changed,
-        fenced).  A partition is ``committed`` only when both stores hold it.
+        """One Kafka OffsetCommit for all partitions, and ZooKeeper (only what changed, fenced).
 
         The fence is checked *before* Kafka (the Scala consumer had no fence) so a consumer that lost a partition
         writes neither store; every retry of the Kafka write is fenced again (ownership may have moved while it
@@ -86,6 +95,13 @@ class DualOffsetStore(OffsetStore):
         writes overlap (see the module's docstring); otherwise Kafka goes first and ZooKeeper gets what Kafka
         acknowledged.  When Kafka cannot be reached, every partition fails with that cause and ZooKeeper is not
         written (until ``dual.commit.kafka.outage.ms`` has passed).
+
+        :param offsets: ``{(topic, partition): next offset to consume}`` (``TopicPartition`` keys too).
+        :param fence: an :class:`OwnershipFence`; partitions it refuses are written to neither store.
+        :returns: a :class:`CommitResult`: a partition is in ``committed`` only when both stores hold it; errors of
+            either store (Kafka unreachable included) are in ``failed``, never raised; ``degraded`` says why when
+            ZooKeeper alone was written.
+        :raises ValueError: an offset is not an integer from 0 to 2^63-1 (nothing is written).
         """
         offsets = normalize_offsets(offsets)
         result = CommitResult()
@@ -130,10 +146,12 @@ class DualOffsetStore(OffsetStore):
         self.stats["overlapped"] += 1
         started: List[Callable[[], CommitResult]] = []
 
-        def start_kafka() -> None:  # called by the ZooKeeper store once its requests are on their way
+        # called by the ZooKeeper store once its requests are on their way
+        def start_kafka() -> None:
             try:
                 started.append(self.kafka_store.begin_commit(offsets, fence=fence))
-            except Exception as e:  # raised from finish() below, after ZooKeeper's answers are in
+            except Exception as e:
+                # raised from finish() below, after ZooKeeper's answers are in
                 started.append(functools.partial(_reraise, e))
         zk_result = self.zk_store.commit(offsets, fence=fence, sent=start_kafka)
         finish = started[0]
@@ -158,8 +176,15 @@ class DualOffsetStore(OffsetStore):
         return result
 
     def fetch(self, partitions) -> Dict:
-        """ZookeeperConsumerConnector.scala: ``max(ZooKeeper, Kafka)`` per partition; a partition absent from one store takes the other's
-        value, and is absent only when both lack it."""
+        """The greater of the two stores' offsets of each partition.
+
+        :param partitions: ``(topic, partition)`` pairs (``TopicPartition`` too).
+        :returns: ``{(topic, partition): next offset to consume}``: ``max(ZooKeeper, Kafka)``; a partition absent
+            from one store takes the other's value, and is absent only when both lack it.
+        :raises OffsetStoreError: either store cannot be read (see :meth:`KafkaOffsetStore.fetch
+            <zkconsumer.offsets.kafka.KafkaOffsetStore.fetch>` and :meth:`ZooKeeperOffsetStore.fetch
+            <zkconsumer.offsets.zookeeper.ZooKeeperOffsetStore.fetch>`).
+        """
         out = {}
         for tp, (z, k) in self.fetch_both(partitions).items():
             vals = [v for v in (z, k) if v is not None]
@@ -175,6 +200,7 @@ class DualOffsetStore(OffsetStore):
         return {tp: (zk.get(tp), kafka.get(tp)) for tp in parts}
 
     def close(self) -> None:
+        """Close both stores (the ZooKeeper store's kazoo client belongs to the caller and stays open)."""
         try:
             self.kafka_store.close()
         finally:

@@ -108,8 +108,9 @@ def parse_commit(key: Optional[bytes], value: Optional[bytes]):
         return None
     r = _Reader(key)
     version = r.take(">h")
+    # key versions 0 and 1 are offsets; 2 is group metadata, others are unknown
     if version not in (0, 1):
-        return None  # 2 = group metadata, others unknown
+        return None
     group, topic, partition = r.string(), r.string(), r.take(">i")
     if value is None:
         return group, topic, partition, None, None
@@ -120,10 +121,12 @@ def parse_commit(key: Optional[bytes], value: Optional[bytes]):
         v.string()
         ts = v.take(">q")
     elif vv == 3:
-        v.take(">i")  # leader epoch
+        # leader epoch
+        v.take(">i")
         v.string()
         ts = v.take(">q")
-    elif vv == 4:  # flexible
+    elif vv == 4:
+        # flexible
         v.take(">i")
         v.compact_string()
         ts = v.take(">q")

@@ -1,15 +1,19 @@
 """Offsets in Kafka's offset manager (``__consumer_offsets``) without joining a broker-side group.
 
-Kafka's ZookeeperConsumerConnector.scala (OffsetCommit, error handling), ZookeeperConsumerConnector.scala (retries), ZookeeperConsumerConnector.scala (OffsetFetch
-retries), ZookeeperConsumerConnector.scala (versions), ClientUtils.scala (finding the coordinator); PySpark's Python data source API (kafka-python 3.x).
+What the Scala consumer did, in Kafka 1.1.1 ``ZookeeperConsumerConnector``: ``commitOffsets`` sends one
+OffsetCommit for all owned partitions, re-finds the coordinator after NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE,
+does not retry OFFSET_METADATA_TOO_LARGE and makes up to 1 + ``offsets.commit.max.retries`` attempts,
+``offsets.channel.backoff.ms`` apart; ``fetchOffsets`` sends OffsetFetch and retries after NOT_COORDINATOR and
+COORDINATOR_LOAD_IN_PROGRESS; ``ClientUtils.channelToOffsetManager`` finds the coordinator. It sent OffsetCommit v2
+and OffsetFetch v2 (``OffsetCommitRequest.CurrentVersion``, ``OffsetFetchRequest.CurrentVersion``).
 
 Layer chosen (kafka-python 3.0.12): one :class:`kafka.admin.KafkaAdminClient` per store, used only as a connection
 manager with its own IO thread.  We send FindCoordinator (v<=3), OffsetCommit (v<=5, ``generation_id=-1``,
 ``member_id=""``: a "simple consumer" commit, no JoinGroup ever) and OffsetFetch (v<=7) ourselves through
-:mod:`zkconsumer.client_internals` (kafka-python's connection manager) because the public ``list_group_offsets`` raises on the first partition error and neither
-public call lets us re-find the coordinator after NOT_COORDINATOR.  The coordinator gets its own connection
-(``cluster.add_coordinator``), kept across calls.  ``KafkaConsumer.commit`` was rejected: it raises for the whole
-batch instead of reporting per-partition errors.
+:mod:`zkconsumer.client_internals` (kafka-python's connection manager) because the public ``list_group_offsets``
+raises on the first partition error and neither public call lets us re-find the coordinator after NOT_COORDINATOR.
+The coordinator gets its own connection (``cluster.add_coordinator``), kept across calls.  ``KafkaConsumer.commit``
+is not used: it raises for the whole batch instead of reporting per-partition errors.
 
 Observed tansu behaviour (the test broker): OffsetCommit for an unknown topic -> UNKNOWN_TOPIC_OR_PARTITION for
 that partition (the others commit); for a non-existent partition of an existing topic -> NONE (stored);
@@ -47,7 +51,8 @@ class _AllCommitted:
 
 
 ALL_COMMITTED = _AllCommitted()
-_ALL = ("*", -1)  # the one "partition" of fetch_all's request: all of the group's
+# the one "partition" of fetch_all's request: all of the group's
+_ALL = ("*", -1)
 
 _REFIND = (Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError)
 _WAIT = (Errors.CoordinatorLoadInProgressError,)
@@ -56,9 +61,10 @@ _PERMANENT = (Errors.UnknownTopicOrPartitionError, Errors.OffsetMetadataTooLarge
 
 
 class KafkaOffsetStore(OffsetStore):
-    """The group's offsets in Kafka's offset manager (``offsets.storage=kafka``, Kafka's ZookeeperConsumerConnector.scala).
+    """The group's offsets in Kafka's offset manager (``offsets.storage=kafka``).
 
     :param bootstrap_servers: ``host:port[,host:port]`` (or a list).
+    :param group: the group id (checked: :class:`~zkconsumer.errors.InvalidNameError` when it is not a legal name).
     :param config: a :class:`~zkconsumer.config.ConsumerConfig` for ``offsets.channel.backoff.ms``,
         ``offsets.channel.socket.timeout.ms``, ``offsets.commit.max.retries`` and ``client.id`` (defaults 1000,
         10000, 5 and the group when None).
@@ -84,7 +90,8 @@ class KafkaOffsetStore(OffsetStore):
         self.client_id = getattr(config, "client_id", None) or self.group
         self.zk = zk
         self._admin: Optional[_AdminClient] = None
-        self._node = None  # coordinator node id (synthesized "coordinator-N": a dedicated connection)
+        # coordinator node id (synthesized "coordinator-N": a dedicated connection)
+        self._node = None
         self._lock = threading.RLock()
         self._closed = False
 
@@ -112,7 +119,8 @@ class KafkaOffsetStore(OffsetStore):
         return bs if isinstance(bs, str) else ",".join(bs)
 
     def _coordinator(self):
-        """The coordinator's node id: cached, else FindCoordinator (ClientUtils.scala); raises the broker's error class."""
+        """The coordinator's node id: cached, else FindCoordinator (as Kafka 1.1.1
+        ``ClientUtils.channelToOffsetManager`` asks); raises the broker's error class."""
         if self._node is None:
             admin = self._client()
             self._node = internals.run(admin, self._async_find_coordinator, admin)
@@ -142,20 +150,22 @@ class KafkaOffsetStore(OffsetStore):
     def _drop_coordinator(self):
         if self._node is not None and self._admin is not None:
             try:
-                internals.close_connection(self._admin, self._node)  # "offsetsChannel.disconnect()"
+                # what Kafka 1.1.1's offsetsChannel.disconnect() does: the next call finds the coordinator again
+                internals.close_connection(self._admin, self._node)
             except Exception:
                 pass
         self._node = None
 
     def _attempts(self, fn, pending: Dict, what: str, refence=None, first=None):
-        """Run ``fn(node, pending) -> {tp: (error_class, value)}`` (or ``ALL_COMMITTED``) with the
-        ZookeeperConsumerConnector.scala retry budget (1 + max retries, backoff between attempts), re-finding the
-        coordinator after NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE and waiting out COORDINATOR_LOAD_IN_PROGRESS.
+        """Run ``fn(node, pending) -> {tp: (error_class, value)}`` (or ``ALL_COMMITTED``) with the retry budget of
+        Kafka 1.1.1 ``ZookeeperConsumerConnector.commitOffsets`` (1 + ``offsets.commit.max.retries`` attempts,
+        ``offsets.channel.backoff.ms`` apart), re-finding the coordinator after NOT_COORDINATOR /
+        COORDINATOR_NOT_AVAILABLE and waiting out COORDINATOR_LOAD_IN_PROGRESS.
         Returns ``(done {tp: value}, failed {tp: exception}, exhausted)`` (a commit's values are not meant to be
-        read: None, or the offsets sent), *exhausted* being the partitions that still had a retriable error when the budget ran out.
-        Transport failures stop retrying once ``offsets.channel.socket.timeout.ms`` has passed; if the broker
-        never answered, raises :class:`OffsetStoreError`. *first*, when given, is ``(node, wait)``: the first
-        attempt already sent to *node*, ``wait()`` returning its outcome (:meth:`begin_commit`)."""
+        read: None, or the offsets sent), *exhausted* being the partitions that still had a retriable error when
+        the budget ran out. Transport failures stop retrying once ``offsets.channel.socket.timeout.ms`` has passed;
+        if the broker never answered, raises :class:`OffsetStoreError`. *first*, when given, is ``(node, wait)``:
+        the first attempt already sent to *node*, ``wait()`` returning its outcome (:meth:`begin_commit`)."""
         done: Dict = {}
         failed: Dict = {}
         last: Dict = {}
@@ -164,7 +174,8 @@ class KafkaOffsetStore(OffsetStore):
         for attempt in range(1 + self.max_retries):
             if attempt:
                 time.sleep(self.backoff_ms / 1000.0)
-                if refence is not None:  # ``refence(pending) -> {tp: exception}``: not sent any more
+                # ``refence(pending) -> {tp: exception}``: not sent any more
+                if refence is not None:
                     for tp, exc in refence(pending).items():
                         failed[tp] = exc
                         pending = {k: v for k, v in pending.items() if k != tp}
@@ -180,7 +191,8 @@ class KafkaOffsetStore(OffsetStore):
                     answered = True
                     errs = internals.run(self._client(), fn, node, pending)
             except OffsetStoreError:
-                raise  # bootstrap failed: unreachable
+                # bootstrap failed: unreachable
+                raise
             except Errors.KafkaError as e:
                 last_exc = e
                 log.warning("offset %s for group %s failed (attempt %d): %r", what, self.group, attempt + 1, e)
@@ -190,11 +202,13 @@ class KafkaOffsetStore(OffsetStore):
                 if not answered and (time.monotonic() - start) * 1000 >= self.socket_timeout_ms:
                     break
                 continue
-            if errs is ALL_COMMITTED:  # every partition sent answered NONE (the usual commit)
+            # every partition sent answered NONE (the usual commit)
+            if errs is ALL_COMMITTED:
                 if done:
                     done.update(pending)
                 else:
-                    done = pending  # a commit's values in done are never read (_commit_result takes offsets')
+                    # a commit's values in done are never read (_commit_result takes offsets')
+                    done = pending
                 pending = {}
                 break
             retry = {}
@@ -238,10 +252,18 @@ class KafkaOffsetStore(OffsetStore):
     # ---- commit -----------------------------------------------------------------------------------------------
 
     def commit(self, offsets, fence=None) -> CommitResult:
-        """OffsetCommit of all *offsets* in one request (ZookeeperConsumerConnector.scala: Kafka commits are unfiltered), empty metadata.
+        """OffsetCommit of all *offsets* in one request, empty metadata: every value is sent, changed or not (as
+        Kafka 1.1.1 ``ZookeeperConsumerConnector.commitOffsets`` does; only its ZooKeeper writes skip unchanged
+        values).
 
-        Per-partition errors are in the result; an unreachable broker raises :class:`OffsetStoreError`.  With a
-        *fence* and a ``zk`` client, partitions the fence refuses are not sent (see ``OwnershipFence``).
+        :param offsets: ``{(topic, partition): next offset to consume}`` (``TopicPartition`` keys too).
+        :param fence: an :class:`~.base.OwnershipFence`; with a ``zk`` client, partitions it refuses are not sent,
+            and every retry is fenced again.
+        :returns: a :class:`CommitResult`; per-partition errors (the broker's, a fence's refusal) are in its
+            ``failed``, never raised.
+        :raises OffsetManagerUnavailableError: no broker or coordinator answered (the next call tries again).
+        :raises OffsetStoreError: the store is closed.
+        :raises ValueError: an offset is not an integer from 0 to 2^63-1.
         """
         offsets = normalize_offsets(offsets)
         result = CommitResult()
@@ -283,10 +305,12 @@ class KafkaOffsetStore(OffsetStore):
         try:
             admin = self._client()
             node = self._coordinator()
-            future = internals.submit(admin, self._async_commit, node, offsets)  # our own copy: nobody changes it
+            # our own copy: nobody changes it
+            future = internals.submit(admin, self._async_commit, node, offsets)
             if future is None:
                 raise LookupError("kafka-python runs no IO thread here")
-        except Exception:  # the ordinary path, in the caller's time
+        except Exception:
+            # the ordinary path, in the caller's time
             return lambda: self.commit(offsets, fence=fence)
         answered = threading.Event()
         future.add_both(lambda _: answered.set())
@@ -323,7 +347,8 @@ class KafkaOffsetStore(OffsetStore):
         # encoded in one pass; v8's flexible encoding cost 1.6x the time for fields we never set
         request = make_commit_request(self.group, offsets)
         response = await internals.send(self._admin, request, node_id=node)
-        if isinstance(response, OffsetCommitResult):  # v2-v5, read with struct
+        # v2-v5, read with struct
+        if isinstance(response, OffsetCommitResult):
             if response.acknowledges(request.offsets_by_topic):
                 return ALL_COMMITTED
             return {tp: (Errors.for_code(code), None) for tp, code in response.error_codes.items()}
@@ -333,14 +358,20 @@ class KafkaOffsetStore(OffsetStore):
     # ---- fetch ------------------------------------------------------------------------------------------------
 
     def fetch(self, partitions) -> Dict:
-        """OffsetFetch (ZookeeperConsumerConnector.scala): ``{(t, p): next_offset}``; partitions without an offset (-1) are absent.
+        """OffsetFetch of *partitions*.
 
-        Unlike Scala (which retries forever while holding the rebalance lock) this retries coordinator errors
-        within the offsets.commit.max.retries budget and then raises :class:`OffsetStoreError`. Any other error is
-        raised too, naming the partition and the broker's error: GROUP_AUTHORIZATION_FAILED,
-        TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION, or a partition missing from the answer. Scala read
-        those as "no offset", so a Kafka-storage member reset, a dual member fell back to a stale ZooKeeper offset
-        and a rollback left partitions out, all silently. A partition that simply has no offset (-1) is absent.
+        Unlike Kafka 1.1.1 ``ZookeeperConsumerConnector.fetchOffsets`` (which retries forever while holding the
+        rebalance lock) this retries coordinator errors within the ``offsets.commit.max.retries`` budget and then
+        raises. Any other error is raised too, naming the partition and the broker's error:
+        GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION, or a partition missing
+        from the answer. Scala read those as "no offset", so a Kafka-storage member reset, a dual member fell back
+        to a stale ZooKeeper offset and a rollback left partitions out, all silently.
+
+        :param partitions: ``(topic, partition)`` pairs (``TopicPartition`` too).
+        :returns: ``{(topic, partition): next offset to consume}``; a partition without an offset (-1) is absent.
+        :raises OffsetManagerUnavailableError: no broker or coordinator answered.
+        :raises OffsetStoreError: the broker refused a partition (the message names it and the error), or the
+            store is closed.
         """
         offsets, failed, exhausted = self._fetch(partitions)
         if failed:
@@ -413,7 +444,8 @@ class KafkaOffsetStore(OffsetStore):
         ``committed`` lists the partitions whose offset is gone (value -1; one that had none counts as deleted),
         ``failed`` the others with the broker's error (e.g. GROUP_SUBSCRIBED_TO_TOPIC while a broker-coordinated
         group consumes the topic, NON_EMPTY_GROUP). A group the coordinator does not know (GROUP_ID_NOT_FOUND) and a
-        topic that no longer exists (UNKNOWN_TOPIC_OR_PARTITION) have nothing to delete. Coordinator errors are retried as for :meth:`fetch`; an unreachable broker raises."""
+        topic that no longer exists (UNKNOWN_TOPIC_OR_PARTITION) have nothing to delete. Coordinator errors are
+        retried as for :meth:`fetch`; an unreachable broker raises :class:`OffsetManagerUnavailableError`."""
         parts = {tp: None for tp in normalize_partitions(partitions)}
         result = CommitResult()
         if not parts:
@@ -440,13 +472,14 @@ class KafkaOffsetStore(OffsetStore):
             return {tp: (Errors.NoError, None) for tp in parts}
         if top is not Errors.NoError:
             return {tp: (top, None) for tp in parts}
-        gone = (Errors.NoError, Errors.UnknownTopicOrPartitionError)  # a deleted topic's offsets went with it
+        # a deleted topic's offsets went with it
+        gone = (Errors.NoError, Errors.UnknownTopicOrPartitionError)
         return {(topic.name, part.partition_index): (
             Errors.NoError if Errors.for_code(part.error_code) in gone else Errors.for_code(part.error_code), None)
             for topic in response.topics for part in topic.partitions}
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection (idempotent); later calls raise :class:`OffsetStoreError`."""
         with self._lock:
             self._closed = True
             admin, self._admin, self._node = self._admin, None, None

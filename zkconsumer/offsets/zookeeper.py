@@ -1,7 +1,8 @@
 """Offsets in ZooKeeper: ``/consumers/[g]/offsets/[t]/[p]`` holding the next offset as a decimal string.
 
-Kafka's ZookeeperConsumerConnector.scala (node and encoding), ZookeeperConsumerConnector.scala (commit only what changed,
-``checkpointedZkOffsets``), ZookeeperConsumerConnector.scala (fetch; a missing node means "no offset").  Differences from Scala, by design:
+What the Scala consumer did, in Kafka 1.1.1 ``ZookeeperConsumerConnector``: ``commitOffsetToZooKeeper`` writes the
+offset as ``offset.toString``, and only when it differs from the value in ``checkpointedZkOffsets`` (the last one
+read or written); ``fetchOffsetFromZooKeeper`` reads a missing node as "no offset". Differences, by design:
 
 * many partitions are read with pipelined ``get_async`` calls and written with a few multi-ops (chunked below
   ZooKeeper's 1 MB ``jute.maxbuffer``) instead of one round trip per partition;
@@ -33,9 +34,11 @@ log = logging.getLogger(__name__)
 # jute.maxbuffer defaults to 1 MiB (0xfffff); stay well below it per multi-op.
 _MAX_TXN_BYTES = 512 * 1024
 _MAX_TXN_OPS = 4000
-_OP_OVERHEAD = 32  # per-op header + lengths, generous
+# per-op header + lengths, generous
+_OP_OVERHEAD = 32
 
-_ABSENT = object()  # cache marker: we know the node does not exist
+# cache marker: we know the node does not exist
+_ABSENT = object()
 
 
 def _raw_operations(txn) -> Optional[list]:
@@ -60,13 +63,15 @@ class _Once:
 
 
 class ZooKeeperOffsetStore(OffsetStore):
-    """ZooKeeper offset storage for one group (``offsets.storage=zookeeper``, Kafka's ZookeeperConsumerConnector.scala).
+    """ZooKeeper offset storage for one group (``offsets.storage=zookeeper``).
 
     :param zk: a started kazoo client (owned by the caller, not closed by :meth:`close`).
+    :param group: the group id (checked: :class:`~zkconsumer.errors.InvalidNameError` when it is not a legal name).
     :param strict: on a malformed offset node, ``fetch`` raises :class:`OffsetStoreError` naming the path (tools);
         with ``strict=False`` it logs a warning and treats the partition as having no offset (the consumer then
         applies ``auto.offset.reset``, like a missing node).  A negative stored value (e.g. ``-1`` written by
-        tools) always counts as "no offset" (ZookeeperConsumerConnector.scala).
+        tools) always counts as "no offset", as the Scala fetcher resets a negative start offset (Kafka 1.1.1
+        ``AbstractFetcherThread.addPartitions``).
     """
 
     name = "zookeeper"
@@ -80,9 +85,12 @@ class ZooKeeperOffsetStore(OffsetStore):
         self._checkpoint: Dict = {}
         self._topics_ensured: Set[str] = set()
         self.stats = {"transactions": 0, "writes": 0}
-        self._paths: Dict = {}  # (t, p) -> its offset node's path (validated once: 35% of a 10k-partition commit)
-        self._set_prefixes: Dict = {}  # (t, p) -> its setData operation's bytes up to the data (zk_multi)
-        self._check_ops: Dict = {}  # owner node path -> its check(path, 0) operation's bytes
+        # (t, p) -> its offset node's path (validated once: 35% of a 10k-partition commit)
+        self._paths: Dict = {}
+        # (t, p) -> its setData operation's bytes up to the data (zk_multi)
+        self._set_prefixes: Dict = {}
+        # owner node path -> its check(path, 0) operation's bytes
+        self._check_ops: Dict = {}
 
     def _path(self, tp) -> str:
         path = self._paths.get(tp)
@@ -93,11 +101,15 @@ class ZooKeeperOffsetStore(OffsetStore):
     # ---- fetch ------------------------------------------------------------------------------------------------
 
     def fetch(self, partitions) -> Dict:
-        """``{(t, p): next_offset}`` for the partitions that have a valid committed offset (ZookeeperConsumerConnector.scala).
+        """The committed offsets of *partitions*.
 
         One ``get_children`` per topic finds the existing nodes, then all their reads are issued at once
         (``get_async``) and collected.  Seeds the only-changed cache.
-        Raises :class:`OffsetStoreError` when ZooKeeper cannot be read, or (strict) a node is malformed.
+
+        :param partitions: ``(topic, partition)`` pairs (``TopicPartition`` too).
+        :returns: ``{(topic, partition): next offset to consume}`` for the partitions that have a valid committed
+            offset; a missing node, a negative value and (not strict) a malformed one are absent.
+        :raises OffsetStoreError: ZooKeeper cannot be read, or (strict) a node is malformed (naming its path).
         """
         parts = normalize_partitions(partitions)
         out, error = {}, None
@@ -118,7 +130,8 @@ class ZooKeeperOffsetStore(OffsetStore):
                 except NoNodeError:
                     self._checkpoint[tp] = _ABSENT
                     continue
-                except Exception as e:  # connection loss, session expiry, timeout
+                except Exception as e:
+                    # connection loss, session expiry, timeout
                     error = error or OffsetStoreError("cannot read offset node %s from ZooKeeper: %r" % (path, e))
                     continue
                 try:
@@ -141,12 +154,18 @@ class ZooKeeperOffsetStore(OffsetStore):
 
     def commit(self, offsets, fence: Optional[OwnershipFence] = None, force: bool = False,
                sent: Optional[Callable[[], None]] = None) -> CommitResult:
-        """Write changed offsets in a few multi-ops (ZookeeperConsumerConnector.scala), optionally fenced (see :class:`OwnershipFence`).
+        """Write the changed offsets in a few multi-ops, optionally fenced.
 
-        ``force=True`` writes even values the cache says are already stored (tools).  ZooKeeper errors are
-        reported per partition in the result, never raised.  ``sent`` is called once, as soon as the first
-        requests are handed to the client (before their answers), or before returning when nothing was sent: the
-        dual store starts Kafka's OffsetCommit there, so that ZooKeeper's longer path starts first.
+        :param offsets: ``{(topic, partition): next offset to consume}`` (``TopicPartition`` keys too).
+        :param fence: an :class:`OwnershipFence`: each write is paired with a check of the partition's owner node,
+            and partitions it refuses are not written.
+        :param force: write even values the cache says are already stored (tools).
+        :param sent: called once, as soon as the first requests are handed to the client (before their answers),
+            or before returning when nothing was sent: the dual store starts Kafka's OffsetCommit there, so that
+            ZooKeeper's longer path starts first.
+        :returns: a :class:`CommitResult`: values already stored are in ``committed`` and ``unchanged``; ZooKeeper
+            errors and fence refusals are in ``failed``, per partition, never raised.
+        :raises ValueError: an offset is not an integer from 0 to 2^63-1 (nothing is written).
         """
         once = _Once(sent)
         try:
@@ -203,25 +222,30 @@ class ZooKeeperOffsetStore(OffsetStore):
                         result.fail(tp, OffsetStoreError("cannot create %s: %r"
                                                          % (topic_offsets_path(self.group, topic), e)))
                         todo.pop(tp)
-        switched = set()  # partitions already re-tried once as create<->set
+        # partitions already re-tried once as create<->set
+        switched = set()
         pending = dict(todo)
         fast = zk_multi.supported(self.zk)
         while pending:
             inflight = []
             slow = [tp for tp in pending if not exists[tp]] if fast else list(pending)
-            if fast:  # nodes that exist: setData multi-ops serialized in one pass (zk_multi)
+            # nodes that exist: setData multi-ops serialized in one pass (zk_multi)
+            if fast:
                 for chunk, request in self._set_data_multis([tp for tp in pending if exists[tp]], pending, fence):
                     inflight.append((chunk, zk_multi.submit(self.zk, request)))
                     self.stats["transactions"] += 1
-            for chunk in self._chunks(slow, fence):  # nodes to create: kazoo's transactions
+            # nodes to create: kazoo's transactions
+            for chunk in self._chunks(slow, fence):
                 inflight.append((chunk, self._transaction(chunk, pending, exists, fence).commit_async()))
                 self.stats["transactions"] += 1
-            sent()  # the first requests are on their way (a no-op after the first time)
+            # the first requests are on their way (a no-op after the first time)
+            sent()
             retry = {}
             for chunk, res in inflight:
                 try:
                     results = res.get()
-                except Exception as e:  # connection loss: the outcome is unknown
+                except Exception as e:
+                    # connection loss: the outcome is unknown
                     for tp in chunk:
                         self._checkpoint.pop(tp, None)
                         result.fail(tp, OffsetStoreError("ZooKeeper multi-op failed for offset node %s: %r"
@@ -246,7 +270,8 @@ class ZooKeeperOffsetStore(OffsetStore):
                         result.committed[tp] = pending[tp]
                         self.stats["writes"] += 1
                     continue
-                if not bad:  # rolled back without a culprit (should not happen): report the chunk
+                # rolled back without a culprit (should not happen): report the chunk
+                if not bad:
                     bad = {tp: ("write", OffsetStoreError("multi-op rolled back")) for tp in chunk}
                 for tp in chunk:
                     if tp not in bad:
@@ -255,14 +280,16 @@ class ZooKeeperOffsetStore(OffsetStore):
                     kind, err = bad[tp]
                     path = self._path(tp)
                     if kind == "check" and isinstance(err, (NoNodeError, BadVersionError)):
-                        assert fence is not None  # "check" ops are only sent with a fence
+                        # "check" ops are only sent with a fence
+                        assert fence is not None
                         result.fail(tp, OwnershipLostError("commit for %s-%d refused: owner node %s %s"
                                                            % (tp[0], tp[1], fence.owner_paths[tp],
                                                               "vanished" if isinstance(err, NoNodeError)
                                                               else "was replaced or modified")))
                     elif kind == "write" and isinstance(err, (NoNodeError, NodeExistsError)) \
                             and tp not in switched:
-                        switched.add(tp)  # raced with a delete/create: flip create<->set once
+                        # raced with a delete/create: flip create<->set once
+                        switched.add(tp)
                         exists[tp] = isinstance(err, NodeExistsError)
                         if not exists[tp]:
                             self._topics_ensured.discard(tp[0])
@@ -289,7 +316,8 @@ class ZooKeeperOffsetStore(OffsetStore):
             prefix = prefixes.get(tp)
             if prefix is None:
                 prefix = prefixes[tp] = zk_multi.set_data_prefix(root + self._path(tp))
-            op = zk_multi.set_data(prefix, b"%d" % pending[tp])  # offsets are checked ints (normalize_offsets)
+            # offsets are checked ints (normalize_offsets)
+            op = zk_multi.set_data(prefix, b"%d" % pending[tp])
             if fence is not None:
                 owner = fence.owner_paths[tp]
                 check = checks.get(owner)
@@ -308,7 +336,8 @@ class ZooKeeperOffsetStore(OffsetStore):
     def _transaction(self, chunk, pending: Dict, exists: Dict, fence: Optional[OwnershipFence]):
         """kazoo's transaction for a chunk that creates nodes (or when this kazoo has no ``_call``)."""
         txn = self.zk.transaction()
-        raw = _raw_operations(txn)  # kazoo's request list: skips its per-op path normalization
+        # kazoo's request list: skips its per-op path normalization
+        raw = _raw_operations(txn)
         root = self.zk.chroot or ""
         for tp in chunk:
             path = self._path(tp)

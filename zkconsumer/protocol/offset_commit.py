@@ -33,8 +33,10 @@ _TOPIC = _consumer.OffsetCommitRequest.OffsetCommitRequestTopic
 _PARTITION = _TOPIC.OffsetCommitRequestPartition
 _COUNT = struct.Struct(">i")
 _NAME_LEN = struct.Struct(">h")
-_ENTRY = struct.Struct(">iqh")  # partition, offset, metadata "" (string length 0)
-_ANSWER = struct.Struct(">ih")  # partition, error code
+# partition, offset, metadata "" (string length 0)
+_ENTRY = struct.Struct(">iqh")
+# partition, error code
+_ANSWER = struct.Struct(">ih")
 
 
 class OffsetCommitRequest(_consumer.OffsetCommitRequest):
@@ -46,7 +48,8 @@ class OffsetCommitRequest(_consumer.OffsetCommitRequest):
             if not self.topics:
                 self.topics = _topics(self.offsets_by_topic)
             return super().encode(version=version, header=header, framed=framed)
-        head = super().encode(version=version, header=header, framed=False)  # ends with the empty array's count
+        # ends with the empty array's count
+        head = super().encode(version=version, header=header, framed=False)
         parts = [head[:-4], _COUNT.pack(len(self.offsets_by_topic))]
         pack = _ENTRY.pack
         for topic, entries in self.offsets_by_topic.items():
@@ -96,7 +99,8 @@ class OffsetCommitResult:
                  topics: List[Tuple[str, Tuple[int, ...], Optional[Tuple[int, ...]]]]):
         self.correlation_id = correlation_id
         self.throttle_time_ms = throttle_time_ms
-        self._topics = topics  # per topic: name, partitions, error codes (None: all 0)
+        # per topic: name, partitions, error codes (None: all 0)
+        self._topics = topics
         self._codes: Optional[Dict[Tuple[str, int], int]] = None
 
     @property
@@ -139,7 +143,8 @@ class _Reader:
         self.correlation_id = -1
 
     def parse_header(self, read_buffer):
-        (self.correlation_id,) = _COUNT.unpack(read_buffer.read(4))  # response header v0: the correlation id
+        # response header v0: the correlation id
+        (self.correlation_id,) = _COUNT.unpack(read_buffer.read(4))
         return self
 
     def decode(self, read_buffer) -> OffsetCommitResult:
@@ -166,7 +171,8 @@ def _decode(data: bytes, version: int, correlation_id: int) -> OffsetCommitResul
         if count < 0 or end > len(data):
             raise struct.error("answer truncated: %d partitions of %s announced" % (count, name))
         raw = data[pos:end]
-        if raw[4::6].count(0) == count and raw[5::6].count(0) == count:  # every error code is 0 (the usual)
+        # every error code is 0 (the usual)
+        if raw[4::6].count(0) == count and raw[5::6].count(0) == count:
             topics.append((name, _partitions(count).unpack(raw), None))
         else:
             answers = list(_ANSWER.iter_unpack(raw))
@@ -199,7 +205,8 @@ def make_request(group: str, offsets: Dict[Tuple[str, int], int]) -> OffsetCommi
             entries = by_topic[t] = []
         entries.append((p, off))
     for entries in by_topic.values():
-        entries.sort()  # ints: cheap, and usually sorted already
+        # ints: cheap, and usually sorted already
+        entries.sort()
     by_topic = dict(sorted(by_topic.items()))
     request = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="",
                                   group_instance_id=None, retention_time_ms=-1, topics=[], max_version=5)

@@ -26,16 +26,23 @@ from .. import client_internals
 __all__ = ["ALL_OK", "SetDataMulti", "all_ok", "check_op", "set_data", "set_data_prefix", "submit", "supported"]
 
 _INT = struct.Struct(">i")
-_HEADER = struct.Struct(">iBi")                    # MultiHeader: type, done, err
-_SET_DATA, _CHECK, _MULTI = 5, 13, 14              # ZooDefs.OpCode
-_STAT_SIZE = 68                                    # Stat: 6 longs and 5 ints (ZooKeeper's data.Stat)
+# MultiHeader: type, done, err
+_HEADER = struct.Struct(">iBi")
+# ZooDefs.OpCode
+_SET_DATA, _CHECK, _MULTI = 5, 13, 14
+# Stat: 6 longs and 5 ints (ZooKeeper's data.Stat)
+_STAT_SIZE = 68
 _END = _HEADER.pack(-1, True, -1)
 _NO_VERSION = _INT.pack(-1)
-_LENGTHS = [_INT.pack(n) for n in range(32)]       # an offset's decimal string is at most 20 bytes
-_OK_SET = _HEADER.pack(_SET_DATA, False, 0)        # a successful result's header
+# an offset's decimal string is at most 20 bytes
+_LENGTHS = [_INT.pack(n) for n in range(32)]
+# a successful result's header
+_OK_SET = _HEADER.pack(_SET_DATA, False, 0)
 _OK_CHECK = _HEADER.pack(_CHECK, False, 0)
-_UNFENCED = struct.Struct(">9s%dx" % _STAT_SIZE)   # one setData result
-_FENCED = struct.Struct(">9s9s%dx" % _STAT_SIZE)   # a check result, then a setData result
+# one setData result
+_UNFENCED = struct.Struct(">9s%dx" % _STAT_SIZE)
+# a check result, then a setData result
+_FENCED = struct.Struct(">9s9s%dx" % _STAT_SIZE)
 
 
 class _AllOk:
@@ -104,7 +111,8 @@ class SetDataMulti:
         results: List[Any] = Transaction.deserialize(data, offset)
         return results
 
-    def __repr__(self) -> str:  # kazoo logs requests at DEBUG: never the whole payload
+    # kazoo logs requests at DEBUG: never the whole payload
+    def __repr__(self) -> str:
         return "SetDataMulti(%d operations%s, %d bytes)" % (self.count, ", fenced" if self.fenced else "",
                                                              len(self._payload))
 

@@ -121,7 +121,8 @@ def main(argv):
         while driver_started is not None and _start_time(driver) == driver_started:
             st = zk.exists(reg)
             if st is None or st.ephemeralOwner != session:
-                return 0  # released by the application, or gone with the member's session
+                # released by the application, or gone with the member's session
+                return 0
             time.sleep(POLL_S)
         _release(zk, group, consumer_id, session)
     except Exception:

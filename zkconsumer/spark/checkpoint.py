@@ -56,7 +56,8 @@ class ArrowCheckpointFiles(CheckpointFiles):
         self.location = location
         parts = urlsplit(location)
         scheme = parts.scheme.lower()
-        if len(scheme) == 1:  # a Windows drive letter, not a scheme
+        # a Windows drive letter, not a scheme
+        if len(scheme) == 1:
             scheme = ""
         if scheme in ("", "file"):
             if scheme:

@@ -95,7 +95,8 @@ def plan_batch(options) -> BatchPlan:
                     ends[tp] = min(ends[tp], e) if e > ends[tp] else e
         explicit_end = set(opts.ending) if isinstance(opts.ending, dict) else set()
         if opts.ending_timestamp is not None or opts.ending_by_timestamp is not None:
-            explicit_end = set(tps)  # an end chosen by time may be before a committed offset: nothing to read
+            # an end chosen by time may be before a committed offset: nothing to read
+            explicit_end = set(tps)
         gone = sorted(tp for tp in tps if start[tp] > ends[tp] and tp not in explicit_end)
         if gone:
             from .kafka_io import DataLossError
@@ -186,7 +187,8 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True, member
             # member since is skipped
             for attempt in (1, 2):
                 unowned: Dict[TP, int] = {}
-                fenced: Dict[Tuple[str, int], Dict[TP, int]] = {}   # (member, its session) -> offsets
+                # (member, its session) -> offsets
+                fenced: Dict[Tuple[str, int], Dict[TP, int]] = {}
                 owners = owner_nodes(zk, opts.group, todo)
                 for tp, off in todo.items():
                     owner = owners.get(tp)
@@ -257,7 +259,8 @@ def _offsets_of(line, where) -> Dict[TP, int]:
         return {}
     try:
         obj = json.loads(line)
-    except (ValueError, RecursionError) as e:  # RecursionError: nested thousands deep
+    except (ValueError, RecursionError) as e:
+        # RecursionError: nested thousands deep
         raise bad("not JSON (%s)" % str(e)[:100]) from None
     if not isinstance(obj, dict):
         raise bad("not a JSON object")

@@ -23,7 +23,8 @@ from typing import Any, Dict, Mapping
 
 log = logging.getLogger("zkconsumer.spark")
 
-_HELD: set = set()      # consumer ids the application releases itself (finish_query), not the listener
+# consumer ids the application releases itself (finish_query), not the listener
+_HELD: set = set()
 _LOCK = threading.Lock()
 
 __all__ = ["name_member", "finish_query", "released_by_application"]

@@ -81,7 +81,8 @@ def run(spark, opts: dict, output: str, checkpoint: str, available_now: bool = T
     ``finish_query(opts, checkpoint)`` after stopping the query (``run`` names the member when ``opts`` does not)."""
     from . import ZkConsumerDataSource, commit_batch, finish_query, name_member, read_checkpoint_offsets
     spark.dataSource.register(ZkConsumerDataSource)
-    opts = name_member(opts)  # a consumer.id of the job's own: finish_query releases it after the last commit
+    # a consumer.id of the job's own: finish_query releases it after the last commit
+    opts = name_member(opts)
     transform = OUTPUTS[output_format]
 
     def write_then_commit(batch_df, batch_id):
@@ -101,7 +102,8 @@ def run(spark, opts: dict, output: str, checkpoint: str, available_now: bool = T
             query.awaitTermination(timeout)
         finally:
             if not query.isActive:
-                finish_query(opts, checkpoint)  # the last batch committed, then the member released
+                # the last batch committed, then the member released
+                finish_query(opts, checkpoint)
         if query.exception() is not None:
             raise query.exception()
     return query
@@ -223,7 +225,8 @@ def _stop_on_signals():
 
 
 if __name__ == "__main__":
-    if not __package__:  # run as a file (spark-submit .../zkconsumer/spark/job.py): use the package's module
+    # run as a file (spark-submit .../zkconsumer/spark/job.py): use the package's module
+    if not __package__:
         from zkconsumer.spark.job import main as _main
         sys.exit(_main())
     sys.exit(main())

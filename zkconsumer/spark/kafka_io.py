@@ -199,7 +199,8 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
     # records decoded straight into columns (C where built): no record object per row on this path
     columnar = install_columnar(c, sink)
     if not columnar:
-        install(c)  # else the consumer's own record decoder, as the member's fetchers use
+        # else the consumer's own record decoder, as the member's fetchers use
+        install(c)
     name = "%s-%d" % (topic, partition)
     try:
         c.assign([tp])
@@ -230,7 +231,8 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
                 waiting_since = time.monotonic()
                 continue
             got = sink.take()
-            if not columnar:  # the consumer's records, into the same columns
+            # the consumer's records, into the same columns
+            if not columnar:
                 columns(recs, pos, *got)
             lo = bisect.bisect_left(got[0], pos) if got[0] and got[0][0] < pos else 0
             hi = bisect.bisect_left(got[0], end) if got[0] and got[0][-1] >= end else len(got[0])
@@ -240,15 +242,18 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
                         column.extend(new[lo:hi])
                 pos = cols[0][-1] + 1
             before = pos
-            pos = max(pos, c.position(tp))  # jumps over compaction / transaction-marker gaps
+            # jumps over compaction / transaction-marker gaps
+            pos = max(pos, c.position(tp))
             if hi > lo or pos > before:
                 waiting_since = time.monotonic()
-            while len(cols[0]) >= batch_rows:  # arrowBatchSize rows per batch (a poll may bring several batches)
+            # arrowBatchSize rows per batch (a poll may bring several batches)
+            while len(cols[0]) >= batch_rows:
                 yield _batch(topic, partition, tuple(None if col is None else col[:batch_rows] for col in cols))
                 for col in cols:
                     if col is not None:
                         del col[:batch_rows]
-                waiting_since = time.monotonic()  # the time Spark spent with the batch is not a poll's
+                # the time Spark spent with the batch is not a poll's
+                waiting_since = time.monotonic()
         if cols[0]:
             yield _batch(topic, partition, cols)
     finally:

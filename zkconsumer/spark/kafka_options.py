@@ -88,7 +88,8 @@ def kafka_client_config(kafka_options: Mapping[str, str]) -> Dict[str, object]:
         if key in _REFUSED_KAFKA:
             raise ConfigError(name, value, "not supported", _REFUSED_KAFKA[key])
         if key == "bootstrap.servers":
-            continue  # a source option of its own
+            # a source option of its own
+            continue
         if key == "sasl.jaas.config":
             out.update(_jaas_credentials(value))
             continue

@@ -67,7 +67,8 @@ class OffsetKeepAlive:
             return None
         stored = store.fetch(due)
         again = {tp: stored[tp] for tp in due if stored.get(tp) is not None}
-        self.wrote(set(due) - set(again))  # nothing stored: nothing can expire; asked again an interval later
+        # nothing stored: nothing can expire; asked again an interval later
+        self.wrote(set(due) - set(again))
         if not again:
             return None
         result = store.commit(again, fence=fence) if fence is not None else store.commit(again)

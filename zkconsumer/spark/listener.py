@@ -26,7 +26,8 @@ from pyspark.sql.streaming import StreamingQueryListener
 
 log = logging.getLogger("zkconsumer.spark")
 
-MEMBER_KEY = "zkconsumer member"  # a space: never a Kafka topic name, so it cannot clash with offsets
+# a space: never a Kafka topic name, so it cannot clash with offsets
+MEMBER_KEY = "zkconsumer member"
 
 
 def member_entry(zookeeper_connect: str, group: str, consumer_id: str) -> Dict[str, Dict[str, str]]:
@@ -38,9 +39,11 @@ class ReleaseOnTermination(StreamingQueryListener):
     """Deletes the group members of a query's ``zkconsumer`` sources when that query terminates."""
 
     def __init__(self) -> None:
-        self._members: Dict[str, set] = {}   # runId -> {(zookeeper, group, consumer_id)}
+        # runId -> {(zookeeper, group, consumer_id)}
+        self._members: Dict[str, set] = {}
         self._lock = threading.Lock()
-        self.released: List[Tuple[str, str, List[str]]] = []  # (group, consumer id, deleted paths), newest last
+        # (group, consumer id, deleted paths), newest last
+        self.released: List[Tuple[str, str, List[str]]] = []
 
     def onQueryStarted(self, event: Any) -> None:
         pass
@@ -75,7 +78,8 @@ class ReleaseOnTermination(StreamingQueryListener):
                 continue
             try:
                 deleted = release_member(zk_connect, group, consumer_id)
-            except Exception as e:  # the reaper and the ZooKeeper session remain
+            except Exception as e:
+                # the reaper and the ZooKeeper session remain
                 log.warning("could not release group member %s of %s: %s", consumer_id, group, e)
                 continue
             self.released.append((group, consumer_id, deleted))

@@ -62,13 +62,17 @@ class GroupMember(ZookeeperConsumerConnector):
         if config.auto_commit_enable:
             config = config.with_overrides({"auto.commit.enable": "false"})
         super().__init__(config, listener=_Listener(self), bootstrap_servers=bootstrap_servers)
-        self._assigned = {}          # (t, p) -> start offset the rebalancer read (None = none committed)
-        self.claims = 0              # number of completed assignments
-        self.claimed_at = {}         # (t, p) -> value of `claims` when it was (re)claimed
+        # (t, p) -> start offset the rebalancer read (None = none committed)
+        self._assigned = {}
+        # number of completed assignments
+        self.claims = 0
+        # (t, p) -> value of `claims` when it was (re)claimed
+        self.claimed_at = {}
         self._want_reaper = reaper
         self._reaper = None
         self._clock = clock
-        self._keepalive = None       # OffsetKeepAlive (offsets.storage=kafka), made at the first keep_alive
+        # OffsetKeepAlive (offsets.storage=kafka), made at the first keep_alive
+        self._keepalive = None
 
     # -- subscription ------------------------------------------------------------------------------------------
     def join(self, topics=(), topic_filter=None, wait_timeout=None):
@@ -84,7 +88,8 @@ class GroupMember(ZookeeperConsumerConnector):
         if self._want_reaper:
             self._reaper = start_reaper(self.config.zookeeper_connect, self.group, self.consumer_id,
                                          self.config, driver_pid=os.getppid())
-        self._start(wait_timeout)  # engine: split-brain check, rebalancer, waits for the first rebalance
+        # engine: split-brain check, rebalancer, waits for the first rebalance
+        self._start(wait_timeout)
         return self
 
     def _make_fetchers(self):
@@ -203,7 +208,8 @@ class GroupMember(ZookeeperConsumerConnector):
         finally:
             if self._reaper is not None:
                 try:
-                    self._reaper.stdin.close()  # the reaper finds nothing left to delete and exits
+                    # the reaper finds nothing left to delete and exits
+                    self._reaper.stdin.close()
                 except Exception:
                     pass
                 self._reaper = None

@@ -67,7 +67,8 @@ def split_ranges(ranges: Mapping[TP, Tuple[int, int]], min_partitions: Optional[
             if want[tp] < sizes[tp]:
                 want[tp] += 1
                 left -= 1
-        while left > 0:  # rounding left some over: the largest pieces are split further
+        # rounding left some over: the largest pieces are split further
+        while left > 0:
             room = [tp for tp in sizes if want[tp] < sizes[tp]]
             if not room:
                 break

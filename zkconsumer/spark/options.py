@@ -41,39 +41,61 @@ EARLIEST, LATEST = -2, -1
 @dataclasses.dataclass(frozen=True)
 class SourceOptions:
     """Validated options (plain data: safe to pickle to executors)."""
-    topics: Tuple[str, ...]                  # subscribe
-    pattern: Optional[str]                   # subscribePattern (Java regex, whole-name match)
-    consumer_props: Tuple[Tuple[str, str], ...] = dataclasses.field(repr=False)  # may hold sasl.jaas.config
+    # subscribe
+    topics: Tuple[str, ...]
+    # subscribePattern (Java regex, whole-name match)
+    pattern: Optional[str]
+    # may hold sasl.jaas.config
+    consumer_props: Tuple[Tuple[str, str], ...] = dataclasses.field(repr=False)
     group: str
     zookeeper_connect: str
     bootstrap_servers: Optional[str]
-    starting: object                         # "earliest" | "latest" | None (not given) | {(t, p): -2/-1/offset}
-    ending: object                           # "latest" | {(t, p): -1/offset}
+    # "earliest" | "latest" | None (not given) | {(t, p): -2/-1/offset}
+    starting: object
+    # "latest" | {(t, p): -1/offset}
+    ending: object
     max_offsets_per_trigger: Optional[int]
     fail_on_data_loss: bool
     poll_timeout_ms: int
     arrow_batch_size: int
-    log_end_from_fetch: bool = False         # logEnd=fetch: brokers whose ListOffsets(latest) is wrong (tansu)
-    include_headers: bool = False            # includeHeaders: a headers array<struct<key,value>> column
-    min_partitions: Optional[int] = None     # minPartitions: at least this many Spark tasks per batch
-    max_records_per_partition: Optional[int] = None  # maxRecordsPerPartition: at most this many offsets per task
+    # logEnd=fetch: brokers whose ListOffsets(latest) is wrong (tansu)
+    log_end_from_fetch: bool = False
+    # includeHeaders: a headers array<struct<key,value>> column
+    include_headers: bool = False
+    # minPartitions: at least this many Spark tasks per batch
+    min_partitions: Optional[int] = None
+    # maxRecordsPerPartition: at most this many offsets per task
+    max_records_per_partition: Optional[int] = None
     # Spark's precedence: startingTimestamp, else startingOffsetsByTimestamp, else startingOffsets (same for ending):
     # the one that wins is kept, the others are None
-    starting_timestamp: Optional[int] = None         # startingTimestamp (ms): where nothing is committed
-    starting_by_timestamp: Optional[Dict[Tuple[str, int], int]] = None  # startingOffsetsByTimestamp (overrides)
-    ending_timestamp: Optional[int] = None           # endingTimestamp (ms), batch only
-    ending_by_timestamp: Optional[Dict[Tuple[str, int], int]] = None    # endingOffsetsByTimestamp, batch only
-    no_match_latest: bool = False                    # startingOffsetsByTimestampStrategy=latest (default error)
-    min_offsets_per_trigger: Optional[int] = None    # minOffsetsPerTrigger
-    max_trigger_delay_ms: int = 15 * 60 * 1000       # maxTriggerDelay (default 15m)
+    # startingTimestamp (ms): where nothing is committed
+    starting_timestamp: Optional[int] = None
+    # startingOffsetsByTimestamp (overrides)
+    starting_by_timestamp: Optional[Dict[Tuple[str, int], int]] = None
+    # endingTimestamp (ms), batch only
+    ending_timestamp: Optional[int] = None
+    # endingOffsetsByTimestamp, batch only
+    ending_by_timestamp: Optional[Dict[Tuple[str, int], int]] = None
+    # startingOffsetsByTimestampStrategy=latest (default error)
+    no_match_latest: bool = False
+    # minOffsetsPerTrigger
+    min_offsets_per_trigger: Optional[int] = None
+    # maxTriggerDelay (default 15m)
+    max_trigger_delay_ms: int = 15 * 60 * 1000
     # kafka.* passthrough as kafka-python kwargs (may hold secrets: never in repr or logs)
     kafka_params: Tuple[Tuple[str, object], ...] = dataclasses.field(default=(), repr=False)
-    ending_given: Tuple[str, ...] = ()               # endingOffsets / endingOffsetsByTimestamp (refused by streaming)
-    owner_reaper: bool = True                        # ownerReaper: start the member's reaper process
-    assign: Optional[Tuple[Tuple[str, int], ...]] = None  # assign: these partitions, no group membership
-    fetch_offset_retries: int = 3                    # fetchOffset.numRetries
-    fetch_offset_retry_interval_ms: int = 10         # fetchOffset.retryIntervalMs
-    client_id: str = "zkconsumer-spark"              # the Kafka clients' client.id (groupIdPrefix names it)
+    # endingOffsets / endingOffsetsByTimestamp (refused by streaming)
+    ending_given: Tuple[str, ...] = ()
+    # ownerReaper: start the member's reaper process
+    owner_reaper: bool = True
+    # assign: these partitions, no group membership
+    assign: Optional[Tuple[Tuple[str, int], ...]] = None
+    # fetchOffset.numRetries
+    fetch_offset_retries: int = 3
+    # fetchOffset.retryIntervalMs
+    fetch_offset_retry_interval_ms: int = 10
+    # the Kafka clients' client.id (groupIdPrefix names it)
+    client_id: str = "zkconsumer-spark"
 
     @property
     def consumer_config(self) -> ConsumerConfig:
@@ -136,7 +158,8 @@ def _json_object(name, value, allowed, empty_ok=False):
     is allowed)."""
     try:
         obj = json.loads(value)
-    except (TypeError, ValueError, RecursionError):  # RecursionError: nested thousands deep
+    except (TypeError, ValueError, RecursionError):
+        # RecursionError: nested thousands deep
         obj = None
     if not isinstance(obj, dict) or not (obj or empty_ok):
         raise ConfigError(name, value, allowed)
@@ -186,7 +209,8 @@ def _timestamp(name, value):
         ts = int(str(value).strip())
     except ValueError:
         ts = -1
-    if ts < 0:  # Spark: "Expected a single long value"
+    # Spark: "Expected a single long value"
+    if ts < 0:
         raise ConfigError(name, value, "a single long value: a timestamp in milliseconds since the epoch")
     return ts
 
@@ -269,7 +293,8 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         elif lk in _CONSUMER_KEYS:
             props[_CONSUMER_KEYS[lk]] = v
         else:
-            shown = "[hidden]" if "jaas" in lk or "password" in lk else v  # a mistyped secret key stays secret
+            # a mistyped secret key stays secret
+            shown = "[hidden]" if "jaas" in lk or "password" in lk else v
             raise ConfigError(k, shown, "not an option of the zkconsumer source; allowed: %s and the legacy consumer "
                               "properties (zookeeper.connect, group.id, offsets.storage, dual.commit.enabled, ...)"
                               % ", ".join(SOURCE_OPTIONS))
@@ -296,7 +321,8 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         topics = tuple(sorted({t for t, _ in assigned}))
     else:
         from ..java_regex import compile_java_regex
-        assert pattern is not None  # exactly one of assign, subscribe, subscribePattern
+        # exactly one of assign, subscribe, subscribePattern
+        assert pattern is not None
         try:
             compile_java_regex(pattern, key="subscribePattern")
         except Exception as e:
@@ -309,10 +335,12 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     try:
         cfg = ConsumerConfig.from_properties(props)
     except ConfigError as e:
-        if "kafka." + e.key in given_as_kafka:  # name the option as the user wrote it (kafka.ssl.keystore.password)
+        # name the option as the user wrote it (kafka.ssl.keystore.password)
+        if "kafka." + e.key in given_as_kafka:
             raise ConfigError("kafka." + e.key, e.value, e.allowed, e.detail) from None
         raise
-    assert cfg.group_id is not None and cfg.zookeeper_connect is not None  # both required by from_properties
+    # both required by from_properties
+    assert cfg.group_id is not None and cfg.zookeeper_connect is not None
     strategy = src.get("startingOffsetsByTimestampStrategy", "error").strip().lower()
     if strategy not in ("error", "latest"):
         raise ConfigError("startingOffsetsByTimestampStrategy", src["startingOffsetsByTimestampStrategy"],

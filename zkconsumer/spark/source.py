@@ -18,7 +18,8 @@ log = logging.getLogger("zkconsumer.spark")
 
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
           "timestampType int")
-HEADERS_COLUMN = "headers array<struct<key: string, value: binary>>"  # includeHeaders=true (as Spark's Kafka source)
+# includeHeaders=true (as Spark's Kafka source)
+HEADERS_COLUMN = "headers array<struct<key: string, value: binary>>"
 
 
 class RangePartition(InputPartition):

@@ -141,7 +141,8 @@ class StandaloneCluster(ProcessRecords):
             log("cleaning up a previous Spark standalone cluster that is no longer complete")
             self.down()
         home = spark_home()
-        conf_dir = os.path.join(self.dir, "conf")  # empty: no spark-defaults.conf / spark-env.sh from elsewhere
+        # empty: no spark-defaults.conf / spark-env.sh from elsewhere
+        conf_dir = os.path.join(self.dir, "conf")
         os.makedirs(conf_dir, exist_ok=True)
         base_env = {"SPARK_HOME": home, "SPARK_CONF_DIR": conf_dir, "SPARK_LOCAL_IP": HOST,
                     "SPARK_LOCAL_HOSTNAME": HOST, "SPARK_DAEMON_MEMORY": daemon_memory,
@@ -200,7 +201,8 @@ class StandaloneCluster(ProcessRecords):
             what = "the Spark master on port %d" % rec["port"]
 
             def ready():
-                return _get_json(webui).get("status") == "ALIVE"  # "I have been elected leader! New state: ALIVE"
+                # "I have been elected leader! New state: ALIVE"
+                return _get_json(webui).get("status") == "ALIVE"
         else:
             what = "the Spark worker on port %d" % rec["port"]
 

@@ -80,11 +80,16 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._bootstrap = opts.bootstrap_servers
         self._first_plan = True
         self._seen_claims = 0
-        self._target: Optional[Dict] = None  # AvailableNow: log ends recorded at prepareForTriggerAvailableNow
-        self._last_trigger_ms = 0.0          # minOffsetsPerTrigger: when the last batch was let through
-        self._latest_seen: Dict = {}         # log ends of the last plan (reportLatestOffset)
-        self._topics = TopicHistory()        # the topics' ZooKeeper nodes as this run saw them
-        self._stale_commit: Dict = {}        # tp -> offset it was reset to after data loss (see commit)
+        # AvailableNow: log ends recorded at prepareForTriggerAvailableNow
+        self._target: Optional[Dict] = None
+        # minOffsetsPerTrigger: when the last batch was let through
+        self._last_trigger_ms = 0.0
+        # log ends of the last plan (reportLatestOffset)
+        self._latest_seen: Dict = {}
+        # the topics' ZooKeeper nodes as this run saw them
+        self._topics = TopicHistory()
+        # tp -> offset it was reset to after data loss (see commit)
+        self._stale_commit: Dict = {}
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -205,7 +210,8 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                       "missed" % (tp[0], tp[1], out[tp]))
         ends = self._log_ends(tps)
         past = {tp: ends[tp] for tp in tps if out[tp] > ends[tp]}
-        if past:  # e.g. the group's offset of a topic deleted and recreated since
+        # e.g. the group's offset of a topic deleted and recreated since
+        if past:
             out.update(self._data_loss(past, out, "the group's offset"))
         self._topics.note(self._member.zk, {t for t, _ in tps})
         for tp in sorted(out):
@@ -278,7 +284,8 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._refuse_batch_options()
         start_d = from_spark(start)
         snap = self._ownership(must=self._target is not None)
-        if snap is None:  # a rebalance is under way: no new batch until it is done (never under AvailableNow)
+        # a rebalance is under way: no new batch until it is done (never under AvailableNow)
+        if snap is None:
             return to_spark(start_d)
         owned, claimed_at, claims = snap
         zk = self._member.zk
@@ -354,7 +361,8 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _keep_alive(self, tps):
         try:
             self._member.keep_alive(tps)
-        except Exception as e:  # never fail the query over a derived copy of the offsets
+        except Exception as e:
+            # never fail the query over a derived copy of the offsets
             log.warning("re-committing the unchanged offsets of idle partitions failed: %s", e)
 
     def _data_loss(self, ends, reached, what):
@@ -380,7 +388,8 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         "the recreated topic's start" if tp in starts else "the new log end")
         # Spark commits the batch planned before this one (ending at the old offsets) next: not to the store
         self._stale_commit.update(out)
-        try:  # the stored offsets belong to data that is gone: else they would look "ahead of the checkpoint"
+        # the stored offsets belong to data that is gone: else they would look "ahead of the checkpoint"
+        try:
             res = self._ensure_member().reset_offsets(out)
             if res.failed:
                 log.warning("could not reset the group's offsets of %s", _names(res.failed))
@@ -431,7 +440,8 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         try:
             result = self._ensure_member().commit_forward(offsets)
-        except Exception as e:  # never fail the query over a derived copy of the offsets
+        except Exception as e:
+            # never fail the query over a derived copy of the offsets
             log.warning("committing %s to the group's offset store failed: %s", to_spark(offsets), e)
             return
         if result.failed:

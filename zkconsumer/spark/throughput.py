@@ -75,7 +75,8 @@ def measure(spark, options, repeat=2, raw="driver"):
         return df.where(F.col("offset") > -1 - i).agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("b"))
 
     t0 = time.perf_counter()
-    query(0).collect()  # warm-up: Python workers, imports, JIT
+    # warm-up: Python workers, imports, JIT
+    query(0).collect()
     warm = time.perf_counter() - t0
     spark_best = raw_best = None
     rows = raw_rows = None

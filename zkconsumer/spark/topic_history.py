@@ -38,7 +38,8 @@ def topic_nodes(zk, topics: Iterable[str]) -> Dict[str, Optional[Tuple[int, int]
             continue
         try:
             n = len(codecs.decode_topic_assignment(data, paths.topic_path(t)).partition_ids())
-        except Exception as e:  # a node being written; counted as no partitions known
+        except Exception as e:
+            # a node being written; counted as no partitions known
             log.debug("cannot read %s: %s", paths.topic_path(t), e)
             n = 0
         out[t] = (stat.czxid, n)
@@ -50,7 +51,8 @@ class TopicHistory:
 
     def __init__(self) -> None:
         self.at_start: Optional[Dict[str, Optional[Tuple[int, int]]]] = None
-        self.created: Dict[str, Optional[int]] = {}   # topic -> czxid when first read by this run
+        # topic -> czxid when first read by this run
+        self.created: Dict[str, Optional[int]] = {}
 
     def start_run(self, zk, topics: Iterable[str]) -> None:
         """Remember the topics as they are when the run plans its first batch."""
