@@ -78,6 +78,8 @@ def test_group_consumes_what_kafkas_producer_wrote(services, topics, unique, con
 def test_fast_decoder_handles_each_codec_like_the_stock_one(services, topics, monkeypatch, codec):
     from kafka import KafkaConsumer, TopicPartition
     t = topics[codec]
+    # the decoder's one-time self-test (run by its first install in this process) decompresses a batch of its own
+    assert fast_records.fast_partition_records_class() is not None
     calls = []
     real = fast_records._decompressed
     monkeypatch.setattr(fast_records, "_decompressed", lambda b: calls.append(1) or real(b))
