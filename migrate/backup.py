@@ -11,7 +11,11 @@ appears: written to ``.tmp``, fsynced, renamed):
 
       {"version": 1, "group": "G", "taken_at": "2026-11-23T06:50:00Z", "by": "zkmigrate cutover",
        "files": {"zookeeper": "...txt", "kafka": "...txt"},
-       "partitions": [{"topic": "T", "partition": 0, "zookeeper": 12, "kafka": null}, ...]}
+       "partitions": [{"topic": "T", "partition": 0, "zookeeper": 12, "kafka": null}, ...],
+       "written": {"kafka": [{"topic": "T", "partition": 0, "offset": 12}], "zookeeper": []}}
+
+  ``written`` (absent in manifests of older zkmigrate versions): the offsets the command was about to write right
+  after the backup, so that ``restore`` tells that command's own writes from commits made since;
 
 :func:`load_backup` reads a manifest, or, given one of the ``.txt`` files, its manifest when it is there, else the
 pair of ``.txt`` files of a backup written before manifests existed (then only the partitions listed in either file
@@ -53,6 +57,8 @@ class Backup:
     partitions: Dict[TP, Tuple[Optional[int], Optional[int]]]
     #: False for a backup without manifest: partitions with no offset in either store are not known
     exact: bool = True
+    #: ``{store: {tp: offset}}`` the command wrote right after the backup; None when the manifest does not say
+    written: Optional[Dict[str, Dict[TP, int]]] = None
 
 
 def _write_atomic(path: str, text: str) -> None:
@@ -65,9 +71,11 @@ def _write_atomic(path: str, text: str) -> None:
 
 
 def write_backup(backup_dir: str, group: str, both: Dict[TP, Tuple[Optional[int], Optional[int]]],
-                 by: Optional[str] = None, clock=time.time) -> list:
-    """Write the backup of *both* (``{tp: (zookeeper, kafka)}``, as read before planning) and return its paths:
-    ``[zookeeper .txt, kafka .txt, manifest .json]``."""
+                 by: Optional[str] = None, clock=time.time,
+                 writes: Optional[Dict[str, Dict[TP, int]]] = None) -> list:
+    """Write the backup of *both* (``{tp: (zookeeper, kafka)}``, as read before planning), with *writes* (``{store:
+    {tp: offset}}``, what the command writes next), and return its paths: ``[zookeeper .txt, kafka .txt, manifest
+    .json]``."""
     os.makedirs(backup_dir, exist_ok=True)
     now = clock()
     stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(now)) + "-%03d" % (int(now * 1000) % 1000)
@@ -81,7 +89,10 @@ def write_backup(backup_dir: str, group: str, both: Dict[TP, Tuple[Optional[int]
                 "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
                 "files": {"zookeeper": os.path.basename(out[0]), "kafka": os.path.basename(out[1])},
                 "partitions": [{"topic": t, "partition": p, "zookeeper": z, "kafka": k}
-                               for (t, p), (z, k) in sorted(both.items())]}
+                               for (t, p), (z, k) in sorted(both.items())],
+                "written": {name: [{"topic": t, "partition": p, "offset": o}
+                                   for (t, p), o in sorted((writes or {}).get(name, {}).items())]
+                            for name in STORES}}
     path = os.path.join(backup_dir, "backup-%s-%s.json" % (group, stamp))
     _write_atomic(path, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     out.append(path)
@@ -141,12 +152,7 @@ def _load_manifest(path: str) -> Backup:
     parts: Dict[TP, Tuple[Optional[int], Optional[int]]] = {}
     for n, entry in enumerate(doc["partitions"]):
         where = "%s: partitions[%d]" % (path, n)
-        if not isinstance(entry, dict):
-            raise BackupFileError("%s is not an object" % where)
-        try:
-            topic = validate_topic(entry.get("topic"))
-        except (ValueError, TypeError) as e:
-            raise BackupFileError("%s: bad topic: %s" % (where, e)) from None
+        topic = _topic_of(entry, where)
         p = entry.get("partition")
         if type(p) is not int or p < 0:
             raise BackupFileError("%s: partition %r is not an integer >= 0" % (where, p))
@@ -162,4 +168,37 @@ def _load_manifest(path: str) -> Backup:
         parts[(topic, p)] = (vals[0], vals[1])
     by, taken = doc.get("by"), doc.get("taken_at")
     return Backup(path=path, group=group, taken_at=taken if isinstance(taken, str) else None,
-                  by=by if isinstance(by, str) else None, partitions=parts)
+                  by=by if isinstance(by, str) else None, partitions=parts, written=_load_written(path, doc))
+
+
+def _topic_of(entry, where: str) -> str:
+    """The valid topic of the manifest's object *entry* (at *where*), else BackupFileError saying what is wrong."""
+    if not isinstance(entry, dict):
+        raise BackupFileError("%s is not an object" % where)
+    try:
+        return validate_topic(entry.get("topic"))
+    except (ValueError, TypeError) as e:
+        raise BackupFileError("%s: bad topic: %s" % (where, e)) from None
+
+
+def _load_written(path: str, doc: dict) -> Optional[Dict[str, Dict[TP, int]]]:
+    """The manifest's ``written`` (None when absent: an older manifest); BackupFileError naming what is wrong."""
+    if "written" not in doc:
+        return None
+    raw = doc["written"]
+    if not isinstance(raw, dict) or set(raw) - set(STORES):
+        raise BackupFileError("%s: \"written\" is not an object with the keys zookeeper and kafka" % path)
+    out: Dict[str, Dict[TP, int]] = {}
+    for store in STORES:
+        entries = raw.get(store, [])
+        if not isinstance(entries, list):
+            raise BackupFileError("%s: written.%s is not a list" % (path, store))
+        out[store] = {}
+        for n, entry in enumerate(entries):
+            where = "%s: written.%s[%d]" % (path, store, n)
+            topic = _topic_of(entry, where)
+            p, o = entry.get("partition"), entry.get("offset")
+            if type(p) is not int or p < 0 or type(o) is not int or not 0 <= o <= _MAX_OFFSET:
+                raise BackupFileError("%s: partition %r and offset %r must be integers >= 0" % (where, p, o))
+            out[store][(topic, p)] = o
+    return out

@@ -53,7 +53,8 @@ exclude_option = click.option("--exclude-topic", "exclude", multiple=True, metav
 allow_stale_option = click.option("--allow-stale", is_flag=True,
                                   help="Carry over offsets found stale (a frozen ZooKeeper offset whose Kafka "
                                        "offset was removed, an offset of an earlier topic of the same name, one "
-                                       "beyond the log end) instead of refusing the group.")
+                                       "beyond the log end), and those whose staleness could not be checked (no "
+                                       "Read on __consumer_offsets), instead of refusing the group.")
 backup_option = click.option("--backup-dir", type=click.Path(file_okay=False), default=None,
                              help="Where the backup export of both stores is written before any change [default: "
                                   "$ZKMIGRATE_STATE_DIR/backups or ~/.zkconsumer/migrate/backups].")
@@ -214,8 +215,10 @@ def import_cmd(zookeeper, bootstrap, path, group, store, execute, allow_rewind, 
     """Write the offsets of an ExportZkOffsets file or a kafka-consumer-groups CSV into one store (every line
     validated first).
 
-    The rule of copy and rollback: an offset is never moved backwards without --allow-rewind, both stores are
-    backed up before the first write, and the dry run shows every change."""
+    The rules of copy and rollback: an offset is never moved backwards without --allow-rewind, both stores are
+    backed up before the first write, the dry run shows every change, and a group with live ZooKeeper members
+    (--force) or active broker-coordinated consumers is refused, for every group of the file before anything is
+    written."""
     # raises before anything is touched
     data = read_offsets_file(path, group)
     if group is not None:
@@ -226,11 +229,19 @@ def import_cmd(zookeeper, bootstrap, path, group, store, execute, allow_rewind, 
     result = {"file": path, "store": store, "execute": execute, "groups": {}}
     zk = connect_zookeeper(resolve_zookeeper(zookeeper))
     try:
-        bs = resolve_bootstrap(bootstrap, zk=zk) if store == "kafka" else None
+        # both stores are backed up; the broker-side group is asked
+        bs = resolve_bootstrap(bootstrap, zk=zk)
+        security = kafka_security()
+        # every group of the file checked before the first write
         for name in data:
             transfer.check_no_live_members(zk, name, force, "import")
+            probe = GroupOffsets(zk, bs, name, security=security)
+            try:
+                transfer.check_no_broker_consumers(probe, "import")
+            finally:
+                probe.close()
         for name, offs in sorted(data.items()):
-            gofs = GroupOffsets(zk, bs, name, security=kafka_security())
+            gofs = GroupOffsets(zk, bs, name, security=security)
             try:
                 if execute:
                     with GroupLock(zk, name, "import", lock_wait) as gofs.lock:
@@ -384,7 +395,8 @@ def cutover(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
 @click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
 @click.option("--every", type=click.FloatRange(1, None), default=None, metavar="SECONDS",
               help="Keep-alive: repeat every SECONDS until SIGTERM/SIGINT (e.g. a quarter of offsets.retention.minutes); "
-                   "a round that fails (ZooKeeper or Kafka down) is logged and the next one runs on time.")
+                   "a round that fails (ZooKeeper or Kafka down) is logged and the next one runs on time; the exit "
+                   "code is the last round's.")
 @topic_option
 @exclude_option
 @lock_wait_option
@@ -415,14 +427,18 @@ def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
                 type=click.Path(exists=True, dir_okay=False))
 @click.option("--execute", is_flag=True, help="Write and delete (default: show what would change).")
 @click.option("--force", is_flag=True, help="Run even while ZooKeeper members are live.")
+@click.option("--discard-newer", is_flag=True,
+              help="Also delete or move back offsets committed after the backup was taken (the consumers' work "
+                   "since is undone); without it such offsets refuse the restore.")
 @backup_option
 @lock_wait_option
 @json_option
-def restore(zookeeper, bootstrap, backups, execute, force, backup_dir, lock_wait, as_json):
+def restore(zookeeper, bootstrap, backups, execute, force, discard_newer, backup_dir, lock_wait, as_json):
     """Put both stores of a group back exactly as a backup found them: its offsets written back (backwards too),
     offsets created since deleted. BACKUP is the backup-<group>-<time>.json that every writing command leaves
     beside its two .txt files (either .txt will do). Dry run unless --execute; a backup of what is there now is
-    written first; refused while the group is live."""
+    written first; refused while the group is live, and when an offset it would delete or move back was committed
+    after the backup was taken (other than by the command that wrote the backup; --discard-newer)."""
     from .backup import load_backup
     from .restore import restore_group
     loaded = {}
@@ -435,7 +451,7 @@ def restore(zookeeper, bootstrap, backups, execute, force, backup_dir, lock_wait
         loaded[b.group] = b
 
     def per_group(gofs):
-        out = restore_group(gofs, loaded[gofs.group], execute, force, backup_dir)
+        out = restore_group(gofs, loaded[gofs.group], execute, force, backup_dir, discard_newer)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, tuple(loaded), False, None, 4, per_group, as_json, render.restore_result,
                    lock=("restore", lock_wait) if execute else None)

@@ -83,13 +83,20 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
     out["to_copy"] = {"%s-%d" % tp: off for tp, off in todo.items()}
     if not allow_stale:
         from .stale import check_to_kafka
-        refused, notes = check_to_kafka(gofs, todo, both)
-        out["warnings"] += notes
-        if refused:
-            out["refused"] = {"%s-%d" % tp: why for tp, why in refused.items()}
+        check = check_to_kafka(gofs, todo, both)
+        out["warnings"] += check.notes
+        if check.refused:
+            out["refused"] = {"%s-%d" % tp: why for tp, why in check.refused.items()}
+            out["unchecked"] = ["%s-%d" % tp for tp in check.unchecked]
             out["ready"] = False
-            out["reason"] = ("%d partition(s) have stale ZooKeeper offsets that must not be copied to Kafka (see "
-                             "'refused'; nothing was written)" % len(refused))
+            why = []
+            stale = len(check.refused) - len(check.unchecked)
+            if stale:
+                why.append("%d partition(s) have stale ZooKeeper offsets that must not be copied to Kafka" % stale)
+            if check.unchecked:
+                why.append("could not check whether the ZooKeeper offsets of %d partition(s) are stale (%s)"
+                           % (len(check.unchecked), ", ".join(out["unchecked"][:5])))
+            out["reason"] = "; ".join(why) + " (see 'refused', each with its way out; nothing was written)"
             return out
     # Kafka >= ZooKeeper cannot be shown for them: not ready, nothing written
     if out["unreadable"]:

@@ -9,7 +9,7 @@ from typing import Dict, Optional, Tuple
 from zkconsumer import groups as zkgroups
 from zkconsumer.broker_group import describe_broker_group
 from zkconsumer.errors import ClusterUnavailableError, GroupConflictError
-from zkconsumer.offsets.expiry import OFFSETS_TOPIC, offsets_retention_ms, read_commit_times
+from zkconsumer.offsets.expiry import OFFSETS_TOPIC, read_commit_times, read_offsets_retention
 
 __all__ = ["kafka_expiry", "iso", "refresh_group", "expiry_problems", "expiry_warning", "unknown_expiry"]
 
@@ -23,17 +23,24 @@ def iso(ms: Optional[float]) -> Optional[str]:
 
 
 def kafka_expiry(gofs, partitions) -> Tuple[int, Dict[TP, Tuple[int, int]]]:
-    """``(retention ms, {tp: (committed at ms, expires at ms)})`` for the group's Kafka offsets among *partitions*."""
-    retention = offsets_retention_ms(gofs.bootstrap_servers, security=gofs.security)
+    """``(retention ms, {tp: (committed at ms, expires at ms)})`` for the group's Kafka offsets among *partitions*;
+    :class:`ClusterUnavailableError` when the commit times or the retention cannot be read (an expiry computed from
+    an assumed retention would be a guess: the callers report it as unknown)."""
+    retention = read_offsets_retention(gofs.bootstrap_servers, security=gofs.security)
+    if not retention.known:
+        raise ClusterUnavailableError("offsets.retention.minutes could not be read (%s)" % retention.why)
     times = read_commit_times(gofs.bootstrap_servers, gofs.group, partitions, security=gofs.security)
-    return retention, {tp: (ts, ts + retention) for tp, ts in times.items()}
+    return retention.ms, {tp: (ts, ts + retention.ms) for tp, ts in times.items()}
 
 
 def unknown_expiry(gofs, error: Exception) -> str:
-    """Why the expiry of the group's Kafka offsets is unknown (the commit times could not be read), and what the
-    check needs."""
+    """Why the expiry of the group's Kafka offsets is unknown (the commit times or the retention could not be
+    read), and what the check needs."""
     text = "when the Kafka offsets of group %s expire is unknown: %s" % (gofs.group, error)
-    if "Authorization" in str(error):
+    if "offsets.retention.minutes" in str(error):
+        text += (" (the expiry check reads the brokers' offsets.retention.minutes: this Kafka identity needs "
+                 "DescribeConfigs on the cluster; --no-expiry-check skips the check)")
+    elif "Authorization" in str(error):
         text += (" (the expiry check reads the group's partition of %s: this Kafka identity needs Read on %s; "
                  "--no-expiry-check skips the check)" % (OFFSETS_TOPIC, OFFSETS_TOPIC))
     return text
@@ -100,12 +107,14 @@ def refresh_group(gofs, execute: bool, force: bool = False, topics=()) -> dict:
 
 
 def expiry_warning(gofs) -> str:
-    """The warning printed after offsets are written to Kafka: when the broker drops them unless committed again."""
+    """The warning printed after offsets are written to Kafka: when the broker drops them unless committed again
+    (when the retention cannot be read: at the earliest, after the shortest default)."""
     try:
-        retention = offsets_retention_ms(gofs.bootstrap_servers, security=gofs.security)
+        retention = read_offsets_retention(gofs.bootstrap_servers, security=gofs.security)
     except Exception as e:
         # only a warning
         return "the offsets written to Kafka expire after offsets.retention.minutes without a commit (%s)" % e
-    return ("the offsets written to Kafka expire on the broker at %s (offsets.retention.minutes=%d) unless a member "
-            "commits them or 'zkmigrate refresh --execute' runs" % (iso(time.time() * 1000 + retention),
-                                                                   retention // 60000))
+    return ("the offsets written to Kafka expire on the broker at %s%s (%s) unless a member commits them or "
+            "'zkmigrate refresh --execute' runs" % (iso(time.time() * 1000 + retention.ms),
+                                                    "" if retention.known else " at the earliest",
+                                                    retention.describe()))

@@ -7,8 +7,10 @@ in Kafka, as one OffsetFetch of all its topics lists them (:meth:`KafkaOffsetSto
 about the group's own topics only, never about every topic of the cluster.
 
 A partition Kafka will not answer for (TOPIC_AUTHORIZATION_FAILED: the operator's identity may not Describe the
-topic; UNKNOWN_TOPIC_OR_PARTITION...) is left out of what :meth:`GroupOffsets.read` returns, so no command plans or
-writes it, and is kept in :attr:`GroupOffsets.unreadable` with the broker's error and the way out: the commands
+topic; UNKNOWN_TOPIC_OR_PARTITION while a topic is deleted; LEADER_NOT_AVAILABLE or a coordinator still loading
+after the retries...) is left out of what :meth:`GroupOffsets.read` returns, so no command plans or writes it, and
+is kept in :attr:`GroupOffsets.unreadable` with the broker's error and the way out (:func:`unreadable_text`, one for
+every error): the commands
 report it per partition (their group's exit code 1, the other groups unaffected). Topics given to
 :meth:`GroupOffsets.exclude` (``--exclude-topic``) are left out of everything.
 """
@@ -97,11 +99,28 @@ class GroupOffsets:
 
 
 def unreadable_text(tp: TP, error: Exception) -> str:
-    """Why the Kafka offset of *tp* could not be read, and the way out."""
+    """Why the Kafka offset of *tp* could not be read, and the way out: every error gets one (pure)."""
     text = "%s-%d: cannot read its Kafka offset: %s" % (tp[0], tp[1], error)
+    leave_out = "or, if the group no longer reads topic %s, leave it out (--exclude-topic %s)" % (tp[0], tp[0])
     if "TopicAuthorizationFailed" in text:
-        text += ("; this Kafka identity may not Describe topic %s: grant it Describe and Read on the topic, or, if "
-                 "the group no longer reads it, leave it out (--exclude-topic %s)" % (tp[0], tp[0]))
+        text += ("; this Kafka identity may not Describe topic %s: grant it Describe and Read on the topic, %s"
+                 % (tp[0], leave_out))
     elif "GroupAuthorizationFailed" in text:
         text += "; this Kafka identity may not Describe the group: grant it Describe and Read on the group"
+    elif "UnknownTopicOrPartition" in text:
+        text += ("; the broker does not know the partition (the topic is being deleted or created, or its metadata "
+                 "has not reached this broker yet): run again once 'kafka-topics --describe --topic %s' lists it, "
+                 "%s" % (tp[0], leave_out))
+    elif any(name in text for name in _TRANSIENT):
+        text += ("; the partition or the group's coordinator is moving (a leader election, a broker restart, the "
+                 "coordinator loading %s): run again in a moment, %s" % ("__consumer_offsets", leave_out))
+    else:
+        text += ("; the broker did not give it (see the brokers' logs for the group's coordinator): run again, %s"
+                 % leave_out)
     return text
+
+
+#: the names of the errors an OffsetFetch answers while a partition's leader or the group's coordinator moves
+_TRANSIENT = ("LeaderNotAvailable", "NotLeaderForPartition", "NotLeaderOrFollower", "CoordinatorLoadInProgress",
+              "CoordinatorNotAvailable", "NotCoordinator", "RequestTimedOut", "UnstableOffsetCommit",
+              "failed after")

@@ -8,8 +8,9 @@ round starts ``every`` seconds after this one started (at once when the round to
 passes after failures logs that the keep-alive recovered. Bad input in the first round (exit 2, nothing changed)
 ends it: that does not fix itself.
 
-SIGTERM or SIGINT stops the keep-alive after the round in progress (between rounds at once) with exit code 0; a
-second signal stops it at once, as without the handler.
+SIGTERM or SIGINT stops the keep-alive after the round in progress (between rounds at once); a second signal stops it
+at once, as without the handler. Its exit code is the last round's (0 when that round passed; 1 or 3, the worst
+group's, when it failed), so a supervisor that stops it sees whether the keep-alive was doing its job at the end.
 """
 from __future__ import annotations
 
@@ -53,8 +54,8 @@ def repeat(one_round: Callable[[], int], every: float, what: str = "refresh",
            stop: Optional[threading.Event] = None, clock: Callable[[], float] = time.monotonic,
            max_rounds: Optional[int] = None, handle_signals: bool = True) -> int:
     """Run ``one_round()`` every *every* seconds until *stop* is set (by SIGTERM/SIGINT when *handle_signals*) or
-    *max_rounds* rounds ran; returns the exit code of the keep-alive (0 when stopped, 2 on bad input in the first
-    round)."""
+    *max_rounds* rounds ran; returns the exit code of the last round that ran (0 when none ran; 2 on bad input in
+    the first round)."""
     stop = stop if stop is not None else threading.Event()
     previous = {}
     if handle_signals and threading.current_thread() is threading.main_thread():
@@ -67,12 +68,13 @@ def repeat(one_round: Callable[[], int], every: float, what: str = "refresh",
                 signal.signal(s, h)
         for s in (signal.SIGTERM, signal.SIGINT):
             previous[s] = signal.signal(s, on_signal)
-    n, failed, failing_since = 0, 0, None
+    n, failed, failing_since, last = 0, 0, None, 0
     try:
         while not stop.is_set() and (max_rounds is None or n < max_rounds):
             n += 1
             started = clock()
             code, error = _run(one_round)
+            last = code
             if code == EXIT_USAGE and n == 1:
                 if error:
                     click.echo("zkmigrate: error: %s" % error, err=True)
@@ -88,7 +90,9 @@ def repeat(one_round: Callable[[], int], every: float, what: str = "refresh",
                 log.warning("%s round %d failed (%s, exit %d)%s; next round in %.0f s", what, n, verdict(code), code,
                             (": %s" % error) if error else "", max(0.0, every - (clock() - started)))
             stop.wait(max(0.0, every - (clock() - started)))
-        return 0
+        if failed:
+            log.warning("%s stopped after %d failed round(s) since %s: exit %d", what, failed, failing_since, last)
+        return last
     finally:
         for s, h in previous.items():
             signal.signal(s, h)

@@ -201,7 +201,12 @@ def restore_result(out: dict) -> None:
         click.echo("  not in the backup, left as it is: %s (zookeeper %s, kafka %s)" % (t, dash(v["zookeeper"]),
                                                                                       dash(v["kafka"])))
     n = sum(len(c) for c in out["changes"].values())
-    if out["execute"]:
+    for t, why in sorted((out.get("newer") or {}).items()):
+        click.echo("%s %s: %s" % ("DISCARDED" if out.get("discard_newer") else "REFUSED", t, why), err=True)
+    if out.get("newer") and not out.get("discard_newer"):
+        click.echo("not restored: %d offset(s) were committed since the backup (nothing written)"
+                   % len(out["newer"]))
+    elif out["execute"]:
         click.echo("restored group %s: %d offset(s) written, %d deleted" % (out["group"], out["written"],
                                                                            out["deleted"]))
     else:

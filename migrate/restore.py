@@ -13,6 +13,16 @@ The rules of the other writers hold: a dry run unless *execute*; refused while Z
 refuses to delete the offsets of topics they consume); a backup of both stores as they are now is written first
 (restoring that undoes the restore); the group's lock is held by the caller.
 
+**Commits made since the backup.** Going back is the point of a restore, but an old backup restored after the
+group ran on would undo the consumers' work: a pre-cutover backup restored after the new consumers committed deletes
+their Kafka offsets (they would start at ``auto.offset.reset`` and, with ``latest``, skip what arrived meanwhile),
+and moving an offset back re-delivers what lies between. So every offset the restore would delete or move backwards
+is checked (:func:`undone`): unless it still holds what the backed-up command itself wrote right after the backup
+(the manifest's ``written``: that command's work, undone as asked), its last commit time is read (ZooKeeper: the
+offset node's ``mtime``; Kafka: the commit's timestamp in the group's partition of ``__consumer_offsets``), and a
+commit after the backup's ``taken_at``, or one whose time cannot be read, refuses the whole restore (nothing written)
+unless *discard_newer*: each such offset is listed in ``newer`` with its time and what the restore would do to it.
+
 The cutover fence is not changed: after restoring a backup taken before ``cutover``, the group is still marked cut
 over until a ``zkmigrate rollback --execute`` lifts the mark (the report warns). A restore that deleted Kafka
 offsets records the phase ``restore`` (fence kept): the recorded Kafka phase said that every partition has kept a
@@ -31,7 +41,7 @@ from . import state
 from .backup import STORES, Backup, write_backup
 from .transfer import apply_copy, check_no_broker_consumers, check_no_live_members
 
-__all__ = ["plan_restore", "restore_group"]
+__all__ = ["plan_restore", "restore_group", "undone", "newer_commits"]
 
 TP = Tuple[str, int]
 Both = Dict[TP, Tuple[Optional[int], Optional[int]]]
@@ -61,10 +71,68 @@ def plan_restore(saved: Both, current: Both) -> Dict[str, dict]:
     return out
 
 
+def undone(plan: Dict[str, dict], current: Both, written: Optional[Dict[str, Dict[TP, int]]]) -> Dict[str, List[TP]]:
+    """Per store, the partitions whose offset the restore of *plan* would delete or move backwards, except those
+    that still hold what the backed-up command wrote right after the backup (*written*; None: not known) (pure)."""
+    out = {}
+    for i, store in enumerate(STORES):
+        mine = (written or {}).get(store, {})
+        back = [tp for tp, o in plan[store]["set"].items() if current[tp][i] is not None and o < current[tp][i]]
+        out[store] = sorted(tp for tp in list(plan[store]["delete"]) + back
+                            if tp not in mine or mine[tp] != current[tp][i])
+    return out
+
+
+def newer_commits(gofs, backup: Backup, plan: Dict[str, dict], current: Both) -> Dict[str, str]:
+    """``{"store:topic-partition": why}`` of the offsets of :func:`undone` committed after the backup was taken (or
+    whose commit time cannot be read)."""
+    from zkconsumer.errors import ClusterUnavailableError
+    from zkconsumer.offsets.expiry import OFFSETS_TOPIC, read_commit_log
+
+    from .expiry import iso
+    from .stale import zk_offset_mtimes
+    todo = undone(plan, current, backup.written)
+    taken = state.epoch_ms(backup.taken_at)
+    times: Dict[str, Dict[TP, int]] = {"zookeeper": zk_offset_mtimes(gofs.zk, gofs.group, todo["zookeeper"]),
+                                       "kafka": {}}
+    unknown = "not in %s" % OFFSETS_TOPIC
+    if todo["kafka"]:
+        try:
+            log = read_commit_log(gofs.bootstrap_servers, gofs.group, todo["kafka"], security=gofs.security)
+            times["kafka"] = {tp: c.committed_ms for tp, c in log.items()
+                              if not c.removed and c.committed_ms is not None}
+        except ClusterUnavailableError as e:
+            unknown = "%s (this Kafka identity needs Read on topic %s)" % (e, OFFSETS_TOPIC)
+    out = {}
+    for i, store in enumerate(STORES):
+        for tp in todo[store]:
+            t = times[store].get(tp)
+            if t is not None and taken is not None and t < taken:
+                # committed before the backup was taken
+                continue
+            now, want = current[tp][i], plan[store]["set"].get(tp)
+            if t is None:
+                when = "its commit time cannot be read: %s" % (unknown if store == "kafka" else "no offset node")
+            elif taken is None:
+                when = "committed %s; when the backup was taken is not known (no manifest)" % iso(t)
+            else:
+                when = "committed %s, after the backup was taken (%s%s)" % (
+                    iso(t), backup.taken_at, (" before '%s'" % backup.by) if backup.by else "")
+            does = ("the restore would delete it (the backup has no %s offset for it: the group would start there "
+                    "at auto.offset.reset, and with 'largest' skip what arrived since)" % store if want is None else
+                    "the restore would move it back to %d (what lies between is consumed again)" % want)
+            out["%s:%s" % (store, _name(tp))] = (
+                "group %s, %s offset of %s: %d, %s; %s. Ways out: restore a newer backup (every writing command "
+                "leaves one), or --discard-newer to restore this one anyway" % (gofs.group, store, _name(tp), now,
+                                                                                when, does))
+    return out
+
+
 def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = False,
-                  backup_dir: Optional[str] = None) -> dict:
+                  backup_dir: Optional[str] = None, discard_newer: bool = False) -> dict:
     """Restore *backup* into the group's stores (see the module docstring); returns the report the command prints.
-    ``ok`` is false when a write or delete failed."""
+    ``ok`` is false when a write or delete failed, or offsets committed since the backup refused it (nothing
+    written; *discard_newer* restores them all the same)."""
     if backup.group != gofs.group:
         raise ValueError("backup %s is of group %s, not %s" % (backup.path, backup.group, gofs.group))
     members = check_no_live_members(gofs.zk, gofs.group, force, "restore")
@@ -84,7 +152,8 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
            "not_in_backup": {_name(tp): {"zookeeper": current[tp][0], "kafka": current[tp][1]}
                              for tp in extra if current[tp] != (None, None)},
            "backup": [], "written": 0, "deleted": 0, "failed": {}, "warnings": [],
-           "unreadable": gofs.unreadable_report()}
+           "unreadable": gofs.unreadable_report(), "newer": newer_commits(gofs, backup, plan, current),
+           "discard_newer": discard_newer}
     if not backup.exact:
         out["warnings"].append("%s has no manifest (written before zkmigrate restore existed): only the partitions "
                                "it lists are restored, and offsets of partitions it does not list are not deleted"
@@ -92,10 +161,11 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
     if state.fence_of(state.read_phase(gofs.zk, gofs.group)) is not None:
         out["warnings"].append("group %s is still marked cut over (ZooKeeper members refuse to join it): "
                                "'zkmigrate rollback --group %s --execute' lifts the mark" % (gofs.group, gofs.group))
-    if execute and any(plan[s]["set"] or plan[s]["delete"] for s in STORES):
+    refused = bool(out["newer"]) and not discard_newer
+    if execute and not refused and any(plan[s]["set"] or plan[s]["delete"] for s in STORES):
         gofs.check_lock()
         out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, current,
-                                     by="zkmigrate restore")
+                                     by="zkmigrate restore", writes={s: plan[s]["set"] for s in STORES})
         for i, s in enumerate(STORES):
             store = gofs.store(s)
             failed = {}
@@ -110,7 +180,7 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                     out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "restore", "zkmigrate restore")
             out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
         _remove_empty_topic_nodes(gofs, backup)
-    out["ok"] = not (out["failed"] or out["unreadable"])
+    out["ok"] = not (out["failed"] or out["unreadable"] or refused)
     return out
 
 

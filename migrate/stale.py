@@ -22,6 +22,12 @@ Evidence, in the order it is read (each from a source of record, not a guess):
   created after the offset was written) and the topic id the broker stored there;
 * the log end (ListOffsets): an offset beyond it.
 
+Evidence that cannot be read counts against a write: when ``__consumer_offsets`` cannot be read (no Read right on
+it, a timeout) for a ZooKeeper offset older than the retention without a Kafka offset, copy and cutover refuse
+that partition as not checked (its way out: the Read right, or ``--allow-stale``); when ``offsets.retention.minutes``
+cannot be read, the shortest default (1 day, Kafka before 2.0) is taken, so more offsets count as old, and the
+report says so.
+
 A refused partition names the group, the partition, the evidence and the ways out: ``reset-offsets`` to the
 position wanted, ``--exclude-topic`` for a topic the group no longer reads, or ``--allow-stale`` to write (or
 keep) the offset anyway. :func:`to_kafka_refusals` and :func:`to_zookeeper_refusals` are pure.
@@ -30,16 +36,18 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from kazoo.exceptions import NoNodeError
 
 from zkconsumer.layout import paths
 
+from zkconsumer.offsets.expiry import OFFSETS_TOPIC, Retention
+
 from .expiry import iso
 
 __all__ = ["Evidence", "evidence", "to_kafka_refusals", "to_zookeeper_refusals", "zk_offset_mtimes",
-           "topic_births", "check_to_kafka", "check_to_zookeeper"]
+           "topic_births", "check_to_kafka", "check_to_zookeeper", "StaleCheck"]
 
 TP = Tuple[str, int]
 
@@ -110,10 +118,14 @@ def _age(ms: float) -> str:
     return "%.1f days" % (s / 86400)
 
 
-def _ways(group: str, tp: TP, store: str, keep: str) -> str:
-    return ("Ways out: set the position with 'zkmigrate reset-offsets --group %s --topic %s:%d --store %s "
+def _ways(group: str, tp: TP, store: str, keep: str, first: str = "") -> str:
+    return ("Ways out: %sset the position with 'zkmigrate reset-offsets --group %s --topic %s:%d --store %s "
             "--to-earliest' (or --to-offset N, --to-datetime T), '--exclude-topic %s' if the group no longer reads "
-            "the topic, or %s" % (group, tp[0], tp[1], store, tp[0], keep))
+            "the topic, or %s" % (first, group, tp[0], tp[1], store, tp[0], keep))
+
+
+#: the first way out of a partition whose staleness could not be checked
+GRANT_READ = "grant this Kafka identity Read on topic %s and run again, " % OFFSETS_TOPIC
 
 
 def _predates(group, tp, zk_off, ev: Evidence) -> Optional[str]:
@@ -126,8 +138,11 @@ def _predates(group, tp, zk_off, ev: Evidence) -> Optional[str]:
 
 
 def to_kafka_refusals(group: str, todo: Dict[TP, int], both: Dict[TP, tuple], ev: Dict[TP, Evidence],
-                      frozen_since: Optional[int]) -> Dict[TP, str]:
-    """Of the ZooKeeper offsets *todo* that copy or cutover would write to Kafka, the ones refused, with why."""
+                      frozen_since: Optional[int], unchecked: Optional[Dict[TP, str]] = None) -> Dict[TP, str]:
+    """Of the ZooKeeper offsets *todo* that copy or cutover would write to Kafka, the ones refused, with why.
+    *unchecked*: ``{tp: why}`` of the partitions whose staleness could not be checked (their ZooKeeper offset is
+    older than the retention, and the removed Kafka offsets could not be read): refused unless the other evidence
+    already says more (a write on unknown evidence is refused, like a stale one)."""
     out = {}
     for tp, zk_off in sorted(todo.items()):
         e = ev.get(tp, Evidence())
@@ -150,18 +165,22 @@ def to_kafka_refusals(group: str, todo: Dict[TP, int], both: Dict[TP, tuple], ev
             why = ("group %s, %s-%d: Kafka held offset %d (committed %s) until the broker removed it (expired after "
                    "offsets.retention.minutes, or deleted); its ZooKeeper offset %d is older and smaller: it is "
                    "frozen" % (group, tp[0], tp[1], e.removed[0], iso(e.removed[1]), zk_off))
-        if why is not None:
+        if why is None and tp in (unchecked or {}):
+            why = "group %s, %s-%d: %s" % (group, tp[0], tp[1], (unchecked or {})[tp])
+            out[tp] = "%s. %s" % (why, _ways(group, tp, "kafka", "--allow-stale to copy it anyway", GRANT_READ))
+        elif why is not None:
             out[tp] = "%s. %s" % (why, _ways(group, tp, "kafka", "--allow-stale to copy it anyway"))
     return out
 
 
 def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], frozen_since: Optional[int],
-                          retention_ms: Optional[int], now_ms: Optional[float] = None,
+                          retention: Optional[Retention], now_ms: Optional[float] = None,
                           keep: str = "--allow-stale to roll back anyway") -> Dict[TP, str]:
     """Of the partitions a rollback (Kafka -> ZooKeeper) handles, the ones refused, with why: a Kafka offset beyond
-    the log end, or a ZooKeeper offset kept (no Kafka offset) that is frozen, older than the retention, or of an
-    earlier topic."""
+    the log end, or a ZooKeeper offset kept (no Kafka offset) that is frozen, older than the retention (when it is
+    not known, the assumed shortest one), or of an earlier topic."""
     now = time.time() * 1000 if now_ms is None else now_ms
+    retention_ms = retention.ms if retention is not None else None
     out = {}
     for tp, (zk_off, kafka) in sorted(both.items()):
         e = ev.get(tp, Evidence())
@@ -179,57 +198,89 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
             if why is None and retention_ms is not None and e.zk_mtime is not None \
                     and now - e.zk_mtime > retention_ms:
                 why = ("group %s, %s-%d: Kafka holds no offset for it and ZooKeeper keeps %d, last written %s (%s "
-                       "ago, longer than offsets.retention.minutes=%d): if the group committed to Kafka since, that "
-                       "offset expired, and the rollback would resume from the old ZooKeeper offset"
+                       "ago, longer than %s): if the group committed to Kafka since, that offset expired, and the "
+                       "rollback would resume from the old ZooKeeper offset"
                        % (group, tp[0], tp[1], zk_off, iso(e.zk_mtime), _age(now - e.zk_mtime),
-                          retention_ms // 60000))
+                          retention.describe() if retention is not None else "the retention"))
         if why is not None:
             out[tp] = "%s. %s" % (why, _ways(group, tp, "zookeeper", keep))
     return out
 
 
-def _retention(gofs) -> Optional[int]:
-    from zkconsumer.offsets.expiry import offsets_retention_ms
-    return offsets_retention_ms(gofs.bootstrap_servers, security=gofs.security)
+class StaleCheck(NamedTuple):
+    """What :func:`check_to_kafka` and :func:`check_to_zookeeper` found: ``refused`` {tp: why}, ``notes`` for the
+    report, and ``unchecked``: the refused partitions whose staleness could not be checked (not shown stale)."""
+    refused: Dict[TP, str]
+    notes: list
+    unchecked: list
 
 
-def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> Tuple[Dict[TP, str], list]:
-    """``(refusals, notes)`` for the ZooKeeper offsets *todo* that copy or cutover would write to Kafka. Reads the
-    log ends of *todo*, ZooKeeper's stats, the phase record and, only when a partition without a Kafka offset has
-    a ZooKeeper offset older than the retention (so a removed Kafka offset could be behind it), the group's
-    partition of ``__consumer_offsets``; when that cannot be read, a note says so and the rest still counts."""
+def _retention(gofs) -> Retention:
+    from zkconsumer.offsets.expiry import read_offsets_retention
+    return read_offsets_retention(gofs.bootstrap_servers, security=gofs.security)
+
+
+def _retention_note(retention: Retention) -> List[str]:
+    if retention.known:
+        return []
+    return ["%s for the stale-offset check (a ZooKeeper offset older than that, without a Kafka offset, may be "
+            "frozen)" % retention.describe()]
+
+
+def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleCheck:
+    """The refusals of the ZooKeeper offsets *todo* that copy or cutover would write to Kafka. Reads the log ends
+    of *todo*, ZooKeeper's stats, the phase record and, only when a partition without a Kafka offset has a
+    ZooKeeper offset older than the retention (so a removed Kafka offset could be behind it), the group's partition
+    of ``__consumer_offsets``. When that cannot be read, those partitions are refused as not checked (unless the
+    other evidence refuses them already): the way out is the Read right, or ``--allow-stale``. When the retention
+    cannot be read, the shortest default is taken (more offsets count as old) and a note says so."""
     from zkconsumer import groups as zkgroups
     from zkconsumer.errors import ClusterUnavailableError
     from . import state
     if not todo:
-        return {}, []
+        return StaleCheck({}, [], [])
     _, end, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(todo), security=gofs.security)
     frozen_since = state.kafka_only_since(state.read_phase(gofs.zk, gofs.group))
     ev = evidence(gofs, todo, end)
-    notes = []
+    notes: List[str] = []
+    unchecked: Dict[TP, str] = {}
     candidates = [tp for tp in todo if both[tp][1] is None and ev[tp].zk_mtime is not None]
     if candidates:
         retention = _retention(gofs)
+        notes += _retention_note(retention)
         now = time.time() * 1000
-        if any(now - ev[tp].zk_mtime > retention for tp in candidates):
+        old = [tp for tp in candidates if now - (ev[tp].zk_mtime or 0) > retention.ms]
+        if old:
             from zkconsumer.offsets.expiry import read_commit_log
             try:
                 removed = read_commit_log(gofs.bootstrap_servers, gofs.group, candidates, security=gofs.security)
                 ev = evidence(gofs, todo, end, removed)
             except ClusterUnavailableError as e:
-                notes.append("could not read %s to tell whether Kafka offsets older than the ZooKeeper ones were "
-                             "removed: %s" % ("__consumer_offsets", e))
-    return to_kafka_refusals(gofs.group, todo, both, ev, frozen_since), notes
+                for tp in old:
+                    mtime = ev[tp].zk_mtime or 0
+                    unchecked[tp] = (
+                        "Kafka holds no offset for it and its ZooKeeper offset %d was last written %s (%s ago, longer "
+                        "than %s): if the group committed to Kafka since, that offset expired and %d is frozen; "
+                        "whether it did could not be checked: %s could not be read (%s)"
+                        % (todo[tp], iso(mtime), _age(now - mtime), retention.describe(), todo[tp], OFFSETS_TOPIC,
+                           e))
+    shown = to_kafka_refusals(gofs.group, todo, both, ev, frozen_since)
+    # the evidence says more already
+    unchecked = {tp: why for tp, why in unchecked.items() if tp not in shown}
+    return StaleCheck(to_kafka_refusals(gofs.group, todo, both, ev, frozen_since, unchecked), notes, sorted(unchecked))
 
 
-def check_to_zookeeper(gofs, both: Dict[TP, tuple]) -> Dict[TP, str]:
-    """The refusals of a rollback of the partitions *both* (Kafka -> ZooKeeper)."""
+def check_to_zookeeper(gofs, both: Dict[TP, tuple]) -> StaleCheck:
+    """The refusals of a rollback of the partitions *both* (Kafka -> ZooKeeper); when the retention cannot be read,
+    the shortest default is taken (more ZooKeeper offsets count as too old to keep) and a note says so."""
     from zkconsumer import groups as zkgroups
     from . import state
     if not both:
-        return {}
+        return StaleCheck({}, [], [])
     _, end, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(both), security=gofs.security)
     frozen_since = state.kafka_only_since(state.read_phase(gofs.zk, gofs.group))
     ev = evidence(gofs, both, end)
     kept = [tp for tp, (z, k) in both.items() if k is None and z is not None]
-    return to_zookeeper_refusals(gofs.group, both, ev, frozen_since, _retention(gofs) if kept else None)
+    retention = _retention(gofs) if kept else None
+    return StaleCheck(to_zookeeper_refusals(gofs.group, both, ev, frozen_since, retention),
+                      _retention_note(retention) if retention is not None else [], [])

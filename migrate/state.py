@@ -31,7 +31,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from zkconsumer.layout import paths
 
 __all__ = ["migration_path", "read_phase", "record_phase", "fence_of", "kafka_only_since", "default_backup_dir",
-           "STATE_ENV", "KEEP"]
+           "epoch_ms", "STATE_ENV", "KEEP"]
 
 STATE_ENV = "ZKMIGRATE_STATE_DIR"
 HISTORY = 20
@@ -89,7 +89,7 @@ def fence_of(rec: Optional[dict]) -> Optional[dict]:
     return None
 
 
-def _epoch_ms(stamp) -> Optional[int]:
+def epoch_ms(stamp) -> Optional[int]:
     try:
         return int(calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")) * 1000)
     except (TypeError, ValueError):
@@ -101,15 +101,26 @@ def kafka_only_since(rec: Optional[dict]) -> Optional[int]:
     ``since`` of the newest run of ``kafka`` and ``cutover`` records (a passing ``verify --phase kafka`` and a
     ready cutover both found a Kafka offset for every partition then), or None when the latest record is another
     phase. A partition whose ZooKeeper offset was written before then had a Kafka offset then; if Kafka has none
-    now, the broker removed it (expired, or its topic was deleted)."""
+    now, the broker removed it (expired, or its topic was deleted).
+
+    While the group is fenced, a ``verify`` of another phase recorded since the fence does not end the run: verify
+    changes no offset, and no ZooKeeper member can have joined the fenced group to commit elsewhere (a routine
+    fleet ``verify --phase zookeeper`` passes on a stopped cut-over group). A ``restore`` (which deletes Kafka
+    offsets) and a ``rollback`` (which lifts the fence) do end it."""
     if not isinstance(rec, dict) or "error" in rec:
         return None
     history = rec.get("history") if isinstance(rec.get("history"), list) else []
+    fence = fence_of(rec)
+    fenced_from = epoch_ms(fence.get("since")) if fence is not None else None
     since = None
     for r in [rec] + [h for h in history if isinstance(h, dict)]:
         if r.get("phase") not in KAFKA_ONLY:
+            stamp = epoch_ms(r.get("since"))
+            if fenced_from is not None and r.get("by") == "zkmigrate verify" and stamp is not None \
+                    and stamp >= fenced_from:
+                continue
             break
-        since = _epoch_ms(r.get("since")) or since
+        since = epoch_ms(r.get("since")) or since
     # the stamp is to the second and written after the check read the stores: the end of that second (a ZooKeeper
     # offset written in the same second as a fast verify was read by it)
     return since + 999 if since is not None else None

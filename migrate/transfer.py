@@ -6,8 +6,8 @@ Rules (all checked before anything is written):
   (reported in ``skipped_rewind``) unless ``allow_rewind``;
 * refuse (:class:`GroupConflictError`) while ZooKeeper members are live (children of ``/consumers/G/ids``): they
   commit concurrently and one of the two writes would be lost; ``force`` overrides;
-* ``copy`` and ``rollback`` refuse while the broker-side group is active (broker-coordinated consumers commit on
-  their own; a rollback would copy offsets they are already past and lift the cutover fence under them);
+* ``copy``, ``rollback`` and ``import`` refuse while the broker-side group is active (broker-coordinated consumers
+  commit on their own; a rollback would copy offsets they are already past and lift the cutover fence under them);
 * before the first write, a backup of **both** stores (:mod:`.backup`: ExportZkOffsets files and a manifest that
   also lists the partitions without an offset, for ``zkmigrate restore``) is written to the backup directory;
 * writes only the partitions that differ, so a second run (or a run after a crash half-way) changes nothing more;
@@ -106,7 +106,7 @@ def backup_and_write(gofs, both: Dict[TP, Tuple[Optional[int], Optional[int]]], 
     offset}}``) store by store. Returns (the backup's paths, ``{store name: {tp: error}}`` for each store written)."""
     gofs.check_lock()
     backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both,
-                          by="zkmigrate %s" % gofs.lock.command if gofs.lock is not None else None)
+                          by="zkmigrate %s" % gofs.lock.command if gofs.lock is not None else None, writes=writes)
     return backup, {name: apply_copy(gofs.store(name), todo) for name, todo in writes.items() if todo}
 
 
@@ -138,12 +138,10 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
            "backup": [], "failed": {}, "written": 0, "refused": {}, "unreadable": gofs.unreadable_report()}
     out.update(skipped_report(gofs, gone))
     if not allow_stale:
-        if dst == "kafka":
-            refused, notes = check_to_kafka(gofs, todo, both)
-            out["warnings"] += notes
-        else:
-            refused = check_to_zookeeper(gofs, both)
-        out["refused"] = {_name(tp): why for tp, why in refused.items()}
+        check = check_to_kafka(gofs, todo, both) if dst == "kafka" else check_to_zookeeper(gofs, both)
+        out["warnings"] += check.notes
+        out["refused"] = {_name(tp): why for tp, why in check.refused.items()}
+        out["unchecked"] = [_name(tp) for tp in check.unchecked]
     if execute and todo and not out["refused"]:
         out["backup"], errors = backup_and_write(gofs, both, {dst: todo}, backup_dir)
         failed = errors[dst]
@@ -185,7 +183,8 @@ def rollback_group(gofs, execute: bool = False, allow_rewind: bool = False, forc
 def import_group(gofs, offsets: Dict[TP, int], store: str, execute: bool = False, allow_rewind: bool = False,
                  backup_dir: Optional[str] = None) -> dict:
     """Write *offsets* (one group's lines of an offsets file) into *store* under the rules above (the caller checks
-    for live members first, for every group of the file); a dry run unless *execute*."""
+    for live members and an active broker-side group first, for every group of the file); a dry run unless
+    *execute*."""
     both = gofs.read(list(offsets))
     # not the partitions Kafka would not answer for
     offsets = {tp: o for tp, o in offsets.items() if tp in both}

@@ -1,8 +1,13 @@
 """Helpers shared by the Spark tests: source options, ZooKeeper reads of a group, and what was produced, as the exact
 set of ``(partition, offset)`` every exactly-once / at-least-once check compares the rows read with."""
+import os
+import subprocess
+import sys
 import time
+from importlib import metadata
 
 from kazoo.exceptions import NoNodeError
+from packaging.requirements import Requirement
 
 from test_migrate_support import delete_topic  # noqa: F401  (the same deletion helper for the Spark tests)
 from zkconsumer.layout import paths
@@ -139,3 +144,33 @@ def delete_records(services, topic, partition, before):
         admin.delete_records({TopicPartition(topic, partition): before})
     finally:
         admin.close()
+
+
+#: what docs/spark.md says every Spark node must have installed: pyspark with its ``sql`` extra, and regex
+NODE_REQUIREMENTS = ("pyspark[sql]", "regex")
+
+
+def node_python(directory):
+    """A Python with only :data:`NODE_REQUIREMENTS` (and their dependencies) installed, as a Spark node that runs
+    the job from the ``--py-files`` zip: a venv of this interpreter whose site-packages links the installed
+    distributions. zkconsumer, kafka-python, kazoo, click and pure-sasl are not importable in it."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", directory], check=True, timeout=120)
+    python = os.path.join(directory, "bin", "python")
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True,
+                          capture_output=True, text=True, timeout=60).stdout.strip()
+    todo, seen = [Requirement(r) for r in NODE_REQUIREMENTS], set()
+    while todo:
+        req = todo.pop()
+        name = req.name.lower().replace("_", "-")
+        if name in seen:
+            continue
+        seen.add(name)
+        dist = metadata.distribution(req.name)
+        for r in map(Requirement, dist.requires or ()):
+            if r.marker is None or any(r.marker.evaluate({"extra": e}) for e in req.extras or {""}):
+                todo.append(r)
+        for top in {f.parts[0] for f in dist.files or () if f.parts[0] not in ("..", "__pycache__")}:
+            link = os.path.join(site, top)
+            if not os.path.lexists(link):
+                os.symlink(os.path.join(str(dist.locate_file("")), top), link)
+    return python

@@ -145,12 +145,30 @@ CASES = [("SSL", "PLAIN", "kafka", "kafka-python"), ("SASL_PLAINTEXT", "PLAIN", 
          ("SASL_SSL", "SCRAM-SHA-512", "kafka", "kafka-python"), ("SASL_SSL", "SCRAM-SHA-512", "kafka", "librdkafka")]
 
 
+def _read_all(secure, config, topic, protocol, commit=False):
+    """Every record one member of ``config``'s group reads from ``topic`` until ``consumer.timeout.ms`` passes
+    without one, as ``(partition, offset, value)``; its offsets committed at the end when ``commit``."""
+    from zkconsumer.consumer import ZookeeperConsumerConnector
+    from zkconsumer.errors import ConsumerTimeoutError
+    seen = []
+    with ZookeeperConsumerConnector(config) as conn:
+        stream = conn.create_message_streams({topic: 1})[topic][0]
+        try:
+            for msg in stream:
+                seen.append((msg.partition, msg.offset, msg.value))
+        except ConsumerTimeoutError:
+            pass
+        # the brokers were found in ZooKeeper by their endpoint of this protocol (the broker registers all four)
+        assert conn._bootstrap == secure.listeners[protocol]
+        if commit:
+            conn.commit_offsets()
+    return seen
+
+
 @pytest.mark.parametrize("protocol,mechanism,storage,engine", CASES,
                          ids=["ssl", "sasl_plaintext-plain", "sasl_ssl-scram512", "sasl_ssl-scram512-librdkafka"])
 def test_a_member_consumes_everything_and_commits_over_the_secured_listener(secure, protocol, mechanism, storage,
                                                                            engine, tmp_path):
-    from zkconsumer.consumer import ZookeeperConsumerConnector
-    from zkconsumer.errors import ConsumerTimeoutError
     from zkconsumer.local import tools
     from zkconsumer.offsets.kafka import KafkaOffsetStore
     topic = group = "sec-%s-%s-%s" % (protocol.lower(), storage, engine)
@@ -167,18 +185,8 @@ def test_a_member_consumes_everything_and_commits_over_the_secured_listener(secu
         del props["sasl.jaas.config"]
         props["sasl.credentials.file"] = str(creds)
     config = ConsumerConfig.from_properties(props)
-    seen = []
-    with ZookeeperConsumerConnector(config) as conn:
-        stream = conn.create_message_streams({topic: 1})[topic][0]
-        try:
-            for msg in stream:
-                seen.append(json.loads(msg.value)["seq"])
-        except ConsumerTimeoutError:
-            pass
-        # the brokers were found in ZooKeeper by their endpoint of this protocol (the broker registers all four)
-        assert conn._bootstrap == secure.listeners[protocol]
-        conn.commit_offsets()
-    assert sorted(seen) == list(range(40))
+    seen = _read_all(secure, config, topic, protocol, commit=True)
+    assert sorted(json.loads(value)["seq"] for _, _, value in seen) == list(range(40))
     store = KafkaOffsetStore(secure.listeners[protocol], group, security=config.kafka_security)
     try:
         offsets = store.fetch([(topic, 0), (topic, 1)])
@@ -192,6 +200,31 @@ def test_a_member_consumes_everything_and_commits_over_the_secured_listener(secu
             assert ZooKeeperOffsetStore(zk, group).fetch([(topic, 0), (topic, 1)]) == offsets
         finally:
             zkmod.close(zk)
+
+
+@pytest.mark.parametrize("keystore", ["JKS", "PKCS12"])
+def test_the_librdkafka_engine_takes_java_stores(secure, tmp_path, keystore):
+    """fetch.engine=librdkafka with the Java client's stores (a JKS truststore; the client's key in a JKS keystore
+    with a key password of its own, or in a PKCS12 keystore), against the SSL listener that requires a client
+    certificate: librdkafka takes neither store type, the stores are read here and handed to it as PEM."""
+    from zkconsumer.local import tools
+    from spark_support import produced_set
+    from tls_support import make_java_stores
+    stores = make_java_stores(secure.pki, tmp_path)
+    topic = group = "sec-rdkafka-" + keystore.lower()
+    secure.create_topic(topic, 2)
+    assert tools.produce(secure.bootstrap_servers, topic, 30) == 30
+    props = {"security.protocol": "SSL", "ssl.truststore.location": stores.truststore_jks,
+             "ssl.truststore.password": stores.store_password, "ssl.keystore.password": stores.store_password,
+             "group.id": group, "zookeeper.connect": secure.zookeeper_connect, "auto.offset.reset": "smallest",
+             "auto.commit.enable": "false", "consumer.timeout.ms": "3000", "split.brain.check.timeout.ms": "10000",
+             "fetch.engine": "librdkafka"}
+    if keystore == "JKS":
+        props.update({"ssl.keystore.location": stores.keystore_jks, "ssl.key.password": stores.key_password})
+    else:
+        props.update({"ssl.keystore.location": stores.keystore_p12, "ssl.keystore.type": "PKCS12"})
+    seen = _read_all(secure, ConsumerConfig.from_properties(props), topic, "SSL")
+    assert sorted((p, o) for p, o, _ in seen) == sorted(produced_set(secure, topic, 2))     # every record once
 
 
 def test_a_wrong_password_fails_clearly_and_is_never_printed(secure, tmp_path):

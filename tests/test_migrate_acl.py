@@ -28,13 +28,15 @@ def _acl(rtype, name, op, perm=ACLPermissionType.ALLOW, pattern=ACLResourcePatte
     return ACL("User:%s" % OPS, "*", op, perm, ResourcePattern(rtype, name, pattern))
 
 
-def acl_cluster(directory, deny_offsets_read=True):
+def acl_cluster(directory, deny_offsets_read=True, broker_config=None):
     """A cluster with AclAuthorizer where `ops` may do anything except touch the topics secret-* (and, with
-    *deny_offsets_read*, read __consumer_offsets); ``.ops_config`` is its --kafka-config file."""
+    *deny_offsets_read*, read __consumer_offsets); ``.ops_config`` is its --kafka-config file, ``.ops_acls`` the
+    ACLs made for `ops` (*broker_config*: more broker settings)."""
     cluster = OwnCluster(str(directory / "cluster"), security=BrokerSecurity(listeners=("SASL_PLAINTEXT",),
                                                                              plain_users={OPS: OPS_PW}),
-                         broker_config={"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-                                        "super.users": "User:ANONYMOUS"})  # PLAINTEXT: the brokers and the test
+                         broker_config=dict({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                                             "super.users": "User:ANONYMOUS"},  # PLAINTEXT: the brokers and the test
+                                            **(broker_config or {})))
     try:
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
         try:
@@ -47,6 +49,7 @@ def acl_cluster(directory, deny_offsets_read=True):
                 acls.append(_acl(ResourceType.TOPIC, "__consumer_offsets", ACLOperation.READ, ACLPermissionType.DENY))
             res = admin.create_acls(acls)
             assert not res["failed"], res
+            cluster.ops_acls = acls
         finally:
             admin.close()
         cfg = directory / "ops.properties"

@@ -4,7 +4,10 @@
   zkconsumer deployment that restarts after the cutover and a fleet verify is refused, and joins after the rollback;
 * it binds Kafka 1.1.1's own Scala consumer too: ``cutover --execute`` takes the create right off
   ``/consumers/G/ids`` (nobody can register), the rollback gives it back;
-* cutover looks again for members after the copy and after the fence, and is not ready when one came back.
+* cutover looks again for members after the copy and after the fence, and is not ready when one came back;
+* a routine ``verify --phase zookeeper`` (or ``dual``) that passes on a fenced group does not end the evidence that
+  the group kept its offsets in Kafka since the cutover: a rollback after its Kafka offsets were removed still
+  refuses the frozen ZooKeeper offsets.
 """
 import pytest
 
@@ -33,6 +36,23 @@ def _group_with_offsets(services, zk, unique, name, start=3, per_partition=10):
     g = unique(name + "-g")
     ZooKeeperOffsetStore(zk, g).commit({(t, 0): start, (t, 1): start}).raise_for_errors()
     return t, g
+
+
+def _cut_over_and_consume(services, t, g, tmp_path):
+    """Cut *g* over and start a broker-coordinated consumer of *t* in it that holds its partitions and has
+    committed (the caller closes it)."""
+    from kafka import KafkaConsumer
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    kc = KafkaConsumer(t, bootstrap_servers=services.bootstrap_servers, group_id=g, enable_auto_commit=False,
+                       auto_offset_reset="none", session_timeout_ms=10000)
+    try:
+        wait_until(lambda: kc.poll(200) is not None and kc.assignment(), 60, interval=0,
+                   message="the broker-coordinated consumer to get its partitions")
+        kc.commit()
+    except BaseException:
+        kc.close(autocommit=False)
+        raise
+    return kc
 
 
 def _refused_at_start(member, needle, timeout=90):
@@ -175,16 +195,10 @@ def test_rollback_is_refused_while_the_broker_coordinated_consumers_run(services
     """Lifting the fence while the new consumers still run would let ZooKeeper members (a Scala one has no split-brain
     guard) consume their partitions, and the offsets copied to ZooKeeper would already be behind: refused, naming
     the group and what to do, nothing written, the fence kept; once they stopped, the rollback runs."""
-    from kafka import KafkaConsumer
     from zkconsumer_migrate import state
     t, g = _group_with_offsets(services, zk, unique, "fb")
-    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
-    kc = KafkaConsumer(t, bootstrap_servers=services.bootstrap_servers, group_id=g, enable_auto_commit=False,
-                       auto_offset_reset="none", session_timeout_ms=10000)
+    kc = _cut_over_and_consume(services, t, g, tmp_path)
     try:
-        wait_until(lambda: kc.poll(200) is not None and kc.assignment(), 60, interval=0,
-                   message="the broker-coordinated consumer to get its partitions")
-        kc.commit()
         for args in ((), ("--execute",)):
             code, out, _ = zkmigrate_json(services, "rollback", "--group", g, *args, "--backup-dir",
                                           str(tmp_path / "rb"), expect=1)
@@ -202,6 +216,85 @@ def test_rollback_is_refused_while_the_broker_coordinated_consumers_run(services
     finally:
         ks.close()
     assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == committed
+
+
+def test_import_is_refused_while_the_broker_coordinated_consumers_run(services, zk, unique, tmp_path):
+    """import follows the other writers: while the new consumers hold the group on the broker, an import into
+    either store is refused for every group of the file before anything is written (their commits would overwrite
+    a Kafka import, and a ZooKeeper import would be behind them); once they stopped, it runs."""
+    t, g = _group_with_offsets(services, zk, unique, "fi")
+    other = unique("fi-other")  # a second group of the same file, not in use
+    f = tmp_path / "offsets.txt"
+    f.write_text("".join("/consumers/%s/offsets/%s/%d:%d\n" % (name, t, p, o) for name in (other, g)
+                         for p, o in ((0, 5), (1, 6))))
+    kc = _cut_over_and_consume(services, t, g, tmp_path)
+    try:
+        for store in ("kafka", "zookeeper"):
+            for args in ((), ("--execute",)):
+                code, out, err = zkmigrate(services, "import", "--file", str(f), "--store", store, *args,
+                                           "--backup-dir", str(tmp_path / "imp"))
+                assert code == 1 and g in err and "broker-coordinated" in err and "stop" in err, (code, out, err)
+        assert not (tmp_path / "imp").exists()
+        assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
+        assert ZooKeeperOffsetStore(zk, other).fetch([(t, 0), (t, 1)]) == {}
+    finally:
+        kc.close(autocommit=False)
+    code, rep, _ = zkmigrate_json(services, "import", "--file", str(f), "--store", "zookeeper", "--execute",
+                                  "--backup-dir", str(tmp_path / "imp"), expect=0)
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 5, (t, 1): 6}
+
+
+def test_kafka_only_since_under_the_fence():
+    """Pure: which records end the Kafka-only run (epoch ms of the run's start + 999, or None)."""
+    from zkconsumer_migrate.state import kafka_only_since
+
+    def rec(*records, fence="2026-01-02T00:00:00Z"):
+        newest, older = records[0], [dict(phase=p, since=s, by=b) for p, s, b in records[1:]]
+        out = dict(phase=newest[0], since=newest[1], by=newest[2], history=older)
+        if fence:
+            out["fence"] = {"since": fence, "by": "zkmigrate cutover"}
+        return out
+    t0, cut = 1767225600000 + 999, 1767312000000 + 999  # 2026-01-01T00:00:00Z, 2026-01-02T00:00:00Z
+    kafka = ("kafka", "2026-01-01T00:00:00Z", "zkmigrate verify")
+    cutover = ("cutover", "2026-01-02T00:00:00Z", "zkmigrate cutover")
+    zk_verify = ("zookeeper", "2026-01-03T00:00:00Z", "zkmigrate verify")
+    assert kafka_only_since(rec(cutover, kafka)) == t0
+    assert kafka_only_since(rec(zk_verify, cutover, kafka)) == t0  # a verify under the fence
+    assert kafka_only_since(rec(("dual", "2026-01-03T00:00:00Z", "zkmigrate verify"), zk_verify, cutover)) == cut
+    assert kafka_only_since(rec(zk_verify, cutover, kafka, fence=None)) is None  # not fenced: it counts
+    assert kafka_only_since(rec(("restore", "2026-01-03T00:00:00Z", "zkmigrate restore"), cutover)) is None
+    assert kafka_only_since(rec(zk_verify, ("restore", "2026-01-02T12:00:00Z", "zkmigrate restore"), cutover)) \
+        is None
+    # a verify from before the fence (zookeeper, then kafka, then the cutover) still ends the older run
+    assert kafka_only_since(rec(cutover, kafka, ("zookeeper", "2025-12-31T00:00:00Z", "zkmigrate verify"),
+                                ("kafka", "2025-12-30T00:00:00Z", "zkmigrate verify"))) == t0
+
+
+def test_a_verify_of_another_phase_keeps_the_fenced_groups_kafka_evidence(services, zk, unique, tmp_path):
+    from zkconsumer_migrate import state
+    for phase in (["zookeeper"], ["dual", "--to", "zookeeper"]):
+        t, g = _group_with_offsets(services, zk, unique, "fk")
+        parts = [(t, 0), (t, 1)]
+        zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+        # the stopped cut-over group passes a routine fleet verify of another phase, which records that phase
+        code, rep, _ = zkmigrate_json(services, "verify", "--groups-matching", g, "--phase", *phase, expect=0)
+        assert rep["groups"][0]["recorded_phase"]["phase"] == phase[0]
+        assert state.fence_of(state.read_phase(zk, g)) is not None
+        # the group's Kafka offsets are removed (as after offsets.retention.minutes without a commit)
+        ks = KafkaOffsetStore(services.bootstrap_servers, g)
+        try:
+            assert set(ks.delete_offsets(parts).committed) == set(parts) and ks.fetch(parts) == {}
+        finally:
+            ks.close()
+        # ZooKeeper still holds the offsets of before the cutover: how far the new consumers got is unknown
+        code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir",
+                                     str(tmp_path), expect=1)
+        assert set(rb["refused"]) == {"%s-0" % t, "%s-1" % t}, (phase, rb)
+        assert all("recorded phase" in why and "frozen" in why for why in rb["refused"].values()), rb["refused"]
+        assert "recorded_phase" not in rb and state.fence_of(state.read_phase(zk, g)) is not None
+        code, rep, _ = zkmigrate_json(services, "verify", "--group", g, "--phase", "zookeeper", "--no-record",
+                                      expect=1)
+        assert any("frozen" in p for p in rep["problems"]), rep["problems"]
 
 
 def test_a_cutover_stopped_between_its_acl_and_its_record_is_rolled_back(services, zk, unique, procs, tmp_path):

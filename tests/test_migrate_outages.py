@@ -106,3 +106,22 @@ def test_refresh_every_survives_broker_and_zookeeper_outages(own, unique, tmp_pa
             own.start_zookeeper()
             own.start_broker()
     assert code == 0, (code, ka.stderr()[-3000:])
+
+
+def test_refresh_every_stopped_during_an_outage_exits_with_the_failed_rounds_code(tmp_path):
+    """A supervisor that stops the keep-alive while ZooKeeper is down learns that it was not refreshing: exit 3
+    (could not check), the code of its last round, not 0."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there: a ZooKeeper that is down
+    ka = Keepalive(tmp_path, "--group", "keepalive-g", "--execute", "--every", "1", "--zookeeper",
+                   "127.0.0.1:%d" % port)
+    try:
+        wait_until(lambda: "next round in" in ka.stderr(), 90, message="a failed round logged")
+        assert ka.alive(), ka.stderr()[-3000:]
+    finally:
+        code = ka.stop()
+    assert code == 3, (code, ka.stderr()[-3000:])
+    assert "Traceback" not in ka.stderr(), ka.stderr()[-3000:]

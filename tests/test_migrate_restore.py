@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -70,18 +71,25 @@ def test_restore_puts_both_stores_back_exactly(services, zk, unique, tmp_path):
     changed = _both(services, zk, g, parts)
     assert changed == ({(t, 0): 30, (t, 1): 20, (t, 2): 50}, {(t, 0): 30, (t, 1): 20, (t, 2): 50})
 
-    # dry run: every change listed (deletions included), nothing changed
-    code, dry, _ = zkmigrate_json(services, "restore", manifest[0], expect=0)
+    # dry run: every change listed (deletions included), nothing changed; the offsets written since the backup
+    # that it would delete or move back are listed, except the one the cutover itself wrote (kafka 1: 20)
+    code, dry, _ = zkmigrate_json(services, "restore", manifest[0], expect=1)
     assert dry["changes"] == {
         "zookeeper": {"%s-0" % t: {"from": 30, "to": 10}, "%s-2" % t: {"from": 50, "to": None}},
         "kafka": {"%s-0" % t: {"from": 30, "to": 8}, "%s-1" % t: {"from": 20, "to": None},
                   "%s-2" % t: {"from": 50, "to": None}}}, dry["changes"]
+    assert set(dry["newer"]) == {"zookeeper:%s-0" % t, "zookeeper:%s-2" % t, "kafka:%s-0" % t, "kafka:%s-2" % t}
+    assert "after the backup was taken" in dry["newer"]["kafka:%s-0" % t] and "--discard-newer" in \
+        dry["newer"]["kafka:%s-0" % t]
     assert dry["by"] == "zkmigrate cutover" and dry["exact"] is True
     assert _both(services, zk, g, parts) == changed
-    code, out, err = zkmigrate(services, "restore", manifest[0], expect=0)
-    assert "delete (no offset in the backup)" in out and "dry run" in out
+    code, out, err = zkmigrate(services, "restore", manifest[0], "--discard-newer", expect=0)
+    assert "delete (no offset in the backup)" in out and "dry run" in out and "DISCARDED" in err
+    code, res, _ = zkmigrate_json(services, "restore", manifest[0], "--execute", "--backup-dir", str(bdir), expect=1)
+    assert res["written"] == res["deleted"] == 0 and res["backup"] == [] and _both(services, zk, g, parts) == changed
 
-    code, res, _ = zkmigrate_json(services, "restore", manifest[0], "--execute", "--backup-dir", str(bdir), expect=0)
+    code, res, _ = zkmigrate_json(services, "restore", manifest[0], "--execute", "--discard-newer", "--backup-dir",
+                                  str(bdir), expect=0)
     assert (res["written"], res["deleted"], res["failed"]) == (2, 3, {}), res
     assert _both(services, zk, g, parts) == before
     assert zk.exists(paths.partition_offset_path(g, t, 2)) is None
@@ -92,7 +100,8 @@ def test_restore_puts_both_stores_back_exactly(services, zk, unique, tmp_path):
     undo = [p for p in res["backup"] if p.endswith(".json")][0]
     zkmigrate_json(services, "restore", undo, "--execute", "--backup-dir", str(bdir), expect=0)
     assert _both(services, zk, g, parts) == changed
-    zkmigrate_json(services, "restore", manifest[0], "--execute", "--backup-dir", str(bdir), expect=0)
+    zkmigrate_json(services, "restore", manifest[0], "--execute", "--discard-newer", "--backup-dir", str(bdir),
+                   expect=0)
 
     # a member with the default settings (offsets.storage=zookeeper, auto.offset.reset=largest) resumes exactly at
     # the restored offsets: 90 + 80 messages, nothing of partition 2 (no offset: it starts at the log end)
@@ -128,7 +137,12 @@ def test_restore_of_a_backup_without_manifest_and_bad_backups(services, zk, uniq
     ks = KafkaOffsetStore(services.bootstrap_servers, g)
     try:
         assert ks.commit({(t, 0): 9, (t, 1): 7}).ok
-        code, res, _ = zkmigrate_json(services, "restore", zk_txt, "--execute", "--backup-dir", str(bdir), expect=0)
+        # the Kafka offset 9 it would delete was committed after the backup: refused, nothing changed
+        code, res, _ = zkmigrate_json(services, "restore", zk_txt, "--execute", "--backup-dir", str(bdir), expect=1)
+        assert set(res["newer"]) == {"kafka:%s-0" % t} and res["deleted"] == 0, res
+        assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 9, (t, 1): 7}
+        code, res, _ = zkmigrate_json(services, "restore", zk_txt, "--execute", "--discard-newer", "--backup-dir",
+                                      str(bdir), expect=0)
         assert res["exact"] is False and any("no manifest" in w for w in res["warnings"])
         # partition 0 had no Kafka offset in the backup (listed in the ZooKeeper file only): deleted; partition 1
         # is in neither file: not known, left as it is
@@ -136,3 +150,46 @@ def test_restore_of_a_backup_without_manifest_and_bad_backups(services, zk, uniq
         assert res["not_in_backup"] == {"%s-1" % t: {"zookeeper": None, "kafka": 7}}
     finally:
         ks.close()
+
+
+def test_an_old_backup_does_not_undo_what_the_new_consumers_committed(services, zk, unique, tmp_path):
+    """The backup cutover wrote, restored after the broker-coordinated consumers ran (defaults: auto commit, reset
+    to latest): it would delete the Kafka offsets they committed, and when they start again they would skip what
+    arrived meanwhile. Refused (dry run and --execute), naming each offset, its commit time and the way out; nothing
+    changed; --discard-newer restores it all the same. Right after the cutover the same backup restores without
+    the override (the offsets the cutover wrote are its own)."""
+    from kafka import KafkaConsumer
+    t = services.create_topic(unique("rn"), 2)
+    produce_tracked(services.bootstrap_servers, t, 200, partitions=2)  # 100 per partition
+    g = unique("rn-g")
+    parts = [(t, 0), (t, 1)]
+    assert ZooKeeperOffsetStore(zk, g).commit({(t, 0): 10, (t, 1): 20}).ok
+    bdir = tmp_path / "backups"
+    code, co, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(bdir), expect=0)
+    [manifest] = [p for p in co["backup"] if p.endswith(".json")]
+    code, dry, _ = zkmigrate_json(services, "restore", manifest, expect=0)  # nothing ran since: the undo of cutover
+    assert dry["newer"] == {} and set(dry["changes"]["kafka"]) == {"%s-0" % t, "%s-1" % t}
+
+    kc = KafkaConsumer(t, bootstrap_servers=services.bootstrap_servers, group_id=g)  # the new consumers' defaults
+    try:
+        got = 0
+        deadline = time.monotonic() + 60
+        while got < 170 and time.monotonic() < deadline:
+            got += sum(len(v) for v in kc.poll(500).values())
+        assert got == 170, got
+    finally:
+        kc.close()  # commits (enable.auto.commit)
+    assert _both(services, zk, g, parts)[1] == {(t, 0): 100, (t, 1): 100}
+    for args in ((), ("--execute",)):
+        code, out, err = zkmigrate(services, "restore", manifest, *args, "--backup-dir", str(bdir / "r"), expect=1)
+        assert "not restored: 2 offset(s) were committed since the backup" in out, out
+        for p in (0, 1):
+            line = [ln for ln in err.splitlines() if ln.startswith("REFUSED kafka:%s-%d" % (t, p))]
+            assert line and "group %s" % g in line[0] and "100, committed" in line[0], err
+            assert "after the backup was taken" in line[0] and "delete" in line[0] and "--discard-newer" in line[0]
+    assert not (bdir / "r").exists()
+    assert _both(services, zk, g, parts) == ({(t, 0): 10, (t, 1): 20}, {(t, 0): 100, (t, 1): 100})
+    code, res, _ = zkmigrate_json(services, "restore", manifest, "--execute", "--discard-newer", "--backup-dir",
+                                  str(bdir), expect=0)
+    assert res["deleted"] == 2 and set(res["newer"]) == {"kafka:%s-0" % t, "kafka:%s-1" % t}
+    assert _both(services, zk, g, parts) == ({(t, 0): 10, (t, 1): 20}, {})

@@ -51,7 +51,8 @@ def _zkmigrate(own, *args, expect=None):
     return code, json.loads(out), err
 
 
-def test_expiry_is_visible_verified_and_refreshed(own, unique):
+def test_expiry_is_visible_verified_and_refreshed(own, unique, tmp_path, monkeypatch):
+    monkeypatch.setenv("ZKMIGRATE_STATE_DIR", str(tmp_path / "state"))
     t = own.create_topic(unique("exp"), 2)
     produce_tracked(own.bootstrap_servers, t, 20, partitions=2)
     zk = zkmod.connect(own.zookeeper_connect)
@@ -59,7 +60,7 @@ def test_expiry_is_visible_verified_and_refreshed(own, unique):
         kept, dropped = unique("exp-kept"), unique("exp-dropped")
         for g in (kept, dropped):
             assert ZooKeeperOffsetStore(zk, g).commit({(t, 0): 3, (t, 1): 4}).ok
-            code, out, _ = _zkmigrate(own, "copy", "--group", g, "--execute", "--backup-dir", "/tmp", expect=0)
+            code, out, _ = _zkmigrate(own, "copy", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
             assert out["written"] == 2
             assert "offsets.retention.minutes=1" in out["warnings"][0]
         t_copy = time.time()

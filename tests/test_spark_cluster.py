@@ -10,20 +10,27 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
 
 import pytest
 
-from spark_support import Producer, log_ends as _log_ends, member_ids as _ids, owners as _owners
+from spark_support import Producer, log_ends as _log_ends, member_ids as _ids, node_python
+from spark_support import owners as _owners
 from spark_support import set_zk_offsets as _set_zk_offsets, wait_for as _wait, zk_offsets as _zk_offsets
 from zkconsumer.local.processes import free_port, log_tail
 
 pytestmark = pytest.mark.spark
 
 JOB_TIMEOUT = 420  # seconds: spark-submit of a small job takes 20-60 s on 2 busy cores
+
+
+@pytest.fixture(scope="module")
+def python(tmp_path_factory):
+    """The Python of every driver and executor here: only what docs/spark.md says a node must install (no
+    zkconsumer, kafka-python or kazoo: they come from the zkconsumer.zip of --py-files)."""
+    return node_python(str(tmp_path_factory.mktemp("node-python") / "venv"))
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------
@@ -52,7 +59,7 @@ class Job:
     """One ``spark-submit --master spark://...`` run of the example job (driver JVM + driver Python), in its own
     process group, with the driver's UI (REST API) on a free port and an uncompressed event log."""
 
-    def __init__(self, cluster, workdir, args, name="job", conf=None):
+    def __init__(self, cluster, python, workdir, args, name="job", conf=None):
         from zkconsumer.spark.standalone import job_script, package_zip, submit_argv
         self.cluster = cluster
         self.dir = os.path.join(str(workdir), name)
@@ -68,9 +75,10 @@ class Job:
              "spark.executor.cores": "1", "spark.sql.session.timeZone": "UTC"}
         c.update(conf or {})
         self.argv = submit_argv(cluster.master_url, job_script(), list(args), conf=c, py_files=[zip_path])
-        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-                   SPARK_LOCAL_IP="127.0.0.1")
-        env.pop("PYTHONPATH", None)  # the driver, too, imports zkconsumer from the shipped zip only
+        # the driver, too, imports zkconsumer from the shipped zip only: --py-files for its own Python, and
+        # PYTHONPATH for the streaming source's process, which Spark starts without the --py-files (docs/spark.md)
+        env = dict(os.environ, PYSPARK_PYTHON=python, PYSPARK_DRIVER_PYTHON=python, SPARK_LOCAL_IP="127.0.0.1",
+                   PYTHONPATH=zip_path)
         self.log = os.path.join(self.dir, "driver.log")
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -181,12 +189,11 @@ def test_standalone_cluster_has_two_workers_and_restarts_one(spark_cluster):
     assert any(w["port"] == rec["port"] and w["state"] == "ALIVE" for w in status["workers"])
 
 
-def test_tasks_run_in_executor_jvms_and_import_the_shipped_package(spark_cluster, tmp_path):
+def test_tasks_run_in_executor_jvms_and_import_the_shipped_package(spark_cluster, python, tmp_path):
     from zkconsumer.spark.standalone import descendants, package_zip, submit_argv
     zip_path = package_zip(str(tmp_path / "zkconsumer.zip"))
     app = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark_probe_app.py")
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-               SPARK_LOCAL_IP="127.0.0.1")
+    env = dict(os.environ, PYSPARK_PYTHON=python, PYSPARK_DRIVER_PYTHON=python, SPARK_LOCAL_IP="127.0.0.1")
     env.pop("PYTHONPATH", None)
     proc = subprocess.Popen(submit_argv(spark_cluster.master_url, app, py_files=[zip_path],
                                         conf={"spark.ui.enabled": "false"}),
@@ -220,7 +227,8 @@ def test_tasks_run_in_executor_jvms_and_import_the_shipped_package(spark_cluster
 
 
 # -- the example job on the cluster -----------------------------------------------------------------------------
-def test_batch_job_on_cluster_reads_exactly_the_unconsumed_range(spark_cluster, services, zk, unique, tmp_path):
+def test_batch_job_on_cluster_reads_exactly_the_unconsumed_range(spark_cluster, python, services, zk, unique,
+                                                                  tmp_path):
     topic, group = services.create_topic(unique("cb"), 4), unique("g")
     services.produce(topic, 400)
     ends = _log_ends(services, topic, 4)
@@ -231,7 +239,7 @@ def test_batch_job_on_cluster_reads_exactly_the_unconsumed_range(spark_cluster, 
     want = _ranges(ranges)
     assert len(want) == sum(e - s for s, e in ranges.values()) > 0
     output = str(tmp_path / "out")
-    job = Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, ["--batch"]))
+    job = Job(spark_cluster, python, tmp_path, _job_args(services, group, topic, output, ["--batch"]))
     job.wait()
     assert _output_rows(output) == want                     # exactly the unconsumed range: no more, no less
     assert _zk_offsets(zk, group, topic) == ends            # committed after the output was written
@@ -241,12 +249,12 @@ def test_batch_job_on_cluster_reads_exactly_the_unconsumed_range(spark_cluster, 
     ran_on = {e["Task Info"]["Executor ID"] for e in _task_ends(events)}
     assert ran_on and ran_on <= set(execs), ran_on          # every task ran in an executor JVM, none in the driver
     # a second run finds nothing to read and changes nothing
-    Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, ["--batch"]), name="again").wait()
+    Job(spark_cluster, python, tmp_path, _job_args(services, group, topic, output, ["--batch"]), name="again").wait()
     assert _output_rows(output) == want and _zk_offsets(zk, group, topic) == ends
 
 
-def test_streaming_job_on_cluster_reads_unconsumed_range_and_releases_owners(spark_cluster, services, zk, unique,
-                                                                             tmp_path):
+def test_streaming_job_on_cluster_reads_unconsumed_range_and_releases_owners(spark_cluster, python, services, zk,
+                                                                             unique, tmp_path):
     topic, group = services.create_topic(unique("cs"), 4), unique("g")
     services.produce(topic, 200)
     before = _log_ends(services, topic, 4)
@@ -258,7 +266,7 @@ def test_streaming_job_on_cluster_reads_unconsumed_range_and_releases_owners(spa
     checkpoint = "file://" + str(ckpt_dir)
     # a long ZooKeeper session: owner nodes that vanish within it were deleted (by the job's finish_query after its
     # last commit), not expired
-    job = Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, [
+    job = Job(spark_cluster, python, tmp_path, _job_args(services, group, topic, output, [
         "--checkpoint", checkpoint, "--trigger-seconds", "1", "--property", "zookeeper.session.timeout.ms=60000"]))
     try:
         # the driver's source joins the group and claims every partition (it is the only member)
@@ -300,8 +308,8 @@ def test_streaming_job_on_cluster_reads_unconsumed_range_and_releases_owners(spa
     assert last == ends, (last, ends, sorted(os.listdir(ckpt_dir / "commits")))
 
 
-def test_partitions_added_while_producing_are_read_from_their_first_record(spark_cluster, services, zk, unique,
-                                                                           tmp_path):
+def test_partitions_added_while_producing_are_read_from_their_first_record(spark_cluster, python, services, zk,
+                                                                           unique, tmp_path):
     """Spark's rule for partitions that join a running query: they start at earliest, whatever startingOffsets says.
     The job runs with the default startingOffsets (latest); two partitions are added while a producer writes to
     every partition; rebalance.settle.ms=15000 holds the member's claim back, so the new partitions hold records
@@ -309,7 +317,7 @@ def test_partitions_added_while_producing_are_read_from_their_first_record(spark
     topic, group = services.create_topic(unique("pa"), 2), unique("g")
     _set_zk_offsets(zk, group, topic, {0: 0, 1: 0})             # the first partitions: from the group's offsets
     output, ckpt = str(tmp_path / "out"), str(tmp_path / "ckpt")
-    job = Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, [
+    job = Job(spark_cluster, python, tmp_path, _job_args(services, group, topic, output, [
         "--checkpoint", ckpt, "--trigger-seconds", "1", "--property", "rebalance.settle.ms=15000"], starting=None))
     producer, early, stop = Producer(services), Producer(services), threading.Event()
     partitions = [0, 1]
@@ -370,12 +378,13 @@ def _kill_busy_executor(job, cluster, timeout=240):
     return None
 
 
-def test_executor_killed_mid_batch_task_retried_sink_exact(spark_cluster, services, zk, unique, tmp_path):
+def test_executor_killed_mid_batch_task_retried_sink_exact(spark_cluster, python, services, zk, unique,
+                                                           tmp_path):
     topic, group = services.create_topic(unique("ck"), 4), unique("g")
     services.produce(topic, 60000)
     ends = _log_ends(services, topic, 4)
     output, ckpt = str(tmp_path / "out"), str(tmp_path / "ckpt")
-    job = Job(spark_cluster, tmp_path, _job_args(services, group, topic, output, [
+    job = Job(spark_cluster, python, tmp_path, _job_args(services, group, topic, output, [
         "--checkpoint", ckpt, "--available-now", "--max-offsets-per-trigger", "15000"]))
     try:
         killed = _kill_busy_executor(job, spark_cluster)
@@ -404,7 +413,8 @@ def _files_of_batches(output, ids):
     return {b: sorted(os.listdir(os.path.join(output, "batch_id=%d" % b))) for b in ids}
 
 
-def test_driver_killed_and_restarted_resumes_from_checkpoint(spark_cluster, services, zk, unique, tmp_path):
+def test_driver_killed_and_restarted_resumes_from_checkpoint(spark_cluster, python, services, zk, unique,
+                                                             tmp_path):
     from zkconsumer.spark import read_checkpoint_offsets
     from zkconsumer.spark.checkpoint import checkpoint_files
     topic, group = services.create_topic(unique("cr"), 4), unique("g")
@@ -412,7 +422,7 @@ def test_driver_killed_and_restarted_resumes_from_checkpoint(spark_cluster, serv
     output, ckpt = str(tmp_path / "out"), str(tmp_path / "ckpt")
     args = _job_args(services, group, topic, output, ["--checkpoint", ckpt, "--max-offsets-per-trigger", "6000",
                                                       "--property", "zookeeper.session.timeout.ms=60000"])
-    job = Job(spark_cluster, tmp_path, args + ["--trigger-seconds", "1"], name="first")
+    job = Job(spark_cluster, python, tmp_path, args + ["--trigger-seconds", "1"], name="first")
     try:
         # let at least one batch finish (output written, offsets committed), then kill -9 the driver mid-batch
         assert _wait(lambda: sum(_zk_offsets(zk, group, topic).values()) > 0, 240), log_tail(job.log, 40)
@@ -437,7 +447,7 @@ def test_driver_killed_and_restarted_resumes_from_checkpoint(spark_cluster, serv
                  max(1.0, killed_at + 45 - time.monotonic())), _owners(zk, group, topic)
     services.produce(topic, 4000)
     ends = _log_ends(services, topic, 4)
-    again = Job(spark_cluster, tmp_path, args + ["--available-now"], name="restarted")
+    again = Job(spark_cluster, python, tmp_path, args + ["--available-now"], name="restarted")
     try:
         again.wait()
     finally:

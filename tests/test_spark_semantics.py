@@ -5,6 +5,7 @@ rebalances, the member is released only after the query's last commit and commit
 and idle partitions' offsets in Kafka are re-committed before the broker's retention deletes them.
 
 Every check of what was read compares the exact set of (topic, partition, offset) read with what was produced."""
+import re
 import threading
 import time
 
@@ -299,5 +300,97 @@ def test_the_first_batch_is_not_planned_before_the_member_knows_its_partitions(s
         with pytest.raises(stream.GroupNotSettledError, match="group %s: the partitions of member .* are not known"
                            % group):
             reader.initialOffset()
+    finally:
+        reader.stop()
+
+
+def test_a_first_batch_replayed_after_a_restart_starts_where_it_started(services, zk, unique):
+    """Spark's offset log holds only the end of each batch: a query restarted before batch 0 finished (a driver killed,
+    a sink that failed) replays batch 0 from ``initialOffset()``, asked again (Spark 4.x
+    ``MicroBatchExecution.constructNextBatch``/``runBatch``: the previous batch's end, else ``stream.initialOffset``).
+    With the default startingOffsets (latest) and a group with no committed offset, the second answer must be the
+    first one, not the log end of the restart: else batch 0's records are skipped without a word. The two runs of the
+    source are driven here in the test process, as the streaming source runner drives them."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from zkconsumer.spark import stream
+    from zkconsumer.spark.offsets import from_spark
+    from zkconsumer.spark.options import parse_options
+    topic, group = services.create_topic(unique("rb"), 2), unique("g")
+    services.produce(topic, 10)                                 # before the query: not read (latest)
+    opts = parse_options(source_options(services, group, topic, startingOffsets=None, ownerReaper="false"))
+    first = stream.ZkStreamReader(opts)
+    try:
+        start = first.initialOffset()
+        assert sum(from_spark(start).values()) == 10
+        services.produce(topic, 20)                             # batch 0's records
+        end = first.latestOffset(start, ReadAllAvailable())
+        assert sum(from_spark(end).values()) == 30
+    finally:
+        first.stop()                                            # the run dies before batch 0 is written
+    services.produce(topic, 5)                                  # while it is down
+    second = stream.ZkStreamReader(opts)
+    try:
+        assert second.initialOffset() == start                  # batch 0 is [start, end) again
+        tasks = second.partitions(start, end)
+        assert sum(t.end - t.start for t in tasks) == 20
+    finally:
+        second.stop()
+
+
+def test_a_restarted_first_batch_reports_what_retention_deleted_from_it(spark, services, zk, unique, tmp_path):
+    """The same replay of batch 0 through Spark: batch 0 ([0, 30), startingOffsets=earliest, a group with no offset)
+    fails in the sink; retention deletes its first 10 records; the query restarted on the checkpoint must report
+    them lost (failOnDataLoss, the default), as Spark's Kafka source does, not start batch 0 at the new log start."""
+    topic, group = services.create_topic(unique("rr"), 1), unique("g")
+    services.produce(topic, 30)
+    opts = source_options(services, group, topic)
+    ckpt, seen = str(tmp_path / "ck"), []
+
+    def sink_down(df, batch_id):
+        seen.append((batch_id, df.count()))
+        raise RuntimeError("the sink is down")
+    q = _start(spark, opts, ckpt, [], each=sink_down)
+    with pytest.raises(Exception, match="the sink is down"):
+        q.awaitTermination(120)
+    assert seen and seen[0] == (0, 30), seen
+    delete_records(services, topic, 0, 10)
+    rows = []
+    q = _start(spark, opts, ckpt, rows)
+    try:
+        # (the failed run's member holds the partition until its session ends: the restart claims it after that)
+        assert wait_for(lambda: not q.isActive, 240), (member_ids(zk, group), owners(zk, group, topic))
+        assert re.search(r"offsets \[0, 10\) of %s-0 are not in the log any more" % topic, str(q.exception())), \
+            q.exception()
+        assert rows == []
+    finally:
+        q.stop()
+
+
+def test_available_now_fails_when_the_group_does_not_settle(services, zk, unique, monkeypatch):
+    """Trigger.AvailableNow, driven in the test process as the streaming source runner drives it: after the first
+    batch a partition is added and a previous owner (a ghost owner node) holds it for good, so the member's
+    rebalance cannot complete. The next plan must fail the query naming the group once the wait is over, not report
+    "no new data" (Spark would end the run with the backlog unread)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from zkconsumer.spark import stream
+    from zkconsumer.spark.options import parse_options
+    topic, group = services.create_topic(unique("af"), 2), unique("g")
+    services.produce(topic, 20)
+    monkeypatch.setattr(stream, "GROUP_WAIT_S", 2.0)
+    reader = stream.ZkStreamReader(parse_options(source_options(services, group, topic, ownerReaper="false", **{
+        "rebalance.max.retries": "1", "rebalance.backoff.ms": "100", "zookeeper.session.timeout.ms": "6000"})))
+    try:
+        reader.prepareForTriggerAvailableNow()
+        start = reader.initialOffset()
+        end = reader.latestOffset(start, ReadAllAvailable())
+        assert end != start
+        zk.create(paths.partition_owner_path(group, topic, 2), b"%s_ghost-0" % group.encode(), ephemeral=True,
+                  makepath=True)
+        services.produce(topic, 10)                              # a backlog the run must not leave unread
+        services.create_topic(topic, 3)
+        assert wait_for(lambda: reader._member.ownership() is None, 30)   # the member is rebalancing
+        with pytest.raises(stream.GroupNotSettledError, match="group %s: the partitions of member .* are not known.*"
+                           "Trigger.AvailableNow" % group):
+            reader.latestOffset(end, ReadAllAvailable())
     finally:
         reader.stop()

@@ -177,37 +177,67 @@ def test_streaming_refuses_ending_options_and_starts_by_timestamp(spark, service
     assert sorted(rows) == [(p, o) for p in (0, 1) for o in range(7, 10)]
 
 
-def test_min_offsets_per_trigger_waits_for_offsets_or_the_delay(spark, services, unique, tmp_path):
-    """minOffsetsPerTrigger=10, maxTriggerDelay=6s, maxOffsetsPerTrigger=12: of 15 new offsets a batch of 12 is read
-    at once (the cap wins over the minimum), the 3 left wait until 6 s after that batch (fewer than the minimum)."""
-    topic, group = services.create_topic(unique("mt"), 1), unique("g")
+def _min_offsets_query(spark, services, tmp_path, name, delay):
+    """A query with minOffsetsPerTrigger=10, maxOffsetsPerTrigger=12 and ``maxTriggerDelay=delay`` on a new
+    one-partition topic, started and past its first trigger; returns (topic, query, [(wall time, rows) of each
+    non-empty batch], wall time at which its first trigger started)."""
+    import uuid
+    topic = services.create_topic("mt-%s" % uuid.uuid4().hex[:8], 1)
     batches = []
 
     def each(df, b):
         n = df.count()
         if n:
-            batches.append((time.monotonic(), n))
+            batches.append((time.time(), n))
 
     q = (spark.readStream.format("zkconsumer")
-         .options(**_opts(services, group, topic, startingOffsets="earliest", minOffsetsPerTrigger=10,
-                          maxTriggerDelay="6s", maxOffsetsPerTrigger=12)).load()
-         .writeStream.foreachBatch(each).option("checkpointLocation", str(tmp_path / "ck"))
+         .options(**_opts(services, "g-" + uuid.uuid4().hex[:8], topic, startingOffsets="earliest",
+                          minOffsetsPerTrigger=10, maxTriggerDelay=delay, maxOffsetsPerTrigger=12)).load()
+         .writeStream.foreachBatch(each).option("checkpointLocation", str(tmp_path / name))
          .trigger(processingTime="200 milliseconds").start())
+    deadline = time.monotonic() + 120
+    while not q.recentProgress and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert q.recentProgress, q.exception()
+    first = q.recentProgress[0]["timestamp"]              # ISO, UTC: when the first trigger started
+    from datetime import datetime
+    return topic, q, batches, datetime.fromisoformat(first.replace("Z", "+00:00")).timestamp()
+
+
+def _send_at_once(services, topic, n):
+    from kafka import KafkaProducer
+    producer = KafkaProducer(bootstrap_servers=services.bootstrap_servers, linger_ms=2000)
+    for i in range(n):                                       # one produce request: visible all at once
+        producer.send(topic, b"m%d" % i, partition=0)
+    producer.flush(30)
+    producer.close()
+
+
+def _wait_rows(batches, n, timeout=120):
+    deadline = time.monotonic() + timeout
+    while sum(r for _, r in batches) < n and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_min_offsets_per_trigger_waits_for_offsets_or_the_delay(spark, services, tmp_path):
+    """minOffsetsPerTrigger=10, maxOffsetsPerTrigger=12. With maxTriggerDelay=1h, of 15 new offsets a batch of 12 is
+    read (at least the minimum: no waiting for the delay; the cap wins over the minimum) and the 3 left are not read
+    (fewer than the minimum, the delay far off). With maxTriggerDelay=4s, 3 new offsets are read once 4 s passed
+    since the last batch let through (at the latest the query's first trigger). Only what load cannot break is
+    checked: which batches come, and a lower bound on when."""
+    topic, q, batches, _first = _min_offsets_query(spark, services, tmp_path, "hour", "1h")
     try:
-        deadline = time.monotonic() + 60
-        while not q.recentProgress and time.monotonic() < deadline:
-            time.sleep(0.2)
-        from kafka import KafkaProducer
-        producer = KafkaProducer(bootstrap_servers=services.bootstrap_servers, linger_ms=2000)
-        for i in range(15):                                      # one produce request: visible all at once
-            producer.send(topic, b"m%d" % i, partition=0)
-        producer.flush(30)
-        producer.close()
-        t_produced = time.monotonic()
-        while sum(n for _, n in batches) < 15 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert [n for _, n in batches] == [12, 3], batches
-        assert batches[0][0] - t_produced < 4.5, batches         # >= minOffsetsPerTrigger: no waiting
-        assert batches[1][0] - batches[0][0] >= 5.0, batches     # 3 < 10: waited for maxTriggerDelay
+        _send_at_once(services, topic, 15)
+        _wait_rows(batches, 12)
+        time.sleep(5)                                          # a trigger every 200 ms: the 3 would be read by now
+        assert [n for _, n in batches] == [12], (batches, q.exception())
+    finally:
+        q.stop()
+    topic, q, batches, first = _min_offsets_query(spark, services, tmp_path, "short", "4s")
+    try:
+        _send_at_once(services, topic, 3)
+        _wait_rows(batches, 3)
+        assert [n for _, n in batches] == [3], (batches, q.exception())
+        assert batches[0][0] - first >= 4.0, (batches, first)  # 3 < 10: read only once the delay passed
     finally:
         q.stop()

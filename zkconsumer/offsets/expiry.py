@@ -11,7 +11,8 @@ OffsetFetch does not say when an offset was committed, so the commit timestamps 
 them: the group's partition of ``__consumer_offsets`` (``abs(groupId.hashCode) % partitions``, Java's String hash),
 whose records are ``key = (version, group, topic, partition)`` and ``value = (version, offset, [leader epoch],
 metadata, commit timestamp, [expire timestamp])`` (value versions 0-4; Kafka's ``GroupMetadataManager`` /
-``OffsetCommitValue``). The retention comes from the brokers' ``offsets.retention.minutes`` (DescribeConfigs).
+``OffsetCommitValue``). The retention comes from the brokers' ``offsets.retention.minutes`` (DescribeConfigs); when
+it cannot be read (no DescribeConfigs right) the shortest default, 1 day, is assumed, and the callers say so.
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from typing import Dict, Iterable, NamedTuple, Optional, Tuple
 from ..errors import ClusterUnavailableError
 
 __all__ = ["java_string_hash", "offsets_topic_partition", "parse_commit_record", "parse_commit", "read_commit_times",
-           "read_commit_log", "read_commit_logs", "LastCommit", "offsets_retention_ms", "OFFSETS_TOPIC"]
+           "read_commit_log", "read_commit_logs", "LastCommit", "offsets_retention_ms", "read_offsets_retention",
+           "Retention", "OFFSETS_TOPIC", "SHORTEST_RETENTION_MINUTES"]
 
 from ..kafka_connect_errors import connect_error
 from ..kafka_security import PLAINTEXT
@@ -32,6 +34,9 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TP = Tuple[str, int]
+#: offsets.retention.minutes' default before Kafka 2.0 (KIP-186 made it 10080): the shortest a broker is likely to
+#: run, so what is assumed when the brokers' value cannot be read (offsets refreshed early, old offsets checked)
+SHORTEST_RETENTION_MINUTES = 1440
 
 
 def java_string_hash(s: str) -> int:
@@ -221,9 +226,25 @@ def read_commit_logs(bootstrap_servers, groups: Iterable[str], timeout_s: float 
         consumer.close()
 
 
-def offsets_retention_ms(bootstrap_servers, default_minutes: int = 10080, security=None) -> int:
-    """The brokers' ``offsets.retention.minutes`` in ms (DescribeConfigs of one broker); the Kafka 2.0+ default
-    (7 days) when the broker does not say."""
+class Retention(NamedTuple):
+    """The brokers' ``offsets.retention.minutes`` in ms, or (``known`` false) the value assumed because it could not
+    be read, and why."""
+    ms: int
+    known: bool = True
+    why: Optional[str] = None
+
+    def describe(self) -> str:
+        if self.known:
+            return "offsets.retention.minutes=%d" % (self.ms // 60000)
+        return ("offsets.retention.minutes unknown (%s), taken as %d, the shortest default (Kafka before 2.0)"
+                % (self.why, self.ms // 60000))
+
+
+def read_offsets_retention(bootstrap_servers, security=None,
+                           assume_minutes: int = SHORTEST_RETENTION_MINUTES) -> Retention:
+    """The brokers' ``offsets.retention.minutes`` (DescribeConfigs of one broker; it needs DescribeConfigs on the
+    cluster), or *assume_minutes* with ``known`` false and the reason when the broker refuses or does not say.
+    An unreachable cluster raises :class:`ClusterUnavailableError`."""
     from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
     try:
         admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-expiry",
@@ -235,13 +256,25 @@ def offsets_retention_ms(bootstrap_servers, default_minutes: int = 10080, securi
         res = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(broker),
                                                      {"offsets.retention.minutes": None})], config_filter="all")
         value = _find_config(res, "offsets.retention.minutes")
-        return int(value if value is not None else default_minutes) * 60000
+        # kafka-python leaves a refused resource (CLUSTER_AUTHORIZATION_FAILED) empty
+        if value is None:
+            return Retention(assume_minutes * 60000, False, "broker %s did not give it: may this Kafka identity "
+                                                            "DescribeConfigs on the cluster?" % broker)
+        return Retention(int(value) * 60000)
     except Exception as e:
-        log.warning("could not read offsets.retention.minutes from %s (%s); assuming %d minutes", bootstrap_servers, e,
-                    default_minutes)
-        return default_minutes * 60000
+        return Retention(assume_minutes * 60000, False, "DescribeConfigs failed: %s" % e)
     finally:
         admin.close()
+
+
+def offsets_retention_ms(bootstrap_servers, default_minutes: int = SHORTEST_RETENTION_MINUTES, security=None) -> int:
+    """:func:`read_offsets_retention` in ms; when it cannot be read, *default_minutes* (by default the shortest
+    default: whatever waits for an offset's expiry acts early rather than late), with a warning saying so."""
+    retention = read_offsets_retention(bootstrap_servers, security, default_minutes)
+    if not retention.known:
+        log.warning("could not read offsets.retention.minutes from %s (%s); assuming %d minutes", bootstrap_servers,
+                    retention.why, default_minutes)
+    return retention.ms
 
 
 def _find_config(obj, name):

@@ -16,9 +16,10 @@ output is idempotent per batch) and then commits the batch's end offsets to the 
   nodes, so no other member can claim the partitions and read that batch again.
 
 ``--batch`` instead reads the group's unconsumed range once with ``spark.read`` (:func:`run_batch`) and commits its
-end offsets after writing. On a cluster, submit this file: ``spark-submit --master spark://HOST:7077 --py-files
-zkconsumer.zip .../zkconsumer/spark/job.py --group G ...`` (see :mod:`zkconsumer.spark.standalone`); a streaming
-run stops gracefully on SIGTERM (the query stops, its last batch is committed).
+end offsets after writing. On a cluster, submit this file: ``PYTHONPATH=$PWD/zkconsumer.zip spark-submit --master
+spark://HOST:7077 --py-files zkconsumer.zip .../zkconsumer/spark/job.py --group G ...`` (the streaming source's
+process on the driver does not see ``--py-files``, see :mod:`zkconsumer.spark.standalone`); a streaming run stops
+gracefully on SIGTERM (the query stops, its last batch is committed).
 
 Defaults: ZooKeeper from ``--zookeeper``, ``$ZK_CONNECT`` or the running local cluster (``zkconsumer local up``);
 brokers are discovered from ZooKeeper unless ``--bootstrap-server`` / ``$KAFKA_BOOTSTRAP`` is given.

@@ -296,7 +296,8 @@ def package_zip(dest: str) -> str:
     """Zip the ``zkconsumer`` package this module was imported from, with the pure-Python packages it needs
     (:data:`ZIP_DEPENDENCIES`: kafka-python, kazoo, click, pure-sasl, as installed here, with their data files),
     into ``dest`` for ``spark-submit --py-files``: every executor's Python workers (and a driver on another node)
-    import the same code as here. Compiled extensions are left out (Python imports none from a zip)."""
+    import the same code as here. On the driver, ``PYTHONPATH`` must name it too: Spark starts the streaming
+    source's process without the ``--py-files``. Compiled extensions are left out (Python imports none from a zip)."""
     import importlib
     import zkconsumer
     root = os.path.dirname(os.path.abspath(zkconsumer.__file__))

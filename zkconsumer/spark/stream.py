@@ -244,9 +244,32 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from .cluster import require_all_partitions
             require_all_partitions("startingOffsetsByTimestamp", self.opts.starting_by_timestamp, owned)
         start = self._adopt(sorted(owned), initial=True)
+        self._record_start(start)
         self._first_plan = False
         self._seen_claims = claims
         return to_spark(start)
+
+    def _record_start(self, start):
+        """Commit the query's start offsets of partitions the group has no offset for (those that followed
+        ``startingOffsets``), before Spark plans batch 0. Spark's offset log holds only the end of each batch: a query
+        restarted before batch 0 finished asks ``initialOffset`` again for its start (Spark's own Kafka source keeps
+        its initial offsets in the checkpoint for this), and ``latest`` resolved again then would skip batch 0's
+        records. With the start in the store the restart finds it there; a member that takes the partition over
+        meanwhile starts there too, not at its ``auto.offset.reset``. Fenced and forward only; a partition revoked
+        meanwhile is left to its new owner (the next plan drops it). Fails the query if the store refuses."""
+        stored = self._member.offset_store.fetch(list(start))
+        todo = {tp: off for tp, off in start.items() if stored.get(tp) is None}
+        if not todo:
+            return
+        from ..errors import OwnershipLostError
+        result = self._member.commit_forward(todo)
+        failed = {tp: e for tp, e in result.failed.items() if not isinstance(e, OwnershipLostError)}
+        if failed:
+            raise ZkConsumerError(
+                "group %s: cannot commit the query's start offsets (%s) to the group's offset store: %s. Without "
+                "them a restart of the query's first batch could not find its start" % (
+                    self.opts.group, _names(failed), "; ".join(str(e) for e in failed.values())))
+        log.info("recorded the query's start offsets in group %s: %s", self.opts.group, to_spark(todo))
 
     def getDefaultReadLimit(self):
         n = self.opts.max_offsets_per_trigger
