@@ -2,10 +2,11 @@
 
 ``zkconsumer._records`` is the record batch v2 decoder in C (zkconsumer/_records.c), and
 ``zkconsumer._rdkafka_records`` turns confluent-kafka's Messages into ConsumerRecords for the librdkafka fetch engine
-(zkconsumer/_rdkafka_records.c). Both are optional: without a C compiler the build goes on and zkconsumer uses their
+(zkconsumer/_rdkafka_records.c), and ``zkconsumer._stream`` is a stream's per-record hand-out (zkconsumer/_stream.c).
+All are optional: without a C compiler the build goes on and zkconsumer uses their
 pure-Python equivalents (zkconsumer/kafka/record_batch.py, zkconsumer/kafka/librdkafka.py).
 """
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("zkconsumer." + name, ["zkconsumer/%s.c" % name], optional=True, extra_compile_args=["-O2"])
-                   for name in ("_records", "_rdkafka_records")])
+                   for name in ("_records", "_rdkafka_records", "_stream")])

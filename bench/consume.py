@@ -150,9 +150,11 @@ class _Scraper:
         self.server.close()
 
 
-def _zkconsumer(cluster, topic, total, ends, engine="kafka-python", scrape=None):
+def _zkconsumer(cluster, topic, total, ends, engine="kafka-python", scrape=None, window=None):
     """One read by a zkconsumer member (its defaults but the first offset); ``scrape``: None or (every, first) s
-    for a scraper of its endpoint. Returns (msg/s, extra) with extra {"cpu_share", "scrapes"} when scraped."""
+    for a scraper of its endpoint. Returns (msg/s, extra) with extra {"cpu_share", "scrapes"} when scraped.
+    ``window``: None or an object whose start() is called at the first record and stop(n) after the Nth (bench.cpu
+    measures CPU in that window)."""
     from zkconsumer.core.config import ConsumerConfig
     from zkconsumer.consumer import ZookeeperConsumerConnector
     from zkconsumer.errors import ConsumerTimeoutError
@@ -182,11 +184,15 @@ def _zkconsumer(cluster, topic, total, ends, engine="kafka-python", scrape=None)
                 if n == 1:
                     t_first, cpu_first = time.perf_counter(), time.process_time()
                     served_first = scraper.served() if scraper else served_first
+                    if window is not None:
+                        window.start()
                 if n >= total:
                     break
         except ConsumerTimeoutError:
             pass  # a short read: the check below says so
         t_last = time.perf_counter()
+        if window is not None and n:
+            window.stop(n)
         # ConsumerPerformance's window: from its partitions' assignment (its group join's end) to its last record
         extra = {"ready_rate": n / (t_last - t_ready)}
         if scraper is not None and n:
@@ -203,7 +209,7 @@ def _zkconsumer(cluster, topic, total, ends, engine="kafka-python", scrape=None)
 
 # ---------------------------------------------------------------------------------------------------- Python peers
 
-def _confluent(cluster, topic, total, ends):
+def _confluent(cluster, topic, total, ends, window=None):
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer(dict({"bootstrap.servers": cluster.bootstrap_servers, "group.id": unique("bench-ck"),
                        "enable.auto.commit": False}, **CONFLUENT_TUNED))
@@ -227,7 +233,11 @@ def _confluent(cluster, topic, total, ends):
                 n += 1
                 if n == 1:
                     t_first = time.perf_counter()
+                    if window is not None:
+                        window.start()
         t_last = time.perf_counter()
+        if window is not None and n:
+            window.stop(n)
         check_read("confluent-kafka", n, total, nxt, ends, bad)
         return _first_to_last(n, t_first, t_last), {}
     finally:
@@ -268,7 +278,7 @@ def _kafka_python(cluster, topic, total, ends):
         c.close()
 
 
-def _pykafka(cluster, topic, total, ends, tuned=True):
+def _pykafka(cluster, topic, total, ends, tuned=True, window=None):
     import logging
     from pykafka import KafkaClient
     logging.getLogger("pykafka").setLevel(logging.CRITICAL)
@@ -289,9 +299,13 @@ def _pykafka(cluster, topic, total, ends, tuned=True):
             n += 1
             if n == 1:
                 t_first = time.perf_counter()
+                if window is not None:
+                    window.start()
             if n >= total:
                 break
         t_last = time.perf_counter()
+        if window is not None and n:
+            window.stop(n)
         check_read("pykafka", n, total, nxt, ends, bad)
         return _first_to_last(n, t_first, t_last), {}
     finally:
@@ -594,12 +608,15 @@ def _pykafka_version():
     return pykafka.__version__
 
 
-TIME_GOES = ("the fetcher thread decodes batches in C (no record is tracked by the garbage collector) and queues "
-             "a chunk per partition; the consuming thread hands records out one by one in Python (~0.26 us each) "
-             "and both share the interpreter lock: ~1.3-1.4 us of CPU per record in all against ~0.85 us for raw "
-             "confluent-kafka, whose fetching and decoding run on librdkafka's own threads in C, its caller the only "
-             "Python thread. The Java consumers decode on one thread while the caller iterates, JIT-compiled. The "
+TIME_GOES = ("the default engine's fetcher thread checks each fetched batch (CRC, every record's structure) in C "
+             "and queues it undecoded; the consuming thread builds each record as it hands it out (C, ~0.2 us "
+             "with its later free) beside the application's own loop (~0.11 us); kafka-python's IO thread reads "
+             "the sockets (~0.17 us, most of it the kernel mapping pages for its buffers): ~0.6 us of CPU per "
+             "100 B record in all (python -m bench.cpu), all on one interpreter lock, against ~0.8 us for tuned "
+             "confluent-kafka, ~0.58 us of it its one Python thread (it fetches and decodes on librdkafka's own "
+             "threads in C). The Java consumers decode on one thread while the caller iterates, JIT-compiled. The "
              "librdkafka engine takes Messages 200 at a time (so they die young for the garbage collector), "
-             "converts each (8 method calls, ~0.4 us) on the fetcher thread and hands records out as the default "
-             "engine does: ~1.4-1.6 us per record. Metrics: one scrape costs the member "
-             "~0.6 ms of CPU on the endpoint's own thread (collecting, encoding the page, the HTTP exchange).")
+             "converts each to a record on the fetcher thread (~0.75 us with confluent-kafka's own Message) and "
+             "hands records out as the default engine does: ~1.35 us per record. Metrics: one scrape costs the "
+             "member ~0.6 ms of CPU on the endpoint's own thread (collecting, encoding the page, the HTTP "
+             "exchange).")

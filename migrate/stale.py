@@ -175,12 +175,20 @@ def to_kafka_refusals(group: str, todo: Dict[TP, int], both: Dict[TP, tuple], ev
 
 def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], frozen_since: Optional[int],
                           retention: Optional[Retention], now_ms: Optional[float] = None,
-                          keep: str = "--allow-stale to roll back anyway") -> Dict[TP, str]:
+                          keep: str = "--allow-stale to roll back anyway",
+                          restored_at: Optional[int] = None) -> Dict[TP, str]:
     """Of the partitions a rollback (Kafka -> ZooKeeper) handles, the ones refused, with why: a Kafka offset beyond
     the log end, or a ZooKeeper offset kept (no Kafka offset) that is frozen, older than the retention (when it is
-    not known, the assumed shortest one), or of an earlier topic."""
+    not known, the assumed shortest one), or of an earlier topic.
+
+    *restored_at*: when a restore last put the group's offsets back (:func:`.state.restored_since`). Within one
+    retention of it, a Kafka offset committed since would still be there, so a missing one did not expire and the
+    ZooKeeper offset the restore left is kept whatever its age (the runbook that undoes a cutover: restore, then
+    rollback)."""
     now = time.time() * 1000 if now_ms is None else now_ms
     retention_ms = retention.ms if retention is not None else None
+    if retention_ms is not None and restored_at is not None and now - restored_at < retention_ms:
+        retention_ms = None
     out = {}
     for tp, (zk_off, kafka) in sorted(both.items()):
         e = ev.get(tp, Evidence())
@@ -278,9 +286,10 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple]) -> StaleCheck:
     if not both:
         return StaleCheck({}, [], [])
     _, end, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(both), security=gofs.security)
-    frozen_since = state.kafka_only_since(state.read_phase(gofs.zk, gofs.group))
+    rec = state.read_phase(gofs.zk, gofs.group)
     ev = evidence(gofs, both, end)
     kept = [tp for tp, (z, k) in both.items() if k is None and z is not None]
     retention = _retention(gofs) if kept else None
-    return StaleCheck(to_zookeeper_refusals(gofs.group, both, ev, frozen_since, retention),
-                      _retention_note(retention) if retention is not None else [], [])
+    refused = to_zookeeper_refusals(gofs.group, both, ev, state.kafka_only_since(rec), retention,
+                                    restored_at=state.restored_since(rec))
+    return StaleCheck(refused, _retention_note(retention) if retention is not None else [], [])

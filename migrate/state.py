@@ -126,6 +126,19 @@ def kafka_only_since(rec: Optional[dict]) -> Optional[int]:
     return since + 999 if since is not None else None
 
 
+def restored_since(rec: Optional[dict]) -> Optional[int]:
+    """When (epoch ms) the group's offsets were last put back by ``zkmigrate restore``, if nothing but verifies
+    (which change no offset) was recorded since; else None."""
+    if not isinstance(rec, dict) or "error" in rec:
+        return None
+    history = rec.get("history") if isinstance(rec.get("history"), list) else []
+    for r in [rec] + [h for h in history if isinstance(h, dict)]:
+        if r.get("by") == "zkmigrate verify":
+            continue
+        return epoch_ms(r.get("since")) if r.get("phase") == "restore" else None
+    return None
+
+
 def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, clock=time.time,
                  fence=KEEP) -> dict:
     """Record that *group* is in *phase* (unchanged phase, direction and fence: the record is kept as it is). The

@@ -15,6 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <structmember.h>
 
 typedef struct {
     const unsigned char *buf;
@@ -82,73 +83,79 @@ static PyObject *error_tuple(const char *kind, PyObject *message)
     return t;
 }
 
-static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args)
-{
-    Py_buffer view;
-    Py_ssize_t pos, end, count;
+/* What a batch's records are decoded with: the batch header's fields and the record type. */
+typedef struct {
     long long base_offset, first_ts, max_ts;
     int log_append_time;
-    PyObject *topic, *partition, *leader_epoch;
+    PyObject *topic, *partition, *leader_epoch, *ts_type, *ts_max;
     PyTypeObject *record_cls;
-    if (!PyArg_ParseTuple(args, "y*nnnLLLpOOOO!", &view, &pos, &end, &count, &base_offset, &first_ts, &max_ts,
-                          &log_append_time, &topic, &partition, &leader_epoch, &PyType_Type, &record_cls))
-        return NULL;
-    if (!PyType_IsSubtype(record_cls, &PyTuple_Type)) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_TypeError, "record_cls must be a tuple subtype");
-        return NULL;
-    }
-    PyObject *out = PyList_New(0), *sizes = PyList_New(0), *error = NULL, *result = NULL;
-    PyObject *ts_type = PyLong_FromLong(log_append_time ? 1 : 0);
-    PyObject *ts_max = PyLong_FromLongLong(max_ts);
-    if (!out || !sizes || !ts_type || !ts_max)
-        goto done;
-    reader r = {(const unsigned char *)view.buf, view.len, pos};
+} batch_info;
+
+/* Decode (build != 0) or only check (build == 0: nothing allocated but header keys, decoded to check them) up to
+ * `count` records from r->pos, appending each record to `out` and its size to `sizes` (either may be NULL), and
+ * each record's start position to `starts` and its keys' + values' bytes to *kv_bytes (when not NULL). Returns the
+ * error that stopped it (None, or a (kind, message) tuple, as decode_records returns it), or NULL with an exception
+ * set. Checking and decoding read and judge the bytes identically: a record that checks decodes. `whole`: the
+ * records are the batch's last ones (what follows them must be the batch's end), not some picked out of it. `one`:
+ * where the (single) record built goes instead of `out` (a new reference). */
+static PyObject *decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, const batch_info *b, int build,
+                             PyObject *out, PyObject *sizes, Py_ssize_t *starts, long long *kv_bytes, int whole,
+                             PyObject **one)
+{
+    reader r = *rp;
+    PyObject *error = NULL;
     for (Py_ssize_t i = 0; i < count; i++) {
         int64_t length, attrs, ts_delta, offset_delta, key_len, value_len, count_h;
+        Py_ssize_t record_start = r.pos;
         if (read_varint(&r, &length) < 0)
             goto structure;
         Py_ssize_t start = r.pos;
         if (read_varint(&r, &attrs) < 0 || read_varint(&r, &ts_delta) < 0 || read_varint(&r, &offset_delta) < 0 ||
             read_varint(&r, &key_len) < 0)
             goto structure;
-        PyObject *key, *value, *headers, *rec;
+        PyObject *key = NULL, *value = NULL, *headers = NULL, *rec;
         Py_ssize_t header_size = -1;
         if (key_len >= 0) {
-            key = slice(&r, key_len);
-            if (!key)
-                goto done;
+            if (build) {
+                if (!(key = slice(&r, key_len)))
+                    goto fail;
+            } else
+                r.pos = (key_len > PY_SSIZE_T_MAX - r.pos) ? PY_SSIZE_T_MAX : r.pos + (Py_ssize_t)key_len;
         } else {
-            key = Py_NewRef(Py_None);
+            key = build ? Py_NewRef(Py_None) : NULL;
             key_len = -1;
         }
         if (read_varint(&r, &value_len) < 0) {
-            Py_DECREF(key);
+            Py_XDECREF(key);
             goto structure;
         }
         if (value_len >= 0) {
-            value = slice(&r, value_len);
-            if (!value) {
-                Py_DECREF(key);
-                goto done;
-            }
+            if (build) {
+                if (!(value = slice(&r, value_len))) {
+                    Py_XDECREF(key);
+                    goto fail;
+                }
+            } else
+                r.pos = (value_len > PY_SSIZE_T_MAX - r.pos) ? PY_SSIZE_T_MAX : r.pos + (Py_ssize_t)value_len;
         } else {
-            value = Py_NewRef(Py_None);
+            value = build ? Py_NewRef(Py_None) : NULL;
             value_len = -1;
         }
-        headers = PyList_New(0);
-        if (!headers || read_varint(&r, &count_h) < 0) {
-            Py_DECREF(key);
-            Py_DECREF(value);
+        if (build && !(headers = PyList_New(0))) {
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            goto fail;
+        }
+        if (read_varint(&r, &count_h) < 0) {
+            Py_XDECREF(key);
+            Py_XDECREF(value);
             Py_XDECREF(headers);
-            if (!headers)
-                goto done;
             goto structure;
         }
         if (count_h < 0) {
-            Py_DECREF(key);
-            Py_DECREF(value);
-            Py_DECREF(headers);
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            Py_XDECREF(headers);
             error = error_tuple("corrupt", PyUnicode_FromFormat("Found invalid number of record headers %lld",
                                                                 (long long)count_h));
             goto finish;
@@ -161,9 +168,9 @@ static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args)
             if (read_varint(&r, &hk_len) < 0) {
                 what = "structure";
             } else if (hk_len < 0) {
-                Py_DECREF(key);
-                Py_DECREF(value);
-                Py_DECREF(headers);
+                Py_XDECREF(key);
+                Py_XDECREF(value);
+                Py_XDECREF(headers);
                 error = error_tuple("corrupt", PyUnicode_FromFormat("Invalid negative header key size %lld",
                                                                     (long long)hk_len));
                 goto finish;
@@ -175,10 +182,10 @@ static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args)
                 h_key = PyUnicode_DecodeUTF8((const char *)r.buf + ks, ke - ks, "strict");
                 if (!h_key) {
                     if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-                        Py_DECREF(key);
-                        Py_DECREF(value);
-                        Py_DECREF(headers);
-                        goto done;
+                        Py_XDECREF(key);
+                        Py_XDECREF(value);
+                        Py_XDECREF(headers);
+                        goto fail;
                     }
                     PyErr_Clear();
                     what = "structure";
@@ -190,10 +197,22 @@ static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args)
                 what = "structure";
             if (what) {
                 Py_XDECREF(h_key);
-                Py_DECREF(key);
-                Py_DECREF(value);
-                Py_DECREF(headers);
+                Py_XDECREF(key);
+                Py_XDECREF(value);
+                Py_XDECREF(headers);
                 goto structure;
+            }
+            if (!build) {
+                Py_DECREF(h_key);
+                if (hv_len >= 0) {
+                    /* as slice(): what is left of the data, clamped, then the position moves on by hv_len */
+                    Py_ssize_t vs = r.pos < r.len ? r.pos : r.len;
+                    Py_ssize_t vn = (hv_len > (int64_t)(r.len - vs)) ? r.len - vs : (Py_ssize_t)hv_len;
+                    header_size += (Py_ssize_t)hk_len + vn;
+                    r.pos = (hv_len > PY_SSIZE_T_MAX - r.pos) ? PY_SSIZE_T_MAX : r.pos + (Py_ssize_t)hv_len;
+                } else
+                    header_size += (Py_ssize_t)hk_len;
+                continue;
             }
             if (hv_len >= 0) {
                 h_value = slice(&r, hv_len);
@@ -212,44 +231,58 @@ static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args)
                 Py_DECREF(key);
                 Py_DECREF(value);
                 Py_DECREF(headers);
-                goto done;
+                goto fail;
             }
             Py_DECREF(pair);
         }
         if (r.pos - start != length) {
-            Py_DECREF(key);
-            Py_DECREF(value);
-            Py_DECREF(headers);
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            Py_XDECREF(headers);
             error = error_tuple("corrupt", PyUnicode_FromFormat(
                 "Invalid record size: expected to read %lld bytes in record payload, but instead read %zd",
                 (long long)length, r.pos - start));
             goto finish;
         }
         if (r.pos > end) {
-            Py_DECREF(key);
-            Py_DECREF(value);
-            Py_DECREF(headers);
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            Py_XDECREF(headers);
             error = error_tuple("structure", PyUnicode_FromString("IndexError('record runs past the end of its "
                                                                   "batch')"));
             goto finish;
         }
-        rec = record_cls->tp_alloc(record_cls, 13);
+        if (starts)
+            starts[i] = record_start;
+        if (kv_bytes)
+            *kv_bytes += (key_len > 0 ? key_len : 0) + (value_len > 0 ? value_len : 0);
+        if (!build) {
+            if (sizes) {
+                PyObject *size = PyLong_FromLongLong(length);
+                int failed = !size || PyList_Append(sizes, size) < 0;
+                Py_XDECREF(size);
+                if (failed)
+                    goto fail;
+            }
+            continue;
+        }
+        rec = b->record_cls->tp_alloc(b->record_cls, 13);
         if (!rec) {
             Py_DECREF(key);
             Py_DECREF(value);
             Py_DECREF(headers);
-            goto done;
+            goto fail;
         }
-        PyObject *offset = sum_int64(base_offset, offset_delta);
-        PyObject *ts = log_append_time ? Py_NewRef(ts_max) : sum_int64(first_ts, ts_delta);
+        PyObject *offset = sum_int64(b->base_offset, offset_delta);
+        PyObject *ts = b->log_append_time ? Py_NewRef(b->ts_max) : sum_int64(b->first_ts, ts_delta);
         PyObject *ksize = PyLong_FromLongLong(key_len), *vsize = PyLong_FromLongLong(value_len);
-        PyObject *hsize = PyLong_FromSsize_t(header_size), *size = PyLong_FromLongLong(length);
-        PyTuple_SET_ITEM(rec, 0, Py_NewRef(topic));
-        PyTuple_SET_ITEM(rec, 1, Py_NewRef(partition));
-        PyTuple_SET_ITEM(rec, 2, Py_NewRef(leader_epoch));
+        PyObject *hsize = PyLong_FromSsize_t(header_size);
+        PyTuple_SET_ITEM(rec, 0, Py_NewRef(b->topic));
+        PyTuple_SET_ITEM(rec, 1, Py_NewRef(b->partition));
+        PyTuple_SET_ITEM(rec, 2, Py_NewRef(b->leader_epoch));
         PyTuple_SET_ITEM(rec, 3, offset);
         PyTuple_SET_ITEM(rec, 4, ts);
-        PyTuple_SET_ITEM(rec, 5, Py_NewRef(ts_type));
+        PyTuple_SET_ITEM(rec, 5, Py_NewRef(b->ts_type));
         PyTuple_SET_ITEM(rec, 6, key);
         PyTuple_SET_ITEM(rec, 7, value);
         PyTuple_SET_ITEM(rec, 8, headers);
@@ -257,10 +290,9 @@ static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args)
         PyTuple_SET_ITEM(rec, 10, ksize);
         PyTuple_SET_ITEM(rec, 11, vsize);
         PyTuple_SET_ITEM(rec, 12, hsize);
-        if (!offset || !ts || !ksize || !vsize || !hsize || !size) {
-            Py_XDECREF(size);
+        if (!offset || !ts || !ksize || !vsize || !hsize) {
             Py_DECREF(rec);
-            goto done;
+            goto fail;
         }
         /* Records hold only bytes, str, ints and None (their headers list is fresh and ours): no cycle can run
          * through them, so the cyclic GC need not track them. Tracked, tens of thousands of them queued made
@@ -269,13 +301,21 @@ static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args)
          * putting a record into its own headers list would be leaked, not freed early.) */
         PyObject_GC_UnTrack(headers);
         PyObject_GC_UnTrack(rec);
-        int failed = PyList_Append(out, rec) < 0 || PyList_Append(sizes, size) < 0;
+        if (one) {
+            Py_XSETREF(*one, rec);
+            continue;
+        }
+        int failed = out && PyList_Append(out, rec) < 0;
         Py_DECREF(rec);
-        Py_DECREF(size);
+        if (!failed && sizes) {
+            PyObject *size = PyLong_FromLongLong(length);
+            failed = !size || PyList_Append(sizes, size) < 0;
+            Py_XDECREF(size);
+        }
         if (failed)
-            goto done;
+            goto fail;
     }
-    if (r.pos != end) {
+    if (whole && r.pos != end) {
         error = error_tuple("corrupt", PyUnicode_FromFormat("%zd unconsumed bytes after all records consumed",
                                                             end - r.pos));
         goto finish;
@@ -285,16 +325,343 @@ static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args)
 structure:
     error = error_tuple("structure", PyUnicode_FromString("IndexError('record data ends inside a record')"));
 finish:
-    if (error)
-        result = PyTuple_Pack(3, out, sizes, error);
-done:
+    *rp = r;
+    return error;
+fail:
+    *rp = r;
+    return NULL;
+}
+
+static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t pos, end, count;
+    batch_info b;
+    if (!PyArg_ParseTuple(args, "y*nnnLLLpOOOO!", &view, &pos, &end, &count, &b.base_offset, &b.first_ts,
+                          &b.max_ts, &b.log_append_time, &b.topic, &b.partition, &b.leader_epoch, &PyType_Type,
+                          &b.record_cls))
+        return NULL;
+    if (!PyType_IsSubtype(b.record_cls, &PyTuple_Type)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "record_cls must be a tuple subtype");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0), *sizes = PyList_New(0), *error = NULL, *result = NULL;
+    b.ts_type = PyLong_FromLong(b.log_append_time ? 1 : 0);
+    b.ts_max = PyLong_FromLongLong(b.max_ts);
+    if (out && sizes && b.ts_type && b.ts_max) {
+        reader r = {(const unsigned char *)view.buf, view.len, pos};
+        error = decode_impl(&r, end, count, &b, 1, out, sizes, NULL, NULL, 1, NULL);
+        if (error)
+            result = PyTuple_Pack(3, out, sizes, error);
+    }
     Py_XDECREF(error);
     Py_XDECREF(out);
     Py_XDECREF(sizes);
-    Py_XDECREF(ts_type);
-    Py_XDECREF(ts_max);
+    Py_XDECREF(b.ts_type);
+    Py_XDECREF(b.ts_max);
     PyBuffer_Release(&view);
     return result;
+}
+
+/* ---- LazyRecords: checked records, built one by one when they are read --------------------------------------
+ *
+ * scan_batch() checks a batch's records as decode_records() would decode them (the same reads, the same errors)
+ * without building them, and keeps where each record starts and its offset. A LazyRecords is a sequence of such
+ * records, of one or more batches (slice() and join() make new ones sharing the data): x[i] builds the i-th record
+ * exactly as decode_records() builds it (the last one built is kept, so x[i] is x[i] for the last i read: a stream's
+ * give_back compares by identity); x.offset(i) reads an offset without building anything; x.nbytes is the records'
+ * keys' + values' bytes. Building a record that checked cannot fail but for lack of memory. */
+
+typedef struct {
+    PyObject *data;        /* the bytes the batch's records are in */
+    Py_ssize_t end;        /* where they end */
+    batch_info info;       /* strong references: topic, partition, leader_epoch, ts_type, ts_max, record_cls */
+} segment;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n, nseg;
+    Py_ssize_t *starts;    /* each record's start in its segment's data */
+    long long *offsets;    /* each record's offset */
+    int32_t *seg;          /* each record's segment */
+    segment *segs;
+    long long nbytes;
+    Py_ssize_t last_i;
+    PyObject *last;        /* the record built last (index last_i), or NULL */
+} LazyRecords;
+
+static PyTypeObject LazyRecordsType;
+
+static void segment_ref(segment *s, int incref)
+{
+    PyObject *objs[7] = {s->data, s->info.topic, s->info.partition, s->info.leader_epoch, s->info.ts_type,
+                         s->info.ts_max, (PyObject *)s->info.record_cls};
+    for (int k = 0; k < 7; k++) {
+        if (incref)
+            Py_XINCREF(objs[k]);
+        else
+            Py_XDECREF(objs[k]);
+    }
+}
+
+static LazyRecords *lazy_new(Py_ssize_t n, Py_ssize_t nseg)
+{
+    LazyRecords *x = PyObject_New(LazyRecords, &LazyRecordsType);
+    if (!x)
+        return NULL;
+    x->n = n;
+    x->nseg = 0;
+    x->nbytes = 0;
+    x->last_i = -1;
+    x->last = NULL;
+    x->starts = PyMem_Malloc(sizeof(Py_ssize_t) * (n ? n : 1));
+    x->offsets = PyMem_Malloc(sizeof(long long) * (n ? n : 1));
+    x->seg = PyMem_Malloc(sizeof(int32_t) * (n ? n : 1));
+    x->segs = PyMem_Calloc(nseg ? nseg : 1, sizeof(segment));
+    if (!x->starts || !x->offsets || !x->seg || !x->segs) {
+        Py_DECREF(x);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    return x;
+}
+
+static void lazy_dealloc(LazyRecords *x)
+{
+    for (Py_ssize_t k = 0; k < x->nseg; k++)
+        segment_ref(&x->segs[k], 0);
+    Py_XDECREF(x->last);
+    PyMem_Free(x->starts);
+    PyMem_Free(x->offsets);
+    PyMem_Free(x->seg);
+    PyMem_Free(x->segs);
+    PyObject_Free(x);
+}
+
+static Py_ssize_t lazy_len(LazyRecords *x) { return x->n; }
+
+static PyObject *lazy_item(LazyRecords *x, Py_ssize_t i)
+{
+    if (i < 0 || i >= x->n) {
+        PyErr_SetString(PyExc_IndexError, "LazyRecords index out of range");
+        return NULL;
+    }
+    if (i == x->last_i && x->last)
+        return Py_NewRef(x->last);
+    segment *s = &x->segs[x->seg[i]];
+    reader r = {(const unsigned char *)PyBytes_AS_STRING(s->data), PyBytes_GET_SIZE(s->data), x->starts[i]};
+    PyObject *rec = NULL;
+    PyObject *error = decode_impl(&r, s->end, 1, &s->info, 1, NULL, NULL, NULL, NULL, 0, &rec);
+    if (error && error != Py_None)
+        PyErr_Format(PyExc_RuntimeError, "a checked record did not decode: %R", error);
+    if (!error || error != Py_None)
+        Py_CLEAR(rec);
+    Py_XDECREF(error);
+    if (rec) {
+        Py_XSETREF(x->last, Py_NewRef(rec));
+        x->last_i = i;
+    }
+    return rec;
+}
+
+static PyObject *lazy_offset(LazyRecords *x, PyObject *arg)
+{
+    Py_ssize_t i = PyLong_AsSsize_t(arg);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (i < 0)
+        i += x->n;
+    if (i < 0 || i >= x->n) {
+        PyErr_SetString(PyExc_IndexError, "LazyRecords index out of range");
+        return NULL;
+    }
+    return PyLong_FromLongLong(x->offsets[i]);
+}
+
+/* a new LazyRecords of all the records of the given ones in order, or (sliced) of the records [i, j) of the one
+ * given, sharing their data */
+static LazyRecords *lazy_concat(LazyRecords **parts, Py_ssize_t nparts, int sliced, Py_ssize_t i, Py_ssize_t j)
+{
+    Py_ssize_t n = 0, nseg = 0;
+    for (Py_ssize_t p = 0; p < nparts; p++) {
+        n += parts[p]->n;
+        nseg += parts[p]->nseg;
+    }
+    if (sliced)
+        n = j - i;
+    LazyRecords *x = lazy_new(n, nseg);
+    if (!x)
+        return NULL;
+    Py_ssize_t at = 0, seg_base = 0;
+    for (Py_ssize_t p = 0; p < nparts; p++) {
+        LazyRecords *y = parts[p];
+        Py_ssize_t from = sliced ? i : 0, to = sliced ? j : y->n;
+        for (Py_ssize_t k = 0; k < y->nseg; k++) {
+            x->segs[seg_base + k] = y->segs[k];
+            segment_ref(&x->segs[seg_base + k], 1);
+        }
+        x->nseg = seg_base + y->nseg;
+        for (Py_ssize_t k = from; k < to; k++, at++) {
+            x->starts[at] = y->starts[k];
+            x->offsets[at] = y->offsets[k];
+            x->seg[at] = (int32_t)(y->seg[k] + seg_base);
+        }
+        seg_base += y->nseg;
+    }
+    return x;
+}
+
+/* keys' + values' bytes of x's records (read again from the data: slices and joins keep no per-record sizes) */
+static int lazy_count_bytes(LazyRecords *x)
+{
+    long long total = 0;
+    for (Py_ssize_t i = 0; i < x->n; i++) {
+        segment *s = &x->segs[x->seg[i]];
+        long long kv = 0;
+        reader r = {(const unsigned char *)PyBytes_AS_STRING(s->data), PyBytes_GET_SIZE(s->data), x->starts[i]};
+        PyObject *error = decode_impl(&r, s->end, 1, &s->info, 0, NULL, NULL, NULL, &kv, 0, NULL);
+        if (!error)
+            return -1;
+        Py_DECREF(error);
+        total += kv;
+    }
+    x->nbytes = total;
+    return 0;
+}
+
+static PyObject *lazy_slice(LazyRecords *x, PyObject *args)
+{
+    Py_ssize_t i, j;
+    if (!PyArg_ParseTuple(args, "nn", &i, &j))
+        return NULL;
+    if (i < 0 || j > x->n || i > j) {
+        PyErr_SetString(PyExc_IndexError, "LazyRecords slice out of range");
+        return NULL;
+    }
+    LazyRecords *y = lazy_concat(&x, 1, 1, i, j);
+    if (y && lazy_count_bytes(y) < 0)
+        Py_CLEAR(y);
+    return (PyObject *)y;
+}
+
+static PyMethodDef lazy_methods[] = {
+    {"offset", (PyCFunction)lazy_offset, METH_O, "offset(i) -> the i-th record's offset (nothing built)"},
+    {"slice", (PyCFunction)lazy_slice, METH_VARARGS, "slice(i, j) -> the records [i, j) (sharing the data)"},
+    {NULL}};
+
+static PyMemberDef lazy_members[] = {
+    {"nbytes", T_LONGLONG, offsetof(LazyRecords, nbytes), READONLY, "the records' keys' + values' bytes"},
+    {NULL}};
+
+static PySequenceMethods lazy_as_sequence = {
+    .sq_length = (lenfunc)lazy_len,
+    .sq_item = (ssizeargfunc)lazy_item,
+};
+
+static PyTypeObject LazyRecordsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "zkconsumer._records.LazyRecords",
+    .tp_basicsize = sizeof(LazyRecords),
+    .tp_dealloc = (destructor)lazy_dealloc,
+    .tp_as_sequence = &lazy_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Checked records built one by one when read (see zkconsumer/_records.c).",
+    .tp_methods = lazy_methods,
+    .tp_members = lazy_members,
+};
+
+static PyObject *scan_batch(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    /* scan_batch(data, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic,
+     * partition, leader_epoch, record_cls) -> (LazyRecords, sizes, error): decode_records' arguments and result,
+     * the records checked and kept to be built when read. data must be bytes. */
+    PyObject *data;
+    Py_ssize_t pos, end, count;
+    batch_info b;
+    if (!PyArg_ParseTuple(args, "O!nnnLLLpOOOO!", &PyBytes_Type, &data, &pos, &end, &count, &b.base_offset,
+                          &b.first_ts, &b.max_ts, &b.log_append_time, &b.topic, &b.partition, &b.leader_epoch,
+                          &PyType_Type, &b.record_cls))
+        return NULL;
+    if (!PyType_IsSubtype(b.record_cls, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "record_cls must be a tuple subtype");
+        return NULL;
+    }
+    if (count < 0)
+        count = 0;
+    /* every record takes at least one byte: past the data's end the next read fails, as decode_records' would */
+    Py_ssize_t room = PyBytes_GET_SIZE(data) - (pos < 0 ? 0 : pos) + 1;
+    Py_ssize_t cap = count < room ? count : (room > 0 ? room : 0);
+    LazyRecords *x = lazy_new(cap, 1);
+    PyObject *sizes = PyList_New(0), *error = NULL, *result = NULL;
+    if (!x || !sizes)
+        goto done;
+    b.ts_type = PyLong_FromLong(b.log_append_time ? 1 : 0);
+    b.ts_max = PyLong_FromLongLong(b.max_ts);
+    if (!b.ts_type || !b.ts_max) {
+        Py_XDECREF(b.ts_type);
+        Py_XDECREF(b.ts_max);
+        goto done;
+    }
+    x->segs[0].data = data;
+    x->segs[0].end = end;
+    x->segs[0].info = b;
+    segment_ref(&x->segs[0], 1);
+    Py_DECREF(b.ts_type);  /* the segment holds them */
+    Py_DECREF(b.ts_max);
+    x->nseg = 1;
+    reader r = {(const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), pos};
+    error = decode_impl(&r, end, cap < count ? cap : count, &b, 0, NULL, sizes, x->starts, &x->nbytes, 1, NULL);
+    if (!error)
+        goto done;
+    if (error == Py_None && cap < count) {  /* (cannot happen: the cap-th record's read fails first) */
+        Py_DECREF(error);
+        error = error_tuple("structure", PyUnicode_FromString("IndexError('record data ends inside a record')"));
+        if (!error)
+            goto done;
+    }
+    x->n = PyList_GET_SIZE(sizes);
+    for (Py_ssize_t i = 0; i < x->n; i++) {
+        /* the offset delta is the third varint of the record: read it again */
+        reader q = {(const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), x->starts[i]};
+        int64_t v, delta = 0;
+        read_varint(&q, &v);  /* length */
+        read_varint(&q, &v);  /* attributes */
+        read_varint(&q, &v);  /* timestamp delta */
+        read_varint(&q, &delta);
+        x->offsets[i] = (long long)((uint64_t)b.base_offset + (uint64_t)delta);
+        x->seg[i] = 0;
+    }
+    result = PyTuple_Pack(3, (PyObject *)x, sizes, error);
+done:
+    Py_XDECREF(error);
+    Py_XDECREF(sizes);
+    Py_XDECREF(x);
+    return result;
+}
+
+static PyObject *join_records(PyObject *Py_UNUSED(self), PyObject *parts)
+{
+    /* join_records([LazyRecords, ...]) -> one LazyRecords of all their records, in order */
+    PyObject *seq = PySequence_Fast(parts, "join_records takes a sequence of LazyRecords");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    long long nbytes = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (Py_TYPE(items[k]) != &LazyRecordsType) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_TypeError, "join_records takes LazyRecords only");
+            return NULL;
+        }
+        nbytes += ((LazyRecords *)items[k])->nbytes;
+    }
+    LazyRecords *x = lazy_concat((LazyRecords **)items, n, 0, 0, 0);
+    if (x)
+        x->nbytes = nbytes;
+    Py_DECREF(seq);
+    return (PyObject *)x;
 }
 
 static PyObject *payload_bytes(PyObject *Py_UNUSED(self), PyObject *records)
@@ -384,6 +751,10 @@ static PyMethodDef methods[] = {
      "decode_records(buf, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic, "
      "partition, leader_epoch, record_cls) -> (records, sizes, error)"},
     {"payload_bytes", payload_bytes, METH_O, "payload_bytes(records) -> keys' + values' bytes"},
+    {"scan_batch", scan_batch, METH_VARARGS,
+     "scan_batch(data, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic, "
+     "partition, leader_epoch, record_cls) -> (LazyRecords, sizes, error)"},
+    {"join_records", join_records, METH_O, "join_records([LazyRecords, ...]) -> LazyRecords"},
     {"columns", columns, METH_VARARGS,
      "columns(records, min_offset, offsets, timestamps, types, keys, values, headers) -> (appended, last_offset)"},
     {NULL, NULL, 0, NULL}};
@@ -392,4 +763,16 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "zkconsumer._records"
                                     "Record batch v2 decoding in C (see zkconsumer/kafka/record_batch.py).", -1,
                                     methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__records(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__records(void)
+{
+    if (PyType_Ready(&LazyRecordsType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "LazyRecords", (PyObject *)&LazyRecordsType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

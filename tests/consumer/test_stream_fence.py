@@ -8,7 +8,8 @@ from collections import namedtuple
 import pytest
 
 from zkconsumer.consumer.partition_info import PartitionTopicInfo
-from zkconsumer.consumer.stream import Chunk, Generation, KafkaStream
+from zkconsumer.consumer import stream as stream_module
+from zkconsumer.consumer.stream import Chunk, Generation, KafkaStream, PyKafkaStream
 
 R = namedtuple("R", "topic partition offset")
 
@@ -25,12 +26,13 @@ class FailsOnce(PartitionTopicInfo):
         object.__setattr__(self, name, value)
 
 
-def test_exception_in_the_hand_out_does_not_wedge_the_fence():
+@pytest.mark.parametrize("stream_class", [PyKafkaStream] + ([KafkaStream] if stream_module.HAND_OUT == "c" else []))
+def test_exception_in_the_hand_out_does_not_wedge_the_fence(stream_class):
     q = queue.Queue()
     part = FailsOnce(("t", 0), "c-0")
     part.failed = False
     q.put(Chunk(0, part, [R("t", 0, 0), R("t", 0, 1)]))
-    s = KafkaStream(q, Generation(), timeout_ms=0)
+    s = stream_class(q, Generation(), timeout_ms=0)
     with pytest.raises(KeyboardInterrupt):
         next(s)
     done = threading.Event()

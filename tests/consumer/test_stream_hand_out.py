@@ -1,16 +1,33 @@
 """The stream's hand-out within a chunk (KafkaStream.__next__, the per-record hot path): a generation bump, a close
 or a stale lease stops the rest of a chunk, next() and give_back() may be mixed into a for loop, and an exception
-inside the hand-out leaves the in-flight flag down with nothing skipped. Pure code: no services needed."""
+inside the hand-out leaves the in-flight flag down with nothing skipped. Every test runs against both hand-outs, the
+C one (zkconsumer._stream, when built) and the Python one. Pure code: no services needed."""
 import queue
 import threading
 from collections import namedtuple
 
 import pytest
 
+from kafka.consumer.fetcher import ConsumerRecord
+
+from zkconsumer.consumer import stream as stream_module
 from zkconsumer.consumer.partition_info import PartitionTopicInfo
-from zkconsumer.consumer.stream import Chunk, Generation, KafkaStream
+from zkconsumer.consumer.stream import Chunk, Generation, KafkaStream, PyKafkaStream
 
 R = namedtuple("R", "topic partition offset")
+
+STREAMS = [pytest.param(PyKafkaStream, id="python")]
+if stream_module.HAND_OUT == "c":
+    STREAMS.insert(0, pytest.param(KafkaStream, id="c"))
+
+
+@pytest.fixture(params=STREAMS, autouse=True)
+def stream_class(request, monkeypatch):
+    monkeypatch.setitem(globals(), "STREAM", request.param)
+    return request.param
+
+
+STREAM = KafkaStream
 
 
 def _stream(*chunks, lease=None):
@@ -18,12 +35,19 @@ def _stream(*chunks, lease=None):
     for c in chunks:
         q.put(c)
     g = Generation()
-    return KafkaStream(q, g, timeout_ms=0, lease=lease), g, q
+    return STREAM(q, g, timeout_ms=0, lease=lease), g, q
 
 
-def _chunk(gen, offsets, part=None):
-    part = part if part is not None else PartitionTopicInfo(("t", 0), "g_c-0")
-    return Chunk(gen, part, [R(part.tp[0], part.tp[1], o) for o in offsets])
+def _part():
+    return PartitionTopicInfo(("t", 0), "c-0")
+
+
+def _chunk(gen, offsets, part=None, record=R):
+    part = part if part is not None else _part()
+    if record is R:
+        return Chunk(gen, part, [R("t", part.tp[1], o) for o in offsets])
+    return Chunk(gen, part, [ConsumerRecord("t", part.tp[1], -1, o, 0, 0, None, b"v", [], None, -1, 1, -1)
+                             for o in offsets])
 
 
 def _drain(s):
@@ -37,15 +61,16 @@ def _drain(s):
     return out
 
 
-def test_a_generation_bump_stops_the_rest_of_the_chunk():
-    old, new = PartitionTopicInfo(("t", 0), "g_c-0"), PartitionTopicInfo(("t", 0), "g_c-0")
-    s, g, q = _stream(_chunk(0, range(5), old))
+@pytest.mark.parametrize("record", [R, ConsumerRecord])
+def test_a_generation_bump_stops_the_rest_of_the_chunk(record):
+    old, new = _part(), _part()
+    s, g, q = _stream(_chunk(0, range(5), old, record))
     got = []
     for rec in s:
         got.append(rec.offset)
         if rec.offset == 1:
             g.value = 1  # a rebalance: what is left of generation 0 must not be handed out
-            q.put(_chunk(1, [10, 11], new))
+            q.put(_chunk(1, [10, 11], new, record))
         if rec.offset == 11:
             break
     assert got == [0, 1, 10, 11]
@@ -53,7 +78,7 @@ def test_a_generation_bump_stops_the_rest_of_the_chunk():
 
 
 def test_next_and_give_back_mixed_into_a_for_loop():
-    part = PartitionTopicInfo(("t", 0), "g_c-0")
+    part = _part()
     s, _, _ = _stream(_chunk(0, range(6), part))
     got = []
     it = iter(s)
@@ -109,26 +134,21 @@ def test_a_stale_lease_is_checked_before_the_next_record_of_a_chunk():
 
 
 class _FailsOn(PartitionTopicInfo):
-    """A partition whose consumed position cannot be recorded once: when it would become offset + 1."""
+    """Recording the consumed position *offset* + 1 raises once (as an asynchronous exception could)."""
 
-    def __init__(self, offset):
-        self.offset, self.failed, self._consumed = offset, False, None
-        super().__init__(("t", 0), "g_c-0")
+    __slots__ = ("offset", "failed")
 
-    @property
-    def consumed(self):
-        return self._consumed
-
-    @consumed.setter
-    def consumed(self, v):
-        if v == self.offset + 1 and not self.failed:
-            self.failed = True
+    def __setattr__(self, name, value):
+        if name == "consumed" and value is not None and value == getattr(self, "offset", -2) + 1 \
+                and not self.failed:
+            object.__setattr__(self, "failed", True)
             raise KeyboardInterrupt("landed inside the hand-out")
-        self._consumed = v
+        object.__setattr__(self, name, value)
 
 
 def test_an_exception_mid_chunk_does_not_wedge_the_fence_or_skip_a_record():
-    part = _FailsOn(2)
+    part = _FailsOn(("t", 0), "c-0")
+    part.offset, part.failed = 2, False
     s, _, _ = _stream(_chunk(0, range(4), part))
     got = []
     with pytest.raises(KeyboardInterrupt):
@@ -139,3 +159,36 @@ def test_an_exception_mid_chunk_does_not_wedge_the_fence_or_skip_a_record():
     threading.Thread(target=lambda: (s.fence(), done.set()), daemon=True).start()
     assert done.wait(2.0), "fence() wedged on an in-flight flag left up by an exception"
     assert _drain(s) == [2, 3] and part.consumed == 4  # nothing skipped
+
+
+def _lazy_chunk(gen, offsets, part):
+    """A chunk whose records are a LazyRecords (what the fetchers queue): built one by one as they are handed out."""
+    import struct
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from zkconsumer.kafka.record_batch import BATCH_HEADER_SIZE, scan_records
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    for i, o in enumerate(offsets):
+        builder.append(o - offsets[0], timestamp=1700000000000 + i, key=None, value=b"v%d" % o, headers=[])
+    batch = bytearray(builder.build())
+    struct.pack_into(">q", batch, 0, offsets[0])
+    data = bytes(batch)
+    records, _, error = scan_records(data, BATCH_HEADER_SIZE, len(data), len(offsets), offsets[0], 1700000000000,
+                                     1700000000000 + len(offsets), False, "t", part.tp[1], -1, ConsumerRecord)
+    assert error is None and len(records) == len(offsets)
+    return Chunk(gen, part, records)
+
+
+@pytest.mark.skipif(stream_module.HAND_OUT != "c", reason="LazyRecords come with the C extension")
+def test_records_built_at_hand_out_can_be_given_back_and_fenced():
+    part = _part()
+    s, g, q = _stream(_lazy_chunk(0, list(range(5)), part))
+    it = iter(s)
+    first = next(it)
+    assert type(first) is ConsumerRecord and first.offset == 0 and first.value == b"v0" and part.consumed == 1
+    rec = next(it)
+    s.give_back(rec)  # the record handed out last is the same object when read again
+    assert part.consumed == 1 and next(it) is rec and part.consumed == 2
+    g.value = 1  # a rebalance: the rest of the chunk is not built or handed out
+    q.put(_lazy_chunk(1, [7, 8], part))
+    assert _drain(s) == [7, 8] and part.consumed == 9

@@ -86,6 +86,26 @@ def test_the_fast_record_decoder_installs(services):
         consumer.close()
 
 
+def test_a_consumers_plain_connections_take_a_socket_reader_of_ours(services, unique):
+    from kafka import TopicPartition
+    from zkconsumer.kafka import socket_reads
+    topic = services.create_topic(unique("internals-reads"), 1)
+    consumer = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, enable_auto_commit=False)
+    try:
+        consumer.topics()  # a connection exists before the reader is installed, others come after
+        seen = []
+        assert internals.plain_connections(consumer, lambda transport, sock: seen.append((transport, sock))), \
+            "%s: KafkaConsumer._manager._build_transport/_conns or KafkaTCPTransport._sock_recv is gone" % _versions()
+        assert seen and all(sock.fileno() >= 0 for _, sock in seen)
+        assert socket_reads.install(consumer)
+        assert all(internals.socket_reader_replaced(transport) for transport, _ in seen)
+        consumer.assign([TopicPartition(topic, 0)])
+        consumer.seek_to_beginning()
+        assert consumer.poll(timeout_ms=2000) == {}  # an empty topic, read through our readers without an error
+    finally:
+        consumer.close()
+
+
 def test_kazoo_takes_our_multi_op(zk, unique):
     assert internals.kazoo_supports_call(zk), "%s: KazooClient._call is gone" % _versions()
     base = "/internals-%s" % unique("zk")

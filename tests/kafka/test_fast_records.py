@@ -22,7 +22,14 @@ from kafka.structs import TopicPartition
 from zkconsumer.kafka import fast_records, record_batch
 
 FAST = fast_records.fast_partition_records_class()
+LAZY = fast_records.lazy_partition_records_class(FAST)  # None without the C extension
 STOCK = Fetcher.PartitionRecords
+CLASSES = [FAST] + ([LAZY] if LAZY is not None else [])
+
+
+def _flat(got):
+    """take()'s result as ConsumerRecords (a LazyRecords built record by record)."""
+    return [r for x in got for r in (x if type(x) is record_batch.LazyRecords else (x,))]
 TP = TopicPartition("fast-records", 3)
 
 
@@ -54,7 +61,7 @@ def read_all(cls, data, fetch_offset=0, step=None, **kw):
     part = cls(fetch_offset, TP, MemoryRecords(data), **kw)
     out, states = [], []
     while part:
-        got = part.take(step)
+        got = _flat(part.take(step))
         out.extend(got)
         states.append((len(got), part.next_fetch_offset, part.leader_epoch, part.bytes_read, part.records_read,
                        bool(part)))
@@ -65,12 +72,13 @@ def read_all(cls, data, fetch_offset=0, step=None, **kw):
 
 def assert_same(data, **kw):
     stock = read_all(STOCK, data, **kw)
-    fast = read_all(FAST, data, **kw)
-    assert fast == stock
-    for a, b in zip(fast[0], stock[0]):  # field by field, types included (bytes vs bytearray, list headers)
-        assert type(a) is ConsumerRecord
-        for x, y in zip(a, b):
-            assert type(x) is type(y) and x == y
+    for cls in CLASSES:
+        fast = read_all(cls, data, **kw)
+        assert fast == stock, cls
+        for a, b in zip(fast[0], stock[0]):  # field by field, types included (bytes vs bytearray, list headers)
+            assert type(a) is ConsumerRecord
+            for x, y in zip(a, b):
+                assert type(x) is type(y) and x == y
     return stock
 
 
@@ -161,9 +169,9 @@ def test_crc_corruption_raises_the_same_error(compression):
     recs = [(i, b"key", b"value" * 20, []) for i in range(50)]
     good = build_batch(recs, 0, compression)
     data = good + _corrupted(build_batch(recs, 50, compression), len(good) - 10)
-    for cls in (STOCK, FAST):
+    for cls in [STOCK] + CLASSES:
         part = cls(0, TP, MemoryRecords(data), check_crcs=True)
-        assert len(part.take()) == 50  # the good batch, then the error on the next take
+        assert len(_flat(part.take())) == 50  # the good batch, then the error on the next take
         with pytest.raises(CorruptRecordError, match="failed crc check"):
             part.take()
         assert part.next_fetch_offset == 50
@@ -175,20 +183,75 @@ def test_structural_corruption_without_crc_check_raises_corrupt_record_error():
     for at in range(61, len(data), 7):
         bad = _corrupted(data, at)
         results = []
-        for cls in (STOCK, FAST):
+        for cls in [STOCK] + CLASSES:
             part = cls(0, TP, MemoryRecords(bad), check_crcs=False)
             got, error = [], None
             try:
                 while part:
-                    chunk = part.take()
+                    chunk = _flat(part.take())
                     got.extend(chunk)
                     if not chunk:
                         break
             except Exception as e:
                 error = type(e)
             results.append((error, len(got)))
-        assert results[0] == results[1], (at, results)
+        assert all(r == results[0] for r in results), (at, results)
         assert results[0][0] in (None, CorruptRecordError), (at, results)
+
+
+def _takes(cls, data, fetch_offset, step, check_crcs, takes=12):
+    """Each take()'s outcome and the bookkeeping after it, errors included, for at most *takes* calls, while the
+    part is not drained (kafka-python takes from no drained part)."""
+    part = cls(fetch_offset, TP, MemoryRecords(data), check_crcs=check_crcs)
+    out = []
+    for _ in range(takes):
+        if not part:
+            break
+        try:
+            got = _flat(part.take(step))
+            outcome = [tuple(r) for r in got]
+        except Exception as e:
+            outcome = type(e).__name__
+        out.append((outcome, part.next_fetch_offset, part.leader_epoch, part.bytes_read, part.records_read,
+                    bool(part)))
+    return out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sizes=st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=4), data=st.data(),
+       step=st.one_of(st.none(), st.integers(min_value=1, max_value=7)), check_crcs=st.booleans(),
+       skip=st.integers(min_value=0, max_value=12), control=st.booleans())
+def test_partial_takes_and_failures_keep_the_stock_bookkeeping(sizes, data, step, check_crcs, skip, control):
+    """Batch by batch take() (the fast path hands decoded batches over whole) against the stock generator: the
+    same records per take, the same error on the same take, the same offsets, counts and drain after each."""
+    blob = b""
+    offset = 0
+    for i, n in enumerate(sizes):
+        blob += build_batch([(i, b"k%d" % j, b"v" * j, []) for j in range(n)], offset,
+                            control=control and i == 1)
+        offset += n
+    if data.draw(st.booleans(), label="corrupt"):
+        blob = _corrupted(blob, data.draw(st.integers(min_value=0, max_value=len(blob) - 1), label="at"))
+    stock = _takes(STOCK, blob, skip, step, check_crcs)
+    for cls in CLASSES:
+        assert _takes(cls, blob, skip, step, check_crcs) == stock, cls
+
+
+@pytest.mark.parametrize("count_delta", [-3, -1, 1, 5, 1 << 20])
+@pytest.mark.parametrize("step", [None, 2])
+def test_a_record_count_that_disagrees_with_the_records_fails_as_in_kafka_python(count_delta, step):
+    """The header's record count says fewer records than the batch holds (bytes left over) or more (the data ends
+    inside a record): every class raises what the stock decoder raises, after the same records."""
+    good = build_batch([(i, b"k", b"v" * i, []) for i in range(4)], 0)
+    batch = build_batch([(i, b"k", b"v" * i, [("h", b"x")]) for i in range(6)], 4)
+    count, = struct.unpack_from(">i", batch, 57)
+    bad = bytearray(batch)
+    struct.pack_into(">i", bad, 57, count + count_delta)
+    data = good + bytes(bad)  # check_crcs off: the count field is not covered by a check here
+    stock = _takes(STOCK, data, 0, step, False)
+    assert any(isinstance(outcome, str) for outcome, *_ in stock)  # the stock decoder does fail
+    for cls in CLASSES:
+        assert _takes(cls, data, 0, step, False) == stock, cls
 
 
 def test_real_broker_records_match_a_plain_kafka_consumer(services, unique):
@@ -246,7 +309,9 @@ def test_real_broker_records_match_a_plain_kafka_consumer(services, unique):
     key = lambda r: (r.partition, r.offset)  # noqa: E731
     assert sorted(got, key=key) == sorted(want, key=key)
     assert any(r.headers for r in got) and any(r.key is None for r in got)
-    assert installed and all(cls is FAST for cls in installed)  # the fast decoder was really in use
+    # the fast decoder was really in use (records built as the stream hands them out, where the C extension is built)
+    assert installed and all(cls is FAST or issubclass(cls, FAST) for cls in installed)
+    assert LAZY is None or all(cls.__name__ == "LazyPartitionRecords" for cls in installed)
 
 
 def _read_columnar(data, fetch_offset, step, check_crcs, with_headers):

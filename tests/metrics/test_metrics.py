@@ -129,7 +129,7 @@ def test_member_metrics_per_topic_fetch_commit_failures_session_expiries_and_inf
         assert _one(scr, "zkconsumer_fetch_requests_total") > 0 and _one(scr, "zkconsumer_fetch_request_seconds_total") > 0
         assert _one(scr, "zkconsumer_fetch_queue_chunks") >= 0 and _one(scr, "zkconsumer_fetch_errors_total") == 0
         [(info, one)] = scr["zkconsumer_info"]
-        assert one == 1 and 'consumer_id="%s"' % a.consumer_id in info and 'engine="kafka-python"' in info
+        assert one == 1 and 'consumer_id="%s"' % a.consumer_id in info and 'engine="%s"' % a.config.fetch_engine in info
         assert re.search(r'decoder="(c|python|kafka-python)"', info) and 'version="' in info
         for name, series in scr.items():
             if name != "zkconsumer_info":

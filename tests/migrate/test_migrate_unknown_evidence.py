@@ -8,7 +8,8 @@ cluster of this module's own; the operator ``ops`` over SASL_PLAINTEXT, the test
 * without Read on ``__consumer_offsets``, a ZooKeeper offset older than the retention (no Kafka offset now, no
   phase record, commits of the group in ``__consumer_offsets``) may be frozen and nobody can tell: copy and cutover refuse it as not checked ("NOT ready: could not
   check"), naming the group, the partition and the ways out (the Read right, ``--allow-stale``), nothing written;
-  once the right is granted the check runs and the cutover is ready;
+  once the right is granted the check runs and the cutover is ready; a restore that would delete Kafka offsets
+  committed since its backup (whose commit time it cannot read) is refused the same way;
 * a partition whose Kafka offset the broker does not give for another reason (UNKNOWN_TOPIC_OR_PARTITION,
   LEADER_NOT_AVAILABLE, no answer) is reported with its way out.
 
@@ -133,6 +134,7 @@ def test_evidence_that_cannot_be_read(own, unique, tmp_path):
         assert any("taken as 1440" in w for w in rb["warnings"]), rb["warnings"]
         code, cp, _ = ops(own, "copy", "--group", young, "--execute", "--backup-dir", str(tmp_path), expect=0)
         assert cp["written"] == 2 and any("at the earliest" in w and "taken as 1440" in w for w in cp["warnings"])
+        [young_backup] = [p for p in cp["backup"] if p.endswith(".json")]
         # the expiry reports: unknown, naming the right that is missing (no expiry computed from a guess)
         code, st, _ = ops(own, "status", "--group", kafka_phase, expect=0)
         assert st["offsets_retention_ms"] is None and all(r["kafka_expires_at"] is None for r in st["partitions"])
@@ -162,6 +164,17 @@ def test_evidence_that_cannot_be_read(own, unique, tmp_path):
         code, dry, _ = ops(own, "copy", "--group", old, "--allow-stale", expect=0)  # the explicit override
         assert dry["refused"] == {} and dry["to_write"] == {names[0]: 3, names[1]: 3}, dry
 
+        # restore: the Kafka offsets it would delete (young's backup, from before its copy, has none) were committed
+        # since, not by the copy (4): when they were cannot be read without the right, so the restore is refused
+        _kafka(own, young, parts, {tp: 7 for tp in parts})
+        for args in ((), ("--execute", "--backup-dir", str(tmp_path / "r"))):
+            code, rs, _ = ops(own, "restore", young_backup, *args, expect=1)
+            assert set(rs["newer"]) == {"kafka:%s" % n for n in names} and rs["deleted"] == 0, rs
+            for why in rs["newer"].values():
+                assert "its commit time cannot be read" in why and "Read on topic __consumer_offsets" in why, why
+                assert "--discard-newer" in why, why
+        assert _kafka(own, young, parts) == {tp: 7 for tp in parts} and not (tmp_path / "r").exists()
+
         # the other way out: the Read right; the check runs (the removed Kafka offsets, 2, are behind ZooKeeper's:
         # not frozen) and the cutover is ready
         _acls(own, delete=[_ops_acl(own, "__consumer_offsets", "READ")])
@@ -169,6 +182,23 @@ def test_evidence_that_cannot_be_read(own, unique, tmp_path):
             ops(own, "cutover", "--group", old, "--execute", "--backup-dir", str(tmp_path))[:2]), 60,
             message="the Read right on __consumer_offsets to be granted")
         assert co["ready"] and co["copied"] == {names[0]: 3, names[1]: 3} and co["refused"] == {}, co
+        # with the right, the restore reads when they were committed: after the backup (committed again, so that
+        # the broker's retention of 1 minute cannot have removed them meanwhile)
+        _kafka(own, young, parts, {tp: 7 for tp in parts})
+        code, rs, _ = ops(own, "restore", young_backup, expect=1)
+        assert set(rs["newer"]) == {"kafka:%s" % n for n in names}, rs
+        assert all("after the backup was taken" in why for why in rs["newer"].values()), rs
+        # undoing old's cutover, as the runbook does: restore its backup, then roll back. The ZooKeeper offsets
+        # the restore left are older than the retention and Kafka holds none, yet nothing committed since the
+        # restore can have expired: the rollback keeps them and lifts the fence
+        manifest = [b for b in co["backup"] if b.endswith(".json")]
+        assert len(manifest) == 1, co["backup"]
+        ops(own, "restore", manifest[0], "--execute", expect=0)
+        written = max(zk.exists("/consumers/%s/offsets/%s/%d" % (old, t, p)).mtime for _, p in parts)
+        time.sleep(max(0.0, 61 - (time.time() - written / 1000.0)))
+        code, rb, _ = ops(own, "rollback", "--group", old, "--execute", expect=0)
+        assert ZooKeeperOffsetStore(zk, old).fetch(parts) == {tp: 3 for tp in parts}, rb
+        assert state.fence_of(state.read_phase(zk, old)) is None
     finally:
         zkmod.close(zk)
 
@@ -211,3 +241,25 @@ def test_every_unreadable_partition_names_its_way_out(services, zk, unique):
                           (3, "no answer", "run again")):
         why = report["%s-%d" % (t, p)]
         assert error in why and way in why and "--exclude-topic %s" % t in why, why
+
+
+def test_a_rollback_right_after_a_restore_keeps_the_zookeeper_offsets_it_left():
+    """Undoing a cutover (restore, then rollback): the ZooKeeper offsets the restore left are older than the
+    retention on a quiet group, and Kafka holds none. Within one retention of the restore no Kafka commit made
+    since can have expired, so the rollback keeps them; a restore older than the retention, or a later record
+    other than a verify, brings the age rule back."""
+    from zkconsumer_migrate.state import restored_since
+    now = 1767225600000
+    both = {("t", 0): (5, None)}
+    ev = {("t", 0): Evidence(zk_mtime=now - 10 * DAY)}
+    week = Retention(7 * DAY)
+    assert ("t", 0) in to_zookeeper_refusals("g", both, ev, None, week, now_ms=now)
+    assert to_zookeeper_refusals("g", both, ev, None, week, now_ms=now, restored_at=now - DAY) == {}
+    assert ("t", 0) in to_zookeeper_refusals("g", both, ev, None, week, now_ms=now, restored_at=now - 8 * DAY)
+    restore = {"phase": "restore", "since": "2026-01-01T00:00:00Z", "by": "zkmigrate restore"}
+    verify = {"phase": "zookeeper", "since": "2026-01-02T00:00:00Z", "by": "zkmigrate verify"}
+    assert restored_since(restore) == 1767225600000
+    assert restored_since(dict(verify, history=[restore])) == 1767225600000
+    assert restored_since({"phase": "cutover", "since": "2026-01-03T00:00:00Z", "by": "zkmigrate cutover",
+                           "history": [restore]}) is None
+    assert restored_since(None) is None and restored_since({"error": "unreadable"}) is None

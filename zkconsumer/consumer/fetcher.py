@@ -8,9 +8,10 @@ bootstrap list); partition leaders come from Kafka metadata, and kafka-python re
 The rebalancer changes a fetcher's work only through :meth:`FetcherThread.assign`, which the fetcher applies on its
 own thread (a KafkaConsumer is not thread-safe) and acknowledges; ``assign({})`` is "stop fetching". The work is
 the partitions' :class:`~.partition_info.PartitionTopicInfo` objects: each is fetched from its consumed position,
-and its fetch position is kept on it. A chunk that cannot be queued because the stream is full is retried until it
-fits or the assignment changes — the bounded queue is the back-pressure, so memory stays bounded by the queue
-settings whatever the backlog.
+and its fetch position is kept on it. A chunk holds what one poll fetched for a partition: checked, its records
+built as the stream hands them out (:func:`~.fast_records.install_lazy`). A chunk that cannot be queued because the
+stream is full is retried until it fits or the assignment changes — the bounded queue is the back-pressure, so
+memory stays bounded by the queue settings whatever the backlog.
 
 Resets are the fetcher's (Kafka 1.1.1 ``ConsumerFetcherThread.handleOffsetOutOfRange``): a partition without a
 committed offset starts at ``auto.offset.reset``'s end of the log, a position the log does not have (retention
@@ -28,6 +29,7 @@ from typing import Dict, List, Optional, Tuple
 from ..errors import ClusterUnavailableError, MessageTooLargeError, ZkConsumerError
 from .lease import NoLease
 from .partition_info import PartitionTopicInfo, ResetTo
+from ..kafka.fast_records import offset_at, records_of
 from ..kafka.record_batch import payload_bytes
 from .stream import Chunk
 
@@ -267,9 +269,12 @@ class FetcherThread(threading.Thread):
                 from ..kafka.connect_errors import connect_error
                 from ..core.kafka_security import of
                 raise connect_error("reach brokers", servers, of(self.config), e) from e
-            # decode v2 record batches with our own decoder (same records; kafka-python's for anything else)
-            from ..kafka.fast_records import install
-            install(self._consumer)
+            # decode v2 record batches with our own decoder (same records; kafka-python's for anything else), each
+            # record built when its stream hands it out; and read this client's sockets in larger pieces
+            from ..kafka import fast_records, socket_reads
+            if not fast_records.install_lazy(self._consumer):
+                fast_records.install(self._consumer)
+            socket_reads.install(self._consumer)
         return self._consumer
 
     #: consecutive fetch-loop failures after which the error is handed to the streams of the partitions
@@ -356,14 +361,15 @@ class FetcherThread(threading.Thread):
             generation = self._generation
             for tp, records in batches.items():
                 part = self._assignment.get(tp)
+                records = records_of(records)  # one sequence: a LazyRecords, or a list of ConsumerRecords
                 if part is None or not records:
                     continue
                 if self._unresolved and tp in self._unresolved:  # its reset settled: it starts at these records
                     self._unresolved.discard(tp)
-                    self._record_reset(part, records[0].offset)
+                    self._record_reset(part, offset_at(records, 0))
                 if not self._put(part.queue, Chunk(generation, part, records, payload_bytes(records))):
                     break  # assignment changing: the rest of this poll is dropped (it will be re-fetched)
-                part.fetched = records[-1].offset + 1
+                part.fetched = offset_at(records, -1) + 1
             self.failures = 0  # a whole pass without failure
             self.fetches += 1
             self.fetch_seconds += time.monotonic() - polled_at

@@ -35,19 +35,38 @@ class Generation:
         self.value = 0
 
 
-class KafkaStream:
-    """An iterable of records (kafka-python ``ConsumerRecord``: topic, partition, offset, timestamp, key, value...).
+class PyHandOut:
+    """The per-record hand-out in Python: what :class:`KafkaStream` inherits when the C one (``zkconsumer._stream``,
+    the same steps) is not built. Reads the fields :class:`KafkaStream` keeps."""
 
-    ``next()`` raises :class:`ConsumerTimeoutError` when nothing arrives within ``consumer.timeout.ms``
-    (-1 blocks forever); iteration can continue afterwards, as with the Scala iterator. Iteration ends after
-    ``shutdown()``.
+    def __next__(self):
+        while True:
+            if self._clock() >= self._lease.deadline:  # the session may have expired (a pause): ask ZooKeeper first
+                self._wait_lease()
+            self._inflight = True
+            try:  # the flag always comes down, even if an exception lands in the hand-out (no wedged fence)
+                i = self._index
+                if i < self._count and self._chunk_gen == self._generation.value and not self._closing:
+                    rec = self._records[i]
+                    self._part.consumed = rec.offset + 1
+                    self._index = i + 1
+                    return rec
+            finally:
+                self._inflight = False
+            if not self._load_chunk():
+                raise StopIteration
 
-    Fencing without a lock on the hot path: around the generation check, the position update and the hand-out of
-    one record the stream raises its ``_inflight`` flag. :meth:`fence` — called by the rebalancer right after it
-    bumps the generation — waits until the flag is down. A hand-out that checked the generation before the bump has
-    then finished (and its position is recorded); every later one sees the new generation and hands nothing out.
-    (Attribute stores and loads are sequentially consistent under the interpreter lock.)
-    """
+
+try:
+    from .._stream import HandOut
+    HAND_OUT = "c"
+except ImportError:  # no C compiler at install time
+    HandOut = PyHandOut  # type: ignore[misc,assignment]
+    HAND_OUT = "python"
+
+
+class _Stream:
+    """Everything of a stream but the per-record hand-out (see :class:`KafkaStream`)."""
 
     def __init__(self, chunk_queue, generation, timeout_ms=-1, name="stream", lease=None):
         self.queue = chunk_queue
@@ -71,22 +90,9 @@ class KafkaStream:
     def __iter__(self):
         return self
 
-    def __next__(self):
-        while True:
-            if self._clock() >= self._lease.deadline:  # the session may have expired (a pause): ask ZooKeeper first
-                self._lease.wait_fresh(lambda: self._closing or self._chunk_gen != self._generation.value)
-            self._inflight = True
-            try:  # the flag always comes down, even if an exception lands in the hand-out (no wedged fence)
-                i = self._index
-                if i < self._count and self._chunk_gen == self._generation.value and not self._closing:
-                    rec = self._records[i]
-                    self._part.consumed = rec.offset + 1
-                    self._index = i + 1
-                    return rec
-            finally:
-                self._inflight = False
-            if not self._load_chunk():
-                raise StopIteration
+    def _wait_lease(self):
+        """Block until the lease is renewed, or the stream closes or its chunk's generation ends."""
+        self._lease.wait_fresh(lambda: self._closing or self._chunk_gen != self._generation.value)
 
     def _load_chunk(self):
         """Block for the next chunk of the current generation; False when the stream has ended. Raises
@@ -187,6 +193,28 @@ class KafkaStream:
             if type(item.records) is ResetTo:
                 _record_reset(item.part, item.records)
             dropped += 1
+
+
+class KafkaStream(_Stream, HandOut):  # type: ignore[valid-type,misc]
+    """An iterable of records (kafka-python ``ConsumerRecord``: topic, partition, offset, timestamp, key, value...).
+
+    ``next()`` raises :class:`ConsumerTimeoutError` when nothing arrives within ``consumer.timeout.ms``
+    (-1 blocks forever); iteration can continue afterwards, as with the Scala iterator. Iteration ends after
+    ``shutdown()``.
+
+    Fencing without a lock on the hot path: around the generation check, the position update and the hand-out of
+    one record the stream raises its ``_inflight`` flag. :meth:`fence` — called by the rebalancer right after it
+    bumps the generation — waits until the flag is down. A hand-out that checked the generation before the bump has
+    then finished (and its position is recorded); every later one sees the new generation and hands nothing out.
+    (Attribute stores and loads are sequentially consistent under the interpreter lock.)
+
+    The per-record hand-out is ``zkconsumer._stream.HandOut`` (C) when built, else :class:`PyHandOut`: the same
+    steps (``HAND_OUT`` says which).
+    """
+
+
+class PyKafkaStream(_Stream, PyHandOut):
+    """A :class:`KafkaStream` with the Python hand-out whether or not the C one is built (tests run both)."""
 
 
 def _record_reset(part, marker):

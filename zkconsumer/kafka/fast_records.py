@@ -11,6 +11,13 @@ right: read_uncommitted isolation and a fetch whose complete batches are all mag
 message formats, read_committed, undersized batches, an unknown ``records`` object) goes through kafka-python's own
 ``_unpack_records``. :func:`install` puts it on a ``KafkaConsumer`` only if kafka-python has the internals it relies
 on and a self-test against the stock decoder passes, so another kafka-python version falls back to the stock path.
+Its ``take()`` hands decoded batches over as lists, not a generator step per record.
+
+:func:`install_lazy` (the fetcher threads') goes one step further: ``take()`` returns the records as a
+``LazyRecords`` (``zkconsumer/_records.c``), checked as the decoder would decode them (the same errors at the same
+take) but built one by one when they are read, by the thread that reads them. The records of a poll then never
+live all at once between the fetch and their hand-out: what a record costs is allocated and freed while hot, instead
+of tens of thousands of records mapping fresh memory every poll.
 """
 import inspect
 import logging
@@ -21,14 +28,15 @@ from kafka.errors import CorruptRecordError
 from .internals import batch_data, consumer_fetcher, partition_records_class, records_buffer
 
 from .record_batch import (BATCH_HEADER, BATCH_HEADER_SIZE, CODEC_MASK, CONTROL_FLAG, CRC_FROM, LOG_APPEND_TIME_FLAG,
-                           DECODER, columns, decode_records, scan_v2_batches)
+                           DECODER, LazyRecords, columns, decode_records, join_records, scan_records, scan_v2_batches)
 
 log = logging.getLogger(__name__)
 
 _EXPECTED_FIELDS = ("topic", "partition", "leader_epoch", "offset", "timestamp", "timestamp_type", "key", "value",
                     "headers", "checksum", "serialized_key_size", "serialized_value_size", "serialized_header_size")
 
-__all__ = ["install", "install_columnar", "fast_partition_records_class", "columnar_partition_records_class",
+__all__ = ["install", "install_columnar", "install_lazy", "fast_partition_records_class",
+           "columnar_partition_records_class", "lazy_partition_records_class", "records_of", "offset_at",
            "DECODER"]  # DECODER: "c" or "python", the decoder record_batch uses
 
 
@@ -56,7 +64,101 @@ def _make_class():
             batches = scan_v2_batches(buf)
             if batches is None:
                 return stock._unpack_records(self, tp, records, key_deserializer, value_deserializer)
+            if self._takes_batches and key_deserializer is None and value_deserializer is None:
+                self._batches = self._decoded_batches(tp, buf, batches)
+                self._skipping = True
+                return iter(())  # a placeholder: take() reads self._batches
             return self._fast_unpack(tp, buf, batches, key_deserializer, value_deserializer)
+
+        #: take() hands decoded batches over as lists (no Python step per record); the columnar subclass, which
+        #: decodes into its sink, turns it off
+        _takes_batches = True
+        _batches = None       # the decoded batches (a generator) while take() reads them, then _ENDED
+        _current = ()         # the records of the batch being taken, their sizes, the next index, the batch's error
+        _sizes = ()
+        _index = 0
+        _batch_error = None
+        _skipping = False     # records below the fetch offset may still come (the stock take()'s dropwhile)
+
+        def take(self, n=None):
+            """What the stock take() returns, with the same bookkeeping after each call (records skipped below the
+            fetch offset counted as read, the next fetch offset after the last record taken, the error that ended a
+            batch raised once the records before it have been taken, drain() after the last batch), a batch at a
+            time instead of a generator step per record."""
+            if self._batches is None:
+                return stock.take(self, n)
+            self._maybe_raise_next_inline_exception()
+            out = []
+            try:
+                self._take_into(out, n)
+            except Exception as e:
+                if not out:
+                    raise
+                self._next_inline_exception = e  # raised by the next take(), as the stock take() does
+            return out
+
+        def _take_into(self, out, n):
+            while self.record_iterator is not None and (n is None or self._taken(out) < n):
+                recs, i = self._current, self._index
+                if i >= len(recs):
+                    if not self._next_batch():
+                        return
+                    continue
+                if self._skipping:
+                    fetch_offset = self.fetch_offset
+                    j = i
+                    while j < len(recs) and self._offset_at(recs, j) < fetch_offset:
+                        j += 1
+                    if j > i:
+                        self._advance(i, j)
+                        continue
+                    self._skipping = False
+                j = len(recs) if n is None else min(len(recs), i + n - self._taken(out))
+                self._hand_over(out, recs, i, j)
+                self._advance(i, j)
+
+        def _advance(self, i, j):
+            self.records_read += j - i
+            self.bytes_read += sum(self._sizes[i:j])
+            self.next_fetch_offset = self._offset_at(self._current, j - 1) + 1
+            self._index = j
+
+        #: decode_records, or (the lazy subclass) scan_records
+        _decode = staticmethod(decode_records)
+
+        @staticmethod
+        def _offset_at(recs, j):
+            return recs[j][3]
+
+        @staticmethod
+        def _hand_over(out, recs, i, j):
+            out.extend(recs if i == 0 and j == len(recs) else recs[i:j])
+
+        @staticmethod
+        def _taken(out):
+            return len(out)
+
+        def _next_batch(self):
+            """Move to the next decoded batch; False when there is none: drained after the last batch, or (as the
+            stock generator once it raised) nothing more and no drain after a failure."""
+            self._current, self._index = (), 0
+            if self._batches is _ENDED:
+                return False
+            error, self._batch_error = self._batch_error, None
+            if error is not None:  # what ended the batch just taken
+                self._batches = _ENDED
+                raise error
+            try:
+                recs, sizes, error = next(self._batches)
+            except StopIteration:
+                self._batches = _ENDED
+                self.drain()
+                return False
+            except Exception:
+                self._batches = _ENDED
+                raise
+            self._current, self._sizes, self._batch_error = recs, sizes, error
+            return True
 
         def _fast_unpack(self, tp, buf, batches, key_deserializer, value_deserializer):
             deserialize = key_deserializer is not None or value_deserializer is not None
@@ -102,9 +204,8 @@ def _make_class():
                     data_end = len(data)
                 else:
                     data, pos, data_end = buf, start + BATCH_HEADER_SIZE, end
-                yield decode_records(data, pos, data_end, count, base_offset, first_timestamp, max_timestamp,
-                                     attributes & LOG_APPEND_TIME_FLAG, topic, partition, leader_epoch,
-                                     ConsumerRecord)
+                yield self._decode(data, pos, data_end, count, base_offset, first_timestamp, max_timestamp,
+                                   attributes & LOG_APPEND_TIME_FLAG, topic, partition, leader_epoch, ConsumerRecord)
             if next_offset is not None:
                 # v2 keeps a batch's last offset even when compaction removed its last records: continue after it
                 self.next_fetch_offset = next_offset
@@ -115,6 +216,10 @@ def _make_class():
                                 value=self._deserialize(value_deserializer, topic, headers, rec[7]))
 
     return FastPartitionRecords
+
+
+#: the batches of a FastPartitionRecords that has none left (drained, or failed)
+_ENDED = iter(())
 
 
 def _decompressed(batch_bytes):
@@ -184,7 +289,7 @@ def _self_test(stock, cls):
 
     def read(kind):
         part = kind(1, tp, MemoryRecords(data), check_crcs=True)
-        out = part.take()
+        out = [r for x in part.take() for r in (x if LazyRecords is not None and type(x) is LazyRecords else (x,))]
         return out, part.next_fetch_offset, part.leader_epoch, part.bytes_read, part.records_read, bool(part)
 
     return read(stock) == read(cls)
@@ -207,7 +312,8 @@ def install_columnar(consumer, sink):
 
 def columnar_partition_records_class(fast_class, sink):
     """A subclass of *fast_class* (FastPartitionRecords) that decodes into *sink* (see :func:`install_columnar`)."""
-    return type("ColumnarPartitionRecords", (fast_class,), {"sink": sink, "_fast_unpack": _columnar_unpack})
+    return type("ColumnarPartitionRecords", (fast_class,), {"sink": sink, "_fast_unpack": _columnar_unpack,
+                                                             "_takes_batches": False})
 
 
 def _columnar_unpack(self, tp, buf, batches, key_deserializer, value_deserializer):
@@ -230,6 +336,68 @@ def _columnar_unpack(self, tp, buf, batches, key_deserializer, value_deserialize
         if error is not None:
             raise error
     self.drain()
+
+
+def lazy_partition_records_class(fast_class):
+    """A subclass of *fast_class* (FastPartitionRecords) whose take() returns ``LazyRecords``: the records checked
+    as the decoder would decode them (the same errors, at the same take), each built when it is read. A take gives
+    one LazyRecords (a list of ConsumerRecords where the stock path decoded); None where the C extension is not
+    built."""
+    if scan_records is None:
+        return None
+    fast_take = fast_class.take
+
+    def take(self, n=None):
+        out = fast_take(self, n)
+        return [join_records(out)] if len(out) > 1 and type(out[0]) is LazyRecords else out
+
+    def hand_over(out, recs, i, j):
+        out.append(recs if i == 0 and j == len(recs) else recs.slice(i, j))
+
+    return type("LazyPartitionRecords", (fast_class,), {
+        "take": take, "_decode": staticmethod(scan_records), "_hand_over": staticmethod(hand_over),
+        "_offset_at": staticmethod(lambda recs, j: recs.offset(j)),
+        "_taken": staticmethod(lambda out: sum(map(len, out)))})
+
+
+_LAZY = None
+
+
+def install_lazy(consumer):
+    """Make ``consumer`` hand fetched v2 batches over as ``LazyRecords`` (see :func:`lazy_partition_records_class`;
+    its ``poll`` then returns, per partition, a list of LazyRecords, or of ConsumerRecords where the stock path
+    decoded). For a reader that hands records out one by one (the fetcher threads): each record is built by the
+    thread that reads it, when it reads it. Falls back to :func:`install` (and returns False) where unavailable."""
+    global _LAZY
+    cls = fast_partition_records_class()
+    fetcher = consumer_fetcher(consumer)
+    if cls is None or fetcher is None or getattr(type(fetcher), "PartitionRecords", None) is not cls.__bases__[0]:
+        return False
+    if _LAZY is None:
+        lazy = lazy_partition_records_class(cls)
+        _LAZY = lazy if lazy is not None and _self_test(cls.__bases__[0], lazy) else False
+    if not _LAZY:
+        return install(consumer) and False
+    fetcher.PartitionRecords = _LAZY
+    return True
+
+
+def records_of(items):
+    """What a lazily installed consumer's poll returned for one partition, as one sequence of records: a LazyRecords
+    (the lists' LazyRecords joined) or a list of ConsumerRecords (built, where some came as ConsumerRecords)."""
+    if not items or LazyRecords is None:
+        return items
+    lazy = [type(x) is LazyRecords for x in items]
+    if all(lazy):
+        return items[0] if len(items) == 1 else join_records(items)
+    if not any(lazy):
+        return items
+    return [rec for x, is_lazy in zip(items, lazy) for rec in (x if is_lazy else (x,))]
+
+
+def offset_at(records, i):
+    """The offset of ``records[i]`` (a LazyRecords builds nothing for it)."""
+    return records.offset(i) if type(records) is LazyRecords else records[i].offset
 
 
 def install(consumer):

@@ -21,7 +21,10 @@ after NOT_COORDINATOR, and none commits as a simple consumer with per-partition 
 The record decoder (:mod:`zkconsumer.kafka.fast_records`) subclasses ``Fetcher.PartitionRecords`` and reads
 ``MemoryRecords._buffer`` and ``DefaultRecordBatch._buffer``/``_pos``; it reaches them through
 :func:`partition_records_class`, :func:`consumer_fetcher`, :func:`records_buffer` and :func:`batch_data`, and falls
-back to kafka-python's own decoder when they are missing. kazoo (2.9-2.11) sends a request object only through
+back to kafka-python's own decoder when they are missing. A fetcher's client reads its sockets in larger pieces
+(:mod:`zkconsumer.kafka.socket_reads`) through :func:`plain_connections` (``_manager._build_transport`` and
+``_conns``, a transport's ``_sock``) and :func:`set_socket_reader` (``KafkaTCPTransport._sock_recv``), and keeps
+kafka-python's reads when they are missing. kazoo (2.9-2.11) sends a request object only through
 ``KazooClient._call`` (what its ``TransactionRequest.commit_async`` does): :func:`kazoo_call` sends the one-pass
 multi-op of :mod:`zkconsumer.zookeeper.multi`, and :func:`kazoo_observe_requests` lets the bench and the tests
 count the requests a client sends. :func:`kazoo_transaction_requests` is a transaction's request list (the ZooKeeper
@@ -42,8 +45,8 @@ from ..errors import ZkConsumerError
 
 __all__ = ["IncompatibleClientError", "AdminClient", "run", "submit", "send", "add_group_coordinator",
            "close_connection", "wrap_header", "partition_records_class", "consumer_fetcher", "records_buffer",
-           "batch_data", "kazoo_supports_call", "kazoo_call", "kazoo_observe_requests", "kazoo_transaction_requests",
-           "kazoo_session_timeout_ms"]
+           "batch_data", "plain_connections", "set_socket_reader", "socket_reader_replaced", "kazoo_supports_call",
+           "kazoo_call", "kazoo_observe_requests", "kazoo_transaction_requests", "kazoo_session_timeout_ms"]
 
 
 class IncompatibleClientError(ZkConsumerError):
@@ -151,6 +154,59 @@ def records_buffer(records: Any) -> Optional[Any]:
 def batch_data(batch: Any) -> Tuple[Any, int]:
     """A decompressed ``DefaultRecordBatch``'s records bytes and where its first record starts."""
     return _attr(batch, "_buffer", "records buffer on its record batches"), batch._pos
+
+
+def plain_connections(consumer: Any, on_transport: Callable[[Any, Any], None]) -> bool:
+    """Call ``on_transport(transport, sock)`` for each plain TCP connection (``KafkaTCPTransport``, not TLS) of a
+    ``KafkaConsumer``, now and whenever its connection manager builds one (``_manager._build_transport``, its
+    ``_conns``); False (nothing done) where this kafka-python lacks them."""
+    import inspect
+    try:
+        from kafka.net.transport import KafkaTCPTransport
+    except ImportError:
+        return False
+    manager: Any = getattr(consumer, "_manager", None)
+    build = getattr(manager, "_build_transport", None)
+    conns = getattr(manager, "_conns", None)
+    if not (inspect.iscoroutinefunction(build) and isinstance(conns, dict) and _reads_through(KafkaTCPTransport)):
+        return False
+
+    def plain(transport: Any) -> None:
+        sock = getattr(transport, "_sock", None)
+        if type(transport) is KafkaTCPTransport and sock is not None:
+            on_transport(transport, sock)
+
+    async def _build_transport(node: Any, timeout_at: Any = None) -> Any:
+        transport = await build(node, timeout_at=timeout_at)
+        plain(transport)
+        return transport
+    manager._build_transport = _build_transport
+    for conn in list(conns.values()):
+        plain(getattr(conn, "transport", None))
+    return True
+
+
+def _reads_through(transport_class: type) -> bool:
+    """True when the transport reads its socket in ``_sock_recv`` (what :func:`set_socket_reader` replaces)."""
+    import inspect
+    read = getattr(transport_class, "_read_from_sock", None)
+    if read is None or not callable(getattr(transport_class, "_sock_recv", None)):
+        return False
+    try:
+        return "_sock_recv" in inspect.getsource(read)
+    except (OSError, TypeError):
+        return False
+
+
+def set_socket_reader(transport: Any, read: Callable[[], Tuple[bytes, Any]]) -> None:
+    """Make a ``KafkaTCPTransport`` read its socket with ``read()`` -> (bytes read, error or None), as its own
+    ``_sock_recv`` does."""
+    transport._sock_recv = read
+
+
+def socket_reader_replaced(transport: Any) -> bool:
+    """True when :func:`set_socket_reader` gave *transport* a reader of its own."""
+    return "_sock_recv" in vars(transport)
 
 
 def kazoo_supports_call(zk: Any) -> bool:

@@ -18,7 +18,7 @@ import struct
 from kafka.errors import CorruptRecordError
 
 __all__ = ["decode_records", "decode_records_py", "DECODER", "payload_bytes", "columns", "columns_py", "ColumnSink",
-           "scan_v2_batches"]
+           "scan_v2_batches", "scan_records", "LazyRecords", "join_records"]
 
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 batch header
 BATCH_HEADER_SIZE = BATCH_HEADER.size
@@ -201,15 +201,30 @@ except ImportError:  # no C compiler at install time: the Python decoder
     _c_records = None  # type: ignore[assignment]
 
 
-def _decode_records_c(buf, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic,
-                      partition, leader_epoch, record_cls):
-    out, sizes, error = _c_records.decode_records(buf, pos, end, count, base_offset, first_timestamp, max_timestamp,
-                                                  log_append_time, topic, partition, leader_epoch, record_cls)
-    if error is not None:
-        kind, message = error
-        error = _corrupt(message if kind == "corrupt" else "Found invalid record structure: %s" % message)
-    return out, sizes, error
+def _decode_records_c(*args):
+    out, sizes, error = _c_records.decode_records(*args)
+    return out, sizes, _c_error(error)
 
+
+def _scan_records_c(*args):
+    """decode_records' arguments and result, but the records are a ``LazyRecords``: checked now (the same reads and
+    errors), each built when it is read (C only)."""
+    records, sizes, error = _c_records.scan_batch(*args)
+    return records, sizes, _c_error(error)
+
+
+def _c_error(error):
+    """The C decoder's (kind, message) as the Python decoder's CorruptRecordError, or None."""
+    if error is None:
+        return None
+    kind, message = error
+    return _corrupt(message if kind == "corrupt" else "Found invalid record structure: %s" % message)
+
+
+#: decode_records building each record when it is read, or None where the C extension is not built
+scan_records = _scan_records_c if _c_records is not None else None
+LazyRecords = _c_records.LazyRecords if _c_records is not None else None
+join_records = _c_records.join_records if _c_records is not None else None
 
 #: the decoder in use: C when the extension was built, else Python (both give the same records and errors' kinds)
 decode_records = _decode_records_c if _c_records is not None else decode_records_py
@@ -218,6 +233,8 @@ DECODER = "c" if _c_records is not None else "python"
 
 def payload_bytes(records):
     """The records' keys' + values' bytes (a fetched chunk's size for the queue bound and BytesPerSec)."""
+    if LazyRecords is not None and type(records) is LazyRecords:
+        return records.nbytes
     if _c_records is not None:
         return _c_records.payload_bytes(records)
     nbytes = 0

@@ -1,0 +1,91 @@
+"""zkconsumer.kafka.socket_reads: a fetcher's kafka-python client reads its sockets in pieces of up to 256 KiB
+(instead of 4 KiB) and gets the same bytes, the same end-of-connection error, and the same records from a real
+broker; other clients are left alone."""
+import select
+import socket
+import threading
+from kafka.errors import KafkaConnectionError
+
+from zkconsumer.kafka import internals
+from zkconsumer.kafka import socket_reads
+
+
+def _pair():
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    return a, b
+
+
+def test_reads_return_every_byte_in_order_across_many_reads():
+    ours, theirs = _pair()
+    data = bytes(range(256)) * (3 * socket_reads.READ_SIZE // 256 + 17)  # > 3 reads' worth
+    sender = threading.Thread(target=theirs.sendall, args=(data,), daemon=True)
+    sender.start()
+    transport = "transport"
+    got = b""
+    try:
+        while len(got) < len(data):
+            select.select([ours], [], [], 5.0)
+            chunk, err = socket_reads._sock_recv(transport, ours)
+            assert err is None
+            got += chunk
+        assert got == data
+    finally:
+        sender.join(5)
+        ours.close()
+        theirs.close()
+
+
+def test_a_closed_peer_is_a_connection_error_as_in_kafka_python():
+    ours, theirs = _pair()
+    theirs.sendall(b"last words")
+    theirs.close()
+    try:
+        data, err = socket_reads._sock_recv("transport", ours)
+        if err is None:  # the short read came first: the next read finds the end
+            assert data == b"last words"
+            data, err = socket_reads._sock_recv("transport", ours)
+        assert isinstance(err, KafkaConnectionError) and "disconnected" in str(err)
+    finally:
+        ours.close()
+
+
+def test_a_fetcher_client_reads_large_responses_whole_and_other_clients_keep_stock_reads(services, unique):
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition as KTP
+    topic = services.create_topic(unique("socket-reads"), 2)
+    n = 6000  # ~1.2 MiB of values: responses span many 256 KiB reads
+    producer = KafkaProducer(bootstrap_servers=services.bootstrap_servers, linger_ms=20, acks=1,
+                             enable_idempotence=False, batch_size=65536)
+    try:
+        for i in range(n):
+            producer.send(topic, value=b"%06d" % i * 33, partition=i % 2)
+        producer.flush(30)
+    finally:
+        producer.close()
+
+    def read(install):
+        c = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, group_id=None, enable_auto_commit=False,
+                          max_partition_fetch_bytes=4 * 1024 * 1024)
+        try:
+            if install:
+                assert socket_reads.install(c)
+            tps = [KTP(topic, p) for p in range(2)]
+            c.assign(tps)
+            c.seek_to_beginning(*tps)
+            out = []
+            for _ in range(200):
+                for recs in c.poll(timeout_ms=500).values():
+                    out.extend((r.partition, r.offset, r.value) for r in recs)
+                if len(out) >= n:
+                    break
+            patched = []
+            internals.plain_connections(c, lambda transport, sock: patched.append(
+                internals.socket_reader_replaced(transport)))
+            return sorted(out), patched
+        finally:
+            c.close()
+
+    plain, untouched = read(False)
+    ours, patched = read(True)
+    assert len(plain) == n and ours == plain
+    assert patched and all(patched) and not any(untouched)
