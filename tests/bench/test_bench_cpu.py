@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.support import ROOT
 
 
 def test_cpu_per_record_reads_each_client_and_reports_its_threads(services, tmp_path):
