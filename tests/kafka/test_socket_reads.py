@@ -89,3 +89,27 @@ def test_a_fetcher_client_reads_large_responses_whole_and_other_clients_keep_sto
     ours, patched = read(True)
     assert len(plain) == n and ours == plain
     assert patched and all(patched) and not any(untouched)
+
+
+def test_a_reset_peer_is_one_error_line_without_a_traceback(caplog):
+    import logging
+    import struct
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    ours = socket.create_connection(server.getsockname())
+    theirs, _ = server.accept()
+    # a broker killed with unread data: its end resets the connection
+    theirs.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    ours.sendall(b"unread")
+    theirs.close()
+    ours.setblocking(False)
+    try:
+        select.select([ours], [], [], 5.0)
+        with caplog.at_level(logging.ERROR, logger=socket_reads.__name__):
+            data, err = socket_reads._sock_recv("transport", ours)
+        assert isinstance(err, KafkaConnectionError) and "reset" in str(err).lower(), err
+        assert [r.exc_info for r in caplog.records] == [None] and "ConnectionResetError" in caplog.text
+    finally:
+        ours.close()
+        server.close()

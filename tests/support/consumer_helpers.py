@@ -356,9 +356,17 @@ class CliConsumer:
             t.join(5)
 
     def describe(self):
+        """The member's exit code, last events, every traceback it printed (in full) and its stderr's tail."""
         with self.lock:
-            return "%s rc=%s events=%s\nstderr tail:\n%s" % (self.name, self.proc.poll(), self.events[-5:],
-                                                             "\n".join(self.log[-20:]))
+            tracebacks = []
+            for i, line in enumerate(self.log):
+                if "Traceback" in line:
+                    end = i + 1
+                    while end < len(self.log) and end < i + 60 and self.log[end][:1] in (" ", "\t"):
+                        end += 1
+                    tracebacks.extend(self.log[max(0, i - 1):end + 1])
+            return "%s rc=%s events=%s\ntracebacks:\n%s\nstderr tail:\n%s" % (
+                self.name, self.proc.poll(), self.events[-5:], "\n".join(tracebacks), "\n".join(self.log[-20:]))
 
 
 def connector(services, group, listener=None, defaults=False, **props):

@@ -37,6 +37,11 @@ def _sock_recv(transport, sock):
             data = sock.recv(READ_SIZE)
         except (BlockingIOError, InterruptedError):
             break
+        except ConnectionError as e:
+            # a broker that went away (reset, refused, broken pipe) is an expected event: one line, no traceback
+            log.error("%s: Error receiving network data closing socket: %r", transport, e)
+            err = KafkaConnectionError(e)
+            break
         except BaseException as e:
             log.exception("%s: Error receiving network data closing socket", transport)
             err = KafkaConnectionError(e)
