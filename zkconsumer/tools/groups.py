@@ -132,7 +132,11 @@ def group_topics(zk, group, members=None) -> List[str]:
     members = live_members(zk, group) if members is None else members
     topics = set(_topic_children(zk, paths.group_owners_path(group)))
     topics |= set(_topic_children(zk, paths.group_offsets_path(group)))
-    topics |= set(subscribed_topics(zk, members))
+    for topic in subscribed_topics(zk, members):
+        if is_legal_name(topic):
+            topics.add(topic)
+        else:
+            log.warning("ignoring topic %r of group %s's member subscriptions: not a legal topic name", topic, group)
     return sorted(topics)
 
 
