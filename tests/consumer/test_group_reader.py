@@ -144,3 +144,24 @@ def test_a_change_between_the_answer_and_the_cache_store_is_not_lost(services, z
     fresh = read_group(zk, g)
     again = reader.read()
     assert (again.partitions, again.consumers_for_topic) == (fresh.partitions, fresh.consumers_for_topic)
+
+
+def test_a_topic_created_between_the_missing_map_and_its_watch_is_read(services, zk, unique, monkeypatch):
+    """A subscribed topic's map is not there; the reader arms a watch to be told when it is created. If it is
+    created between ZooKeeper's NoNode answer and that watch, the watch lands on an existing node and no creation
+    event ever comes: the reader must read the map then. The window is held open by creating the topic just before
+    the reader's exists() call."""
+    g, t = unique("late"), unique("late")
+    _register(zk, g, "m0", [t])
+    reader = GroupReader(zk, g)
+    real = zk.exists
+    created = []
+
+    def exists_after_the_creation(path, *a, **k):
+        if path == paths.topic_path(t) and not created:
+            created.append(services.create_topic(t, 2))
+        return real(path, *a, **k)
+    monkeypatch.setattr(zk, "exists", exists_after_the_creation)
+    snap = reader.read()
+    assert created, "the window was not reached"
+    assert snap.partitions.get(t) == [0, 1], snap.partitions

@@ -208,15 +208,30 @@ class GroupReader:
                     if self._token(self._maps, t) == tokens[t]:
                         self._maps[t] = partitions[t]
             except NoNodeError:
-                partitions[t] = []
-                log.warning("subscribed topic %s does not exist (no %s): no partitions to own until it is created",
-                            t, paths.topic_path(t))
-                # be told when it appears
-                zk.exists(paths.topic_path(t), watch=watch)
+                partitions[t] = self._appeared(t, watch)
             except ZnodeFormatError as e:
                 _warn_once(("topic", t, str(e)), "treating topic %s as having no partitions: %s" % (t, e))
                 partitions[t] = []
         return partitions, reads
+
+
+    def _appeared(self, t, watch) -> List[int]:
+        """Partition ids of subscribed topic *t*, whose map was not there when read: [] while it does not exist, with
+        a watch that fires when it is created. A topic created between that read and the watch fires nothing (the
+        watch was armed on an existing node): it is read now, uncached, its change watched as a cached map's is."""
+        path = paths.topic_path(t)
+        for _ in range(3):
+            if self.zk.exists(path, watch=watch) is None:
+                log.warning("subscribed topic %s does not exist (no %s): no partitions to own until it is created",
+                            t, path)
+                return []
+            try:
+                data, _ = self.zk.get(path, watch=self._dropper(self._maps, t))
+            except NoNodeError:
+                # deleted again at once: watch for the next creation
+                continue
+            return codecs.decode_topic_assignment(data, path).partition_ids()
+        return []
 
 
 def read_group(zk, group, exclude_internal_topics=True, watch=None, max_passes=5):
