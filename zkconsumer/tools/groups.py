@@ -72,16 +72,22 @@ def _children(zk, path) -> List[str]:
         return []
 
 
-def _topic_children(zk, path) -> List[str]:
-    """The children of *path* that are legal topic names. Others cannot be Kafka topics (pykafka's balanced
-    consumer on Python 3 writes owner nodes named ``b'topic'``); they are left out with a warning."""
-    names = []
-    for name in _children(zk, path):
+def _legal_topics(names, where: str) -> List[str]:
+    """The *names* that are legal topic names. Others cannot be Kafka topics (pykafka's balanced consumer on
+    Python 3 writes owner nodes named ``b'topic'``; a static subscription may name ``x.*``); they are left out with a
+    warning naming *where* they were found."""
+    legal = []
+    for name in names:
         if is_legal_name(name):
-            names.append(name)
+            legal.append(name)
         else:
-            log.warning("ignoring %s/%s: not a legal topic name, so no Kafka topic", path, name)
-    return names
+            log.warning("ignoring %r of %s: not a legal topic name, so no Kafka topic", name, where)
+    return legal
+
+
+def _topic_children(zk, path) -> List[str]:
+    """The children of *path* that are legal topic names (see :func:`_legal_topics`)."""
+    return _legal_topics(_children(zk, path), path)
 
 
 def owners(zk, group) -> Dict[TP, str]:
@@ -132,11 +138,7 @@ def group_topics(zk, group, members=None) -> List[str]:
     members = live_members(zk, group) if members is None else members
     topics = set(_topic_children(zk, paths.group_owners_path(group)))
     topics |= set(_topic_children(zk, paths.group_offsets_path(group)))
-    for topic in subscribed_topics(zk, members):
-        if is_legal_name(topic):
-            topics.add(topic)
-        else:
-            log.warning("ignoring topic %r of group %s's member subscriptions: not a legal topic name", topic, group)
+    topics |= set(_legal_topics(subscribed_topics(zk, members), "group %s's member subscriptions" % group))
     return sorted(topics)
 
 
