@@ -23,7 +23,11 @@ Spark's Kafka source (``KafkaMicroBatchStream``, ``KafkaOffsetReaderAdmin.getOff
 * checkpoint vs store: on the first plan of a query run and for partitions (re)claimed since the previous plan, the
   store is read; where it is **ahead** of the checkpointed offset (another member progressed, or an operator moved
   offsets forward) the partition is dropped for one batch and re-adopted from the store (logged); where it is
-  behind (the normal one-batch commit lag, or a rollback) the checkpoint wins;
+  behind (the normal one-batch commit lag, or a rollback) the checkpoint wins. Both steps are in the offsets Spark
+  logs (the dropped partition is absent from that batch's end, the next batch's end holds the store's offset), so a
+  batch Spark replays after a driver restart (``partitions(start, end)`` of the offset log's last batch) reads the
+  same range; under ``Trigger.AvailableNow`` the run goes on past the dropped batch (its end differs from its
+  start) and reads the partition from the store's offset;
 * a log end behind the offset the query reached (asked ``fetchOffset.numRetries`` times,
   ``fetchOffset.retryIntervalMs`` apart, as Spark does): data loss; a topic recreated since continues from its
   start, a truncated log from its new end, and the group's stored offset is reset there (a reset the store did not
