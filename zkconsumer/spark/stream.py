@@ -223,8 +223,11 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             out.update(self._data_loss(past, out, "the group's offset"))
         self._topics.note(self._member.zk, {t for t, _ in tps})
         for tp in sorted(out):
-            log.info("adopting %s-%d at %d (%s)", tp[0], tp[1], out[tp],
-                     "group offset" if stored.get(tp) == out[tp] else "no group offset: " + fallback)
+            if tp in past:
+                why = "its start offset was past the log end: data loss"
+            else:
+                why = "group offset" if stored.get(tp) == out[tp] else "no group offset: " + fallback
+            log.info("adopting %s-%d at %d (%s)", tp[0], tp[1], out[tp], why)
         if self._target is not None:
             for tp in tps:
                 self._target.setdefault(tp, None)
