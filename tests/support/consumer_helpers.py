@@ -79,6 +79,17 @@ def deliver_from_the_log_end(member, bootstrap, topic, partitions, count, timeou
                message="%s to deliver %d records" % (member.name, count))
 
 
+#: how far back a record's timestamp may be and still outlive the test: the broker deletes a segment whose newest
+#: timestamp is older than log.retention.hours (168, Kafka's default) at its next retention check (every minute on the
+#: test cluster), and a reader that expects the record then waits for ever
+RETENTION_S = 168 * 3600
+
+
+def recent_timestamp_ms():
+    """A record timestamp (ms) an hour ago, in whole seconds: well inside the broker's retention."""
+    return (int(time.time()) - 3600) * 1000
+
+
 def kafka_commit(bootstrap, group, offsets):
     """Commit ``{(topic, partition): offset}`` for *group* to Kafka's offset manager (as a Kafka-phase member does)."""
     from zkconsumer.offsets.kafka import KafkaOffsetStore
