@@ -154,6 +154,39 @@ def test_no_renewal_after_the_session_expired_until_the_lease_follows_the_new_se
         lease.stop()
 
 
+def test_the_lease_follows_a_session_that_replaced_the_first_one_before_the_first_registration(services, unique):
+    """A member's lease starts under its first session before the rebalancer registers it; when that session
+    expires in between (a pause at start) the member registers, claims and fetches under the new one, and its lease
+    must follow it: a lease left on the dead session is never renewed, and every stream and fetcher then waits for
+    ever, silently. The member runs at the defaults (smallest only so that it reads the records produced before it
+    started)."""
+    from tests.support.consumer_helpers import StreamCollector, connector, expire_session, produce_tracked
+    from tests.support.waiting import wait_until
+    g, t = unique("lease-first"), services.create_topic(unique("lease-first"), 1)
+    member = connector(services, g, defaults=True, **{"auto.offset.reset": "smallest"})
+    start = member.lease.start
+    first_deadline = []
+
+    def start_then_lose_the_session():
+        start()
+        first_deadline.append(member.lease.deadline)
+        old = expire_session(services, member.zk)
+        wait_until(lambda: member.zk.connected and member.zk.client_id and member.zk.client_id[0] != old, 30,
+                   message="kazoo to start a new session")
+    member.lease.start = start_then_lose_the_session
+    try:
+        [stream] = member.create_message_streams({t: 1})[t]
+        col = StreamCollector(stream)
+        col.start()
+        # records handed out after the deadline the lease got at its start: only a renewal lets them through
+        wait_until(lambda: time.monotonic() > first_deadline[0] + 1.0, 30, message="the first deadline to pass")
+        sent = produce_tracked(services.bootstrap_servers, t, 5)
+        wait_until(lambda: len(col.seen(t)) == len(sent), 30,
+                   message="the member to deliver what was produced (lease fresh: %s)" % member.lease.fresh())
+    finally:
+        member.shutdown()
+
+
 def test_no_lease_is_always_fresh():
     assert NoLease().fresh() and NoLease().wait_fresh()
 
