@@ -28,6 +28,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..errors import ClusterUnavailableError, MessageTooLargeError, ZkConsumerError
 from .lease import NoLease
+from .member_metrics import FetchCounters
 from .partition_info import PartitionTopicInfo, ResetTo
 from ..kafka.fast_records import offset_at, records_of
 from ..kafka.record_batch import payload_bytes
@@ -503,7 +504,8 @@ class Fetchers(abc.ABC):
     threads; :class:`NoFetchers`: a member that coordinates and fetches nothing, as the Spark driver's).
 
     The rebalancer calls :meth:`assign` and :meth:`stop_all` under its ownership lock, from its own thread;
-    ``metrics()`` calls :meth:`highwaters` and :meth:`fetch_rates` from any thread; :meth:`shutdown` is the last call.
+    the member's metrics call :meth:`highwaters`, :meth:`fetch_rates` and :meth:`counters` from any thread;
+    :meth:`shutdown` is the last call.
     """
 
     @abc.abstractmethod
@@ -525,6 +527,10 @@ class Fetchers(abc.ABC):
         """Completed fetch passes per second of each fetcher (metrics: MinFetchRate is the smallest)."""
 
     @abc.abstractmethod
+    def counters(self) -> FetchCounters:
+        """Fetch passes, their time and the fetch errors since the fetchers started, summed (metrics)."""
+
+    @abc.abstractmethod
     def shutdown(self, timeout: float = 10.0) -> None:
         """End the fetchers, waiting at most *timeout* seconds."""
 
@@ -543,6 +549,9 @@ class NoFetchers(Fetchers):
 
     def fetch_rates(self) -> List[float]:
         return []
+
+    def counters(self) -> FetchCounters:
+        return FetchCounters()
 
     def shutdown(self, timeout: float = 10.0) -> None:
         pass
@@ -592,6 +601,12 @@ class FetcherManager(Fetchers):
         """Completed fetch passes per second of each fetcher thread since it started (MinFetchRate is the min)."""
         now = time.monotonic()
         return [f.fetches / max(1e-3, now - f.started_at) for f in self.fetchers]
+
+    def counters(self):
+        """The fetcher threads' counters, summed (read without a lock: each is a plain number one thread writes)."""
+        return FetchCounters(passes=sum(f.fetches for f in self.fetchers),
+                             seconds=sum(f.fetch_seconds for f in self.fetchers),
+                             errors=sum(f.errors for f in self.fetchers))
 
     def stop_all(self, generation, timeout=None):
         """Stop every fetcher, within *timeout* seconds in all when given. Never raises: a fetcher that cannot apply
