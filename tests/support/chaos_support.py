@@ -10,7 +10,6 @@
   frozen (SIGSTOP) and restarted *on the same port* (the session-wide services are never touched);
 * :func:`zk_tree` — a snapshot of a whole ZooKeeper tree (path -> (data, mzxid)).
 """
-import json
 import os
 import signal
 import time
@@ -34,23 +33,6 @@ class TimedConsumer(CliConsumer):
 
     def _stamp(self, rec, now):
         rec["_t"] = now
-
-    def _read_stderr(self):
-        for raw in self.proc.stderr:
-            now = time.monotonic()
-            line = raw.decode("utf-8", "replace").rstrip()
-            ev = None
-            if line.startswith("{"):
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    ev = None
-            with self.lock:
-                if isinstance(ev, dict) and "event" in ev:
-                    ev["_t"] = now
-                    self.events.append(ev)
-                else:
-                    self.log.append(line)
 
     def sigkill(self):
         if self.proc.poll() is None:
