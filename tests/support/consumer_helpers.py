@@ -302,10 +302,11 @@ class CliConsumer:
                 self.records.append(rec)
 
     def _stamp(self, rec, now):
-        """Hook: subclasses may record when a line was read (TimedConsumer)."""
+        """Hook: subclasses may record when a record or an event was read (TimedConsumer)."""
 
     def _read_stderr(self):
         for raw in self.proc.stderr:
+            now = time.monotonic()
             line = raw.decode("utf-8", "replace").rstrip()
             ev = None
             if line.startswith("{"):
@@ -315,6 +316,7 @@ class CliConsumer:
                     ev = None
             with self.lock:
                 if isinstance(ev, dict) and "event" in ev:
+                    self._stamp(ev, now)
                     self.events.append(ev)
                 else:
                     self.log.append(line)
