@@ -14,22 +14,11 @@ import pytest
 from tests.support.migrate_support import delete_topic
 from tests.support.spark_support import (delete_records, member_ids, owners, produced_set, set_zk_offsets,
                                          source_options, zk_offsets)
+from tests.support.spark_support import start_collecting as _start
 from tests.support.waiting import wait_until
 from zkconsumer.core.layout import paths
 
 pytestmark = pytest.mark.spark
-
-
-def _start(spark, opts, ckpt, rows, trigger="500 milliseconds", each=None):
-    """A query collecting (topic, partition, offset) of every row into ``rows``."""
-    def collect(df, batch_id):
-        rows.extend((r.topic, r.partition, r.offset) for r in df.select("topic", "partition", "offset").collect())
-        if each is not None:
-            each(df, batch_id)
-    w = (spark.readStream.format("zkconsumer").options(**opts).load().writeStream.foreachBatch(collect)
-         .option("checkpointLocation", ckpt))
-    w = w.trigger(availableNow=True) if trigger == "availableNow" else w.trigger(processingTime=trigger)
-    return w.start()
 
 
 def _progressed(q, n=1):

@@ -10,23 +10,12 @@ import time
 import pytest
 from kazoo.exceptions import NoNodeError
 
-from tests.support.spark_support import member_ids, owners, produced_set, set_zk_offsets, source_options, zk_offsets
+from tests.support.spark_support import (member_ids, owners, produced_set, set_zk_offsets, source_options,
+                                         start_collecting as _start, zk_offsets)
 from tests.support.waiting import wait_until
 from zkconsumer.core.layout import paths
 
 pytestmark = pytest.mark.spark
-
-
-def _start(spark, opts, ckpt, rows, trigger="500 milliseconds", each=None):
-    """A query collecting (topic, partition, offset) of every row into ``rows`` (it commits nothing itself)."""
-    def collect(df, batch_id):
-        rows.extend((r.topic, r.partition, r.offset) for r in df.select("topic", "partition", "offset").collect())
-        if each is not None:
-            each(df, batch_id)
-    w = (spark.readStream.format("zkconsumer").options(**opts).load().writeStream.foreachBatch(collect)
-         .option("checkpointLocation", ckpt))
-    w = w.trigger(availableNow=True) if trigger == "availableNow" else w.trigger(processingTime=trigger)
-    return w.start()
 
 
 @pytest.fixture
