@@ -136,6 +136,30 @@ def test_the_engine_meets_its_parts_at_seams_not_probes():
     assert not probes, probes
 
 
+def test_the_metrics_read_the_member_through_its_snapshot():
+    """metrics/ reads a member through one typed view (consumer.member_metrics: the connector's
+    ``metrics_snapshot()``): no getattr/hasattr, no private attribute of anything but its own objects (``self``, or a
+    name bound to it), and the Prometheus collector reads nothing of the member but ``metrics_snapshot``."""
+    offenders = []
+    for p in _py_files(os.path.join("zkconsumer", "metrics")):
+        tree = ast.parse(open(p, encoding="utf-8").read())
+        own = {"self"} | {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                          and isinstance(node.value, ast.Name) and node.value.id == "self"
+                          for t in node.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(tree):
+            where = (os.path.relpath(p, ROOT), getattr(node, "lineno", None))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr",
+                                                                                                  "hasattr"):
+                offenders.append(where + (node.func.id,))
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                    and not (isinstance(node.value, ast.Name) and node.value.id in own):
+                offenders.append(where + (node.attr,))
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) \
+                    and node.value.attr == "connector" and node.attr != "metrics_snapshot":
+                offenders.append(where + ("connector." + node.attr,))
+    assert not offenders, offenders
+
+
 def test_importing_the_core_imports_no_client_library():
     """``import zkconsumer.core.config`` (what the public ``zkconsumer.ConsumerConfig`` loads) brings in neither kazoo
     nor kafka-python: the package's ``__init__`` imports the public API when it is first used."""

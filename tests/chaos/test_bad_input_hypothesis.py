@@ -320,10 +320,8 @@ def test_live_member_consumes_beside_garbage_of_others(services, zk, unique, pro
         procs.append(c)
         produced = produce_tracked(services.bootstrap_servers, t, 30, partitions=3, tag="gb")
         want = {(p, o) for p, o, _ in produced}
-        try:
-            wait_until(lambda: want <= set(c.seen(t)), 60, interval=0.2, message="all 30 messages of the good topic")
-        except AssertionError:
-            raise AssertionError(c.describe())
+        wait_until(lambda: want <= set(c.seen(t)), 60, interval=0.2,
+                   message=lambda: "all 30 messages of the good topic\n" + c.describe())
         assert {tuple(x) for x in c.events[-1]["partitions"]} == {(t, 0), (t, 1), (t, 2)}, c.describe()
         assert c.alive(), c.describe()
         log = "\n".join(c.log)

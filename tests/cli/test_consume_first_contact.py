@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from tests.support import ROOT
-from tests.support.consumer_helpers import StreamCollector, connector, produce_tracked
+from tests.support.consumer_helpers import StreamCollector, connector, produce_tracked, recent_timestamp_ms
 from tests.support.waiting import wait_until
 from zkconsumer.tools.groups import list_groups
 
@@ -167,20 +167,23 @@ def test_from_group_of_a_missing_group_is_bad_input(services, unique):
 def test_formatter_properties_as_kafka_console_consumer(services, unique):
     t = services.create_topic(unique("fmt"), 1)
     from kafka import KafkaProducer
+    # recent timestamps: a record older than the broker's retention (7 days) is deleted at its next retention check
+    # (every minute on the test cluster), and a read after that waits for ever
+    ts1, ts2 = recent_timestamp_ms() + 123, recent_timestamp_ms() + 456
     prod = KafkaProducer(bootstrap_servers=services.bootstrap_servers)
-    prod.send(t, key=b"k1", value=b"v1", headers=[("h", b"x")], timestamp_ms=1700000000123)
-    prod.send(t, key=None, value=b"v2", timestamp_ms=1700000000456)
+    prod.send(t, key=b"k1", value=b"v1", headers=[("h", b"x")], timestamp_ms=ts1)
+    prod.send(t, key=None, value=b"v2", timestamp_ms=ts2)
     prod.flush()
     prod.close()
     r = _run(services, "--topic", t, "--from-beginning", "--max-messages", "2", "--property", "print.key=true",
              "--property", "print.timestamp=true", "--property", "print.partition=true", "--property",
              "print.offset=true", "--property", "print.headers=true", "--property", "key.separator=|")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == ["CreateTime:1700000000123|Partition:0|Offset:0|h:x|k1|v1",
-                                     "CreateTime:1700000000456|Partition:0|Offset:1|NO_HEADERS|null|v2"]
+    assert r.stdout.splitlines() == ["CreateTime:%d|Partition:0|Offset:0|h:x|k1|v1" % ts1,
+                                     "CreateTime:%d|Partition:0|Offset:1|NO_HEADERS|null|v2" % ts2]
     r = _run(services, "--topic", t, "--from-beginning", "--max-messages", "1")
     rec = json.loads(r.stdout.splitlines()[0])
-    assert rec["timestamp"] == 1700000000123 and rec["timestamp_type"] == "CreateTime"
+    assert rec["timestamp"] == ts1 and rec["timestamp_type"] == "CreateTime"
     r = _run(services, "--topic", t, "--format", "jsonl", "--property", "print.key=true", "--max-messages", "1")
     assert r.returncode == 2 and "formatter option" in r.stderr
     # a consumer key given with --property still reaches the consumer (earlier releases took it there), warned

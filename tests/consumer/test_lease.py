@@ -10,6 +10,7 @@ out no ownership from a stale lease.
 import queue
 import threading
 import time
+import types
 
 import pytest
 from kazoo.client import KazooClient
@@ -59,6 +60,36 @@ def _started(lease):
         time.sleep(0.01)
 
 
+@pytest.fixture
+def leased(relayed):
+    """A started lease on a fake clock, its first heartbeat answered: ``.zk``, ``.relay``, ``.clock``, ``.lease``
+    (released and stopped at the end)."""
+    zk, relay = relayed
+    clock = FakeClock()
+    lease = SessionLease(zk, 6000, clock=clock)
+    _started(lease)
+    yield types.SimpleNamespace(zk=zk, relay=relay, clock=clock, lease=lease)
+    relay.release()
+    lease.stop()
+
+
+def _held_while_stale(leased, hand_out, nothing_yet=lambda: True):
+    """Run *hand_out* on a thread of its own while the lease is stale (ZooKeeper's answers held in the relay): it
+    hands nothing out (it has not returned and ``nothing_yet()``) until a round trip is answered; returns what it
+    returned then."""
+    leased.relay.hold()
+    leased.clock.advance(_timeout(leased.zk))
+    got = []
+    t = threading.Thread(target=lambda: got.append(hand_out()), daemon=True)
+    t.start()
+    time.sleep(1.0)
+    assert not got and nothing_yet(), "handed out from a stale lease"
+    leased.relay.release()
+    t.join(5)
+    assert len(got) == 1, "nothing handed out after the round trip was answered"
+    return got[0]
+
+
 def test_deadline_from_start_and_stale_after_it(relayed):
     zk, _ = relayed
     clock = FakeClock()
@@ -77,81 +108,94 @@ def test_deadline_from_start_and_stale_after_it(relayed):
     assert not lease.fresh() and lease.wait_fresh() is False  # stopped: never fresh again
 
 
-def test_a_stale_lease_waits_for_a_round_trip_and_renews_from_its_send_time(relayed):
-    zk, relay = relayed
-    clock = FakeClock()
-    lease = SessionLease(zk, 6000, clock=clock)
-    _started(lease)
+def test_a_stale_lease_waits_for_a_round_trip_and_renews_from_its_send_time(leased):
+    zk, relay, clock, lease = leased.zk, leased.relay, leased.clock, leased.lease
+    T = _timeout(zk)
+    renewals = lease.renewals
+    relay.hold()                          # the server's answers wait in the relay
+    clock.advance(T)                      # a "pause" longer than the lease
+    assert not lease.fresh()
+    sent_at = clock.t
+    renewed_from = []                     # the send time of every answered heartbeat, in order
+    renew = lease._renew
+    lease._renew = lambda sent: (renewed_from.append(sent), renew(sent))
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(lease.wait_fresh()), daemon=True)
+    waiter.start()
+    time.sleep(1.0)                       # no answer: still waiting, nothing renewed
+    assert waiter.is_alive() and not got and lease.renewals == renewals and not lease.fresh()
+    clock.advance(0.5)                    # time passes while the heartbeat is in flight
+    released = time.monotonic()
+    relay.release()
+    waiter.join(5)
+    assert got == [True] and lease.fresh(), "no renewal after the answer arrived"
+    assert time.monotonic() - released < 2.0
+    assert lease.renewals > renewals and lease.stale_waits == 1
+    # renewed from when the heartbeat was sent (the server heard from us no earlier), not when it was answered
+    assert renewed_from and renewed_from[0] == sent_at, renewed_from
+    assert lease.deadline == pytest.approx(max(renewed_from) + 0.6 * T) and max(renewed_from) <= clock.t
+
+
+def test_the_deadline_never_moves_back(leased):
+    before = leased.lease.deadline
+    leased.lease._renew(leased.clock.t - 5.0)           # a late answer to an older heartbeat
+    assert leased.lease.deadline == before
+
+
+def test_no_renewal_after_the_session_expired_until_the_lease_follows_the_new_session(services, leased):
+    zk, clock, lease = leased.zk, leased.clock, leased.lease
+    old = zk.client_id[0]
+    sid, pw = zk.client_id
+    other = KazooClient(hosts=services.zookeeper_connect, client_id=(sid, pw), timeout=6.0)
+    other.start(timeout=15)
+    other.stop()                          # closing the same session from another client: it is gone
+    other.close()
+    deadline = time.monotonic() + 20
+    while not (zk.connected and zk.client_id and zk.client_id[0] != old):
+        assert time.monotonic() < deadline, "kazoo did not start a new session"
+        time.sleep(0.05)
+    clock.advance(_timeout(zk))
+    give_up = time.monotonic() + 1.5
+    assert lease.wait_fresh(lambda: time.monotonic() > give_up) is False  # answers come under another session
+    assert not lease.fresh()
+    lease.new_session()                   # the connector re-registered: the lease follows the new session
+    assert lease.fresh()
+    clock.advance(_timeout(zk))
+    give_up = time.monotonic() + 5
+    assert lease.wait_fresh(lambda: time.monotonic() > give_up) is True  # renewed under the new session
+
+
+def test_the_lease_follows_a_session_that_replaced_the_first_one_before_the_first_registration(services, unique):
+    """A member's lease starts under its first session before the rebalancer registers it; when that session
+    expires in between (a pause at start) the member registers, claims and fetches under the new one, and its lease
+    must follow it: a lease left on the dead session is never renewed, and every stream and fetcher then waits for
+    ever, silently. The member runs at the defaults (smallest only so that it reads the records produced before it
+    started)."""
+    from tests.support.consumer_helpers import StreamCollector, connector, expire_session, produce_tracked
+    from tests.support.waiting import wait_until
+    g, t = unique("lease-first"), services.create_topic(unique("lease-first"), 1)
+    member = connector(services, g, defaults=True, **{"auto.offset.reset": "smallest"})
+    start = member.lease.start
+    first_deadline = []
+
+    def start_then_lose_the_session():
+        start()
+        first_deadline.append(member.lease.deadline)
+        old = expire_session(services, member.zk)
+        wait_until(lambda: member.zk.connected and member.zk.client_id and member.zk.client_id[0] != old, 30,
+                   message="kazoo to start a new session")
+    member.lease.start = start_then_lose_the_session
     try:
-        T = _timeout(zk)
-        renewals = lease.renewals
-        relay.hold()                          # the server's answers wait in the relay
-        clock.advance(T)                      # a "pause" longer than the lease
-        assert not lease.fresh()
-        sent_at = clock.t
-        renewed_from = []                     # the send time of every answered heartbeat, in order
-        renew = lease._renew
-        lease._renew = lambda sent: (renewed_from.append(sent), renew(sent))
-        got = []
-        waiter = threading.Thread(target=lambda: got.append(lease.wait_fresh()), daemon=True)
-        waiter.start()
-        time.sleep(1.0)                       # no answer: still waiting, nothing renewed
-        assert waiter.is_alive() and not got and lease.renewals == renewals and not lease.fresh()
-        clock.advance(0.5)                    # time passes while the heartbeat is in flight
-        released = time.monotonic()
-        relay.release()
-        waiter.join(5)
-        assert got == [True] and lease.fresh(), "no renewal after the answer arrived"
-        assert time.monotonic() - released < 2.0
-        assert lease.renewals > renewals and lease.stale_waits == 1
-        # renewed from when the heartbeat was sent (the server heard from us no earlier), not when it was answered
-        assert renewed_from and renewed_from[0] == sent_at, renewed_from
-        assert lease.deadline == pytest.approx(max(renewed_from) + 0.6 * T) and max(renewed_from) <= clock.t
+        [stream] = member.create_message_streams({t: 1})[t]
+        col = StreamCollector(stream)
+        col.start()
+        # records handed out after the deadline the lease got at its start: only a renewal lets them through
+        wait_until(lambda: time.monotonic() > first_deadline[0] + 1.0, 30, message="the first deadline to pass")
+        sent = produce_tracked(services.bootstrap_servers, t, 5)
+        wait_until(lambda: len(col.seen(t)) == len(sent), 30,
+                   message="the member to deliver what was produced (lease fresh: %s)" % member.lease.fresh())
     finally:
-        relay.release()
-        lease.stop()
-
-
-def test_the_deadline_never_moves_back(relayed):
-    zk, _ = relayed
-    clock = FakeClock()
-    lease = SessionLease(zk, 6000, clock=clock)
-    _started(lease)
-    try:
-        before = lease.deadline
-        lease._renew(clock.t - 5.0)           # a late answer to an older heartbeat
-        assert lease.deadline == before
-    finally:
-        lease.stop()
-
-
-def test_no_renewal_after_the_session_expired_until_the_lease_follows_the_new_session(services, relayed):
-    zk, _ = relayed
-    clock = FakeClock()
-    lease = SessionLease(zk, 6000, clock=clock)
-    _started(lease)
-    try:
-        old = zk.client_id[0]
-        sid, pw = zk.client_id
-        other = KazooClient(hosts=services.zookeeper_connect, client_id=(sid, pw), timeout=6.0)
-        other.start(timeout=15)
-        other.stop()                          # closing the same session from another client: it is gone
-        other.close()
-        deadline = time.monotonic() + 20
-        while not (zk.connected and zk.client_id and zk.client_id[0] != old):
-            assert time.monotonic() < deadline, "kazoo did not start a new session"
-            time.sleep(0.05)
-        clock.advance(_timeout(zk))
-        give_up = time.monotonic() + 1.5
-        assert lease.wait_fresh(lambda: time.monotonic() > give_up) is False  # answers come under another session
-        assert not lease.fresh()
-        lease.new_session()                   # the connector re-registered: the lease follows the new session
-        assert lease.fresh()
-        clock.advance(_timeout(zk))
-        give_up = time.monotonic() + 5
-        assert lease.wait_fresh(lambda: time.monotonic() > give_up) is True  # renewed under the new session
-    finally:
-        lease.stop()
+        member.shutdown()
 
 
 def test_no_lease_is_always_fresh():
@@ -159,50 +203,31 @@ def test_no_lease_is_always_fresh():
 
 
 # -- hand-outs from a stale lease --------------------------------------------------------------------------------
-def test_a_fetcher_hands_no_chunk_from_a_stale_lease(services, relayed):
+def test_a_fetcher_hands_no_chunk_from_a_stale_lease(services, leased):
     from zkconsumer.core.config import ConsumerConfig
-    zk, relay = relayed
-    clock = FakeClock()
-    lease = SessionLease(zk, 6000, clock=clock)
-    _started(lease)
     cfg = ConsumerConfig.from_properties({"group.id": "g", "zookeeper.connect": services.zookeeper_connect})
     f = FetcherThread(0, services.bootstrap_servers, cfg)   # never started: only its hand-off is exercised
-    f.lease = lease
+    f.lease = leased.lease
     q = queue.Queue(4)
-    try:
-        assert f._put(q, "fresh") is True and q.get_nowait() == "fresh"
-        relay.hold()
-        clock.advance(_timeout(zk))
-        done = []
-        t = threading.Thread(target=lambda: done.append(f._put(q, "after-pause")), daemon=True)
-        t.start()
-        time.sleep(1.0)
-        assert q.empty() and not done, "a chunk was queued from a stale lease"
-        relay.release()
-        t.join(5)
-        assert done == [True] and q.get_nowait() == "after-pause"
-        # stale, and the assignment changes meanwhile: the chunk is dropped, never queued
-        relay.hold()
-        clock.advance(_timeout(zk))
-        t = threading.Thread(target=lambda: done.append(f._put(q, "dropped")), daemon=True)
-        t.start()
-        time.sleep(0.3)
-        f.shutdown()
-        t.join(5)
-        assert done[-1] is False and q.empty()
-    finally:
-        relay.release()
-        lease.stop()
+    assert f._put(q, "fresh") is True and q.get_nowait() == "fresh"
+    assert _held_while_stale(leased, lambda: f._put(q, "after-pause"), nothing_yet=q.empty) is True
+    assert q.get_nowait() == "after-pause"
+    # stale, and the assignment changes meanwhile: the chunk is dropped, never queued
+    leased.relay.hold()
+    leased.clock.advance(_timeout(leased.zk))
+    done = []
+    t = threading.Thread(target=lambda: done.append(f._put(q, "dropped")), daemon=True)
+    t.start()
+    time.sleep(0.3)
+    f.shutdown()
+    t.join(5)
+    assert done == [False] and q.empty()
 
 
-def test_a_stream_hands_no_record_from_a_stale_lease(relayed):
-    zk, relay = relayed
-    clock = FakeClock()
-    lease = SessionLease(zk, 6000, clock=clock)
-    _started(lease)
+def test_a_stream_hands_no_record_from_a_stale_lease(leased):
     gen = Generation()
     q = queue.Queue()
-    s = KafkaStream(q, gen, timeout_ms=5000, lease=lease)
+    s = KafkaStream(q, gen, timeout_ms=5000, lease=leased.lease)
     Rec = type("Rec", (), {})
     records = []
     for off in range(2):
@@ -210,21 +235,8 @@ def test_a_stream_hands_no_record_from_a_stale_lease(relayed):
         r.topic, r.partition, r.offset = "t", 0, off
         records.append(r)
     q.put(Chunk(0, PartitionTopicInfo(("t", 0), "c-0"), records))
-    try:
-        assert next(s).offset == 0
-        relay.hold()
-        clock.advance(_timeout(zk))
-        got = []
-        t = threading.Thread(target=lambda: got.append(next(s)), daemon=True)
-        t.start()
-        time.sleep(1.0)
-        assert not got, "a record was handed out from a stale lease"
-        relay.release()
-        t.join(5)
-        assert [r.offset for r in got] == [1]
-    finally:
-        relay.release()
-        lease.stop()
+    assert next(s).offset == 0
+    assert _held_while_stale(leased, lambda: next(s)).offset == 1
 
 
 def test_the_spark_driver_member_hands_out_no_ownership_from_a_stale_lease(services, unique):

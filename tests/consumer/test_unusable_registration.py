@@ -110,10 +110,8 @@ def test_live_member_consumes_everything_beside_an_unevaluable_jvm_registration(
     procs.append(member)
     produced = produce_tracked(services.bootstrap_servers, t, 40, partitions=4, tag="u")
     want = {(p, o) for p, o, _ in produced}
-    try:
-        wait_until(lambda: want <= set(member.seen(t)), 60, interval=0.2, message="all 40 messages")
-    except AssertionError:
-        raise AssertionError(member.describe())
+    wait_until(lambda: want <= set(member.seen(t)), 60, interval=0.2,
+               message=lambda: "all 40 messages\n" + member.describe())
     assert owners(zk, g, [t]) == {(t, p): member.consumer_id + "-0" for p in topic_partitions(zk, t)}
     log = "\n".join(member.log)
     assert log.count(fake) == 1 and UNEVALUABLE in log, log

@@ -6,7 +6,6 @@ kill -9. In the Kafka phase it keeps reporting ZooKeeper's frozen offsets while 
 phase (what docs/operators.md and docs/migration.md say about it)."""
 import json
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import urllib.request
 import pytest
 
 from tests.support.consumer_helpers import CliConsumer, deliver_from_the_log_end, kafka_commit, produce_tracked
-from tests.support.waiting import wait_until
+from tests.support.waiting import end_process, wait_until
 from zkconsumer_migrate import state
 
 CONFIG = """\
@@ -103,13 +102,7 @@ def burrow(services, tmp_path, unique, zk):
         assert proc.poll() is None, (tmp_path / "burrow.log").read_text()[-3000:]
         yield base
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        end_process(proc, 30)
         log.close()
         zk.delete("/burrow-" + name, recursive=True)
 

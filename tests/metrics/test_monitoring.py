@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from tests.support import ROOT
 from zkconsumer.tools.lag_exporter import LagCache, LagCollector, _Group
+from zkconsumer.consumer.member_metrics import FetchCounters, MemberMetrics
 from zkconsumer.metrics.member import MetricsCollector
 
 MON = os.path.join(ROOT, "monitoring")
@@ -38,17 +39,13 @@ def test_alert_rules_check_and_their_unit_tests_pass():
 
 def _exported_names():
     """Every series name the member's and the exporter's collectors put on a page."""
-    stream = types.SimpleNamespace(by_topic={"t": [1, 2]}, queue=types.SimpleNamespace(qsize=lambda: 1))
-    fetcher = types.SimpleNamespace(fetches=1, fetch_seconds=0.1, errors=0)
-    conn = types.SimpleNamespace(
-        streams=[stream], fetchers=types.SimpleNamespace(fetchers=[fetcher]),
-        rebalancer=types.SimpleNamespace(stats={"session_expiries": 0}), commit_counts={"failed": 0},
-        config=types.SimpleNamespace(fetch_engine="kafka-python"),
-        metrics=lambda: {"group": "g", "client_id": "g", "consumer_id": "g_h-1-abc", "state": "IDLE",
-                         "ConsumerLag": {("t", 0): 1}, "MaxLag": 1, "MinFetchRate": 1.0, "MessagesPerSec": 1,
-                         "BytesPerSec": 1, "ZooKeeperCommitsPerSec": 1, "KafkaCommitsPerSec": 0,
-                         "RebalanceRateAndTime": {"count": 1, "seconds": 0.1, "failed_attempts": 0},
-                         "OwnedPartitionsCount": 1, "offsets_degraded": False})
+    snapshot = MemberMetrics(
+        group="g", consumer_id="g_h-1-abc", client_id="g", engine="kafka-python", state="IDLE",
+        consumer_lag={("t", 0): 1}, min_fetch_rate=1.0, messages=1, bytes=2, topic_counts={"t": (1, 2)},
+        queued_chunks=1, fetch=FetchCounters(passes=1, seconds=0.1, errors=0), zookeeper_commits=1, kafka_commits=0,
+        commit_failures=0, session_expiries=0, rebalances=1, rebalance_seconds=0.1, failed_rebalance_attempts=0,
+        owned_partitions=1, claim_wait_seconds=0.0, claim_wait_owners={}, offsets_degraded=False)
+    conn = types.SimpleNamespace(metrics_snapshot=lambda: snapshot)
     cache = LagCache(None, lambda g: True)
     cache.groups["g"] = _Group(offset_topics={"t"}, zk_offsets={("t", 0): 1}, owners={("t", 0): "g_h-1-abc-0"},
                                members={"g_h-1-abc"}, phase="kafka", kafka_offsets={("t", 0): 2}, expires_ms=1000)

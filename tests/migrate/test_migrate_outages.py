@@ -2,7 +2,6 @@
 its own whose broker and ZooKeeper are stopped and started again under it: it logs each outage, keeps going, and
 refreshes again once the servers are back. Brokers are found in ZooKeeper, as operators run it."""
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -11,7 +10,7 @@ import pytest
 
 from tests.support.chaos_support import own_cluster_fixture
 from tests.support.consumer_helpers import produce_tracked
-from tests.support.waiting import wait_until
+from tests.support.waiting import end_process, wait_until
 from zkconsumer.zookeeper import client as zkmod
 from zkconsumer.offsets import ZooKeeperOffsetStore
 from zkconsumer.offsets.expiry import read_commit_times
@@ -47,14 +46,7 @@ class Keepalive:
         return self.proc.poll() is None
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        return self.proc.returncode
+        return end_process(self.proc, 30)
 
 
 def test_refresh_every_survives_broker_and_zookeeper_outages(own, unique, tmp_path):

@@ -1,5 +1,6 @@
 """The streaming source leaving the group when its query stops (StreamingQueryListener, without the reaper) and the
 streaming failOnDataLoss path of a topic deleted and recreated under a running query."""
+import threading
 import time
 
 import pytest
@@ -11,16 +12,24 @@ pytestmark = pytest.mark.spark
 
 
 def test_listener_releases_the_member_when_the_query_stops(spark, services, zk, unique, tmp_path):
-    """No reaper (ownerReaper=false) and a 60 s ZooKeeper session: only the listener can release the owner nodes
-    within seconds of q.stop()."""
+    """No reaper (ownerReaper=false) and a 60 s ZooKeeper session. The query is stopped while a batch runs: the
+    source cannot tell whether Spark committed that batch, so it keeps its owner nodes; only the listener can
+    release them within seconds of q.stop()."""
     from zkconsumer.spark import install_release_listener
     listener = install_release_listener(spark)
     assert install_release_listener(spark) is listener                     # once per session
     topic, group = services.create_topic(unique("rl"), 2), unique("g")
     services.produce(topic, 10)
     opts = _opts(services, group, topic, ownerReaper="false", **{"zookeeper.session.timeout.ms": "60000"})
-    q = (spark.readStream.format("zkconsumer").options(**opts).load().writeStream.format("noop")
+    running, go_on = threading.Event(), threading.Event()
+
+    def batch(df, batch_id):
+        if batch_id > 0:
+            running.set()
+            go_on.wait(30)
+    q = (spark.readStream.format("zkconsumer").options(**opts).load().writeStream.foreachBatch(batch)
          .option("checkpointLocation", str(tmp_path / "ck")).trigger(processingTime="300 milliseconds").start())
+    stopper = threading.Thread(target=q.stop)
     try:
         member = wait_until(lambda: [s.latestOffset for p in q.recentProgress for s in p.sources
                                      if "zkconsumer member" in (s.latestOffset or "")], 90,
@@ -28,13 +37,21 @@ def test_listener_releases_the_member_when_the_query_stops(spark, services, zk, 
         ids = _ids(zk, group)
         assert len(ids) == 1 and ids[0] in member[-1] and len(_owners(zk, group, topic)) == 2
         assert '"%s": {"0": ' % topic in member[-1]                            # the latest offsets, as Spark's
+        services.produce(topic, 4)
+        wait_until(running.is_set, 60, "batch 1 to run")
+        stopper.start()
+        time.sleep(1)
     finally:
-        q.stop()
+        go_on.set()
+        if stopper.ident:
+            stopper.join(60)
+        else:
+            q.stop()
     t = time.monotonic()
     wait_until(lambda: not _owners(zk, group, topic) and not _ids(zk, group), 20,
                lambda: (_ids(zk, group), _owners(zk, group, topic)))
     assert time.monotonic() - t < 20                                          # not the 60 s session expiry
-    assert any(g == group and c == ids[0] for g, c, _ in listener.released)
+    assert any(g == group and c == ids[0] and deleted for g, c, deleted in listener.released), listener.released
 
 
 @pytest.mark.parametrize("fail", [True, False])

@@ -14,22 +14,11 @@ import pytest
 from tests.support.migrate_support import delete_topic
 from tests.support.spark_support import (delete_records, member_ids, owners, produced_set, set_zk_offsets,
                                          source_options, zk_offsets)
+from tests.support.spark_support import start_collecting as _start
 from tests.support.waiting import wait_until
 from zkconsumer.core.layout import paths
 
 pytestmark = pytest.mark.spark
-
-
-def _start(spark, opts, ckpt, rows, trigger="500 milliseconds", each=None):
-    """A query collecting (topic, partition, offset) of every row into ``rows``."""
-    def collect(df, batch_id):
-        rows.extend((r.topic, r.partition, r.offset) for r in df.select("topic", "partition", "offset").collect())
-        if each is not None:
-            each(df, batch_id)
-    w = (spark.readStream.format("zkconsumer").options(**opts).load().writeStream.foreachBatch(collect)
-         .option("checkpointLocation", ckpt))
-    w = w.trigger(availableNow=True) if trigger == "availableNow" else w.trigger(processingTime=trigger)
-    return w.start()
 
 
 def _progressed(q, n=1):
@@ -145,33 +134,29 @@ def test_available_now_waits_for_a_rebalance_instead_of_ending(spark, services, 
 
 
 def test_the_member_is_released_after_the_last_commit(spark, services, zk, unique, tmp_path):
-    """An application that commits after the query ends (the source's own commit lags a batch and never runs for the
-    last one): the member's owner nodes must still be there when it does, or another member could claim the
-    partitions and read the last batch again from the stored offsets. name_member + finish_query; the query listener
-    is installed too and leaves the named member to the application; the reaper does not release while the driver
-    lives."""
-    from zkconsumer.core.layout.codecs import make_consumer_id
+    """The source's own commit lags a batch and never runs for the last one, and the member's owner nodes must
+    outlive the commit of the last batch, or another member could claim the partitions and read it again from the
+    stored offsets. At the end of a Trigger.AvailableNow run (name_member; the query listener installed, which
+    leaves a named member to the application) the source commits the run's last batch itself and then releases its
+    member; the application's finish_query afterwards finds nothing left to commit."""
     from zkconsumer.spark import finish_query, install_release_listener, last_committed_end, name_member, plan_batch
     install_release_listener(spark)
     topic, group = services.create_topic(unique("rl"), 2), unique("g")
     services.produce(topic, 30)
     opts = name_member(source_options(services, group, topic, maxOffsetsPerTrigger=8,
                                       **{"zookeeper.session.timeout.ms": "30000"}))
-    member = make_consumer_id(group, opts["consumer.id"])
     ckpt, rows = str(tmp_path / "ck"), []
     q = _start(spark, opts, ckpt, rows, trigger="availableNow")
     assert q.awaitTermination(240) and q.exception() is None, q.exception()
     assert sorted((t, p, o) for t, p, o in rows) == sorted((topic, p, o) for p, o in produced_set(services, topic, 2))
-    time.sleep(3)  # the listener's and the reaper's moment to act (they must not)
-    assert set(owners(zk, group, topic)) == {0, 1} and \
-        {v.rpartition("-")[0] for v in owners(zk, group, topic).values()} == {member}, owners(zk, group, topic)
-    assert member_ids(zk, group) == [member]
     end = {p: o for (_t, p), o in last_committed_end(ckpt).items()}
-    assert sum(end.values()) == 30 and zk_offsets(zk, group, topic) != end  # the last batch is not committed yet
+    assert sum(end.values()) == 30
+    wait_until(lambda: not owners(zk, group, topic) and not member_ids(zk, group), 20,
+               lambda: (owners(zk, group, topic), member_ids(zk, group)))        # not the 30 s session's end
+    assert zk_offsets(zk, group, topic) == end
     report = finish_query(opts, ckpt)
-    assert not report["failed"] and report["released"]
-    assert zk_offsets(zk, group, topic) == end                              # committed, fenced by our owner nodes
-    assert not owners(zk, group, topic) and not member_ids(zk, group)       # then released
+    assert not report["failed"] and not report["committed"], report
+    assert zk_offsets(zk, group, topic) == end
     assert plan_batch(source_options(services, group, topic)).total == 0    # a successor reads nothing again
 
 
@@ -286,7 +271,7 @@ def test_assign_reads_the_listed_partitions_without_joining_the_group(spark, ser
         bad.collect()
 
 
-def test_the_first_batch_is_not_planned_before_the_member_knows_its_partitions(services, zk, unique, monkeypatch):
+def test_the_first_batch_is_not_planned_before_the_member_knows_its_partitions(services, zk, unique):
     """initialOffset (run here in the test process, on the real ZooKeeper and Kafka) while a previous owner holds a
     partition the member is assigned: the member cannot finish its first rebalance, and initialOffset fails naming
     the group instead of returning no partitions (those would all start at earliest later, not at startingOffsets;
@@ -296,8 +281,8 @@ def test_the_first_batch_is_not_planned_before_the_member_knows_its_partitions(s
     topic, group = services.create_topic(unique("fb"), 2), unique("g")
     zk.create(paths.partition_owner_path(group, topic, 1), b"%s_ghost-0" % group.encode(), ephemeral=True,
               makepath=True)
-    monkeypatch.setattr(stream, "GROUP_WAIT_S", 2.0)
-    reader = stream.ZkStreamReader(parse_options(source_options(services, group, topic, ownerReaper="false", **{
+    reader = stream.ZkStreamReader(parse_options(source_options(services, group, topic, ownerReaper="false",
+                                                                groupSettleTimeoutMs=2000, **{
         "rebalance.max.retries": "1", "rebalance.backoff.ms": "100", "zookeeper.session.timeout.ms": "6000"})))
     try:
         with pytest.raises(stream.GroupNotSettledError, match="group %s: the partitions of member .* are not known"
@@ -337,7 +322,9 @@ def test_a_first_batch_replayed_after_a_restart_starts_where_it_started(services
         tasks = second.partitions(start, end)
         assert sum(t.end - t.start for t in tasks) == 20
     finally:
-        second.stop()
+        member = second._member
+        second.stop()                                           # batch 0 is planned: the member keeps its nodes
+        member.shutdown()
 
 
 def test_a_restarted_first_batch_reports_what_retention_deleted_from_it(spark, services, zk, unique, tmp_path):
@@ -369,7 +356,7 @@ def test_a_restarted_first_batch_reports_what_retention_deleted_from_it(spark, s
         q.stop()
 
 
-def test_available_now_fails_when_the_group_does_not_settle(services, zk, unique, monkeypatch):
+def test_available_now_fails_when_the_group_does_not_settle(services, zk, unique):
     """Trigger.AvailableNow, driven in the test process as the streaming source runner drives it: after the first
     batch a partition is added and a previous owner (a ghost owner node) holds it for good, so the member's
     rebalance cannot complete. The next plan must fail the query naming the group once the wait is over, not report
@@ -379,8 +366,8 @@ def test_available_now_fails_when_the_group_does_not_settle(services, zk, unique
     from zkconsumer.spark.options import parse_options
     topic, group = services.create_topic(unique("af"), 2), unique("g")
     services.produce(topic, 20)
-    monkeypatch.setattr(stream, "GROUP_WAIT_S", 2.0)
-    reader = stream.ZkStreamReader(parse_options(source_options(services, group, topic, ownerReaper="false", **{
+    reader = stream.ZkStreamReader(parse_options(source_options(services, group, topic, ownerReaper="false",
+                                                                groupSettleTimeoutMs=2000, **{
         "rebalance.max.retries": "1", "rebalance.backoff.ms": "100", "zookeeper.session.timeout.ms": "6000"})))
     try:
         reader.prepareForTriggerAvailableNow()

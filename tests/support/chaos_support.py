@@ -10,7 +10,6 @@
   frozen (SIGSTOP) and restarted *on the same port* (the session-wide services are never touched);
 * :func:`zk_tree` — a snapshot of a whole ZooKeeper tree (path -> (data, mzxid)).
 """
-import json
 import os
 import signal
 import time
@@ -34,23 +33,6 @@ class TimedConsumer(CliConsumer):
 
     def _stamp(self, rec, now):
         rec["_t"] = now
-
-    def _read_stderr(self):
-        for raw in self.proc.stderr:
-            now = time.monotonic()
-            line = raw.decode("utf-8", "replace").rstrip()
-            ev = None
-            if line.startswith("{"):
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    ev = None
-            with self.lock:
-                if isinstance(ev, dict) and "event" in ev:
-                    ev["_t"] = now
-                    self.events.append(ev)
-                else:
-                    self.log.append(line)
 
     def sigkill(self):
         if self.proc.poll() is None:
@@ -124,21 +106,27 @@ def check_deliveries(consumers, topic, end, tol=TOL, exempt=None):
         for p, o, t in c.timed_records(topic):
             if not any(s - tol <= t <= e + tol for s, e in mine.get(p, [])):
                 bad.append("%s printed p%d@%d at %.2f outside its ownership %s" % (c.name, p, o, t, mine.get(p)))
-    names = [c.name for c in consumers]
     by_name = {c.name: c for c in consumers}
+    for p, a, (sa, ea), b, (sb, eb), overlap in _overlaps(ivs, [c.name for c in consumers]):
+        allowed = tol
+        if exempt is not None:
+            allowed += max(exempt(by_name[a], p, sa, ea), exempt(by_name[b], p, sb, eb))
+        if overlap > allowed:
+            bad.append("p%d owned by %s [%.2f, %.2f] and %s [%.2f, %.2f]: overlap %.2f s"
+                       % (p, a, sa, ea, b, sb, eb, overlap))
+    return bad
+
+
+def _overlaps(spans, names):
+    """For every two members (in *names* order) and every partition both have spans of (*spans*: {name:
+    {partition: [(start, stop)]}}), each pair of their spans: (partition, a, a's span, b, b's span, overlap in s,
+    negative when apart)."""
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            for p in set(ivs[a]) & set(ivs[b]):
-                for sa, ea in ivs[a][p]:
-                    for sb, eb in ivs[b][p]:
-                        overlap = min(ea, eb) - max(sa, sb)
-                        allowed = tol
-                        if exempt is not None:
-                            allowed += max(exempt(by_name[a], p, sa, ea), exempt(by_name[b], p, sb, eb))
-                        if overlap > allowed:
-                            bad.append("p%d owned by %s [%.2f, %.2f] and %s [%.2f, %.2f]: overlap %.2f s"
-                                       % (p, a, sa, ea, b, sb, eb, overlap))
-    return bad
+            for p in set(spans[a]) & set(spans[b]):
+                for sa, ea in spans[a][p]:
+                    for sb, eb in spans[b][p]:
+                        yield p, a, (sa, ea), b, (sb, eb), min(ea, eb) - max(sa, sb)
 
 
 RUN_GAP = 0.3      # seconds: a member's deliveries of a partition further apart than this start a new run
@@ -161,18 +149,8 @@ def check_delivery_overlaps(consumers, topic, gap=RUN_GAP, tol=RUN_OVERLAP):
     """The tight split-brain check, on what members actually delivered: per partition, no two members' delivery
     runs overlap in time by more than tol s. Returns the violations (empty = fine)."""
     runs = {c.name: delivery_runs(c, topic, gap) for c in consumers}
-    names = sorted(runs)
-    bad = []
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            for p in set(runs[a]) & set(runs[b]):
-                for sa, ea in runs[a][p]:
-                    for sb, eb in runs[b][p]:
-                        overlap = min(ea, eb) - max(sa, sb)
-                        if overlap > tol:
-                            bad.append("p%d delivered by %s [%.2f, %.2f] and %s [%.2f, %.2f]: overlap %.2f s"
-                                       % (p, a, sa, ea, b, sb, eb, overlap))
-    return bad
+    return ["p%d delivered by %s [%.2f, %.2f] and %s [%.2f, %.2f]: overlap %.2f s" % (p, a, sa, ea, b, sb, eb, overlap)
+            for p, a, (sa, ea), b, (sb, eb), overlap in _overlaps(runs, sorted(runs)) if overlap > tol]
 
 
 def owned_after(events, topic, until=None):

@@ -79,6 +79,17 @@ def deliver_from_the_log_end(member, bootstrap, topic, partitions, count, timeou
                message="%s to deliver %d records" % (member.name, count))
 
 
+#: how far back a record's timestamp may be and still outlive the test: the broker deletes a segment whose newest
+#: timestamp is older than log.retention.hours (168, Kafka's default) at its next retention check (every minute on the
+#: test cluster), and a reader that expects the record then waits for ever
+RETENTION_S = 168 * 3600
+
+
+def recent_timestamp_ms():
+    """A record timestamp (ms) an hour ago, in whole seconds: well inside the broker's retention."""
+    return (int(time.time()) - 3600) * 1000
+
+
 def kafka_commit(bootstrap, group, offsets):
     """Commit ``{(topic, partition): offset}`` for *group* to Kafka's offset manager (as a Kafka-phase member does)."""
     from zkconsumer.offsets.kafka import KafkaOffsetStore
@@ -291,10 +302,11 @@ class CliConsumer:
                 self.records.append(rec)
 
     def _stamp(self, rec, now):
-        """Hook: subclasses may record when a line was read (TimedConsumer)."""
+        """Hook: subclasses may record when a record or an event was read (TimedConsumer)."""
 
     def _read_stderr(self):
         for raw in self.proc.stderr:
+            now = time.monotonic()
             line = raw.decode("utf-8", "replace").rstrip()
             ev = None
             if line.startswith("{"):
@@ -304,6 +316,7 @@ class CliConsumer:
                     ev = None
             with self.lock:
                 if isinstance(ev, dict) and "event" in ev:
+                    self._stamp(ev, now)
                     self.events.append(ev)
                 else:
                     self.log.append(line)

@@ -13,6 +13,7 @@ import subprocess
 import threading
 
 from tests.support.consumer_helpers import FAST_PROPS, CliConsumer
+from tests.support.waiting import end_process
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOG4J = """\
@@ -136,11 +137,4 @@ class ConsumerProtocolMember:
             into.append(line.strip())
 
     def close(self, timeout=30):
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        return self.proc.returncode
+        return end_process(self.proc, timeout, ask=lambda p: p.stdin.close())

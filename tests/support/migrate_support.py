@@ -1,7 +1,6 @@
 """Helpers shared by the migration tests: consumer processes, CLI runs, offset sampling, a cluster with ACLs."""
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -13,6 +12,7 @@ from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ACLResourcePatter
 
 from tests.support import ROOT
 from tests.support.chaos_support import OwnCluster
+from tests.support.waiting import end_process
 from zkconsumer.local.security import BrokerSecurity
 
 FAST = ["rebalance.backoff.ms=300", "auto.commit.interval.ms=200", "auto.offset.reset=smallest",
@@ -66,14 +66,7 @@ class ConsumerProc:
         return self.proc.poll() is None
 
     def stop(self, timeout=30):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        return self.proc.returncode
+        return end_process(self.proc, timeout)
 
     def kill(self):
         if self.proc.poll() is None:

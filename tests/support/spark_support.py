@@ -22,6 +22,20 @@ def source_options(services, group, topic, **extra):
     return {k: v for k, v in o.items() if v != "None"}
 
 
+def start_collecting(spark, opts, ckpt, rows, trigger="500 milliseconds", each=None):
+    """A streaming query of the ``zkconsumer`` source collecting (topic, partition, offset) of every row into
+    ``rows`` (it commits nothing itself); ``each(df, batch_id)`` runs after each batch's rows are collected;
+    ``trigger``: a processing-time interval or ``"availableNow"``."""
+    def collect(df, batch_id):
+        rows.extend((r.topic, r.partition, r.offset) for r in df.select("topic", "partition", "offset").collect())
+        if each is not None:
+            each(df, batch_id)
+    w = (spark.readStream.format("zkconsumer").options(**opts).load().writeStream.foreachBatch(collect)
+         .option("checkpointLocation", ckpt))
+    w = w.trigger(availableNow=True) if trigger == "availableNow" else w.trigger(processingTime=trigger)
+    return w.start()
+
+
 def owners(zk, group, topic):
     """{partition: owner thread id} now; a node released between the listing and its read counts as released."""
     base = "%s/%s" % (paths.group_owners_path(group), topic)

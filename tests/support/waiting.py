@@ -1,6 +1,9 @@
-"""The tests' one bounded wait: every wait in the suite has a deadline, and says what it waited for when it ends."""
+"""The tests' one bounded wait: every wait in the suite has a deadline, and says what it waited for when it ends; and
+the end of a child process, bounded the same way."""
+import signal
+import subprocess
 import time
-from typing import Any, Callable, Union
+from typing import Any, Callable, Optional, Union
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, message: Union[str, Callable[[], Any]] = "condition",
@@ -17,3 +20,17 @@ def wait_until(predicate: Callable[[], Any], timeout: float, message: Union[str,
             what = message() if callable(message) else message
             raise AssertionError("timed out after %.1f s waiting for %s (last value: %r)" % (timeout, what, last))
         time.sleep(interval)
+
+
+def end_process(proc: subprocess.Popen, timeout: float = 30.0,
+                ask: Optional[Callable[[subprocess.Popen], Any]] = None) -> Optional[int]:
+    """Unless *proc* has ended: ask it to end (SIGTERM, or ``ask(proc)``), wait at most *timeout* seconds, then
+    SIGKILL it and wait 10 s more (TimeoutExpired if even that does not end it). Returns its exit code."""
+    if proc.poll() is None:
+        (ask or (lambda p: p.send_signal(signal.SIGTERM)))(proc)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    return proc.returncode

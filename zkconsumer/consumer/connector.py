@@ -20,7 +20,7 @@ import logging
 import queue
 import threading
 import time
-
+from typing import Dict, Tuple
 
 from ..errors import ConfigError, ZkConsumerError
 from ..core.layout import codecs, paths
@@ -31,6 +31,7 @@ from ..zookeeper import auth as zk_auth
 from . import join_guards
 from .fetcher import FetcherManager, Fetchers, NoFetchers
 from .member import Member
+from .member_metrics import MemberMetrics
 from .rebalancer import Rebalancer
 from .shutdown import ShutdownBudget, bounded, leave_group
 from .stream import SHUTDOWN, Generation, KafkaStream
@@ -264,7 +265,12 @@ class ZookeeperConsumerConnector(Member):
         ``ZooKeeperCommitsPerSec`` / ``KafkaCommitsPerSec`` (totals), ``RebalanceRateAndTime`` (count and
         seconds), ``OwnedPartitionsCount``, plus the member's state, what a claim waits for (``ClaimWait``:
         seconds and ``{owner node path: {"owner": its data, "session": "0x..."}}``) and whether dual commit writes
-        ZooKeeper alone."""
+        ZooKeeper alone. :meth:`metrics_snapshot` has these and more, typed."""
+        return self.metrics_snapshot().jmx()
+
+    def metrics_snapshot(self) -> MemberMetrics:
+        """Everything the member's metrics show, read now without a lock (each figure is a plain counter or a
+        value one thread replaces whole): what the Prometheus collector reads, and all it reads."""
         rb = self.rebalancer
         parts = dict(rb.parts) if rb is not None else {}
         hw = self.fetchers.highwaters()
@@ -272,22 +278,25 @@ class ZookeeperConsumerConnector(Member):
                if tp in hw and part.consumed is not None}
         rates = self.fetchers.fetch_rates()
         stats = dict(rb.stats) if rb is not None else {}
-        return {"group": self.group, "consumer_id": self.consumer_id,
-                "client_id": self.config.client_id or self.group,
-                "state": rb.state if rb is not None else "NEW",
-                "ConsumerLag": lag, "MaxLag": max(lag.values(), default=0),
-                "MinFetchRate": min(rates) if rates else 0.0,
-                "MessagesPerSec": sum(s.messages for s in self.streams),
-                "BytesPerSec": sum(s.bytes for s in self.streams),
-                "ZooKeeperCommitsPerSec": self.commit_counts["zookeeper"],
-                "KafkaCommitsPerSec": self.commit_counts["kafka"],
-                "RebalanceRateAndTime": {"count": stats.get("rebalances", 0),
-                                         "seconds": round(stats.get("rebalance_seconds", 0.0), 6),
-                                         "failed_attempts": stats.get("failed_attempts", 0)},
-                "OwnedPartitionsCount": len(parts),
-                "ClaimWait": {"seconds": round(rb.claim_wait_seconds(), 3), "owners": dict(rb.claim_wait)}
-                if rb is not None else {},
-                "offsets_degraded": self.offsets_degraded}
+        topic_counts: Dict[str, Tuple[int, int]] = {}
+        for s in list(self.streams):
+            for t, (n, b) in list(s.by_topic.items()):
+                messages, nbytes = topic_counts.get(t, (0, 0))
+                topic_counts[t] = (messages + n, nbytes + b)
+        return MemberMetrics(
+            group=self.group, consumer_id=self.consumer_id, client_id=self.config.client_id or self.group,
+            engine=self.config.fetch_engine, state=rb.state if rb is not None else "NEW",
+            consumer_lag=lag, min_fetch_rate=min(rates) if rates else 0.0,
+            messages=sum(s.messages for s in self.streams), bytes=sum(s.bytes for s in self.streams),
+            topic_counts=topic_counts, queued_chunks=sum(s.queue.qsize() for s in self.streams),
+            fetch=self.fetchers.counters(),
+            zookeeper_commits=self.commit_counts["zookeeper"], kafka_commits=self.commit_counts["kafka"],
+            commit_failures=self.commit_counts["failed"], session_expiries=stats.get("session_expiries", 0),
+            rebalances=stats.get("rebalances", 0), rebalance_seconds=round(stats.get("rebalance_seconds", 0.0), 6),
+            failed_rebalance_attempts=stats.get("failed_attempts", 0), owned_partitions=len(parts),
+            claim_wait_seconds=round(rb.claim_wait_seconds(), 3) if rb is not None else 0.0,
+            claim_wait_owners=dict(rb.claim_wait) if rb is not None else None,
+            offsets_degraded=self.offsets_degraded)
 
     @property
     def offsets_degraded(self) -> bool:

@@ -28,6 +28,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..errors import ClusterUnavailableError, MessageTooLargeError, ZkConsumerError
 from .lease import NoLease
+from .member_metrics import FetchCounters
 from .partition_info import PartitionTopicInfo, ResetTo
 from ..kafka.fast_records import offset_at, records_of
 from ..kafka.record_batch import payload_bytes
@@ -83,7 +84,6 @@ class FetcherThread(threading.Thread):
         self._stopped = False
         self._apply_error = None
         self._last_range_check = 0.0
-        self._unresolved = set()    # (t, p) whose reset point is not known yet
         self._last_resolve = 0.0
         self.failures = 0           # consecutive failures of the fetch loop
         self.fetches = 0            # fetch passes completed (metrics: MinFetchRate)
@@ -130,14 +130,14 @@ class FetcherThread(threading.Thread):
         generation, work, done = pending
         self._apply_error = None
         try:
-            self._unresolved = set()
             if work:
                 consumer = self._ensure_consumer()
                 consumer.assign([TopicPartition(*tp) for tp in work])
                 resets = []
                 for tp, part in work.items():
                     part.apply_reset()  # a reset point whose marker was dropped with its queue
-                    if part.consumed is None or part.consumed < 0:
+                    part.reset_unresolved = part.consumed is None or part.consumed < 0
+                    if part.reset_unresolved:
                         resets.append(TopicPartition(*tp))
                     else:
                         consumer.seek(TopicPartition(*tp), part.consumed)
@@ -150,7 +150,6 @@ class FetcherThread(threading.Thread):
                 self._assignment = work
                 self._generation = generation
                 if resets:
-                    self._unresolved = {(tp.topic, tp.partition) for tp in resets}
                     self._resolve_resets(RESOLVE_WAIT_S)
             else:
                 if self._consumer is not None:
@@ -160,7 +159,6 @@ class FetcherThread(threading.Thread):
         except Exception as e:
             log.error("fetcher %s could not apply its assignment: %r", self.name, e, exc_info=True)
             self._assignment = {}
-            self._unresolved = set()
             self._apply_error = e
         finally:
             done.set()
@@ -172,17 +170,13 @@ class FetcherThread(threading.Thread):
         (``ConsumerFetcherManager.LeaderFinderThread``, Kafka 1.1.1) left a partition without a leader out and added
         it when one appeared."""
         self._last_resolve = time.monotonic()
-        for tp in sorted(self._unresolved):
-            part = self._assignment.get(tp)
-            if part is None:
-                self._unresolved.discard(tp)
-                continue
+        for tp in sorted(tp for tp, part in self._assignment.items() if part.reset_unresolved):
+            part = self._assignment[tp]
             off = self._settled_position(tp, wait_s)
             wait_s = 0.0
-            if off is None:
-                continue
-            self._unresolved.discard(tp)
-            self._record_reset(part, off)
+            if off is not None:
+                part.reset_unresolved = False
+                self._record_reset(part, off)
 
     def _settled_position(self, tp, wait_s):
         """The client's position of *tp* once a reset settled it (None while it is not known), waiting at most
@@ -232,10 +226,8 @@ class FetcherThread(threading.Thread):
                   "(auto.offset.reset=%s)", position, tp[0], tp[1], why,
                   off if off is not None else "the %s offset, not known yet"
                   % ("earliest" if reset == "smallest" else "latest"), reset)
-        if off is None:
-            self._unresolved.add(tp)
-        else:
-            self._unresolved.discard(tp)
+        part.reset_unresolved = off is None
+        if off is not None:
             self._record_reset(part, off)
 
     def _truncated(self, divergent):
@@ -321,7 +313,7 @@ class FetcherThread(threading.Thread):
             if self._pending is not None:
                 self._apply_pending()  # an error goes back to the rebalancer through assign()
                 continue
-            if self._unresolved and time.monotonic() - self._last_resolve >= 0.2:
+            if time.monotonic() - self._last_resolve >= 0.2:
                 self._resolve_resets()
             polled_at = time.monotonic()
             try:
@@ -364,8 +356,8 @@ class FetcherThread(threading.Thread):
                 records = records_of(records)  # one sequence: a LazyRecords, or a list of ConsumerRecords
                 if part is None or not records:
                     continue
-                if self._unresolved and tp in self._unresolved:  # its reset settled: it starts at these records
-                    self._unresolved.discard(tp)
+                if part.reset_unresolved:  # its reset settled: it starts at these records
+                    part.reset_unresolved = False
                     self._record_reset(part, offset_at(records, 0))
                 if not self._put(part.queue, Chunk(generation, part, records, payload_bytes(records))):
                     break  # assignment changing: the rest of this poll is dropped (it will be re-fetched)
@@ -383,7 +375,7 @@ class FetcherThread(threading.Thread):
             return
         for tp, part in list(self._assignment.items()):
             off = part.fetched
-            if off is None or tp in self._unresolved:
+            if off is None or part.reset_unresolved:
                 continue
             try:
                 consumer.seek(TopicPartition(*tp), off)
@@ -420,8 +412,8 @@ class FetcherThread(threading.Thread):
         self._last_range_check = now
         consumer = self._consumer
         suspects = {}
-        for tp in list(self._assignment):
-            if tp in self._unresolved:
+        for tp, part in list(self._assignment.items()):
+            if part.reset_unresolved:
                 continue
             ktp = TopicPartition(*tp)
             try:
@@ -503,7 +495,8 @@ class Fetchers(abc.ABC):
     threads; :class:`NoFetchers`: a member that coordinates and fetches nothing, as the Spark driver's).
 
     The rebalancer calls :meth:`assign` and :meth:`stop_all` under its ownership lock, from its own thread;
-    ``metrics()`` calls :meth:`highwaters` and :meth:`fetch_rates` from any thread; :meth:`shutdown` is the last call.
+    the member's metrics call :meth:`highwaters`, :meth:`fetch_rates` and :meth:`counters` from any thread;
+    :meth:`shutdown` is the last call.
     """
 
     @abc.abstractmethod
@@ -525,6 +518,10 @@ class Fetchers(abc.ABC):
         """Completed fetch passes per second of each fetcher (metrics: MinFetchRate is the smallest)."""
 
     @abc.abstractmethod
+    def counters(self) -> FetchCounters:
+        """Fetch passes, their time and the fetch errors since the fetchers started, summed (metrics)."""
+
+    @abc.abstractmethod
     def shutdown(self, timeout: float = 10.0) -> None:
         """End the fetchers, waiting at most *timeout* seconds."""
 
@@ -543,6 +540,9 @@ class NoFetchers(Fetchers):
 
     def fetch_rates(self) -> List[float]:
         return []
+
+    def counters(self) -> FetchCounters:
+        return FetchCounters()
 
     def shutdown(self, timeout: float = 10.0) -> None:
         pass
@@ -592,6 +592,12 @@ class FetcherManager(Fetchers):
         """Completed fetch passes per second of each fetcher thread since it started (MinFetchRate is the min)."""
         now = time.monotonic()
         return [f.fetches / max(1e-3, now - f.started_at) for f in self.fetchers]
+
+    def counters(self):
+        """The fetcher threads' counters, summed (read without a lock: each is a plain number one thread writes)."""
+        return FetchCounters(passes=sum(f.fetches for f in self.fetchers),
+                             seconds=sum(f.fetch_seconds for f in self.fetchers),
+                             errors=sum(f.errors for f in self.fetchers))
 
     def stop_all(self, generation, timeout=None):
         """Stop every fetcher, within *timeout* seconds in all when given. Never raises: a fetcher that cannot apply

@@ -31,11 +31,14 @@ class PartitionTopicInfo:
       it when it gets there; if those records are dropped instead, :meth:`apply_reset` records it);
     * ``range_suspect`` - a fetch position ListOffsets found outside the log at the fetcher's last check (the
       fetcher's thread only: it resets the partition when the next check finds the same position outside again);
+    * ``reset_unresolved`` - the fetcher's client was told to reset the partition and its new position is not known
+      yet (no leader, say: the fetcher's thread only; it records the reset point when the position is known, and
+      neither rewinds nor range-checks the partition meanwhile);
     * ``queue`` - the queue of the stream this partition's thread id feeds.
     """
 
     __slots__ = ("tp", "thread_id", "start_offset", "offset_read", "consumed", "fetched", "reset_to",
-                 "range_suspect", "queue")
+                 "range_suspect", "reset_unresolved", "queue")
 
     def __init__(self, tp: TopicPartitionKey, thread_id: str) -> None:
         self.tp = (tp[0], int(tp[1]))
@@ -46,6 +49,7 @@ class PartitionTopicInfo:
         self.fetched: Optional[int] = None
         self.reset_to: Optional[int] = None
         self.range_suspect: Optional[int] = None
+        self.reset_unresolved = False
         self.queue: Any = None
 
     def apply_reset(self) -> None:

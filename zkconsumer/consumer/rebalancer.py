@@ -356,9 +356,9 @@ class Rebalancer(threading.Thread):
             publish_member_info(self.zk, self.group, self.consumer_id, c.member_info)
             # back: no more ghost of us
             withdraw_leave(self.zk, self.group, self.consumer_id)
-            if self._registered_once:
-                # the lease follows the new session
-                c.lease.new_session()
+            # the lease follows the session registered under: a new one after an expiry, and at the first
+            # registration too (the session the lease started with may have expired since)
+            c.lease.new_session()
             self._need_register = False
             self._registered_once = True
         if resume is not None:

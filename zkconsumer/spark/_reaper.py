@@ -2,8 +2,8 @@
 
 Started by :class:`~zkconsumer.spark.member.GroupMember` with a pipe as stdin that only the member's process holds,
 and the pid of the process that started the member's process: the driver's JVM (Spark starts the streaming
-source's Python process from it). Spark ends the source's process with SIGKILL (``stop()`` is not called), which
-closes the pipe. Then:
+source's Python process from it). The pipe closes when the member's process ends: Spark ends it with SIGTERM when
+the query stops (the source leaves the group itself first when it can, :mod:`.leave`), or it is killed. Then:
 
 * **the driver is gone too** (killed, a lost node: no code of the application runs any more): the reaper deletes the
   member's registration ``/consumers/[g]/ids/[id]`` and every owner node whose value is one of the member's thread

@@ -1,10 +1,11 @@
 """Finishing a streaming query: commit its last finished batch, **then** let its group member go.
 
 Spark calls the source's ``commit`` one batch late and never for the last batch, so when a query stops the group's
-stored offsets may be one batch behind the checkpoint. Spark also kills the source's process then; the member's
-owner nodes stay until someone deletes them (or its ZooKeeper session ends). Released before the last batch is
-committed, they would let another member claim the partitions and read that batch again from the stored offsets.
-So the application releases the member itself, after the final commit:
+stored offsets may be one batch behind the checkpoint. The source commits that batch and leaves the group itself
+when it is stopped between batches (:mod:`.leave`); stopped while a batch was planned, it cannot tell whether Spark
+committed that batch and keeps its owner nodes until someone deletes them (or its ZooKeeper session ends).
+Released before the last batch is committed, they would let another member claim the partitions and read that
+batch again from the stored offsets. So the application releases the member itself, after the final commit:
 
     opts = name_member(opts)                        # a consumer.id of the application's own
     q = spark.readStream.format("zkconsumer").options(**opts).load()....start()

@@ -1,7 +1,8 @@
 """Release the source's group member when its query stops, from a ``StreamingQueryListener`` on the driver.
 
-The member lives in the streaming source's Python process (started by the JVM); Spark ends that process with
-SIGKILL when the query stops, without calling ``stop()``, so the member cannot leave the group by itself. The
+The member lives in the streaming source's Python process (started by the JVM); Spark ends that process with SIGTERM
+when the query stops, and the source leaves the group by itself after committing the last batch of Spark's commit
+log, except when the query stopped while a batch was planned (:mod:`.leave`: then it keeps its owner nodes). The
 listener runs in the application's own Python process: the source names its member in the offsets it reports for
 the query's progress (``reportLatestOffset``: under the key :data:`MEMBER_KEY`, which is not a legal topic name, next
 to the latest offsets), the listener remembers it per query run, and ``onQueryTerminated`` deletes the member's

@@ -6,8 +6,9 @@ releases them like any member, but ``start_delivery`` only records which partiti
 micro-batches for exactly those partitions and Spark's executors read them.  Commits go through the connector's
 fenced path (only partitions still owned under our ZooKeeper session) and never move an offset backwards.
 
-Spark kills the source's Python process without calling ``stop()``. When the query stops, the application releases
-the member's registration and owner nodes after committing the query's last batch
+When the query stops, the source's ``stop()`` commits the last batch in Spark's commit log and then releases the
+member's registration and owner nodes (:mod:`.leave`); where it cannot tell which batch that is (stopped while a
+batch was planned), the application releases them after committing the query's last batch
 (:func:`~zkconsumer.spark.finish_query`), or the :class:`~zkconsumer.spark.listener.ReleaseOnTermination` listener
 does (if the application installed it). Every member also starts a tiny *reaper* process (:mod:`._reaper`, unless
 ``ownerReaper=false``) that waits for the member's process to die and, if the driver died with it (``kill -9``, a

@@ -31,7 +31,8 @@ SOURCE_OPTIONS = ("assign", "subscribe", "subscribePattern", "startingOffsets", 
                   "fetchOffset.retryIntervalMs", "groupIdPrefix", "arrowBatchSize",
                   "logEnd", "includeHeaders", "minPartitions", "maxRecordsPerPartition", "startingTimestamp",
                   "startingOffsetsByTimestamp", "endingTimestamp", "endingOffsetsByTimestamp",
-                  "startingOffsetsByTimestampStrategy", "minOffsetsPerTrigger", "maxTriggerDelay", "ownerReaper")
+                  "startingOffsetsByTimestampStrategy", "minOffsetsPerTrigger", "maxTriggerDelay", "ownerReaper",
+                  "groupSettleTimeoutMs")
 _LOWER = {k.lower(): k for k in SOURCE_OPTIONS}
 _CONSUMER_KEYS = {k.lower(): k for k in KNOWN_KEYS}
 
@@ -96,6 +97,9 @@ class SourceOptions:
     fetch_offset_retry_interval_ms: int = 10
     # the Kafka clients' client.id (groupIdPrefix names it)
     client_id: str = "zkconsumer-spark"
+    # groupSettleTimeoutMs: how long a plan that needs the member's partitions (the first batch,
+    # Trigger.AvailableNow) waits for the group, plus zookeeper.session.timeout.ms, before the query fails
+    group_settle_timeout_ms: int = 60000
 
     @property
     def consumer_config(self) -> ConsumerConfig:
@@ -406,6 +410,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         fetch_offset_retry_interval_ms=_pos_int("fetchOffset.retryIntervalMs",
                                                 src.get("fetchOffset.retryIntervalMs", "10"), lo=0),
         client_id=prefix.strip() if prefix is not None else "zkconsumer-spark",
+        group_settle_timeout_ms=_pos_int("groupSettleTimeoutMs", src.get("groupSettleTimeoutMs", "60000"), lo=0),
     )
 
 

@@ -34,11 +34,12 @@ Spark's Kafka source (``KafkaMicroBatchStream``, ``KafkaOffsetReaderAdmin.getOff
   take, the partition not owned at that moment, is written once it is, and the stale offset meanwhile counts as
   the reset one);
 * ``commit(end)`` (Spark calls it for batch N-1 while planning batch N, never for the last batch) writes ``end`` for
-  partitions still owned, fenced by the owner nodes, only where it moves the stored offset forward;
+  partitions still owned, fenced by the owner nodes, only where it moves the stored offset forward; ``stop()`` commits
+  the end of the last batch in Spark's commit log, then the member leaves the group (:mod:`.leave`);
 * Spark ends a ``Trigger.AvailableNow`` run at the first plan that reports no new data, so that plan must never be
   an empty range that is not empty: under AvailableNow, and for the query's first batch, a plan waits for the group
   (a rebalance under way, a ZooKeeper session not yet confirmed) and fails the query if it does not settle within
-  :data:`GROUP_WAIT_S` plus the session timeout; other triggers plan no batch meanwhile and ask again;
+  ``groupSettleTimeoutMs`` (60 s) plus the session timeout; other triggers plan no batch meanwhile and ask again;
 * with ``offsets.storage=kafka`` the unchanged offsets of idle partitions are re-committed before Kafka's retention
   deletes them (:mod:`.keepalive`).
 
@@ -56,6 +57,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, Rea
                                               SupportsTriggerAvailableNow)
 
 from ..errors import ZkConsumerError
+from .leave import CommitLogView, exit_if_stopped_by_spark, leave, stop_on_sigterm
 from .offsets import from_spark, rate_limit, to_spark
 from .options import SourceOptions
 from .source import _read, _tasks
@@ -63,9 +65,6 @@ from .topic_history import TopicHistory
 
 log = logging.getLogger("zkconsumer.spark")
 
-#: how long a plan that must know the member's partitions (the first batch, Trigger.AvailableNow) waits for the
-#: group to settle, plus ``zookeeper.session.timeout.ms``, before it fails the query
-GROUP_WAIT_S = 60.0
 _GO_ON = "Set the source option failOnDataLoss=false to go on without it"
 
 
@@ -98,6 +97,9 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._stale_commit: Dict = {}
         # tp -> (stale stored offset, offset it was reset to): data-loss resets the store did not take (see _stored)
         self._unwritten_reset: Dict = {}
+        # which batch Spark's commit log holds, as the order of its calls shows (see stop)
+        self._commit_log = CommitLogView()
+        stop_on_sigterm()
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -173,7 +175,7 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         member = self._ensure_member()
         if not must:
             return member.wait_ownership(timeout=60.0 if self._first_plan else 0.0)
-        wait = GROUP_WAIT_S + self.opts.consumer_config.zookeeper_session_timeout_ms / 1000.0
+        wait = self.opts.group_settle_timeout_ms / 1000.0 + self.opts.consumer_config.zookeeper_session_timeout_ms / 1000.0
         snap = member.wait_ownership(timeout=wait)
         if snap is None:
             raise GroupNotSettledError(
@@ -317,6 +319,7 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start, limit):
         self._refuse_batch_options()
         start_d = from_spark(start)
+        self._commit_log.asked(start_d)
         snap = self._ownership(must=self._target is not None)
         # a rebalance is under way: no new batch until it is done (never under AvailableNow)
         if snap is None:
@@ -508,7 +511,9 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start, end):
         s, e = from_spark(start), from_spark(end)
-        return _tasks(self.opts, self._get_bootstrap(), s, e)
+        tasks = _tasks(self.opts, self._get_bootstrap(), s, e)
+        self._commit_log.planned(s, e)
+        return tasks
 
     def read(self, partition):
         return _read(self.opts, partition)
@@ -536,8 +541,13 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             log.info("committed %s to group %s", to_spark(offsets), self.opts.group)
 
     def stop(self):
+        """Spark stops the source (see :mod:`.leave`): the last batch its commit log holds is committed, then the
+        member leaves the group, unless a batch planned since may be committed too."""
         if self._probe is not None:
             self._probe.close()
         if self._member is not None:
-            self._member.shutdown()
-            self._member = None
+            try:
+                leave(self)
+            finally:
+                self._member = None
+        exit_if_stopped_by_spark()

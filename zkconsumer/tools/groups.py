@@ -142,20 +142,28 @@ def group_topics(zk, group, members=None) -> List[str]:
     return sorted(topics)
 
 
+def _offsets_client(bootstrap_servers, timeout_ms, security, what):
+    """A kafka-python KafkaConsumer that only lists offsets (ListOffsets), or the connect error saying it cannot
+    reach Kafka for *what*."""
+    from kafka import KafkaConsumer
+    from kafka.errors import KafkaError
+    try:
+        return KafkaConsumer(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-groups",
+                             request_timeout_ms=max(timeout_ms, 1000), enable_auto_commit=False,
+                             **(security or PLAINTEXT).client_kwargs())
+    except (KafkaError, OSError, ValueError) as e:
+        raise connect_error("reach Kafka for " + what, bootstrap_servers, security, e) from e
+
+
 def log_ranges(bootstrap_servers, partitions, timestamp_ms=None, timeout_ms=10000, security=None):
     """``(log start {tp: offset}, log end {tp: offset}, {tp: first offset at/after timestamp_ms or None})``
     through kafka-python (ListOffsets); the third is empty without *timestamp_ms*."""
     partitions = sorted(set(partitions))
     if not partitions:
         return {}, {}, {}
-    from kafka import KafkaConsumer, TopicPartition
+    from kafka import TopicPartition
     from kafka.errors import KafkaError
-    try:
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-groups",
-                                 request_timeout_ms=max(timeout_ms, 1000), enable_auto_commit=False,
-                                 **(security or PLAINTEXT).client_kwargs())
-    except (KafkaError, OSError, ValueError) as e:
-        raise connect_error("reach Kafka for the log ranges", bootstrap_servers, security, e) from e
+    consumer = _offsets_client(bootstrap_servers, timeout_ms, security, "the log ranges")
     try:
         tps = [TopicPartition(t, p) for t, p in partitions]
         start = {(tp.topic, tp.partition): o for tp, o in consumer.beginning_offsets(tps).items() if o is not None}
@@ -180,14 +188,9 @@ def log_end_offsets(bootstrap_servers, partitions, timeout_ms=10000, security=No
     partitions = sorted(set(partitions))
     if not partitions:
         return {}
-    from kafka import KafkaConsumer, TopicPartition
+    from kafka import TopicPartition
     from kafka.errors import KafkaError
-    try:
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-groups",
-                                 request_timeout_ms=max(timeout_ms, 1000), enable_auto_commit=False,
-                                 **(security or PLAINTEXT).client_kwargs())
-    except (KafkaError, OSError, ValueError) as e:
-        raise connect_error("reach Kafka for log-end offsets", bootstrap_servers, security, e) from e
+    consumer = _offsets_client(bootstrap_servers, timeout_ms, security, "log-end offsets")
     try:
         got = consumer.end_offsets([TopicPartition(t, p) for t, p in partitions])
         return {(tp.topic, tp.partition): off for tp, off in got.items() if off is not None}

@@ -1,0 +1,157 @@
+"""How a streaming query's end reaches the group, through a real SparkSession (the shared local[2] one) on the real
+ZooKeeper + Apache Kafka: a query stopped with ``query.stop()`` commits its last batch and then leaves the group by
+itself (no ``finish_query``, no listener), and a ``Trigger.AvailableNow`` run whose group never settles fails
+instead of ending with the backlog unread.
+
+What was read is compared as the exact set of (topic, partition, offset) with what was produced."""
+import json
+import time
+
+import pytest
+from kazoo.exceptions import NoNodeError
+
+from tests.support.spark_support import (member_ids, owners, produced_set, set_zk_offsets, source_options,
+                                         start_collecting as _start, zk_offsets)
+from tests.support.waiting import wait_until
+from zkconsumer.core.layout import paths
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def without_listener(spark):
+    """The query listener that other tests install on the shared session releases members too: not here."""
+    from zkconsumer.spark.listener import _INSTALLED
+    listener = _INSTALLED.pop(id(spark), None)
+    if listener is not None:
+        spark.streams.removeListener(listener)
+    yield
+
+
+def test_a_stopped_query_commits_its_last_batch_then_leaves_the_group(spark, services, zk, unique, tmp_path,
+                                                                       without_listener):
+    """q.stop() with neither finish_query nor the query listener, the consumer's defaults (reaper on,
+    startingOffsets latest, auto.offset.reset largest) except a 60 s ZooKeeper session, so that a release is told
+    from the session's end. The source's own commits lag a batch (Spark never commits the last one to a source);
+    on stop it commits the end of the last batch in Spark's commit log, then deletes its owner nodes and
+    registration at once. A second member (an AvailableNow query on its own checkpoint) continues exactly there,
+    and its own end leaves the group the same way."""
+    from zkconsumer.spark import last_committed_end
+    topic, group = services.create_topic(unique("st"), 2), unique("g")
+    services.produce(topic, 30)
+    set_zk_offsets(zk, group, topic, {0: 0, 1: 0})
+    opts = source_options(services, group, topic, startingOffsets=None, maxOffsetsPerTrigger=8,
+                          **{"zookeeper.session.timeout.ms": "60000"})
+    ckpt, rows = str(tmp_path / "first"), []
+    q = _start(spark, opts, ckpt, rows)
+    try:
+        wait_until(lambda: len(rows) >= 30, 120, lambda: (len(rows), q.exception()))
+        wait_until(lambda: sum(last_committed_end(ckpt).values()) == 30, 60, "the checkpoint to commit offset 30")
+        # a trigger after the last batch found no new data: Spark asked the source from the last batch's end
+        wait_until(lambda: not q.status["isDataAvailable"], 60, lambda: q.status)
+        assert len(owners(zk, group, topic)) == 2 and len(member_ids(zk, group)) == 1
+        assert sum(zk_offsets(zk, group, topic).values()) < 30          # the source's commit lags a batch
+    finally:
+        q.stop()
+    t = time.monotonic()
+    wait_until(lambda: not owners(zk, group, topic) and not member_ids(zk, group), 20,
+               lambda: (owners(zk, group, topic), member_ids(zk, group)))
+    released_after = time.monotonic() - t
+    end = {p: o for (_t, p), o in last_committed_end(ckpt).items()}
+    assert zk_offsets(zk, group, topic) == end and sum(end.values()) == 30, (zk_offsets(zk, group, topic), end)
+    assert released_after < 20                                           # released, not the 60 s session's end
+    services.produce(topic, 10)
+    more = []
+    q2 = _start(spark, opts, str(tmp_path / "second"), more, trigger="availableNow")
+    assert q2.awaitTermination(120) and q2.exception() is None, q2.exception()
+    produced = sorted((topic, p, o) for p, o in produced_set(services, topic, 2))
+    assert len(produced) == 40 and sorted(rows + more) == produced       # nothing twice, nothing skipped
+    wait_until(lambda: not owners(zk, group, topic) and not member_ids(zk, group), 20,
+               lambda: (owners(zk, group, topic), member_ids(zk, group)))
+    assert sum(zk_offsets(zk, group, topic).values()) == 40
+
+
+def test_available_now_fails_when_the_group_never_settles(spark, services, zk, unique, tmp_path):
+    """Trigger.AvailableNow through Spark: while batch 0 is written, a partition is added and a previous owner (a
+    ghost owner node) holds it for good, so the member's rebalance never completes (it waits for the ghost's release;
+    the run's other 15 records take three more batches, planned only while the member's partitions are known). The
+    run must fail naming the group once groupSettleTimeoutMs (2 s here) plus the session timeout (6 s) is over,
+    never end as a success with the backlog unread."""
+    topic, group = services.create_topic(unique("ns"), 2), unique("g")
+    services.produce(topic, 20)
+    ghost = paths.partition_owner_path(group, topic, 2)
+
+    def hold_the_new_partition(df, batch_id):
+        if batch_id == 0:
+            zk.create(ghost, b"%s_ghost-0" % group.encode(), ephemeral=True, makepath=True)
+            services.create_topic(topic, 3)
+            services.produce(topic, 9)
+
+    opts = source_options(services, group, topic, maxOffsetsPerTrigger=5, groupSettleTimeoutMs=2000, **{
+        "rebalance.max.retries": "1", "rebalance.backoff.ms": "100", "zookeeper.session.timeout.ms": "6000"})
+    rows = []
+    q = _start(spark, opts, str(tmp_path / "ck"), rows, trigger="availableNow", each=hold_the_new_partition)
+    try:
+        with pytest.raises(Exception, match=r"group %s: the partitions of member \S+ are not known after 8 s.*"
+                                            r"a Trigger.AvailableNow batch cannot be planned" % group):
+            q.awaitTermination(90)
+        assert not q.isActive and len(rows) < 29
+    finally:
+        q.stop()
+        try:
+            zk.delete(ghost)
+        except NoNodeError:
+            pass
+
+
+def test_stop_releases_only_when_the_commit_log_is_known(services, zk, unique, tmp_path):
+    """The reader driven in the test process as Spark's source runner drives it (60 s ZooKeeper session, no reaper).
+    A run that was asked for new data from batch 0's end (Spark had committed batch 0) and then stopped commits that
+    end, then releases its partitions. A run stopped after batch 1 was planned (partitions) and before Spark asked for
+    new data again cannot tell whether batch 1 is in Spark's commit log: it keeps its owner nodes, and the
+    application's finish_query, which reads the commit log, commits batch 1's end fenced by them and then releases."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from zkconsumer.spark import finish_query, name_member, stream
+    from zkconsumer.spark.offsets import from_spark
+    from zkconsumer.spark.options import parse_options
+    topic, group = services.create_topic(unique("sl"), 2), unique("g")
+    services.produce(topic, 20)
+    opts = name_member(source_options(services, group, topic, ownerReaper="false",
+                                      **{"zookeeper.session.timeout.ms": "60000"}))
+    by_partition = lambda offsets: {p: o for (_t, p), o in from_spark(offsets).items()}  # noqa: E731
+    first = stream.ZkStreamReader(parse_options(opts))
+    try:
+        start = first.initialOffset()
+        end0 = first.latestOffset(start, ReadAllAvailable())
+        assert first.partitions(start, end0) and sum(by_partition(end0).values()) == 20
+        assert first.latestOffset(end0, ReadAllAvailable()) == end0          # batch 0 committed, nothing new
+    finally:
+        first.stop()
+    assert zk_offsets(zk, group, topic) == by_partition(end0)
+    assert not owners(zk, group, topic) and not member_ids(zk, group)
+    services.produce(topic, 10)
+    second = stream.ZkStreamReader(parse_options(opts))
+    member = None
+    try:
+        end1 = second.latestOffset(end0, ReadAllAvailable())
+        assert second.partitions(end0, end1) and sum(by_partition(end1).values()) == 30
+        member = second._member
+        second.stop()
+        assert set(owners(zk, group, topic)) == {0, 1} and member_ids(zk, group) == [member.consumer_id]
+        assert zk_offsets(zk, group, topic) == by_partition(end0)
+        # Spark's checkpoint (its v1 offset log) holds batch 1 as committed
+        ckpt = tmp_path / "ck"
+        for d in ("offsets", "commits"):
+            (ckpt / d).mkdir(parents=True)
+        (ckpt / "offsets" / "1").write_text('v1\n{}\n%s\n' % json.dumps(end1))
+        (ckpt / "commits" / "1").write_text('v1\n{}\n')
+        report = finish_query(opts, str(ckpt))
+        assert not report["failed"] and report["released"], report
+        assert zk_offsets(zk, group, topic) == by_partition(end1)
+        assert not owners(zk, group, topic) and not member_ids(zk, group)
+    finally:
+        if member is not None:
+            # (in Spark the source's process ends instead, and its session after zookeeper.session.timeout.ms)
+            member.shutdown()
+        else:
+            second.stop()
