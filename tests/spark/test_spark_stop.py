@@ -155,3 +155,36 @@ def test_stop_releases_only_when_the_commit_log_is_known(services, zk, unique, t
             member.shutdown()
         else:
             second.stop()
+
+
+def test_stop_writes_a_data_loss_reset_the_store_did_not_take(services, zk, unique):
+    """failOnDataLoss=false, the reader driven in the test process. The group's stored offset is a stale 20 that the
+    reader counts as 5: a data-loss reset (a truncated log's new end, a recreated topic's start) the store did not
+    take, the partition not owned by the member at that moment (how that happens: the recreated-topic test of
+    test_spark_semantics). The member owns the partition again and the query stops before its next plan, which would
+    have written the reset. Released with the stale 20 in the store, the partition's next owner would find its offset
+    past the log end and reset to the log end (auto.offset.reset=largest), skipping what the query had not read:
+    stop() writes the reset, then commits the last batch of the commit log and releases."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from zkconsumer.spark import stream
+    from zkconsumer.spark.offsets import from_spark
+    from zkconsumer.spark.options import parse_options
+    topic, group = services.create_topic(unique("ur"), 1), unique("g")
+    tp = (topic, 0)
+    services.produce(topic, 5)
+    set_zk_offsets(zk, group, topic, {0: 0})
+    reader = stream.ZkStreamReader(parse_options(source_options(
+        services, group, topic, failOnDataLoss="false", ownerReaper="false",
+        **{"zookeeper.session.timeout.ms": "60000"})))
+    try:
+        start = reader.initialOffset()
+        end = reader.latestOffset(start, ReadAllAvailable())
+        assert reader.partitions(start, end) and from_spark(end) == {tp: 5}
+        assert reader.latestOffset(end, ReadAllAvailable()) == end          # batch 0 committed, nothing new
+        # what a reset the store did not take leaves behind: a stale stored offset that counts as the reset one
+        set_zk_offsets(zk, group, topic, {0: 20})
+        reader._unwritten_reset[tp] = (20, 5)
+    finally:
+        reader.stop()
+    assert zk_offsets(zk, group, topic) == {0: 5}
+    assert not owners(zk, group, topic) and not member_ids(zk, group)

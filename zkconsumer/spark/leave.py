@@ -93,13 +93,25 @@ class CommitLogView:
 
 
 def leave(reader: Any) -> bool:
-    """``stop()`` of the streaming reader, with a live member: commit the end of the last batch Spark's commit log
-    certainly holds (through the reader's ``commit``: fenced, forward only), then, when nothing planned since may be
-    in the commit log too and the store holds that end, release the member's owner nodes and registration. Returns
-    whether the member was shut down. (With ``assign`` there are no owner nodes: it always is.)"""
+    """``stop()`` of the streaming reader, with a live member: write the data-loss resets the store has not taken yet
+    (``failOnDataLoss=false``), commit the end of the last batch Spark's commit log certainly holds (through the
+    reader's ``commit``: fenced, forward only), then, when nothing planned since may be in the commit log too and the
+    store holds that end, release the member's owner nodes and registration. Returns whether the member was shut
+    down. (With ``assign`` there are no owner nodes: it always is.)"""
     from .offsets import to_spark
     _in_stop.set()
     member, view = reader._member, reader._commit_log
+    if reader._unwritten_reset:
+        # a data-loss reset the store has not taken (the partition was not owned then) is written first: left
+        # stale, a stored offset past the log end would make the partition's next owner reset to the log end
+        # (auto.offset.reset=largest) and skip what the query had not read
+        snap = member.ownership(stale_wait=5.0)
+        if snap is not None:
+            try:
+                reader._write_unwritten_resets(snap[0])
+            except Exception as e:
+                log.warning("writing the group's data-loss resets of %s failed: %s",
+                            sorted(reader._unwritten_reset), e)
     done = view.pending[0] if view.pending is not None else view.done
     if done:
         reader.commit(to_spark(done))

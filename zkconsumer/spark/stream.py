@@ -335,10 +335,7 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         gone_topics = self._topics.missing(zk, {t for t, _ in changed}) if changed else set()
         self._deleted(start_d, gone_topics)
         owned = {tp for tp in owned if tp[0] not in gone_topics}
-        pending = [tp for tp in self._unwritten_reset if tp in owned]
-        if pending:
-            # data-loss resets the store has not taken yet (see _stored)
-            self._stored(pending)
+        self._write_unwritten_resets(owned)
         recheck = [tp for tp in start_d if tp in owned and (self._first_plan or claimed_at[tp] > self._seen_claims)]
         dropped = set()
         if recheck:
@@ -484,6 +481,13 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if redo:
             self._reset_store(redo)
         return stored
+
+    def _write_unwritten_resets(self, owned):
+        """Write the data-loss resets the store has not taken yet (see :meth:`_stored`) for the partitions of
+        ``owned`` (the member's owned set)."""
+        pending = [tp for tp in self._unwritten_reset if tp in owned]
+        if pending:
+            self._stored(pending)
 
     def _confirm_behind(self, ends, start_d):
         """Partitions whose log end is behind the offset the query reached, confirmed by asking again
