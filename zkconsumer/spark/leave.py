@@ -22,6 +22,12 @@ So :class:`CommitLogView` knows:
   commits ``start`` but leaves the owner nodes: released, they would let another member read that batch again if it
   was committed. They go when the application releases the member after its own commit
   (:func:`~zkconsumer.spark.finish_query`), when the driver dies (the reaper), or with the ZooKeeper session.
+
+With ``asyncProgressTrackingEnabled`` (``AsyncProgressTrackingMicroBatchExecution``) the commit log is written in the
+background, to storage only every ``asyncProgressTrackingCheckpointIntervalMs``: ``latestOffset(start)`` then means
+that the sink has written the batch ending at ``start`` (batches still run one after another), not that the stored
+commit log holds it. Nothing is skipped: a restart runs again from the stored logs, and where the group's offset is
+ahead of that checkpoint the source continues from the group's offset (see :mod:`.stream`).
 """
 from __future__ import annotations
 
