@@ -128,3 +128,41 @@ def test_members_starting_together_share_the_storage_check_and_all_refuse(servic
     assert all(isinstance(o, GroupConflictError) and "newer offsets in Kafka" in str(o) for o in outcomes), outcomes
     # two rounds of asking, each at most two askings on one client (not a client per member per round)
     assert 1 <= len(clients_opened) <= 4, clients_opened
+
+
+def test_a_member_past_its_own_deadline_refuses_or_warns_while_a_shared_check_runs_on(services, zk, unique, caplog):
+    """Members sharing a check against a broker that never answers: each one decides at its own deadline, by its
+    own split.brain.check, while the check a patient member waits for goes on."""
+    import logging
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    bootstrap = "127.0.0.1:%d" % silent.getsockname()[1]
+    g = unique("shared-g")
+    patient = _config(services, g, **{"split.brain.check.timeout.ms": "5000"})
+    outcome = []
+    t = threading.Thread(target=lambda: outcome.append(_outcome(zk, patient, bootstrap)), daemon=True)
+    try:
+        t.start()
+        from zkconsumer.consumer.join_guards import SPLIT_BRAIN_CHECKS
+        wait_until(lambda: SPLIT_BRAIN_CHECKS.waiting >= 1, 10, message="the patient member's check")
+        with pytest.raises(SplitBrainUnknownError):
+            refuse_split_brain(zk, _config(services, g, **{"split.brain.check.timeout.ms": "1000"}),
+                               lambda: bootstrap)
+        assert t.is_alive() and not outcome
+        with caplog.at_level(logging.WARNING, logger="zkconsumer.consumer.join_guards"):
+            refuse_split_brain(zk, _config(services, g, **{"split.brain.check.timeout.ms": "1000",
+                                                           "split.brain.check": "warn"}), lambda: bootstrap)
+        assert "joining anyway (split.brain.check=warn)" in caplog.text
+        t.join(60)
+    finally:
+        silent.close()
+    assert len(outcome) == 1 and isinstance(outcome[0], SplitBrainUnknownError)
+
+
+def _outcome(zk, config, bootstrap):
+    try:
+        refuse_split_brain(zk, config, lambda: bootstrap)
+        return "join"
+    except Exception as e:  # noqa: BLE001 - the outcome is asserted
+        return e

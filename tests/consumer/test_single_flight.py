@@ -51,7 +51,7 @@ def _callers(flight, n, deadline_s=30.0, key="k"):
 
 def test_concurrent_callers_share_askings_and_get_fresh_answers():
     gate = Gate()
-    flight = SingleFlight(gate.open)
+    flight = SingleFlight(gate.open, linger_s=0.1)
     threads, results, called = _callers(flight, 30)
     wait_until(lambda: flight.waiting == len(called) and gate.started, 10, message="all callers waiting")
     gate.release.set()
@@ -70,7 +70,7 @@ def test_concurrent_callers_share_askings_and_get_fresh_answers():
 
 def test_a_caller_during_an_asking_waits_for_the_next_one():
     gate = Gate()
-    flight = SingleFlight(gate.open)
+    flight = SingleFlight(gate.open, linger_s=0.1)
     first, results1, _ = _callers(flight, 1)
     wait_until(lambda: gate.started, 10, message="the first asking")
     second, results2, called2 = _callers(flight, 1)
@@ -88,7 +88,7 @@ def test_an_error_reaches_every_caller_of_its_asking():
     def answers(n):
         raise boom
     gate = Gate(answers)
-    flight = SingleFlight(gate.open)
+    flight = SingleFlight(gate.open, linger_s=0.1)
     threads, results, called = _callers(flight, 8)
     wait_until(lambda: flight.waiting == len(called) and gate.started, 10, message="all callers waiting")
     gate.release.set()
@@ -101,7 +101,7 @@ def test_an_error_reaches_every_caller_of_its_asking():
 
 def test_a_caller_leaves_at_its_own_deadline_the_others_keep_waiting():
     gate = Gate()
-    flight = SingleFlight(gate.open)
+    flight = SingleFlight(gate.open, linger_s=0.1)
     patient, results, _ = _callers(flight, 1, deadline_s=30.0)
     wait_until(lambda: gate.started, 10, message="the first asking")
     with pytest.raises(NoAnswerInTime) as info:
@@ -118,7 +118,7 @@ def test_a_caller_leaves_at_its_own_deadline_the_others_keep_waiting():
 
 def test_keys_do_not_share():
     gate = Gate()
-    flight = SingleFlight(gate.open)
+    flight = SingleFlight(gate.open, linger_s=0.1)
     a, ra, _ = _callers(flight, 1, key="a")
     b, rb, _ = _callers(flight, 1, key="b")
     wait_until(lambda: len(gate.started) == 2, 10, message="one asking per key")
@@ -126,3 +126,13 @@ def test_keys_do_not_share():
     for t in a + b:
         t.join(30)
     assert ra[0][0] == rb[0][0] == "ok" and gate.opened == 2
+
+
+def test_the_asker_is_kept_for_callers_that_come_soon_after():
+    gate = Gate()
+    gate.release.set()
+    flight = SingleFlight(gate.open, linger_s=30.0)
+    assert flight.ask("k", time.monotonic() + 10) == "answer 1"
+    # a second member starting after the first one's check: a new asking (a fresh answer), on the same asker
+    assert flight.ask("k", time.monotonic() + 10) == "answer 2"
+    assert gate.opened == 1 and gate.closed == 0

@@ -12,7 +12,8 @@ those askings then time out together. Here the callers of one key wait for one a
 * each caller waits only until its own deadline: past it, :class:`NoAnswerInTime`, whatever the others wait for;
   an asking runs until the latest deadline of its callers;
 * the asker (e.g. a connection to the cluster) is opened by the first asking of a key and kept for the next ones
-  while callers keep coming; it is closed when an asking ends with nobody waiting for another.
+  while callers keep coming (members starting a few at a time reuse it); it is closed when nobody has asked for
+  *linger_s* after an asking ended.
 
 The askings of one key run one at a time on a thread of their own, started when a key gets its first caller and
 ending when no caller waits.
@@ -60,12 +61,14 @@ class _Key:
 class SingleFlight(Generic[T]):
     """Askings shared per key; ``open(key)`` makes the :class:`Asker` of a key. *name* names the threads."""
 
-    def __init__(self, open: Callable[[Hashable], Asker[T]], name: str = "single-flight",
+    def __init__(self, open: Callable[[Hashable], Asker[T]], name: str = "single-flight", linger_s: float = 5.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._open = open
         self._name = name
+        self._linger_s = linger_s
         self._clock = clock
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         self._keys: Dict[Hashable, _Key] = {}
         #: askings started, and callers waiting now: for the tests and the bench
         self.askings = 0
@@ -78,6 +81,7 @@ class SingleFlight(Generic[T]):
             k = self._keys.setdefault(key, _Key())
             if k.pending is None:
                 k.pending = _Flight()
+                self._arrived.notify_all()
             flight = k.pending
             flight.deadline = max(flight.deadline, deadline)
             flight.waiters += 1
@@ -103,6 +107,8 @@ class SingleFlight(Generic[T]):
         try:
             while True:
                 with self._lock:
+                    if k.pending is None:
+                        self._arrived.wait_for(lambda: k.pending is not None, self._linger_s)
                     flight = k.pending
                     k.pending = None
                     if flight is None:
