@@ -35,15 +35,19 @@ def _config(services, group, **props):
     return ConsumerConfig.from_properties(merged)
 
 
-def _check_together(zk, config, bootstrap, n=MEMBERS):
-    """Run the split-brain check of *n* members at once: each one's outcome (None: may join, or its error)."""
+def _check_together(zk, config, bootstrap, n=MEMBERS, check=None):
+    """Run a start-up check of *n* members at once (the split-brain check unless *check*, called as
+    ``check(i)``): each one's outcome ("join", or its error)."""
     outcomes = [None] * n
     go = threading.Barrier(n)
 
     def member(i):
         go.wait()
         try:
-            refuse_split_brain(zk, config, lambda: bootstrap)
+            if check is None:
+                refuse_split_brain(zk, config, lambda: bootstrap)
+            else:
+                check(i)
             outcomes[i] = "join"
         except Exception as e:  # noqa: BLE001 - the outcome is asserted
             outcomes[i] = e
@@ -110,21 +114,8 @@ def test_members_starting_together_share_the_storage_check_and_all_refuse(servic
     zk.create(paths.partition_offset_path(g, t, 0), b"1", makepath=True)
     del clients_opened[:]
     config = _config(services, g)
-    outcomes = [None] * MEMBERS
-    go = threading.Barrier(MEMBERS)
-
-    def member(i):
-        go.wait()
-        try:
-            refuse_stale_zookeeper_offsets(zk, config, "m%d" % i, None, lambda: services.bootstrap_servers)
-            outcomes[i] = "join"
-        except Exception as e:  # noqa: BLE001 - the outcome is asserted
-            outcomes[i] = e
-    threads = [threading.Thread(target=member, args=(i,), daemon=True) for i in range(MEMBERS)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(120)
+    outcomes = _check_together(zk, config, services.bootstrap_servers, check=lambda i: refuse_stale_zookeeper_offsets(
+        zk, config, "m%d" % i, None, lambda: services.bootstrap_servers))
     assert all(isinstance(o, GroupConflictError) and "newer offsets in Kafka" in str(o) for o in outcomes), outcomes
     # two rounds of asking, each at most two askings on one client (not a client per member per round)
     assert 1 <= len(clients_opened) <= 4, clients_opened

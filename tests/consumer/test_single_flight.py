@@ -49,14 +49,19 @@ def _callers(flight, n, deadline_s=30.0, key="k"):
     return threads, results, called
 
 
+def _all_wait_then_release(flight, gate, threads):
+    """Wait until every caller waits and an asking has started; release the gate; wait for the callers."""
+    wait_until(lambda: flight.waiting == len(threads) and gate.started, 10, message="all callers waiting")
+    gate.release.set()
+    for t in threads:
+        t.join(30)
+
+
 def test_concurrent_callers_share_askings_and_get_fresh_answers():
     gate = Gate()
     flight = SingleFlight(gate.open, linger_s=0.1)
     threads, results, called = _callers(flight, 30)
-    wait_until(lambda: flight.waiting == len(called) and gate.started, 10, message="all callers waiting")
-    gate.release.set()
-    for t in threads:
-        t.join(30)
+    _all_wait_then_release(flight, gate, threads)
     assert all(r is not None and r[0] == "ok" for r in results), results
     # the first caller's asking, then one for everyone who came while it ran: 30 callers, at most two askings
     assert flight.askings <= 2 and len(gate.started) == flight.askings
@@ -89,11 +94,8 @@ def test_an_error_reaches_every_caller_of_its_asking():
         raise boom
     gate = Gate(answers)
     flight = SingleFlight(gate.open, linger_s=0.1)
-    threads, results, called = _callers(flight, 8)
-    wait_until(lambda: flight.waiting == len(called) and gate.started, 10, message="all callers waiting")
-    gate.release.set()
-    for t in threads:
-        t.join(30)
+    threads, results, _ = _callers(flight, 8)
+    _all_wait_then_release(flight, gate, threads)
     assert [r[0] for r in results] == ["error"] * 8
     assert all(r[1] is boom for r in results)
     assert flight.askings <= 2
