@@ -385,3 +385,84 @@ def test_available_now_fails_when_the_group_does_not_settle(services, zk, unique
             reader.latestOffset(end, ReadAllAvailable())
     finally:
         reader.stop()
+
+
+def _create(services, topic):
+    """Create ``topic`` (1 partition); False while the brokers still refuse it (its deletion not finished)."""
+    try:
+        return services.create_topic(topic, 1)
+    except Exception:
+        return False
+
+
+def test_a_recreated_topic_is_read_from_its_start_when_the_member_released_it_during_the_reset(services, zk, unique):
+    """failOnDataLoss=false, driven in the test process as the streaming source runner drives it. The topic is deleted
+    and recreated behind the query's offset 20 (the group's stored offset is 20 too). The plan that finds the new log
+    end behind 20 continues from the new topic's start and resets the stored offset, but a rebalance (another member
+    joins) has taken the partition from the member at that moment, so the store keeps 20. Once the member owns the
+    partition again, the next plans must read the new topic from 0: the stale 20 is not "the group moved on", and
+    re-adopting the partition from it (past the new log end of a topic already known to be recreated, so taken for a
+    truncated log) would skip every record of the new topic."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from zkconsumer.core.layout import codecs
+    from zkconsumer.spark import stream
+    from zkconsumer.spark.offsets import from_spark
+    from zkconsumer.spark.options import parse_options
+    topic, group = services.create_topic(unique("ru"), 1), unique("g")
+    tp = (topic, 0)
+    services.produce(topic, 20)
+    reader = stream.ZkStreamReader(parse_options(source_options(services, group, topic, failOnDataLoss="false",
+                                                                ownerReaper="false")))
+    # "a" sorts before the Spark member: the range assignor gives it the partition (it never claims it)
+    other = paths.consumer_registration_path(group, "%s_a" % group)
+
+    def owned():
+        snap = reader._member.ownership()
+        return None if snap is None else snap[0]
+    try:
+        start = reader.initialOffset()
+        plans = [reader.latestOffset(start, ReadAllAvailable())]
+        assert from_spark(plans[0]) == {tp: 20}
+        reader.commit(plans[0])
+        assert zk_offsets(zk, group, topic) == {0: 20}
+        delete_topic(services, zk, topic)
+        wait_until(lambda: owned() == set(), 60, "the member to release the deleted topic's partition")
+        wait_until(lambda: _create(services, topic), 60, interval=1.0, message="the topic created again")
+        services.produce(topic, 3)
+        wait_until(lambda: owned() == {tp}, 60, "the member to claim the recreated topic's partition")
+        real_reset = reader._member.reset_offsets
+
+        def reset_after_a_rebalance(offsets):
+            zk.create(other, codecs.encode_consumer_registration(codecs.ConsumerRegistration.static({topic: 1})),
+                      ephemeral=True, makepath=True)
+            wait_until(lambda: owned() == set(), 30, "the member to release the partition to the other member")
+            return real_reset(offsets)
+        reader._member.reset_offsets = reset_after_a_rebalance
+
+        def plan():
+            """True when a new batch was planned (not while the member rebalances); Spark then commits the one
+            before."""
+            end = reader.latestOffset(plans[-1], ReadAllAvailable())
+            if end == plans[-1]:
+                return False
+            plans.append(end)
+            reader.commit(plans[-2])
+            return True
+        wait_until(plan, 30, "a plan past the rebalance")
+        reader._member.reset_offsets = real_reset
+        assert from_spark(plans[-1]) == {tp: 0}                   # the new topic from its start
+        assert zk_offsets(zk, group, topic) == {0: 20}            # the reset could not be written
+        zk.delete(other)
+        wait_until(lambda: owned() == {tp}, 60, "the member to claim the partition again")
+        services.produce(topic, 2)
+        # until the plans reach the log end and have nothing new
+        wait_until(lambda: not plan() and from_spark(plans[-1]) == {tp: 5}, 60, lambda: plans)
+        read = sorted(o for s, e in zip(plans, plans[1:]) for task in reader.partitions(s, e)
+                      for o in range(task.start, task.end))
+        assert read == list(range(5)), plans
+        reader.commit(plans[-1])
+        assert zk_offsets(zk, group, topic) == {0: 5}
+    finally:
+        reader.stop()
+        if zk.exists(other):
+            zk.delete(other)

@@ -182,26 +182,29 @@ def test_kafka_storage_with_dual_commit_writes_both(spark, services, zk, unique,
         store.close()
 
 
-@pytest.mark.xfail(strict=False, reason="known bug: a partition whose stored offset is ahead of the checkpoint is "
-                   "dropped from one batch to be re-adopted at the stored offset; under Trigger.AvailableNow that "
-                   "batch can be the run's last plan (batch 1 planned {}), so the run ends with the backlog unread "
-                   "and the next run reads it (no loss, a late read); fails when the member's first plan rechecks "
-                   "the partition, passes in some test orders")
 def test_restart_when_store_is_ahead_of_checkpoint_starts_from_store(spark, services, zk, unique, tmp_path):
-    from zkconsumer.spark import commit_batch, last_committed_end
+    """Trigger.AvailableNow runs on one checkpoint, each ended as docs/spark.md tells applications to (finish_query:
+    the last batch committed, then the member released; a member left registered holds its partitions until its
+    ZooKeeper session ends, and the next run's member, assigned none of them, reads none). The store ahead of the
+    checkpoint: the run reads from the store's offset, everything up to the log end at its start; behind it: the
+    checkpoint wins."""
+    from zkconsumer.spark import finish_query, name_member
     topic, group = services.create_topic(unique("sa"), 1), unique("g")
     services.produce(topic, 10)
-    opts = _opts(services, group, topic)
+    opts = name_member(_opts(services, group, topic))
     ckpt = str(tmp_path / "ckpt")
     _run_available_now(spark, opts, ckpt, n=1)
-    commit_batch(opts, last_committed_end(ckpt))
-    assert zk_offsets(zk, group, topic) == {0: 10}
+    finish_query(opts, ckpt)
+    assert zk_offsets(zk, group, topic) == {0: 10} and not _owners(zk, group, topic)
     services.produce(topic, 10)
     _set_zk_offsets(zk, group, topic, {0: 14})           # the group moved on while the query was down
     batches, _ = _run_available_now(spark, opts, ckpt, n=1)
     got = sorted(o for _, rows in batches for _, o, _ in rows)
     assert got == list(range(14, 20))
+    finish_query(opts, ckpt)
+    assert zk_offsets(zk, group, topic) == {0: 20}
     _set_zk_offsets(zk, group, topic, {0: 12})           # store behind the checkpoint: checkpoint wins
     services.produce(topic, 2)
     batches, _ = _run_available_now(spark, opts, ckpt, n=1)
     assert sorted(o for _, rows in batches for _, o, _ in rows) == [20, 21]
+    finish_query(opts, ckpt)

@@ -399,9 +399,12 @@ class Rebalancer(threading.Thread):
             if self.config.auto_commit_enable:
                 self._commit_leaving(leaving)
             self._hook("on_revoke", set(leaving))
-            # a commit in flight with the old fence must not write these any more
+            # a commit in flight with the old fence must not write these any more; the next fence is a new one,
+            # even for the same partitions claimed again (a cached fence keyed by the partition set would be this
+            # withdrawn one, and refuse every commit of them)
             if self._fence is not None:
                 self._fence.withdraw(leaving)
+                self._fence = None
             ownership.release(self.zk, self.group, leaving)
             for tp in leaving:
                 del self.parts[tp]

@@ -23,10 +23,16 @@ Spark's Kafka source (``KafkaMicroBatchStream``, ``KafkaOffsetReaderAdmin.getOff
 * checkpoint vs store: on the first plan of a query run and for partitions (re)claimed since the previous plan, the
   store is read; where it is **ahead** of the checkpointed offset (another member progressed, or an operator moved
   offsets forward) the partition is dropped for one batch and re-adopted from the store (logged); where it is
-  behind (the normal one-batch commit lag, or a rollback) the checkpoint wins;
+  behind (the normal one-batch commit lag, or a rollback) the checkpoint wins. Both steps are in the offsets Spark
+  logs (the dropped partition is absent from that batch's end, the next batch's end holds the store's offset), so a
+  batch Spark replays after a driver restart (``partitions(start, end)`` of the offset log's last batch) reads the
+  same range; under ``Trigger.AvailableNow`` the run goes on past the dropped batch (its end differs from its
+  start) and reads the partition from the store's offset;
 * a log end behind the offset the query reached (asked ``fetchOffset.numRetries`` times,
   ``fetchOffset.retryIntervalMs`` apart, as Spark does): data loss; a topic recreated since continues from its
-  start, a truncated log from its new end;
+  start, a truncated log from its new end, and the group's stored offset is reset there (a reset the store did not
+  take, the partition not owned at that moment, is written once it is, and the stale offset meanwhile counts as
+  the reset one);
 * ``commit(end)`` (Spark calls it for batch N-1 while planning batch N, never for the last batch) writes ``end`` for
   partitions still owned, fenced by the owner nodes, only where it moves the stored offset forward; ``stop()`` commits
   the end of the last batch in Spark's commit log, then the member leaves the group (:mod:`.leave`);
@@ -89,6 +95,8 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._topics = TopicHistory()
         # tp -> offset it was reset to after data loss (see commit)
         self._stale_commit: Dict = {}
+        # tp -> (stale stored offset, offset it was reset to): data-loss resets the store did not take (see _stored)
+        self._unwritten_reset: Dict = {}
         # which batch Spark's commit log holds, as the order of its calls shows (see stop)
         self._commit_log = CommitLogView()
         stop_on_sigterm()
@@ -194,7 +202,7 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from .cluster import resolve_start
         if not tps:
             return {}
-        stored = self._member.offset_store.fetch(list(tps))
+        stored = self._stored(tps)
         if initial:
             overrides = self.opts.starting if isinstance(self.opts.starting, dict) else None
             out = self._offsets("the start offsets of %s" % _names(tps), lambda probe: resolve_start(
@@ -217,8 +225,11 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             out.update(self._data_loss(past, out, "the group's offset"))
         self._topics.note(self._member.zk, {t for t, _ in tps})
         for tp in sorted(out):
-            log.info("adopting %s-%d at %d (%s)", tp[0], tp[1], out[tp],
-                     "group offset" if stored.get(tp) == out[tp] else "no group offset: " + fallback)
+            if tp in past:
+                why = "its start offset was past the log end: data loss"
+            else:
+                why = "group offset" if stored.get(tp) == out[tp] else "no group offset: " + fallback
+            log.info("adopting %s-%d at %d (%s)", tp[0], tp[1], out[tp], why)
         if self._target is not None:
             for tp in tps:
                 self._target.setdefault(tp, None)
@@ -324,10 +335,14 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         gone_topics = self._topics.missing(zk, {t for t, _ in changed}) if changed else set()
         self._deleted(start_d, gone_topics)
         owned = {tp for tp in owned if tp[0] not in gone_topics}
+        pending = [tp for tp in self._unwritten_reset if tp in owned]
+        if pending:
+            # data-loss resets the store has not taken yet (see _stored)
+            self._stored(pending)
         recheck = [tp for tp in start_d if tp in owned and (self._first_plan or claimed_at[tp] > self._seen_claims)]
         dropped = set()
         if recheck:
-            stored = self._member.offset_store.fetch(recheck)
+            stored = self._stored(recheck)
             for tp in recheck:
                 if stored.get(tp) is not None and stored[tp] > start_d[tp]:
                     log.warning("group %s: stored offset of %s-%d (%d) is ahead of the checkpoint (%d): the group "
@@ -415,13 +430,60 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Spark commits the batch planned before this one (ending at the old offsets) next: not to the store
         self._stale_commit.update(out)
         # the stored offsets belong to data that is gone: else they would look "ahead of the checkpoint"
-        try:
-            res = self._ensure_member().reset_offsets(out)
-            if res.failed:
-                log.warning("could not reset the group's offsets of %s", _names(res.failed))
-        except Exception as e:
-            log.warning("could not reset the group's offsets to %s: %s", to_spark(out), e)
+        self._reset_store(out)
         return out
+
+    def _reset_store(self, offsets):
+        """Write ``offsets`` to the group's store, backwards too, after data loss. A partition the member does not
+        own at this moment (a rebalance started since the plan's ownership snapshot: a topic deleted and recreated
+        makes the group rebalance) or whose write fails keeps its stale stored offset: it is remembered with the
+        offset it should have been reset to (:meth:`_stored`)."""
+        try:
+            res = self._ensure_member().reset_offsets(offsets)
+            written = set(res.committed)
+            if res.failed:
+                log.warning("could not reset the group's offsets of %s", "; ".join(
+                    "%s-%d: %s" % (tp[0], tp[1], e) for tp, e in sorted(res.failed.items())))
+        except Exception as e:
+            log.warning("could not reset the group's offsets to %s: %s", to_spark(offsets), e)
+            written = set()
+        for tp in written:
+            self._unwritten_reset.pop(tp, None)
+        missed = sorted(set(offsets) - written)
+        if not missed:
+            return
+        try:
+            stale = self._member.offset_store.fetch(missed)
+        except Exception as e:
+            log.warning("could not read the group's offsets of %s: %s", _names(missed), e)
+            return
+        for tp in missed:
+            if stale.get(tp) is not None and stale[tp] != offsets[tp]:
+                self._unwritten_reset[tp] = (stale[tp], offsets[tp])
+                log.info("the group's offset of %s-%d stays %d for now (not owned by this member at the moment, or "
+                         "the write failed); it counts as %d and is reset when the member owns the partition", tp[0],
+                         tp[1], stale[tp], offsets[tp])
+
+    def _stored(self, tps):
+        """The group's stored offsets of ``tps``, except where a data-loss reset was not written (:meth:`_reset_store`)
+        and the store still holds the stale offset: there the offset it was reset to, written again now. Else a
+        recreated topic's partition re-claimed after the reset would look "ahead of the checkpoint", be re-adopted
+        from the stale offset, and that offset (past the new log end, its topic already noted as recreated) would
+        count as a truncated log: the query would continue from the new log end, skipping the new topic's records.
+        A stored offset that changed since (another member moved the group on) counts as it is."""
+        stored = self._member.offset_store.fetch(list(tps))
+        redo = {}
+        for tp in tps:
+            if tp not in self._unwritten_reset:
+                continue
+            was, reset_to = self._unwritten_reset[tp]
+            if stored.get(tp) == was:
+                stored[tp] = redo[tp] = reset_to
+            else:
+                del self._unwritten_reset[tp]
+        if redo:
+            self._reset_store(redo)
+        return stored
 
     def _confirm_behind(self, ends, start_d):
         """Partitions whose log end is behind the offset the query reached, confirmed by asking again
