@@ -8,7 +8,7 @@ import pytest
 from tests.support import ROOT
 from zkconsumer.local.processes import free_port
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.live]  # spark-submit runs Java
 
 
 def test_standalone_cluster_deploy_mode_of_the_job_is_refused(tmp_path):
