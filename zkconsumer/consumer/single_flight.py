@@ -1,0 +1,131 @@
+"""Single flight: the members of one process that ask the same question at the same time share one asking.
+
+A mass start runs many members of one group in one process, each asking the broker the same start-up question
+(is the broker-side group active? what offsets does Kafka hold?). Each asking on its own costs a client, a bootstrap
+and its round trips on an IO thread that competes with every other thread of the process, and on a loaded machine
+those askings then time out together. Here the callers of one key wait for one asking instead:
+
+* an answer is handed only to the callers that were waiting before that asking started, so no caller gets an
+  answer older than its own call (a caller that arrives while an asking is under way waits for the next one,
+  which starts as soon as the current one ends and serves everyone who came meanwhile);
+* an error is handed, like an answer, to every caller of that asking (each decides whether to ask again);
+* each caller waits only until its own deadline: past it, :class:`NoAnswerInTime`, whatever the others wait for;
+  an asking runs until the latest deadline of its callers;
+* the asker (e.g. a connection to the cluster) is opened by the first asking of a key and kept for the next ones
+  while callers keep coming (members starting a few at a time reuse it); it is closed when nobody has asked for
+  *linger_s* after an asking ended.
+
+The askings of one key run one at a time on a thread of their own, started when a key gets its first caller and
+ending when no caller waits.
+"""
+import threading
+import time
+from typing import Any, Callable, Dict, Generic, Hashable, Optional, Protocol, TypeVar
+
+from ..errors import ZkConsumerError
+
+__all__ = ["Asker", "NoAnswerInTime", "SingleFlight"]
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Asker(Protocol[T_co]):
+    """What asks the question of one key: ``ask(deadline)`` (a deadline on the flight's clock), ``close()``."""
+
+    def ask(self, deadline: float) -> T_co: ...
+
+    def close(self) -> None: ...
+
+
+class NoAnswerInTime(ZkConsumerError):
+    """A caller's deadline passed before the asking it waits for ended."""
+
+
+class _Flight:
+    def __init__(self) -> None:
+        self.deadline = float("-inf")
+        self.waiters = 0
+        self.done = threading.Event()
+        self.value: Any = None
+        self.error: Optional[BaseException] = None
+
+
+class _Key:
+    def __init__(self) -> None:
+        # callers waiting for an asking not yet started
+        self.pending: Optional[_Flight] = None
+        self.running = False
+
+
+class SingleFlight(Generic[T]):
+    """Askings shared per key; ``open(key)`` makes the :class:`Asker` of a key. *name* names the threads."""
+
+    def __init__(self, open: Callable[[Hashable], Asker[T]], name: str = "single-flight", linger_s: float = 5.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._open = open
+        self._name = name
+        self._linger_s = linger_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        self._keys: Dict[Hashable, _Key] = {}
+        #: askings started, and callers waiting now: for the tests and the bench
+        self.askings = 0
+        self.waiting = 0
+
+    def ask(self, key: Hashable, deadline: float, what: str = "the answer") -> T:
+        """The answer of an asking of *key* started after this call, or its error; :class:`NoAnswerInTime`
+        (naming *what*) when *deadline* (on the clock given) passes first."""
+        with self._lock:
+            k = self._keys.setdefault(key, _Key())
+            if k.pending is None:
+                k.pending = _Flight()
+                self._arrived.notify_all()
+            flight = k.pending
+            flight.deadline = max(flight.deadline, deadline)
+            flight.waiters += 1
+            self.waiting += 1
+            start = not k.running
+            k.running = True
+        if start:
+            threading.Thread(target=self._run, args=(key, k), daemon=True, name=self._name).start()
+        answered = flight.done.wait(max(0.0, deadline - self._clock()))
+        with self._lock:
+            self.waiting -= 1
+            if not answered:
+                flight.waiters -= 1
+        if not flight.done.is_set():
+            raise NoAnswerInTime("no answer for %s within the time given (an asking shared by the members of this "
+                                 "process that asked at the same time)" % what)
+        if flight.error is not None:
+            raise flight.error
+        return flight.value
+
+    def _run(self, key: Hashable, k: _Key) -> None:
+        asker: Optional[Asker[T]] = None
+        try:
+            while True:
+                with self._lock:
+                    if k.pending is None:
+                        self._arrived.wait_for(lambda: k.pending is not None, self._linger_s)
+                    flight = k.pending
+                    k.pending = None
+                    if flight is None:
+                        k.running = False
+                        if self._keys.get(key) is k:
+                            del self._keys[key]
+                        return
+                    if flight.waiters <= 0:
+                        continue  # every caller of it gave up
+                    self.askings += 1
+                try:
+                    if asker is None:
+                        asker = self._open(key)
+                    flight.value = asker.ask(flight.deadline)
+                except BaseException as e:  # handed to every caller of this asking
+                    flight.error = e
+                flight.done.set()
+        finally:
+            if asker is not None:
+                asker.close()
