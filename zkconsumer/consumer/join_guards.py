@@ -13,24 +13,21 @@ Each takes what it reads explicitly: the member's kazoo client, its config (the 
 and where needed its consumer id, its registration and ``brokers`` (a function returning the bootstrap servers: the
 ones given, else those registered in ZooKeeper).
 """
-import dataclasses
 import json
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Hashable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from kazoo.exceptions import NoAuthError, NoNodeError
 
 from ..errors import ConfigError, GroupConflictError, ZkConsumerError, ZnodeFormatError
 from ..core.layout import codecs, paths
 from .registration import live_members, member_infos
-from .single_flight import SingleFlight
 
 if TYPE_CHECKING:
     from ..core.config import ConsumerConfig
     from ..core.layout.codecs import ConsumerRegistration
-    from ..kafka.broker_group import BrokerGroup
 
 __all__ = ["preflight_checks", "refuse_split_brain", "refuse_cut_over_group", "refuse_stale_zookeeper_offsets",
            "kafka_ahead"]
@@ -39,7 +36,6 @@ log = logging.getLogger(__name__)
 
 #: the bootstrap servers to ask, read when needed
 Brokers = Callable[[], Any]
-_Offsets = Dict[Tuple[str, int], int]
 
 
 def _group_of(config: "ConsumerConfig") -> str:
@@ -71,72 +67,6 @@ def preflight_checks(zk: Any, config: "ConsumerConfig", consumer_id: str,
         raise box["error"]
 
 
-#: the longest one request of the split-brain check waits for its answer (the bootstrap may take the whole budget)
-CHECK_REQUEST_TIMEOUT_MS = 10000
-
-
-def _servers_text(servers: Any) -> str:
-    return servers if isinstance(servers, str) else ",".join(servers)
-
-
-class _BrokerGroupAsker:
-    """Asks about the broker-side group of a ``(servers, group, security)`` key, on one kept connection."""
-
-    def __init__(self, key: Hashable) -> None:
-        from zkconsumer.kafka.broker_group import BrokerGroupClient
-        parts: Tuple[Any, ...] = key  # type: ignore[assignment]
-        self.group: str = parts[1]
-        self.client = BrokerGroupClient(parts[0], parts[2])
-
-    def ask(self, deadline: float) -> "BrokerGroup":
-        left_ms = int(max(1000.0, (deadline - time.monotonic()) * 1000))
-        return self.client.describe(self.group, left_ms, min(left_ms, CHECK_REQUEST_TIMEOUT_MS))
-
-    def close(self) -> None:
-        self.client.close()
-
-
-#: the split-brain checks of this process: members of one group checking at the same time share one DescribeGroups
-SPLIT_BRAIN_CHECKS: "SingleFlight[BrokerGroup]" = SingleFlight(_BrokerGroupAsker, name="split-brain-check")
-
-
-@dataclasses.dataclass(frozen=True)
-class _OffsetsKey:
-    """What one OffsetFetch of the storage check depends on: the members of a group asking with equal ones share."""
-    servers: str
-    group: str
-    security: Any
-    backoff_ms: int
-    socket_timeout_ms: int
-    max_retries: int
-    client_id: str
-    partitions: FrozenSet[Tuple[str, int]]
-
-
-class _KafkaOffsetsAsker:
-    """Fetches a group's offsets in Kafka for the storage check, on one kept offset store."""
-
-    def __init__(self, key: Hashable) -> None:
-        from ..offsets.kafka import KafkaOffsetStore
-        k: _OffsetsKey = key  # type: ignore[assignment]
-        self.partitions = sorted(k.partitions)
-        self.store = KafkaOffsetStore(k.servers, k.group, security=k.security)
-        self.store.backoff_ms, self.store.socket_timeout_ms = k.backoff_ms, k.socket_timeout_ms
-        self.store.max_retries, self.store.client_id = k.max_retries, k.client_id
-
-    def ask(self, deadline: float) -> "_Offsets":
-        return self.store.fetch(self.partitions)
-
-    def close(self) -> None:
-        self.store.close()
-
-
-#: the storage checks of this process: members of one group asking at the same time share one OffsetFetch
-STORAGE_CHECKS: "SingleFlight[_Offsets]" = SingleFlight(_KafkaOffsetsAsker, name="storage-check")
-#: how long a storage check waits for a shared OffsetFetch (the store's own timeouts end one well before)
-STORAGE_CHECK_WAIT_S = 600.0
-
-
 def refuse_split_brain(zk: Any, config: "ConsumerConfig", brokers: Brokers,
                        clock: Callable[[], float] = time.monotonic,
                        sleep: Callable[[float], None] = time.sleep) -> None:
@@ -145,11 +75,8 @@ def refuse_split_brain(zk: Any, config: "ConsumerConfig", brokers: Brokers,
     out the same partitions: GroupConflictError. A broker that does not answer, or has no coordinator yet
     (COORDINATOR_NOT_AVAILABLE while ``__consumer_offsets`` is created), is asked again until
     ``split.brain.check.timeout.ms``; after that the answer is unknown: SplitBrainUnknownError with
-    ``split.brain.check=refuse`` (the default), a warning with ``warn``; ``off`` never asks.
-
-    The members of one group in this process that check at the same time share one asking
-    (:data:`SPLIT_BRAIN_CHECKS`), whose answer was asked for after each of them began to wait; the connection it
-    opens is kept between attempts, so a slow bootstrap is not thrown away by the next attempt."""
+    ``split.brain.check=refuse`` (the default), a warning with ``warn``; ``off`` never asks."""
+    from zkconsumer.kafka.broker_group import describe_broker_group
     from ..errors import KafkaSecurityError, SplitBrainUnknownError
     refuse_cut_over_group(zk, config)
     group = _group_of(config)
@@ -162,9 +89,8 @@ def refuse_split_brain(zk: Any, config: "ConsumerConfig", brokers: Brokers,
     while True:
         why = None
         try:
-            key = (_servers_text(brokers()), group, config.kafka_security)
-            bg = SPLIT_BRAIN_CHECKS.ask(key, time.monotonic() + max(1.0, deadline - clock()),
-                                        "the broker-side group %s" % group)
+            bg = describe_broker_group(brokers(), group, security=config.kafka_security,
+                                       timeout_ms=int(max(1000, min(5000, (deadline - clock()) * 1000))))
             if bg.error is None or bg.active:
                 break
             why = "the broker answered %s for the group" % bg.error  # e.g. COORDINATOR_LOAD_IN_PROGRESS
@@ -233,12 +159,15 @@ def refuse_stale_zookeeper_offsets(zk: Any, config: "ConsumerConfig", consumer_i
                                                zoffs.get((t, p), "none")))
 
 
+_Offsets = Dict[Tuple[str, int], int]
+
 
 def kafka_ahead(zk: Any, config: "ConsumerConfig", registration: "Optional[ConsumerRegistration]",
                 brokers: Brokers) -> Tuple[List[Tuple[str, int]], _Offsets, _Offsets]:
     """``(partitions where Kafka is ahead of ZooKeeper, ZooKeeper offsets, Kafka offsets)``; nothing when Kafka
     cannot be asked (logged)."""
     from ..offsets import ZooKeeperOffsetStore
+    from ..offsets.kafka import KafkaOffsetStore
     group = _group_of(config)
     try:
         # the topics that count: those with offsets in ZooKeeper, and those this member subscribes to
@@ -251,12 +180,12 @@ def kafka_ahead(zk: Any, config: "ConsumerConfig", registration: "Optional[Consu
         parts = sorted(_partitions_with_offsets_or_in_map(zk, group, topics))
         if not parts:
             return [], {}, {}
-        # Kafka first: a group without offsets in Kafka (the usual case) costs no read of ZooKeeper's offsets.
-        # Members of the group checking at the same time share one OffsetFetch (STORAGE_CHECKS)
-        key = _OffsetsKey(_servers_text(brokers()), group, config.kafka_security, config.offsets_channel_backoff_ms,
-                          config.offsets_channel_socket_timeout_ms, config.offsets_commit_max_retries,
-                          config.client_id or group, frozenset(parts))
-        koffs = STORAGE_CHECKS.ask(key, time.monotonic() + STORAGE_CHECK_WAIT_S, "group %s's offsets in Kafka" % group)
+        # Kafka first: a group without offsets in Kafka (the usual case) costs no read of ZooKeeper's offsets
+        store = KafkaOffsetStore(brokers(), group, config=config)
+        try:
+            koffs = store.fetch(parts)
+        finally:
+            store.close()
         zoffs = ZooKeeperOffsetStore(zk, group, strict=False).fetch(sorted(koffs)) if koffs else {}
     except ZkConsumerError as e:
         log.warning("could not compare group %s's Kafka offsets with ZooKeeper's before starting on ZooKeeper "
