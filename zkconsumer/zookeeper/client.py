@@ -4,6 +4,7 @@ The chroot suffix (``host:port,host:port/chroot``) is handled by kazoo; the stri
 (``zookeeper.connect``, see :mod:`zkconsumer.core.layout.connect`), so a malformed one fails before any connection is
 tried.
 """
+import contextlib
 import logging
 import threading
 from typing import Optional
@@ -29,6 +30,9 @@ def make_client(zookeeper_connect, session_timeout_ms=6000, connection_timeout_m
                        read_only=read_only, **(auth or NO_AUTH).kazoo_kwargs())
 
 
+_STOP_LOCK = "_zkconsumer_stop_lock"
+
+
 class _GiveUp:
     """Closes *client*'s session when its connection stays lost for *after_s* seconds.
 
@@ -40,6 +44,9 @@ class _GiveUp:
     def __init__(self, client, after_s: float, zookeeper_connect: str):
         self.client, self.after_s, self.where = client, after_s, zookeeper_connect
         self.back = threading.Event()
+        # close() stops the client under this lock too: kazoo's stop() returns at once when another thread is still
+        # stopping it, and its close() then fails ("Cannot close connection until it is stopped")
+        setattr(client, _STOP_LOCK, threading.Lock())
         client.add_listener(self._on_state)
 
     def _on_state(self, state) -> None:
@@ -57,7 +64,8 @@ class _GiveUp:
         log.warning("ZooKeeper at %s unreachable for %.0f s: closing this session, its requests fail",
                     self.where, self.after_s)
         try:
-            self.client.stop()
+            with getattr(self.client, _STOP_LOCK):
+                self.client.stop()
         except Exception:
             log.debug("stopping the unreachable ZooKeeper session failed", exc_info=True)
 
@@ -96,10 +104,11 @@ def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=No
 
 
 def close(client):
-    try:
-        client.stop()
-    finally:
-        client.close()
+    with getattr(client, _STOP_LOCK, None) or contextlib.nullcontext():
+        try:
+            client.stop()
+        finally:
+            client.close()
 
 
 # broker registrations reported as unusable (bootstrap_from_zk)
