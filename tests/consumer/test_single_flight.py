@@ -138,3 +138,46 @@ def test_the_asker_is_kept_for_callers_that_come_soon_after():
     # a second member starting after the first one's check: a new asking (a fresh answer), on the same asker
     assert flight.ask("k", time.monotonic() + 10) == "answer 2"
     assert gate.opened == 1 and gate.closed == 0
+
+
+def test_a_forked_child_asks_on_its_own():
+    """A process forked while a key's asker lingers (or while an asking runs) has none of the parent's threads:
+    its callers get an asking of their own, not a wait for a thread that does not exist there."""
+    import os
+    gate = Gate()
+    gate.release.set()
+    flight = SingleFlight(gate.open, linger_s=30.0)
+    assert flight.ask("k", time.monotonic() + 10) == "answer 1"
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its outcome, never return into pytest
+        try:
+            try:
+                outcome = "ok: %s" % flight.ask("k", time.monotonic() + 5)
+            except Exception as e:  # noqa: BLE001 - reported to the parent
+                outcome = "error: %r" % e
+            os.write(write, outcome.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        outcome = f.read()
+    os.waitpid(pid, 0)
+    assert outcome == "ok: answer 2", outcome
+
+
+def test_a_thread_that_cannot_start_leaves_the_key_to_the_next_caller(monkeypatch):
+    from zkconsumer.consumer import single_flight
+
+    class Refused(threading.Thread):
+        def start(self):
+            raise RuntimeError("can't start new thread")
+    gate = Gate()
+    gate.release.set()
+    flight = SingleFlight(gate.open, linger_s=0.1)
+    with monkeypatch.context() as m:
+        m.setattr(single_flight.threading, "Thread", Refused)
+        with pytest.raises(RuntimeError):
+            flight.ask("k", time.monotonic() + 1)
+    assert flight.waiting == 0
+    assert flight.ask("k", time.monotonic() + 5) == "answer 1"

@@ -16,10 +16,13 @@ those askings then time out together. Here the callers of one key wait for one a
   *linger_s* after an asking ended.
 
 The askings of one key run one at a time on a thread of their own, started when a key gets its first caller and
-ending when no caller waits.
+ending when no caller waits. A process forked from this one starts with no askings (the parent's threads, and the
+askers they hold, do not exist in the child): its callers start their own.
 """
+import os
 import threading
 import time
+import weakref
 from typing import Any, Callable, Dict, Generic, Hashable, Optional, Protocol, TypeVar
 
 from ..errors import ZkConsumerError
@@ -58,6 +61,19 @@ class _Key:
         self.running = False
 
 
+#: every SingleFlight of this process, forgotten in a forked child (see _after_fork_in_child)
+_ALL: "weakref.WeakSet[SingleFlight[Any]]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for flight in list(_ALL):
+        flight._forget_parent()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class SingleFlight(Generic[T]):
     """Askings shared per key; ``open(key)`` makes the :class:`Asker` of a key. *name* names the threads."""
 
@@ -72,6 +88,15 @@ class SingleFlight(Generic[T]):
         self._keys: Dict[Hashable, _Key] = {}
         #: askings started, and callers waiting now: for the tests and the bench
         self.askings = 0
+        self.waiting = 0
+        _ALL.add(self)
+
+    def _forget_parent(self) -> None:
+        """In a forked child: the parent's askings run on threads the child does not have (a key marked running
+        would never be asked again, and a lock held at the fork would never be released), so start empty."""
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        self._keys = {}
         self.waiting = 0
 
     def ask(self, key: Hashable, deadline: float, what: str = "the answer") -> T:
@@ -89,7 +114,15 @@ class SingleFlight(Generic[T]):
             start = not k.running
             k.running = True
         if start:
-            threading.Thread(target=self._run, args=(key, k), daemon=True, name=self._name).start()
+            try:
+                threading.Thread(target=self._run, args=(key, k), daemon=True, name=self._name).start()
+            except BaseException:
+                # no thread asks for this key: the next caller starts one (else every later caller waited in vain)
+                with self._lock:
+                    k.running = False
+                    flight.waiters -= 1
+                    self.waiting -= 1
+                raise
         answered = flight.done.wait(max(0.0, deadline - self._clock()))
         with self._lock:
             self.waiting -= 1
