@@ -71,8 +71,12 @@ def preflight_checks(zk: Any, config: "ConsumerConfig", consumer_id: str,
         raise box["error"]
 
 
-#: the longest one request of the split-brain check waits for its answer (the bootstrap may take the whole budget)
+#: the longest one request of the split-brain check waits for its answer
 CHECK_REQUEST_TIMEOUT_MS = 10000
+#: the longest the split-brain check's client bootstraps (room for a loaded machine, but not the whole
+#: split.brain.check.timeout.ms: kafka-python's bootstrap retries a refused SASL login until its timeout, and only
+#: its failure lets the member find that the credentials, not an outage, are at fault: refused at once)
+CHECK_BOOTSTRAP_TIMEOUT_MS = 15000
 
 
 def _servers_text(servers: Any) -> str:
@@ -90,7 +94,8 @@ class _BrokerGroupAsker:
 
     def ask(self, deadline: float) -> "BrokerGroup":
         left_ms = int(max(1000.0, (deadline - time.monotonic()) * 1000))
-        return self.client.describe(self.group, left_ms, min(left_ms, CHECK_REQUEST_TIMEOUT_MS))
+        return self.client.describe(self.group, min(left_ms, CHECK_BOOTSTRAP_TIMEOUT_MS),
+                                    min(left_ms, CHECK_REQUEST_TIMEOUT_MS))
 
     def close(self) -> None:
         self.client.close()
