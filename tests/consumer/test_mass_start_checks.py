@@ -157,3 +157,30 @@ def _outcome(zk, config, bootstrap):
         return "join"
     except Exception as e:  # noqa: BLE001 - the outcome is asserted
         return e
+
+
+def test_a_kept_client_asks_again_for_each_check(services, zk, unique, clients_opened, monkeypatch):
+    """The connection kept after a check answers the next check with a new DescribeGroups: a member checking
+    after the broker-side group became active is refused, on the client that said "not active" before."""
+    from zkconsumer.consumer import join_guards
+    from zkconsumer.kafka.broker_group import BrokerGroupClient
+    monkeypatch.setattr(join_guards.SPLIT_BRAIN_CHECKS, "_linger_s", 60.0)
+    t = services.create_topic(unique("kept"), 2)
+    g = unique("kept-g")
+    config = _config(services, g)
+    refuse_split_brain(zk, config, lambda: services.bootstrap_servers)
+    assert len(clients_opened) == 1
+    kc = BrokerMember(services.bootstrap_servers, g, t)
+    try:
+        probe = BrokerGroupClient(services.bootstrap_servers)
+        try:
+            wait_until(lambda: probe.describe(g, 10000, 10000).active, 30,
+                       message="the broker-side group to be active")
+        finally:
+            probe.close()
+        del clients_opened[:]
+        with pytest.raises(GroupConflictError, match="split brain"):
+            refuse_split_brain(zk, config, lambda: services.bootstrap_servers)
+    finally:
+        kc.close()
+    assert clients_opened == [], "the second check opened a client of its own: the kept one was not tested"
