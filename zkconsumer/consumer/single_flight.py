@@ -70,8 +70,7 @@ def _after_fork_in_child() -> None:
         flight._forget_parent()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class SingleFlight(Generic[T]):
