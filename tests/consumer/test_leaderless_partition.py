@@ -71,9 +71,11 @@ def test_a_leaderless_partition_is_fetched_when_its_leader_is_back(own, unique, 
         led = time.monotonic()
         _probe_until_delivered(own, col, t, 1, 40, "partition 1 delivered once its leader is back")
         back_p1 = time.monotonic() - led
-        # its reset point was committed when it was resolved, not at the first auto-commit a minute later
+        # its reset point was committed when it was resolved, not at the first auto-commit a minute later; that
+        # commit records the consumed position, which may already be past the first record handed out meanwhile,
+        # never past the last one handed out
         path = paths.partition_offset_path(g, t, 1)
-        assert zk.exists(path) and int(zk.get(path)[0]) <= min(o for _, p, o in col.seen(t) if p == 1)
+        assert zk.exists(path) and int(zk.get(path)[0]) <= max(o for _, p, o in col.seen(t) if p == 1) + 1
         assert a.rebalancer.stats["failed_attempts"] == 0, a.rebalancer.stats
         print("\nleaderless partition: partition 0 delivered %.1f s after the member started, partition 1 %.1f s "
               "after its leader was back" % (first_p0, back_p1))

@@ -130,7 +130,7 @@ def leave(reader: Any) -> bool:
                         to_spark(start), to_spark(end), member.consumer_id)
             _hold(member)
             return False
-        if done and not _stored(member, done):
+        if done and not _store_holds(member, done):
             log.warning("the end of the query's last batch %s is not in the group's offset store: member %s keeps "
                         "its owner nodes (released with its ZooKeeper session)", to_spark(done), member.consumer_id)
             _hold(member)
@@ -150,7 +150,7 @@ def _hold(member: Any) -> None:
         rb.join(5.0)
 
 
-def _stored(member: Any, offsets: Dict[TP, int]) -> bool:
+def _store_holds(member: Any, offsets: Dict[TP, int]) -> bool:
     """Whether the store holds at least ``offsets`` for every one of them the member still owns."""
     snap = member.ownership(stale_wait=5.0)
     if snap is None:
