@@ -181,3 +181,26 @@ def test_a_thread_that_cannot_start_leaves_the_key_to_the_next_caller(monkeypatc
             flight.ask("k", time.monotonic() + 1)
     assert flight.waiting == 0
     assert flight.ask("k", time.monotonic() + 5) == "answer 1"
+
+
+def test_a_hung_asking_does_not_block_later_callers():
+    """An asking whose call never returns (a client library stuck in a call) is left behind once its callers have
+    left and it is past its deadline: a later caller is answered by an asking on a new asker, and the hung asker is
+    closed if its call ever returns."""
+    hung = threading.Event()
+
+    class Hanging(Gate):
+        def ask(self, deadline):
+            if self.opened == 1:
+                assert hung.wait(60)
+                return "late"
+            return super().ask(deadline)
+    gate = Hanging()
+    gate.release.set()
+    flight = SingleFlight(gate.open, linger_s=0.1, overrun_s=0.2)
+    with pytest.raises(NoAnswerInTime):
+        flight.ask("k", time.monotonic() + 0.3, "the broker-side group g")
+    assert flight.ask("k", time.monotonic() + 10) == "answer 1"
+    assert gate.opened == 2 and flight.abandoned == 1
+    hung.set()
+    wait_until(lambda: gate.closed == 2, 10, message="both askers to be closed")

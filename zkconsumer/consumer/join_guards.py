@@ -24,6 +24,7 @@ from kazoo.exceptions import NoAuthError, NoNodeError
 
 from ..errors import ConfigError, GroupConflictError, ZkConsumerError, ZnodeFormatError
 from ..core.layout import codecs, paths
+from ..zookeeper.retry import retry_until_connected
 from .registration import live_members, member_infos
 from .single_flight import SingleFlight
 
@@ -55,17 +56,22 @@ def preflight_checks(zk: Any, config: "ConsumerConfig", consumer_id: str,
     row they made a joining member's start ~2x slower): the storage switch check in a helper thread, the
     split-brain guard here. A refusal of the guard is raised at once (the read-only storage check is left to
     finish on its own: with an unreachable broker it could take its whole timeout); otherwise the storage
-    check's refusal, if any."""
+    check's refusal, if any. A check that loses its connection to ZooKeeper is made again once the connection is
+    back (within ``zookeeper.connection.timeout.ms``; a mass start loads the ensemble)."""
     box: Dict[str, BaseException] = {}
+
+    def again(what: str, check: Callable[[], None]) -> None:
+        retry_until_connected(zk, check, config.zookeeper_connection_timeout_ms, "%s: %s" % (consumer_id, what))
 
     def storage_check() -> None:
         try:
-            refuse_stale_zookeeper_offsets(zk, config, consumer_id, registration, brokers)
+            again("the storage check", lambda: refuse_stale_zookeeper_offsets(zk, config, consumer_id, registration,
+                                                                             brokers))
         except BaseException as e:  # handed to the starting thread
             box["error"] = e
     t = threading.Thread(target=storage_check, daemon=True, name="%s-storage-check" % consumer_id)
     t.start()
-    refuse_split_brain(zk, config, brokers)
+    again("the split-brain check", lambda: refuse_split_brain(zk, config, brokers))
     t.join()
     if "error" in box:
         raise box["error"]
@@ -138,8 +144,15 @@ class _KafkaOffsetsAsker:
 
 #: the storage checks of this process: members of one group asking at the same time share one OffsetFetch
 STORAGE_CHECKS: "SingleFlight[_Offsets]" = SingleFlight(_KafkaOffsetsAsker, name="storage-check")
-#: how long a storage check waits for a shared OffsetFetch (the store's own timeouts end one well before)
-STORAGE_CHECK_WAIT_S = 600.0
+
+
+def _storage_check_wait_s(key: _OffsetsKey) -> float:
+    """How long a storage check waits for a shared OffsetFetch: what the store's own timeouts allow it (the
+    bootstrap, then per attempt a FindCoordinator and an OffsetFetch, each within
+    ``offsets.channel.socket.timeout.ms``, and the backoffs between attempts), and 5 s more; an asking that hangs
+    past it is left behind (:class:`SingleFlight`)."""
+    attempts = 1 + key.max_retries
+    return (key.socket_timeout_ms * (1 + 2 * attempts) + key.backoff_ms * key.max_retries) / 1000.0 + 5.0
 
 
 def refuse_split_brain(zk: Any, config: "ConsumerConfig", brokers: Brokers,
@@ -261,7 +274,8 @@ def kafka_ahead(zk: Any, config: "ConsumerConfig", registration: "Optional[Consu
         key = _OffsetsKey(_servers_text(brokers()), group, config.kafka_security, config.offsets_channel_backoff_ms,
                           config.offsets_channel_socket_timeout_ms, config.offsets_commit_max_retries,
                           config.client_id or group, frozenset(parts))
-        koffs = STORAGE_CHECKS.ask(key, time.monotonic() + STORAGE_CHECK_WAIT_S, "group %s's offsets in Kafka" % group)
+        koffs = STORAGE_CHECKS.ask(key, time.monotonic() + _storage_check_wait_s(key),
+                                   "group %s's offsets in Kafka" % group)
         zoffs = ZooKeeperOffsetStore(zk, group, strict=False).fetch(sorted(koffs)) if koffs else {}
     except ZkConsumerError as e:
         log.warning("could not compare group %s's Kafka offsets with ZooKeeper's before starting on ZooKeeper "

@@ -13,12 +13,18 @@ those askings then time out together. Here the callers of one key wait for one a
   an asking runs until the latest deadline of its callers;
 * the asker (e.g. a connection to the cluster) is opened by the first asking of a key and kept for the next ones
   while callers keep coming (members starting a few at a time reuse it); it is closed when nobody has asked for
-  *linger_s* after an asking ended.
+  *linger_s* after an asking ended;
+* an asking that has not ended *overrun_s* after its deadline while callers wait for the next one is abandoned
+  (its callers have all left by then): the next asking opens a new asker, and the abandoned one is closed if its
+  call ever returns. A call that hangs (a client library stuck in a call) thus costs the callers of its own
+  asking, never the later ones.
 
-The askings of one key run one at a time on a thread of their own, started when a key gets its first caller and
-ending when no caller waits. A process forked from this one starts with no askings (the parent's threads, and the
-askers they hold, do not exist in the child): its callers start their own.
+The askings of one key run one at a time, each on a thread of its own (so that a hung one can be left behind),
+driven by a thread of the key, started when the key gets its first caller and ending when no caller waits. A
+process forked from this one starts with no askings (the parent's threads, and the askers they hold, do not exist
+in the child): its callers start their own.
 """
+import logging
 import os
 import threading
 import time
@@ -28,6 +34,8 @@ from typing import Any, Callable, Dict, Generic, Hashable, Optional, Protocol, T
 from ..errors import ZkConsumerError
 
 __all__ = ["Asker", "NoAnswerInTime", "SingleFlight"]
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -77,16 +85,18 @@ class SingleFlight(Generic[T]):
     """Askings shared per key; ``open(key)`` makes the :class:`Asker` of a key. *name* names the threads."""
 
     def __init__(self, open: Callable[[Hashable], Asker[T]], name: str = "single-flight", linger_s: float = 5.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, overrun_s: float = 5.0) -> None:
         self._open = open
         self._name = name
         self._linger_s = linger_s
+        self._overrun_s = overrun_s
         self._clock = clock
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self._keys: Dict[Hashable, _Key] = {}
-        #: askings started, and callers waiting now: for the tests and the bench
+        #: askings started, askings abandoned, and callers waiting now: for the tests and the bench
         self.askings = 0
+        self.abandoned = 0
         self.waiting = 0
         _ALL.add(self)
 
@@ -151,13 +161,51 @@ class SingleFlight(Generic[T]):
                     if flight.waiters <= 0:
                         continue  # every caller of it gave up
                     self.askings += 1
-                try:
-                    if asker is None:
-                        asker = self._open(key)
-                    flight.value = asker.ask(flight.deadline)
-                except BaseException as e:  # handed to every caller of this asking
-                    flight.error = e
+                asker = self._asked(key, k, asker, flight)
                 flight.done.set()
         finally:
             if asker is not None:
                 asker.close()
+
+    def _asked(self, key: Hashable, k: _Key, asker: Optional[Asker[T]], flight: _Flight) -> Optional[Asker[T]]:
+        """Run one asking of *key* (opening an asker when *asker* is None) on a thread of its own and put its answer
+        or error in *flight*; the asker to keep for the next asking (None: abandoned, or never opened)."""
+        box: Dict[str, Any] = {"asker": asker, "abandoned": False}
+        finished = threading.Event()
+
+        def work() -> None:
+            try:
+                if box["asker"] is None:
+                    box["asker"] = self._open(key)
+                box["value"] = box["asker"].ask(flight.deadline)
+            except BaseException as e:  # handed to every caller of this asking
+                box["error"] = e
+            finally:
+                with self._lock:
+                    finished.set()
+                    late = box["abandoned"]
+                if late and box["asker"] is not None:
+                    box["asker"].close()
+        try:
+            threading.Thread(target=work, daemon=True, name="%s-asking" % self._name).start()
+        except BaseException as e:
+            flight.error = e
+            return asker
+        # nothing to decide before the asking is overdue; after that, a look every 0.2 s for callers left waiting
+        while not finished.wait(max(0.2, flight.deadline + self._overrun_s - self._clock())):
+            with self._lock:
+                waited_for = k.pending is not None and k.pending.waiters > 0
+                if finished.is_set() or not waited_for or self._clock() <= flight.deadline + self._overrun_s:
+                    continue
+                box["abandoned"] = True
+                self.abandoned += 1
+            # the key is not logged: it may hold credentials
+            log.warning("%s: an asking has not ended %.0f s after its deadline: left behind, the next asking opens "
+                        "a new connection", self._name, self._overrun_s)
+            flight.error = NoAnswerInTime("an asking shared by the members of this process did not end in time")
+            return None
+        if "error" in box:
+            flight.error = box["error"]
+        else:
+            flight.value = box["value"]
+        return box["asker"]
