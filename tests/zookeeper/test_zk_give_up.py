@@ -7,7 +7,7 @@ import socket
 
 from kazoo.protocol.states import KazooState
 
-from tests.support.waiting import wait_until
+from tests.support.waiting import outcome_within, wait_until
 from zkconsumer.zookeeper import client as zkmod
 
 
@@ -31,27 +31,17 @@ def test_a_session_lost_then_not_reconnected_gives_up_too():
     """A session that expired while disconnected is LOST (not SUSPENDED) when kazoo learns it; kazoo then connects
     anew without another state event and queues requests until it has. When that reconnect does not succeed either,
     the bound applies all the same: the queued request fails instead of waiting for ever."""
-    import threading
     from migrate.fleet import unavailable_error
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(16)
     client = zkmod.make_client("127.0.0.1:%d" % silent.getsockname()[1], session_timeout_ms=2000)
-    outcome = []
     try:
         client.start_async()
         give_up = zkmod._GiveUp(client, 0.05, "the silent port")
         give_up._on_state(KazooState.LOST)
-
-        def ask():
-            try:
-                outcome.append(client.exists("/"))
-            except Exception as e:
-                outcome.append(e)
-        asker = threading.Thread(target=ask, daemon=True)
-        asker.start()
-        asker.join(30)
-        assert not asker.is_alive() and unavailable_error(outcome[0]), outcome
+        outcome = outcome_within(lambda: client.exists("/"), 30)
+        assert outcome and unavailable_error(outcome[0]), "the request still waits after 30 s" if not outcome else outcome
     finally:
         zkmod.close(client)
         silent.close()
