@@ -15,7 +15,12 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 #include <structmember.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+#define HAVE_SSE42_CRC 1
+#endif
 
 typedef struct {
     const unsigned char *buf;
@@ -83,6 +88,176 @@ static PyObject *error_tuple(const char *kind, PyObject *message)
     return t;
 }
 
+/* Why a run of records stopped early, as plain values (a check calls no Python, so that it can run without the
+ * interpreter lock); stop_error() makes the (kind, message) tuple decode_records returns of it. */
+typedef enum {
+    STOP_NONE,            /* not stopped */
+    STOP_DATA_ENDS,       /* structure: a read past the data, a bad varint or an undecodable header key */
+    STOP_PAST_BATCH,      /* structure: a record that ends past its batch */
+    STOP_HEADER_COUNT,    /* corrupt: a negative header count (a) */
+    STOP_HEADER_KEY,      /* corrupt: a negative header key size (a) */
+    STOP_RECORD_SIZE,     /* corrupt: a record of a length (a) other than what was read (n) */
+    STOP_UNCONSUMED,      /* corrupt: n bytes after the batch's last record */
+} stop_kind;
+
+typedef struct {
+    stop_kind kind;
+    long long a;
+    Py_ssize_t n;
+} stop_reason;
+
+/* None, or the (kind, message) tuple of a stop; NULL with an exception set */
+static PyObject *stop_error(const stop_reason *s)
+{
+    switch (s->kind) {
+    case STOP_NONE:
+        return Py_NewRef(Py_None);
+    case STOP_DATA_ENDS:
+        return error_tuple("structure", PyUnicode_FromString("IndexError('record data ends inside a record')"));
+    case STOP_PAST_BATCH:
+        return error_tuple("structure", PyUnicode_FromString("IndexError('record runs past the end of its batch')"));
+    case STOP_HEADER_COUNT:
+        return error_tuple("corrupt", PyUnicode_FromFormat("Found invalid number of record headers %lld", s->a));
+    case STOP_HEADER_KEY:
+        return error_tuple("corrupt", PyUnicode_FromFormat("Invalid negative header key size %lld", s->a));
+    case STOP_RECORD_SIZE:
+        return error_tuple("corrupt", PyUnicode_FromFormat(
+            "Invalid record size: expected to read %lld bytes in record payload, but instead read %zd", s->a, s->n));
+    case STOP_UNCONSUMED:
+        return error_tuple("corrupt", PyUnicode_FromFormat("%zd unconsumed bytes after all records consumed", s->n));
+    }
+    PyErr_SetString(PyExc_SystemError, "unknown stop reason");
+    return NULL;
+}
+
+/* 1 when s[0:n] is UTF-8 that Python's strict decoder accepts (no overlong forms, no surrogates, nothing past
+ * U+10FFFF, no sequence cut short), else 0 */
+static int valid_utf8(const unsigned char *s, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned int c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int more;
+        unsigned int lo = 0x80, hi = 0xBF;  /* the range of the second byte */
+        if (c >= 0xC2 && c <= 0xDF)
+            more = 1;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            more = 2;
+            if (c == 0xE0)
+                lo = 0xA0;  /* overlong */
+            else if (c == 0xED)
+                hi = 0x9F;  /* surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            more = 3;
+            if (c == 0xF0)
+                lo = 0x90;  /* overlong */
+            else if (c == 0xF4)
+                hi = 0x8F;  /* past U+10FFFF */
+        } else
+            return 0;
+        if (n - i - 1 < more || s[i + 1] < lo || s[i + 1] > hi)
+            return 0;
+        for (int k = 2; k <= more; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
+                return 0;
+        i += 1 + more;
+    }
+    return 1;
+}
+
+/* ---- CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of a v2 batch ----------------------
+ * With SSE 4.2's crc32 instruction where the CPU has it, else eight tables (eight bytes a step); both compute the
+ * same value as the crc32c package (tests/kafka/test_records_c.py checks them against it). Pure C: callers may run
+ * them without the interpreter lock. */
+
+static uint32_t crc_tables[8][256];
+
+static void crc32c_init_tables(void)
+{
+    for (uint32_t k = 0; k < 256; k++) {
+        uint32_t c = k;
+        for (int j = 0; j < 8; j++)
+            c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+        crc_tables[0][k] = c;
+    }
+    for (uint32_t k = 0; k < 256; k++)
+        for (int t = 1; t < 8; t++)
+            crc_tables[t][k] = (crc_tables[t - 1][k] >> 8) ^ crc_tables[0][crc_tables[t - 1][k] & 0xFF];
+}
+
+/* the running (not yet inverted) CRC of crc and p[0:n], by tables */
+static uint32_t crc32c_sw(uint32_t crc, const unsigned char *p, size_t n)
+{
+    while (n >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        crc = crc_tables[7][lo & 0xFF] ^ crc_tables[6][(lo >> 8) & 0xFF] ^ crc_tables[5][(lo >> 16) & 0xFF] ^
+              crc_tables[4][lo >> 24] ^ crc_tables[3][p[4]] ^ crc_tables[2][p[5]] ^ crc_tables[1][p[6]] ^
+              crc_tables[0][p[7]];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        crc = (crc >> 8) ^ crc_tables[0][(crc ^ *p++) & 0xFF];
+    return crc;
+}
+
+#ifdef HAVE_SSE42_CRC
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const unsigned char *p, size_t n)
+{
+    uint64_t c = crc;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c = _mm_crc32_u64(c, w);
+        p += 8;
+        n -= 8;
+    }
+    crc = (uint32_t)c;
+    while (n--)
+        crc = _mm_crc32_u8(crc, *p++);
+    return crc;
+}
+#endif
+
+static int crc_hw;  /* the CPU has the instruction (set when the module loads) */
+
+/* the CRC-32C of p[0:n]; hw: with the instruction (only where crc_hw) */
+static uint32_t crc32c_of(const unsigned char *p, size_t n, int hw)
+{
+#ifdef HAVE_SSE42_CRC
+    if (hw)
+        return ~crc32c_hw(0xFFFFFFFFu, p, n);
+#endif
+    (void)hw;
+    return ~crc32c_sw(0xFFFFFFFFu, p, n);
+}
+
+static PyObject *crc32c_py(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    /* crc32c(data, hw=True) -> the CRC-32C of data (bytes-like); hw=False: by tables even where the CPU has the
+     * instruction (for tests) */
+    Py_buffer view;
+    int hw = 1;
+    if (!PyArg_ParseTuple(args, "y*|p", &view, &hw))
+        return NULL;
+    uint32_t crc = crc32c_of(view.buf, (size_t)view.len, hw && crc_hw);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+/* scan_batch checks runs of records of at least this many bytes without the interpreter lock */
+#define CHECK_WITHOUT_LOCK_FROM 16384
+
+/* pos + n, saturated (a length read from the data may point far past it) */
+static inline Py_ssize_t skip(Py_ssize_t pos, int64_t n)
+{
+    return (n > PY_SSIZE_T_MAX - pos) ? PY_SSIZE_T_MAX : pos + (Py_ssize_t)n;
+}
+
 /* What a batch's records are decoded with: the batch header's fields and the record type. */
 typedef struct {
     long long base_offset, first_ts, max_ts;
@@ -91,129 +266,100 @@ typedef struct {
     PyTypeObject *record_cls;
 } batch_info;
 
-/* Decode (build != 0) or only check (build == 0: nothing allocated but header keys, decoded to check them) up to
- * `count` records from r->pos, appending each record to `out` and its size to `sizes` (either may be NULL), and
- * each record's start position to `starts` and its keys' + values' bytes to *kv_bytes (when not NULL). Returns the
- * error that stopped it (None, or a (kind, message) tuple, as decode_records returns it), or NULL with an exception
- * set. Checking and decoding read and judge the bytes identically: a record that checks decodes. `whole`: the
- * records are the batch's last ones (what follows them must be the batch's end), not some picked out of it. `one`:
- * where the (single) record built goes instead of `out` (a new reference). */
-static PyObject *decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, const batch_info *b, int build,
-                             PyObject *out, PyObject *sizes, Py_ssize_t *starts, long long *kv_bytes, int whole,
-                             PyObject **one)
+/* Decode (build != 0) or only check (build == 0) up to `count` records from r->pos. Building appends each record to
+ * `out` and its size to `sizes` (either may be NULL; `one`, when not NULL, gets the single record built instead of
+ * `out`: a new reference). Checking allocates nothing and calls no Python API (it may run without the interpreter
+ * lock); it writes each record's start position to `starts`, its size to `lengths` and its offset (b->base_offset +
+ * its delta) to `offsets` (each when not NULL). Both add the records' keys' + values' bytes to *kv_bytes (when not
+ * NULL). Returns the number of records read, with *stop saying why it stopped short or STOP_NONE; or -1 with an
+ * exception set (building only). Checking and decoding read and judge the bytes identically: a record that checks
+ * decodes. `whole`: the records are the batch's last ones (what follows them must be the batch's end), not some
+ * picked out of it. */
+static Py_ssize_t decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, const batch_info *b, int build,
+                              PyObject *out, PyObject *sizes, PyObject **one, Py_ssize_t *starts, long long *lengths,
+                              long long *offsets, long long *kv_bytes, int whole, stop_reason *stop)
 {
     reader r = *rp;
-    PyObject *error = NULL;
-    for (Py_ssize_t i = 0; i < count; i++) {
+    Py_ssize_t i;
+    stop->kind = STOP_NONE;
+    for (i = 0; i < count; i++) {
         int64_t length, attrs, ts_delta, offset_delta, key_len, value_len, count_h;
         Py_ssize_t record_start = r.pos;
+        PyObject *key = NULL, *value = NULL, *headers = NULL, *rec;
+        Py_ssize_t header_size = -1;
         if (read_varint(&r, &length) < 0)
-            goto structure;
+            goto data_ends;
         Py_ssize_t start = r.pos;
         if (read_varint(&r, &attrs) < 0 || read_varint(&r, &ts_delta) < 0 || read_varint(&r, &offset_delta) < 0 ||
             read_varint(&r, &key_len) < 0)
-            goto structure;
-        PyObject *key = NULL, *value = NULL, *headers = NULL, *rec;
-        Py_ssize_t header_size = -1;
+            goto data_ends;
         if (key_len >= 0) {
             if (build) {
                 if (!(key = slice(&r, key_len)))
                     goto fail;
             } else
-                r.pos = (key_len > PY_SSIZE_T_MAX - r.pos) ? PY_SSIZE_T_MAX : r.pos + (Py_ssize_t)key_len;
+                r.pos = skip(r.pos, key_len);
         } else {
             key = build ? Py_NewRef(Py_None) : NULL;
             key_len = -1;
         }
-        if (read_varint(&r, &value_len) < 0) {
-            Py_XDECREF(key);
-            goto structure;
-        }
+        if (read_varint(&r, &value_len) < 0)
+            goto data_ends;
         if (value_len >= 0) {
             if (build) {
-                if (!(value = slice(&r, value_len))) {
-                    Py_XDECREF(key);
+                if (!(value = slice(&r, value_len)))
                     goto fail;
-                }
             } else
-                r.pos = (value_len > PY_SSIZE_T_MAX - r.pos) ? PY_SSIZE_T_MAX : r.pos + (Py_ssize_t)value_len;
+                r.pos = skip(r.pos, value_len);
         } else {
             value = build ? Py_NewRef(Py_None) : NULL;
             value_len = -1;
         }
-        if (build && !(headers = PyList_New(0))) {
-            Py_XDECREF(key);
-            Py_XDECREF(value);
+        if (build && !(headers = PyList_New(0)))
             goto fail;
-        }
-        if (read_varint(&r, &count_h) < 0) {
-            Py_XDECREF(key);
-            Py_XDECREF(value);
-            Py_XDECREF(headers);
-            goto structure;
-        }
+        if (read_varint(&r, &count_h) < 0)
+            goto data_ends;
         if (count_h < 0) {
-            Py_XDECREF(key);
-            Py_XDECREF(value);
-            Py_XDECREF(headers);
-            error = error_tuple("corrupt", PyUnicode_FromFormat("Found invalid number of record headers %lld",
-                                                                (long long)count_h));
-            goto finish;
+            stop->kind = STOP_HEADER_COUNT;
+            stop->a = count_h;
+            goto stopped;
         }
         if (count_h > 0)
             header_size = 0;
         for (int64_t h = 0; h < count_h; h++) {
             int64_t hk_len, hv_len;
-            const char *what = NULL;
-            if (read_varint(&r, &hk_len) < 0) {
-                what = "structure";
-            } else if (hk_len < 0) {
-                Py_XDECREF(key);
-                Py_XDECREF(value);
-                Py_XDECREF(headers);
-                error = error_tuple("corrupt", PyUnicode_FromFormat("Invalid negative header key size %lld",
-                                                                    (long long)hk_len));
-                goto finish;
+            if (read_varint(&r, &hk_len) < 0)
+                goto data_ends;
+            if (hk_len < 0) {
+                stop->kind = STOP_HEADER_KEY;
+                stop->a = hk_len;
+                goto stopped;
             }
-            PyObject *h_key = NULL, *h_value = NULL, *pair = NULL;
-            if (!what) {
-                Py_ssize_t ks = r.pos < r.len ? r.pos : r.len;
-                Py_ssize_t ke = (hk_len > (int64_t)(r.len - ks)) ? r.len : ks + (Py_ssize_t)hk_len;
-                h_key = PyUnicode_DecodeUTF8((const char *)r.buf + ks, ke - ks, "strict");
-                if (!h_key) {
-                    if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-                        Py_XDECREF(key);
-                        Py_XDECREF(value);
-                        Py_XDECREF(headers);
-                        goto fail;
-                    }
-                    PyErr_Clear();
-                    what = "structure";
-                } else {
-                    r.pos = (hk_len > PY_SSIZE_T_MAX - r.pos) ? PY_SSIZE_T_MAX : r.pos + (Py_ssize_t)hk_len;
-                }
-            }
-            if (!what && read_varint(&r, &hv_len) < 0)
-                what = "structure";
-            if (what) {
+            /* the key as Python slices it: what is left of the data, clamped */
+            Py_ssize_t ks = r.pos < r.len ? r.pos : r.len;
+            Py_ssize_t ke = (hk_len > (int64_t)(r.len - ks)) ? r.len : ks + (Py_ssize_t)hk_len;
+            if (!valid_utf8(r.buf + ks, ke - ks))
+                goto data_ends;
+            PyObject *h_key = NULL;
+            if (build && !(h_key = PyUnicode_DecodeUTF8((const char *)r.buf + ks, ke - ks, "strict")))
+                goto fail;
+            r.pos = skip(r.pos, hk_len);
+            if (read_varint(&r, &hv_len) < 0) {
                 Py_XDECREF(h_key);
-                Py_XDECREF(key);
-                Py_XDECREF(value);
-                Py_XDECREF(headers);
-                goto structure;
+                goto data_ends;
             }
             if (!build) {
-                Py_DECREF(h_key);
                 if (hv_len >= 0) {
                     /* as slice(): what is left of the data, clamped, then the position moves on by hv_len */
                     Py_ssize_t vs = r.pos < r.len ? r.pos : r.len;
                     Py_ssize_t vn = (hv_len > (int64_t)(r.len - vs)) ? r.len - vs : (Py_ssize_t)hv_len;
                     header_size += (Py_ssize_t)hk_len + vn;
-                    r.pos = (hv_len > PY_SSIZE_T_MAX - r.pos) ? PY_SSIZE_T_MAX : r.pos + (Py_ssize_t)hv_len;
+                    r.pos = skip(r.pos, hv_len);
                 } else
                     header_size += (Py_ssize_t)hk_len;
                 continue;
             }
+            PyObject *h_value, *pair = NULL;
             if (hv_len >= 0) {
                 h_value = slice(&r, hv_len);
                 if (h_value)
@@ -228,51 +374,33 @@ static PyObject *decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, const
             Py_XDECREF(h_value);
             if (!pair || PyList_Append(headers, pair) < 0) {
                 Py_XDECREF(pair);
-                Py_DECREF(key);
-                Py_DECREF(value);
-                Py_DECREF(headers);
                 goto fail;
             }
             Py_DECREF(pair);
         }
         if (r.pos - start != length) {
-            Py_XDECREF(key);
-            Py_XDECREF(value);
-            Py_XDECREF(headers);
-            error = error_tuple("corrupt", PyUnicode_FromFormat(
-                "Invalid record size: expected to read %lld bytes in record payload, but instead read %zd",
-                (long long)length, r.pos - start));
-            goto finish;
+            stop->kind = STOP_RECORD_SIZE;
+            stop->a = length;
+            stop->n = r.pos - start;
+            goto stopped;
         }
         if (r.pos > end) {
-            Py_XDECREF(key);
-            Py_XDECREF(value);
-            Py_XDECREF(headers);
-            error = error_tuple("structure", PyUnicode_FromString("IndexError('record runs past the end of its "
-                                                                  "batch')"));
-            goto finish;
+            stop->kind = STOP_PAST_BATCH;
+            goto stopped;
         }
         if (starts)
             starts[i] = record_start;
+        if (lengths)
+            lengths[i] = length;
+        if (offsets)
+            offsets[i] = (long long)((uint64_t)b->base_offset + (uint64_t)offset_delta);
         if (kv_bytes)
             *kv_bytes += (key_len > 0 ? key_len : 0) + (value_len > 0 ? value_len : 0);
-        if (!build) {
-            if (sizes) {
-                PyObject *size = PyLong_FromLongLong(length);
-                int failed = !size || PyList_Append(sizes, size) < 0;
-                Py_XDECREF(size);
-                if (failed)
-                    goto fail;
-            }
+        if (!build)
             continue;
-        }
         rec = b->record_cls->tp_alloc(b->record_cls, 13);
-        if (!rec) {
-            Py_DECREF(key);
-            Py_DECREF(value);
-            Py_DECREF(headers);
+        if (!rec)
             goto fail;
-        }
         PyObject *offset = sum_int64(b->base_offset, offset_delta);
         PyObject *ts = b->log_append_time ? Py_NewRef(b->ts_max) : sum_int64(b->first_ts, ts_delta);
         PyObject *ksize = PyLong_FromLongLong(key_len), *vsize = PyLong_FromLongLong(value_len);
@@ -290,6 +418,7 @@ static PyObject *decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, const
         PyTuple_SET_ITEM(rec, 10, ksize);
         PyTuple_SET_ITEM(rec, 11, vsize);
         PyTuple_SET_ITEM(rec, 12, hsize);
+        key = value = headers = NULL;  /* the record holds them */
         if (!offset || !ts || !ksize || !vsize || !hsize) {
             Py_DECREF(rec);
             goto fail;
@@ -299,7 +428,7 @@ static PyObject *decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, const
          * every full collection walk them all: 85% of the decoding time at 100-byte records. (Untracking only
          * hides them from the cycle detector; reference counting frees them as usual. A cycle a user builds by
          * putting a record into its own headers list would be leaked, not freed early.) */
-        PyObject_GC_UnTrack(headers);
+        PyObject_GC_UnTrack(PyTuple_GET_ITEM(rec, 8));
         PyObject_GC_UnTrack(rec);
         if (one) {
             Py_XSETREF(*one, rec);
@@ -314,22 +443,28 @@ static PyObject *decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, const
         }
         if (failed)
             goto fail;
+        continue;
+    data_ends:
+        stop->kind = STOP_DATA_ENDS;
+    stopped:
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        Py_XDECREF(headers);
+        *rp = r;
+        return i;
+    fail:
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        Py_XDECREF(headers);
+        *rp = r;
+        return -1;
     }
     if (whole && r.pos != end) {
-        error = error_tuple("corrupt", PyUnicode_FromFormat("%zd unconsumed bytes after all records consumed",
-                                                            end - r.pos));
-        goto finish;
+        stop->kind = STOP_UNCONSUMED;
+        stop->n = end - r.pos;
     }
-    error = Py_NewRef(Py_None);
-    goto finish;
-structure:
-    error = error_tuple("structure", PyUnicode_FromString("IndexError('record data ends inside a record')"));
-finish:
     *rp = r;
-    return error;
-fail:
-    *rp = r;
-    return NULL;
+    return i;
 }
 
 static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args)
@@ -351,8 +486,9 @@ static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args)
     b.ts_max = PyLong_FromLongLong(b.max_ts);
     if (out && sizes && b.ts_type && b.ts_max) {
         reader r = {(const unsigned char *)view.buf, view.len, pos};
-        error = decode_impl(&r, end, count, &b, 1, out, sizes, NULL, NULL, 1, NULL);
-        if (error)
+        stop_reason stop;
+        if (decode_impl(&r, end, count, &b, 1, out, sizes, NULL, NULL, NULL, NULL, NULL, 1, &stop) >= 0 &&
+            (error = stop_error(&stop)))
             result = PyTuple_Pack(3, out, sizes, error);
     }
     Py_XDECREF(error);
@@ -452,12 +588,16 @@ static PyObject *lazy_item(LazyRecords *x, Py_ssize_t i)
     segment *s = &x->segs[x->seg[i]];
     reader r = {(const unsigned char *)PyBytes_AS_STRING(s->data), PyBytes_GET_SIZE(s->data), x->starts[i]};
     PyObject *rec = NULL;
-    PyObject *error = decode_impl(&r, s->end, 1, &s->info, 1, NULL, NULL, NULL, NULL, 0, &rec);
-    if (error && error != Py_None)
-        PyErr_Format(PyExc_RuntimeError, "a checked record did not decode: %R", error);
-    if (!error || error != Py_None)
+    stop_reason stop;
+    if (decode_impl(&r, s->end, 1, &s->info, 1, NULL, NULL, &rec, NULL, NULL, NULL, NULL, 0, &stop) < 0)
         Py_CLEAR(rec);
-    Py_XDECREF(error);
+    else if (stop.kind != STOP_NONE) {
+        PyObject *error = stop_error(&stop);
+        if (error)
+            PyErr_Format(PyExc_RuntimeError, "a checked record did not decode: %R", error);
+        Py_XDECREF(error);
+        Py_CLEAR(rec);
+    }
     if (rec) {
         Py_XSETREF(x->last, Py_NewRef(rec));
         x->last_i = i;
@@ -520,10 +660,8 @@ static int lazy_count_bytes(LazyRecords *x)
         segment *s = &x->segs[x->seg[i]];
         long long kv = 0;
         reader r = {(const unsigned char *)PyBytes_AS_STRING(s->data), PyBytes_GET_SIZE(s->data), x->starts[i]};
-        PyObject *error = decode_impl(&r, s->end, 1, &s->info, 0, NULL, NULL, NULL, &kv, 0, NULL);
-        if (!error)
-            return -1;
-        Py_DECREF(error);
+        stop_reason stop;
+        decode_impl(&r, s->end, 1, &s->info, 0, NULL, NULL, NULL, NULL, NULL, NULL, &kv, 0, &stop);
         total += kv;
     }
     x->nbytes = total;
@@ -574,17 +712,24 @@ static PyTypeObject LazyRecordsType = {
 static PyObject *scan_batch(PyObject *Py_UNUSED(self), PyObject *args)
 {
     /* scan_batch(data, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic,
-     * partition, leader_epoch, record_cls) -> (LazyRecords, sizes, error): decode_records' arguments and result,
-     * the records checked and kept to be built when read. data must be bytes. */
+     * partition, leader_epoch, record_cls[, crc_from, crc]) -> (LazyRecords, sizes, error): decode_records'
+     * arguments and result, the records checked and kept to be built when read. data must be bytes. With crc_from
+     * (>= 0): first the CRC-32C of data[crc_from:end] is compared with crc (the batch's checksum), and the result is
+     * None when they differ. */
     PyObject *data;
-    Py_ssize_t pos, end, count;
+    Py_ssize_t pos, end, count, crc_from = -1;
+    unsigned long crc = 0;
     batch_info b;
-    if (!PyArg_ParseTuple(args, "O!nnnLLLpOOOO!", &PyBytes_Type, &data, &pos, &end, &count, &b.base_offset,
+    if (!PyArg_ParseTuple(args, "O!nnnLLLpOOOO!|nk", &PyBytes_Type, &data, &pos, &end, &count, &b.base_offset,
                           &b.first_ts, &b.max_ts, &b.log_append_time, &b.topic, &b.partition, &b.leader_epoch,
-                          &PyType_Type, &b.record_cls))
+                          &PyType_Type, &b.record_cls, &crc_from, &crc))
         return NULL;
     if (!PyType_IsSubtype(b.record_cls, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "record_cls must be a tuple subtype");
+        return NULL;
+    }
+    if (crc_from >= 0 && (crc_from > end || end > PyBytes_GET_SIZE(data))) {
+        PyErr_SetString(PyExc_ValueError, "the CRC's range is not within the data");
         return NULL;
     }
     if (count < 0)
@@ -593,9 +738,13 @@ static PyObject *scan_batch(PyObject *Py_UNUSED(self), PyObject *args)
     Py_ssize_t room = PyBytes_GET_SIZE(data) - (pos < 0 ? 0 : pos) + 1;
     Py_ssize_t cap = count < room ? count : (room > 0 ? room : 0);
     LazyRecords *x = lazy_new(cap, 1);
-    PyObject *sizes = PyList_New(0), *error = NULL, *result = NULL;
-    if (!x || !sizes)
+    long long *lengths = PyMem_Malloc(sizeof(long long) * (cap ? cap : 1));
+    PyObject *sizes = NULL, *error = NULL, *result = NULL;
+    if (!x || !lengths) {
+        if (!lengths)
+            PyErr_NoMemory();
         goto done;
+    }
     b.ts_type = PyLong_FromLong(b.log_append_time ? 1 : 0);
     b.ts_max = PyLong_FromLongLong(b.max_ts);
     if (!b.ts_type || !b.ts_max) {
@@ -611,29 +760,49 @@ static PyObject *scan_batch(PyObject *Py_UNUSED(self), PyObject *args)
     Py_DECREF(b.ts_max);
     x->nseg = 1;
     reader r = {(const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), pos};
-    error = decode_impl(&r, end, cap < count ? cap : count, &b, 0, NULL, sizes, x->starts, &x->nbytes, 1, NULL);
-    if (!error)
-        goto done;
-    if (error == Py_None && cap < count) {  /* (cannot happen: the cap-th record's read fails first) */
-        Py_DECREF(error);
-        error = error_tuple("structure", PyUnicode_FromString("IndexError('record data ends inside a record')"));
-        if (!error)
-            goto done;
+    stop_reason stop;
+    Py_ssize_t n, todo = cap < count ? cap : count;
+    int crc_ok = 1, hw = crc_hw;
+    const unsigned char *crc_data = (const unsigned char *)PyBytes_AS_STRING(data) + (crc_from >= 0 ? crc_from : 0);
+    size_t crc_len = crc_from >= 0 ? (size_t)(end - crc_from) : 0;
+    /* The CRC and the check read only the (immutable) bytes, which the arguments hold, and write only x, which no
+     * one else sees yet: other threads (the application's, the network's) run meanwhile. A short batch keeps the
+     * lock: giving it up and taking it back would cost more than the work. */
+    if (end - pos >= CHECK_WITHOUT_LOCK_FROM) {
+        Py_BEGIN_ALLOW_THREADS
+        if (crc_from >= 0)
+            crc_ok = crc32c_of(crc_data, crc_len, hw) == (uint32_t)crc;
+        if (crc_ok)
+            n = decode_impl(&r, end, todo, &b, 0, NULL, NULL, NULL, x->starts, lengths, x->offsets, &x->nbytes, 1,
+                            &stop);
+        Py_END_ALLOW_THREADS
+    } else {
+        if (crc_from >= 0)
+            crc_ok = crc32c_of(crc_data, crc_len, hw) == (uint32_t)crc;
+        if (crc_ok)
+            n = decode_impl(&r, end, todo, &b, 0, NULL, NULL, NULL, x->starts, lengths, x->offsets, &x->nbytes, 1,
+                            &stop);
     }
-    x->n = PyList_GET_SIZE(sizes);
-    for (Py_ssize_t i = 0; i < x->n; i++) {
-        /* the offset delta is the third varint of the record: read it again */
-        reader q = {(const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), x->starts[i]};
-        int64_t v, delta = 0;
-        read_varint(&q, &v);  /* length */
-        read_varint(&q, &v);  /* attributes */
-        read_varint(&q, &v);  /* timestamp delta */
-        read_varint(&q, &delta);
-        x->offsets[i] = (long long)((uint64_t)b.base_offset + (uint64_t)delta);
+    if (!crc_ok) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (stop.kind == STOP_NONE && todo < count)  /* (cannot happen: the cap-th record's read fails first) */
+        stop.kind = STOP_DATA_ENDS;
+    x->n = n;
+    if (!(sizes = PyList_New(n)))
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *size = PyLong_FromLongLong(lengths[i]);
+        if (!size)
+            goto done;
+        PyList_SET_ITEM(sizes, i, size);
         x->seg[i] = 0;
     }
-    result = PyTuple_Pack(3, (PyObject *)x, sizes, error);
+    if ((error = stop_error(&stop)))
+        result = PyTuple_Pack(3, (PyObject *)x, sizes, error);
 done:
+    PyMem_Free(lengths);
     Py_XDECREF(error);
     Py_XDECREF(sizes);
     Py_XDECREF(x);
@@ -755,6 +924,7 @@ static PyMethodDef methods[] = {
      "scan_batch(data, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic, "
      "partition, leader_epoch, record_cls) -> (LazyRecords, sizes, error)"},
     {"join_records", join_records, METH_O, "join_records([LazyRecords, ...]) -> LazyRecords"},
+    {"crc32c", crc32c_py, METH_VARARGS, "crc32c(data, hw=True) -> the CRC-32C of data"},
     {"columns", columns, METH_VARARGS,
      "columns(records, min_offset, offsets, timestamps, types, keys, values, headers) -> (appended, last_offset)"},
     {NULL, NULL, 0, NULL}};
@@ -767,10 +937,16 @@ PyMODINIT_FUNC PyInit__records(void)
 {
     if (PyType_Ready(&LazyRecordsType) < 0)
         return NULL;
+    crc32c_init_tables();
+#ifdef HAVE_SSE42_CRC
+    __builtin_cpu_init();
+    crc_hw = __builtin_cpu_supports("sse4.2");
+#endif
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
-    if (PyModule_AddObjectRef(m, "LazyRecords", (PyObject *)&LazyRecordsType) < 0) {
+    if (PyModule_AddObjectRef(m, "LazyRecords", (PyObject *)&LazyRecordsType) < 0 ||
+        PyModule_AddObjectRef(m, "CRC32C_HW", crc_hw ? Py_True : Py_False) < 0) {
         Py_DECREF(m);
         return NULL;
     }

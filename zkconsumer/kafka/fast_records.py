@@ -125,6 +125,9 @@ def _make_class():
 
         #: decode_records, or (the lazy subclass) scan_records
         _decode = staticmethod(decode_records)
+        #: _decode checks an uncompressed batch's CRC itself when given where it starts and its value (the lazy
+        #: subclass: the CRC and the records' check in one call, without the interpreter lock for a large batch)
+        _checks_crc = False
 
         @staticmethod
         def _offset_at(recs, j):
@@ -191,13 +194,25 @@ def _make_class():
             for start, end in batches:
                 (base_offset, _length, leader_epoch, _magic, crc, attributes, last_offset_delta, first_timestamp,
                  max_timestamp, _pid, _pepoch, _pseq, count) = header(buf, start)
-                if check_crcs and _crc32c(view[start + CRC_FROM:end]) != crc:
+                # the plain records of an uncompressed batch: checked with their CRC in one call (the lazy decoder)
+                checked = None
+                if check_crcs and self._checks_crc and not attributes & (CODEC_MASK | CONTROL_FLAG):
+                    checked = self._decode(buf, start + BATCH_HEADER_SIZE, end, count, base_offset, first_timestamp,
+                                           max_timestamp, attributes & LOG_APPEND_TIME_FLAG, topic, partition,
+                                           leader_epoch, ConsumerRecord, start + CRC_FROM, crc)
+                    crc_failed = checked is None
+                else:
+                    crc_failed = check_crcs and _crc32c(view[start + CRC_FROM:end]) != crc
+                if crc_failed:
                     raise CorruptRecordError("Record batch for partition %s at offset %s failed crc check"
                                              % (self.topic_partition, base_offset))
                 self.leader_epoch = leader_epoch
                 next_offset = base_offset + last_offset_delta + 1
                 if attributes & CONTROL_FLAG:  # transaction markers are not returned to the consumer
                     self.next_fetch_offset = next_offset
+                    continue
+                if checked is not None:
+                    yield checked
                     continue
                 if attributes & CODEC_MASK:
                     data, pos = _decompressed(buf[start:end])
@@ -355,7 +370,8 @@ def lazy_partition_records_class(fast_class):
         out.append(recs if i == 0 and j == len(recs) else recs.slice(i, j))
 
     return type("LazyPartitionRecords", (fast_class,), {
-        "take": take, "_decode": staticmethod(scan_records), "_hand_over": staticmethod(hand_over),
+        "take": take, "_decode": staticmethod(scan_records), "_checks_crc": True,
+        "_hand_over": staticmethod(hand_over),
         "_offset_at": staticmethod(lambda recs, j: recs.offset(j)),
         "_taken": staticmethod(lambda out: sum(map(len, out)))})
 

@@ -208,8 +208,13 @@ def _decode_records_c(*args):
 
 def _scan_records_c(*args):
     """decode_records' arguments and result, but the records are a ``LazyRecords``: checked now (the same reads and
-    errors), each built when it is read (C only)."""
-    records, sizes, error = _c_records.scan_batch(*args)
+    errors), each built when it is read (C only). Two more arguments, ``crc_from`` and ``crc``, check the batch's
+    CRC-32C (of ``buf[crc_from:end]``) first, in the same call: None when it differs. A batch of 16 KiB or more is
+    checked without the interpreter lock."""
+    scanned = _c_records.scan_batch(*args)
+    if scanned is None:
+        return None
+    records, sizes, error = scanned
     return records, sizes, _c_error(error)
 
 
