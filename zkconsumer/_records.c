@@ -249,7 +249,7 @@ static PyObject *crc32c_py(PyObject *Py_UNUSED(self), PyObject *args)
     return PyLong_FromUnsignedLong(crc);
 }
 
-/* scan_batch checks runs of records of at least this many bytes without the interpreter lock */
+/* scan_batch and scan_batches check batches of at least this many bytes (in all) without the interpreter lock */
 #define CHECK_WITHOUT_LOCK_FROM 16384
 
 /* pos + n, saturated (a length read from the data may point far past it) */
@@ -709,6 +709,147 @@ static PyTypeObject LazyRecordsType = {
     .tp_members = lazy_members,
 };
 
+/* One batch's scan: its arguments, the LazyRecords it fills and the sizes of its records (C, then a list). */
+typedef struct {
+    PyObject *data;
+    Py_ssize_t pos, end, count, todo, crc_from;
+    unsigned long crc;
+    batch_info b;
+    LazyRecords *x;
+    long long *lengths;
+    Py_ssize_t n;
+    int crc_ok;
+    stop_reason stop;
+} scan_job;
+
+/* Check the arguments and allocate what the scan fills (with the lock); 0, or -1 with an exception set. The job
+ * holds x (which holds data and the batch's objects) and lengths: scan_free() releases them. */
+static int scan_prepare(scan_job *j)
+{
+    j->x = NULL;
+    j->lengths = NULL;
+    if (!PyType_IsSubtype(j->b.record_cls, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "record_cls must be a tuple subtype");
+        return -1;
+    }
+    if (j->crc_from >= 0 && (j->crc_from > j->end || j->end > PyBytes_GET_SIZE(j->data))) {
+        PyErr_SetString(PyExc_ValueError, "the CRC's range is not within the data");
+        return -1;
+    }
+    if (j->count < 0)
+        j->count = 0;
+    /* every record takes at least one byte: past the data's end the next read fails, as decode_records' would */
+    Py_ssize_t room = PyBytes_GET_SIZE(j->data) - (j->pos < 0 ? 0 : j->pos) + 1;
+    Py_ssize_t cap = j->count < room ? j->count : (room > 0 ? room : 0);
+    j->todo = cap;
+    j->x = lazy_new(cap, 1);
+    j->lengths = PyMem_Malloc(sizeof(long long) * (cap ? cap : 1));
+    if (!j->x || !j->lengths) {
+        if (j->x)
+            PyErr_NoMemory();
+        return -1;
+    }
+    batch_info *b = &j->b;
+    b->ts_type = PyLong_FromLong(b->log_append_time ? 1 : 0);
+    b->ts_max = PyLong_FromLongLong(b->max_ts);
+    if (!b->ts_type || !b->ts_max) {
+        Py_XDECREF(b->ts_type);
+        Py_XDECREF(b->ts_max);
+        return -1;
+    }
+    segment *s = &j->x->segs[0];
+    s->data = j->data;
+    s->end = j->end;
+    s->info = *b;
+    segment_ref(s, 1);
+    Py_DECREF(b->ts_type);  /* the segment holds them */
+    Py_DECREF(b->ts_max);
+    j->x->nseg = 1;
+    return 0;
+}
+
+/* The CRC (when asked for), then the records' check: pure C, run with or without the lock. It reads only the
+ * (immutable) bytes, which x holds, and writes only the job and x, which no one else sees yet. */
+static void scan_run(scan_job *j)
+{
+    j->crc_ok = 1;
+    j->n = 0;
+    if (j->crc_from >= 0)
+        j->crc_ok = crc32c_of((const unsigned char *)PyBytes_AS_STRING(j->data) + j->crc_from,
+                              (size_t)(j->end - j->crc_from), crc_hw) == (uint32_t)j->crc;
+    if (!j->crc_ok)
+        return;
+    reader r = {(const unsigned char *)PyBytes_AS_STRING(j->data), PyBytes_GET_SIZE(j->data), j->pos};
+    j->n = decode_impl(&r, j->end, j->todo, &j->b, 0, NULL, NULL, NULL, j->x->starts, j->lengths, j->x->offsets,
+                       &j->x->nbytes, 1, &j->stop);
+    if (j->stop.kind == STOP_NONE && j->todo < j->count)  /* (cannot happen: the cap-th record's read fails first) */
+        j->stop.kind = STOP_DATA_ENDS;
+}
+
+/* 1 when the batch stopped short (a CRC that differs, or an error): what follows it is never read */
+static int scan_failed(const scan_job *j)
+{
+    return !j->crc_ok || j->stop.kind != STOP_NONE;
+}
+
+/* the job's result (with the lock): None when the CRC differs, else (LazyRecords, sizes, error); NULL on error */
+static PyObject *scan_result(scan_job *j)
+{
+    if (!j->crc_ok)
+        return Py_NewRef(Py_None);
+    j->x->n = j->n;
+    PyObject *sizes = PyList_New(j->n), *error = NULL, *result = NULL;
+    if (!sizes)
+        return NULL;
+    for (Py_ssize_t i = 0; i < j->n; i++) {
+        PyObject *size = PyLong_FromLongLong(j->lengths[i]);
+        if (!size)
+            goto done;
+        PyList_SET_ITEM(sizes, i, size);
+        j->x->seg[i] = 0;
+    }
+    if ((error = stop_error(&j->stop)))
+        result = PyTuple_Pack(3, (PyObject *)j->x, sizes, error);
+done:
+    Py_XDECREF(error);
+    Py_DECREF(sizes);
+    return result;
+}
+
+static void scan_free(scan_job *j)
+{
+    PyMem_Free(j->lengths);
+    j->lengths = NULL;
+    Py_CLEAR(j->x);
+}
+
+/* Run the jobs in order, up to the first that stops short; without the lock when they hold enough bytes that
+ * giving it up and taking it back costs less than the work. Returns how many ran. */
+static Py_ssize_t scan_run_all(scan_job *jobs, Py_ssize_t njobs)
+{
+    Py_ssize_t bytes = 0, ran = 0;
+    for (Py_ssize_t k = 0; k < njobs; k++)
+        bytes += jobs[k].end > jobs[k].pos ? jobs[k].end - jobs[k].pos : 0;
+    if (bytes >= CHECK_WITHOUT_LOCK_FROM) {
+        Py_BEGIN_ALLOW_THREADS
+        while (ran < njobs) {
+            scan_run(&jobs[ran++]);
+            if (scan_failed(&jobs[ran - 1]))
+                break;
+        }
+        Py_END_ALLOW_THREADS
+    } else {
+        while (ran < njobs) {
+            scan_run(&jobs[ran++]);
+            if (scan_failed(&jobs[ran - 1]))
+                break;
+        }
+    }
+    return ran;
+}
+
+#define SCAN_FORMAT "nnnLLLpOOOO!|nk"
+
 static PyObject *scan_batch(PyObject *Py_UNUSED(self), PyObject *args)
 {
     /* scan_batch(data, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic,
@@ -716,97 +857,67 @@ static PyObject *scan_batch(PyObject *Py_UNUSED(self), PyObject *args)
      * arguments and result, the records checked and kept to be built when read. data must be bytes. With crc_from
      * (>= 0): first the CRC-32C of data[crc_from:end] is compared with crc (the batch's checksum), and the result is
      * None when they differ. */
-    PyObject *data;
-    Py_ssize_t pos, end, count, crc_from = -1;
-    unsigned long crc = 0;
-    batch_info b;
-    if (!PyArg_ParseTuple(args, "O!nnnLLLpOOOO!|nk", &PyBytes_Type, &data, &pos, &end, &count, &b.base_offset,
-                          &b.first_ts, &b.max_ts, &b.log_append_time, &b.topic, &b.partition, &b.leader_epoch,
-                          &PyType_Type, &b.record_cls, &crc_from, &crc))
+    scan_job j = {.crc_from = -1, .crc = 0};
+    if (!PyArg_ParseTuple(args, "O!" SCAN_FORMAT, &PyBytes_Type, &j.data, &j.pos, &j.end, &j.count,
+                          &j.b.base_offset, &j.b.first_ts, &j.b.max_ts, &j.b.log_append_time, &j.b.topic,
+                          &j.b.partition, &j.b.leader_epoch, &PyType_Type, &j.b.record_cls, &j.crc_from, &j.crc))
         return NULL;
-    if (!PyType_IsSubtype(b.record_cls, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "record_cls must be a tuple subtype");
-        return NULL;
+    PyObject *result = NULL;
+    if (scan_prepare(&j) == 0) {
+        scan_run_all(&j, 1);
+        result = scan_result(&j);
     }
-    if (crc_from >= 0 && (crc_from > end || end > PyBytes_GET_SIZE(data))) {
-        PyErr_SetString(PyExc_ValueError, "the CRC's range is not within the data");
-        return NULL;
-    }
-    if (count < 0)
-        count = 0;
-    /* every record takes at least one byte: past the data's end the next read fails, as decode_records' would */
-    Py_ssize_t room = PyBytes_GET_SIZE(data) - (pos < 0 ? 0 : pos) + 1;
-    Py_ssize_t cap = count < room ? count : (room > 0 ? room : 0);
-    LazyRecords *x = lazy_new(cap, 1);
-    long long *lengths = PyMem_Malloc(sizeof(long long) * (cap ? cap : 1));
-    PyObject *sizes = NULL, *error = NULL, *result = NULL;
-    if (!x || !lengths) {
-        if (!lengths)
-            PyErr_NoMemory();
-        goto done;
-    }
-    b.ts_type = PyLong_FromLong(b.log_append_time ? 1 : 0);
-    b.ts_max = PyLong_FromLongLong(b.max_ts);
-    if (!b.ts_type || !b.ts_max) {
-        Py_XDECREF(b.ts_type);
-        Py_XDECREF(b.ts_max);
-        goto done;
-    }
-    x->segs[0].data = data;
-    x->segs[0].end = end;
-    x->segs[0].info = b;
-    segment_ref(&x->segs[0], 1);
-    Py_DECREF(b.ts_type);  /* the segment holds them */
-    Py_DECREF(b.ts_max);
-    x->nseg = 1;
-    reader r = {(const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), pos};
-    stop_reason stop;
-    Py_ssize_t n, todo = cap < count ? cap : count;
-    int crc_ok = 1, hw = crc_hw;
-    const unsigned char *crc_data = (const unsigned char *)PyBytes_AS_STRING(data) + (crc_from >= 0 ? crc_from : 0);
-    size_t crc_len = crc_from >= 0 ? (size_t)(end - crc_from) : 0;
-    /* The CRC and the check read only the (immutable) bytes, which the arguments hold, and write only x, which no
-     * one else sees yet: other threads (the application's, the network's) run meanwhile. A short batch keeps the
-     * lock: giving it up and taking it back would cost more than the work. */
-    if (end - pos >= CHECK_WITHOUT_LOCK_FROM) {
-        Py_BEGIN_ALLOW_THREADS
-        if (crc_from >= 0)
-            crc_ok = crc32c_of(crc_data, crc_len, hw) == (uint32_t)crc;
-        if (crc_ok)
-            n = decode_impl(&r, end, todo, &b, 0, NULL, NULL, NULL, x->starts, lengths, x->offsets, &x->nbytes, 1,
-                            &stop);
-        Py_END_ALLOW_THREADS
-    } else {
-        if (crc_from >= 0)
-            crc_ok = crc32c_of(crc_data, crc_len, hw) == (uint32_t)crc;
-        if (crc_ok)
-            n = decode_impl(&r, end, todo, &b, 0, NULL, NULL, NULL, x->starts, lengths, x->offsets, &x->nbytes, 1,
-                            &stop);
-    }
-    if (!crc_ok) {
-        result = Py_NewRef(Py_None);
-        goto done;
-    }
-    if (stop.kind == STOP_NONE && todo < count)  /* (cannot happen: the cap-th record's read fails first) */
-        stop.kind = STOP_DATA_ENDS;
-    x->n = n;
-    if (!(sizes = PyList_New(n)))
-        goto done;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *size = PyLong_FromLongLong(lengths[i]);
-        if (!size)
-            goto done;
-        PyList_SET_ITEM(sizes, i, size);
-        x->seg[i] = 0;
-    }
-    if ((error = stop_error(&stop)))
-        result = PyTuple_Pack(3, (PyObject *)x, sizes, error);
-done:
-    PyMem_Free(lengths);
-    Py_XDECREF(error);
-    Py_XDECREF(sizes);
-    Py_XDECREF(x);
+    scan_free(&j);
     return result;
+}
+
+static PyObject *scan_batches(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    /* scan_batches(data, [(pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic,
+     * partition, leader_epoch, record_cls[, crc_from, crc]), ...]) -> [scan_batch's result, ...]: the batches of
+     * one fetched buffer in one call (the lock given up once for them all), in order, up to and including the first
+     * whose CRC differs or whose records stop short (what follows it is never read). */
+    PyObject *data, *list;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyBytes_Type, &data, &PyList_Type, &list))
+        return NULL;
+    Py_ssize_t njobs = PyList_GET_SIZE(list), prepared = 0, ran = 0;
+    scan_job *jobs = PyMem_Calloc(njobs ? njobs : 1, sizeof(scan_job));
+    PyObject *results = NULL;
+    if (!jobs)
+        return PyErr_NoMemory();
+    for (; prepared < njobs; prepared++) {
+        scan_job *j = &jobs[prepared];
+        PyObject *item = PyList_GET_ITEM(list, prepared);
+        j->data = data;
+        j->crc_from = -1;
+        if (!PyTuple_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "scan_batches takes a list of scan_batch's arguments (tuples)");
+            goto done;
+        }
+        if (!PyArg_ParseTuple(item, SCAN_FORMAT, &j->pos, &j->end, &j->count, &j->b.base_offset, &j->b.first_ts,
+                              &j->b.max_ts, &j->b.log_append_time, &j->b.topic, &j->b.partition,
+                              &j->b.leader_epoch, &PyType_Type, &j->b.record_cls, &j->crc_from, &j->crc) ||
+            scan_prepare(j) < 0) {
+            prepared++;  /* (scan_prepare's partial allocations are freed below) */
+            goto done;
+        }
+    }
+    ran = scan_run_all(jobs, njobs);
+    if (!(results = PyList_New(ran)))
+        goto done;
+    for (Py_ssize_t k = 0; k < ran; k++) {
+        PyObject *r = scan_result(&jobs[k]);
+        if (!r) {
+            Py_CLEAR(results);
+            goto done;
+        }
+        PyList_SET_ITEM(results, k, r);
+    }
+done:
+    for (Py_ssize_t k = 0; k < prepared; k++)
+        scan_free(&jobs[k]);
+    PyMem_Free(jobs);
+    return results;
 }
 
 static PyObject *join_records(PyObject *Py_UNUSED(self), PyObject *parts)
@@ -923,6 +1034,8 @@ static PyMethodDef methods[] = {
     {"scan_batch", scan_batch, METH_VARARGS,
      "scan_batch(data, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic, "
      "partition, leader_epoch, record_cls) -> (LazyRecords, sizes, error)"},
+    {"scan_batches", scan_batches, METH_VARARGS,
+     "scan_batches(data, [scan_batch's arguments but data, ...]) -> [scan_batch's result, ...]"},
     {"join_records", join_records, METH_O, "join_records([LazyRecords, ...]) -> LazyRecords"},
     {"crc32c", crc32c_py, METH_VARARGS, "crc32c(data, hw=True) -> the CRC-32C of data"},
     {"columns", columns, METH_VARARGS,

@@ -199,14 +199,53 @@ def test_the_batch_crc_is_checked_with_the_records():
         record_batch.scan_records(data, *args[1:2], len(data) + 1, *args[3:], 21, crc)
 
 
-def test_a_large_batch_is_checked_while_other_threads_run():
-    """Other Python threads run while scan_batch checks a large batch: with a switch interval far longer than the
-    test, a thread can only run when another gives the lock up, and the checks are all the main thread does."""
+def test_batches_are_checked_in_one_call_up_to_the_first_that_fails():
+    from crc32c import crc32c
+    data, jobs = b"", []
+    for k in range(6):  # six small batches (each under 16 KiB, all of them over)
+        recs = b"".join(encode_record(i, i, None, b"v" * 100, []) for i in range(40 * (k + 1)))
+        data += bytes(61)
+        start = len(data) - 61
+        data += recs
+        jobs.append((start + 61, len(data), 40 * (k + 1), 1000 * k, 0, 0, 0, "t", 3, 5, ConsumerRecord, start + 21,
+                     crc32c(data[start + 21:])))
+    one = [record_batch.scan_records(data, *job) for job in jobs]
+    every = record_batch.scan_batches(data, jobs)
+    assert len(every) == 6 and all(x is not None and y is not None for x, y in zip(one, every))
+    for (lazy, sizes, error), (lazy2, sizes2, error2) in zip(one, every):
+        assert list(lazy) == list(lazy2) and sizes == sizes2 and error is None and error2 is None
+    bad = list(jobs)
+    bad[2] = bad[2][:-1] + (bad[2][-1] ^ 1,)  # the third batch's CRC differs: it is the last one read
+    got = record_batch.scan_batches(data, bad)
+    assert len(got) == 3 and got[2] is None and list(got[1][0]) == list(one[1][0])
+    bad = list(jobs)
+    bad[1] = (bad[1][0], bad[1][1] - 3) + bad[1][2:-2] + (-1, 0)  # the second batch's records run past its end
+    got = record_batch.scan_batches(data, bad)
+    assert len(got) == 2 and isinstance(got[1][2], CorruptRecordError) and len(got[1][0]) == 79
+    assert record_batch.scan_batches(data, []) == []
+    with pytest.raises(TypeError):
+        C.scan_batches(data, [jobs[0], "not a batch"])
+
+
+@pytest.mark.parametrize("small", [False, True])
+def test_a_fetch_is_checked_while_other_threads_run(small):
+    """Other Python threads run while the records of a fetch are checked (one large batch, or many small ones):
+    with a switch interval far longer than the test, a thread can only run when another gives the lock up, and
+    the checks are all the main thread does."""
     import sys
     import threading
     import time
-    recs = b"".join(encode_record(i, i, None, b"v" * 100, []) for i in range(100_000))
-    args = (recs, 0, len(recs), 100_000, 0, 0, 0, 0, "t", 3, 5, ConsumerRecord)
+    recs = b"".join(encode_record(i, i % 100, None, b"v" * 100, []) for i in range(100_000))
+    if small:  # batches of 100 records (~11 KB each)
+        step = len(encode_record(0, 0, None, b"v" * 100, []))
+        jobs = [(k * step * 100, (k + 1) * step * 100, 100, k * 100, 0, 0, 0, "t", 3, 5, ConsumerRecord)
+                for k in range(1000)]
+
+        def check():
+            C.scan_batches(recs, jobs)
+    else:
+        def check():
+            C.scan_batch(recs, 0, len(recs), 100_000, 0, 0, 0, 0, "t", 3, 5, ConsumerRecord)
     ran = [0]
     stop = threading.Event()
 
@@ -223,11 +262,11 @@ def test_a_large_batch_is_checked_while_other_threads_run():
         deadline = time.monotonic() + 30
         while True:
             before = ran[0]
-            C.scan_batch(*args)
+            check()
             if ran[0] > before or time.monotonic() > deadline:
                 break
     finally:
         sys.setswitchinterval(old)
         stop.set()
         t.join()
-    assert ran[0] > before, "no other thread ran while a large batch was checked: it held the interpreter lock"
+    assert ran[0] > before, "no other thread ran while a fetch was checked: it held the interpreter lock"

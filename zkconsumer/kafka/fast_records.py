@@ -28,7 +28,8 @@ from kafka.errors import CorruptRecordError
 from .internals import batch_data, consumer_fetcher, partition_records_class, records_buffer
 
 from .record_batch import (BATCH_HEADER, BATCH_HEADER_SIZE, CODEC_MASK, CONTROL_FLAG, CRC_FROM, LOG_APPEND_TIME_FLAG,
-                           DECODER, LazyRecords, columns, decode_records, join_records, scan_records, scan_v2_batches)
+                           DECODER, LazyRecords, columns, decode_records, join_records, scan_batches, scan_records,
+                           scan_v2_batches)
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +126,8 @@ def _make_class():
 
         #: decode_records, or (the lazy subclass) scan_records
         _decode = staticmethod(decode_records)
-        #: _decode checks an uncompressed batch's CRC itself when given where it starts and its value (the lazy
-        #: subclass: the CRC and the records' check in one call, without the interpreter lock for a large batch)
+        #: the lazy subclass checks the CRCs of uncompressed batches with their records, all of a fetch in one
+        #: call (record_batch.scan_batches: without the interpreter lock from 16 KiB)
         _checks_crc = False
 
         @staticmethod
@@ -191,15 +192,24 @@ def _make_class():
             header = BATCH_HEADER.unpack_from
             view = memoryview(buf)
             next_offset = None
-            for start, end in batches:
+            headers = [header(buf, start) for start, _end in batches]
+            # the uncompressed batches that are not control batches, with their CRCs: checked in one call (the lazy
+            # decoder, without the interpreter lock); their results in order, up to the first that failed
+            fold = check_crcs and self._checks_crc
+            scanned = iter(scan_batches(buf, [
+                (start + BATCH_HEADER_SIZE, end, h[12], h[0], h[7], h[8], h[5] & LOG_APPEND_TIME_FLAG, topic,
+                 partition, h[2], ConsumerRecord, start + CRC_FROM, h[4])
+                for (start, end), h in zip(batches, headers) if not h[5] & (CODEC_MASK | CONTROL_FLAG)]) if fold else ())
+            for (start, end), h in zip(batches, headers):
                 (base_offset, _length, leader_epoch, _magic, crc, attributes, last_offset_delta, first_timestamp,
-                 max_timestamp, _pid, _pepoch, _pseq, count) = header(buf, start)
-                # the plain records of an uncompressed batch: checked with their CRC in one call (the lazy decoder)
+                 max_timestamp, _pid, _pepoch, _pseq, count) = h
                 checked = None
-                if check_crcs and self._checks_crc and not attributes & (CODEC_MASK | CONTROL_FLAG):
-                    checked = self._decode(buf, start + BATCH_HEADER_SIZE, end, count, base_offset, first_timestamp,
-                                           max_timestamp, attributes & LOG_APPEND_TIME_FLAG, topic, partition,
-                                           leader_epoch, ConsumerRecord, start + CRC_FROM, crc)
+                if fold and not attributes & (CODEC_MASK | CONTROL_FLAG):
+                    checked = next(scanned, _UNREAD)
+                    if checked is _UNREAD:  # (cannot happen: a batch after one that failed is never read)
+                        checked = self._decode(buf, start + BATCH_HEADER_SIZE, end, count, base_offset,
+                                               first_timestamp, max_timestamp, attributes & LOG_APPEND_TIME_FLAG,
+                                               topic, partition, leader_epoch, ConsumerRecord, start + CRC_FROM, crc)
                     crc_failed = checked is None
                 else:
                     crc_failed = check_crcs and _crc32c(view[start + CRC_FROM:end]) != crc
@@ -235,6 +245,8 @@ def _make_class():
 
 #: the batches of a FastPartitionRecords that has none left (drained, or failed)
 _ENDED = iter(())
+#: a batch the one-call check did not reach
+_UNREAD = object()
 
 
 def _decompressed(batch_bytes):
