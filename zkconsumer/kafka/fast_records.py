@@ -99,7 +99,8 @@ def _make_class():
             return out
 
         def _take_into(self, out, n):
-            while self.record_iterator is not None and (n is None or self._taken(out) < n):
+            taken = 0  # records handed over into out (a LazyRecords holds many)
+            while self.record_iterator is not None and (n is None or taken < n):
                 recs, i = self._current, self._index
                 if i >= len(recs):
                     if not self._next_batch():
@@ -114,13 +115,15 @@ def _make_class():
                         self._advance(i, j)
                         continue
                     self._skipping = False
-                j = len(recs) if n is None else min(len(recs), i + n - self._taken(out))
+                j = len(recs) if n is None else min(len(recs), i + n - taken)
                 self._hand_over(out, recs, i, j)
                 self._advance(i, j)
+                taken += j - i
 
         def _advance(self, i, j):
             self.records_read += j - i
-            self.bytes_read += sum(self._sizes[i:j])
+            sizes = self._sizes
+            self.bytes_read += sum(sizes) if i == 0 and j == len(sizes) else sum(sizes[i:j])
             self.next_fetch_offset = self._offset_at(self._current, j - 1) + 1
             self._index = j
 
@@ -137,10 +140,6 @@ def _make_class():
         @staticmethod
         def _hand_over(out, recs, i, j):
             out.extend(recs if i == 0 and j == len(recs) else recs[i:j])
-
-        @staticmethod
-        def _taken(out):
-            return len(out)
 
         def _next_batch(self):
             """Move to the next decoded batch; False when there is none: drained after the last batch, or (as the
@@ -384,8 +383,7 @@ def lazy_partition_records_class(fast_class):
     return type("LazyPartitionRecords", (fast_class,), {
         "take": take, "_decode": staticmethod(scan_records), "_checks_crc": True,
         "_hand_over": staticmethod(hand_over),
-        "_offset_at": staticmethod(lambda recs, j: recs.offset(j)),
-        "_taken": staticmethod(lambda out: sum(map(len, out)))})
+        "_offset_at": staticmethod(lambda recs, j: recs.offset(j))})
 
 
 _LAZY = None
