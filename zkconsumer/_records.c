@@ -258,6 +258,13 @@ static inline Py_ssize_t skip(Py_ssize_t pos, int64_t n)
     return (n > PY_SSIZE_T_MAX - pos) ? PY_SSIZE_T_MAX : pos + (Py_ssize_t)n;
 }
 
+/* The timestamp object a LazyRecords built last and its value: the next record of the same millisecond shares it
+ * (at high rates most do) instead of allocating its own. */
+typedef struct {
+    PyObject *obj;
+    long long value;
+} ts_cache;
+
 /* What a batch's records are decoded with: the batch header's fields and the record type. */
 typedef struct {
     long long base_offset, first_ts, max_ts;
@@ -268,7 +275,8 @@ typedef struct {
 
 /* Decode (build != 0) or only check (build == 0) up to `count` records from r->pos. Building appends each record to
  * `out` and its size to `sizes` (either may be NULL; `one`, when not NULL, gets the single record built instead of
- * `out`: a new reference). Checking allocates nothing and calls no Python API (it may run without the interpreter
+ * `out`: a new reference; `tc`, when not NULL, the timestamp last built, shared with a record of the same
+ * millisecond). Checking allocates nothing and calls no Python API (it may run without the interpreter
  * lock); it writes each record's start position to `starts`, its size to `lengths` and its offset (b->base_offset +
  * its delta) to `offsets` (each when not NULL). Both add the records' keys' + values' bytes to *kv_bytes (when not
  * NULL). Returns the number of records read, with *stop saying why it stopped short or STOP_NONE; or -1 with an
@@ -276,8 +284,9 @@ typedef struct {
  * decodes. `whole`: the records are the batch's last ones (what follows them must be the batch's end), not some
  * picked out of it. */
 static Py_ssize_t decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, const batch_info *b, int build,
-                              PyObject *out, PyObject *sizes, PyObject **one, Py_ssize_t *starts, long long *lengths,
-                              long long *offsets, long long *kv_bytes, int whole, stop_reason *stop)
+                              PyObject *out, PyObject *sizes, PyObject **one, ts_cache *tc, Py_ssize_t *starts,
+                              long long *lengths, long long *offsets, long long *kv_bytes, int whole,
+                              stop_reason *stop)
 {
     reader r = *rp;
     Py_ssize_t i;
@@ -402,7 +411,18 @@ static Py_ssize_t decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, cons
         if (!rec)
             goto fail;
         PyObject *offset = sum_int64(b->base_offset, offset_delta);
-        PyObject *ts = b->log_append_time ? Py_NewRef(b->ts_max) : sum_int64(b->first_ts, ts_delta);
+        PyObject *ts;
+        int64_t ts_value;
+        if (b->log_append_time)
+            ts = Py_NewRef(b->ts_max);
+        else if (tc && !__builtin_add_overflow((int64_t)b->first_ts, ts_delta, &ts_value)) {
+            if (!tc->obj || tc->value != ts_value) {
+                Py_XSETREF(tc->obj, PyLong_FromLongLong(ts_value));
+                tc->value = ts_value;
+            }
+            ts = Py_XNewRef(tc->obj);
+        } else
+            ts = sum_int64(b->first_ts, ts_delta);
         PyObject *ksize = PyLong_FromLongLong(key_len), *vsize = PyLong_FromLongLong(value_len);
         PyObject *hsize = PyLong_FromSsize_t(header_size);
         PyTuple_SET_ITEM(rec, 0, Py_NewRef(b->topic));
@@ -487,7 +507,7 @@ static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args)
     if (out && sizes && b.ts_type && b.ts_max) {
         reader r = {(const unsigned char *)view.buf, view.len, pos};
         stop_reason stop;
-        if (decode_impl(&r, end, count, &b, 1, out, sizes, NULL, NULL, NULL, NULL, NULL, 1, &stop) >= 0 &&
+        if (decode_impl(&r, end, count, &b, 1, out, sizes, NULL, NULL, NULL, NULL, NULL, NULL, 1, &stop) >= 0 &&
             (error = stop_error(&stop)))
             result = PyTuple_Pack(3, out, sizes, error);
     }
@@ -525,6 +545,7 @@ typedef struct {
     long long nbytes;
     Py_ssize_t last_i;
     PyObject *last;        /* the record built last (index last_i), or NULL */
+    ts_cache tc;           /* the timestamp built last */
 } LazyRecords;
 
 static PyTypeObject LazyRecordsType;
@@ -551,6 +572,7 @@ static LazyRecords *lazy_new(Py_ssize_t n, Py_ssize_t nseg)
     x->nbytes = 0;
     x->last_i = -1;
     x->last = NULL;
+    x->tc.obj = NULL;
     x->starts = PyMem_Malloc(sizeof(Py_ssize_t) * (n ? n : 1));
     x->offsets = PyMem_Malloc(sizeof(long long) * (n ? n : 1));
     x->seg = PyMem_Malloc(sizeof(int32_t) * (n ? n : 1));
@@ -568,6 +590,7 @@ static void lazy_dealloc(LazyRecords *x)
     for (Py_ssize_t k = 0; k < x->nseg; k++)
         segment_ref(&x->segs[k], 0);
     Py_XDECREF(x->last);
+    Py_XDECREF(x->tc.obj);
     PyMem_Free(x->starts);
     PyMem_Free(x->offsets);
     PyMem_Free(x->seg);
@@ -589,7 +612,7 @@ static PyObject *lazy_item(LazyRecords *x, Py_ssize_t i)
     reader r = {(const unsigned char *)PyBytes_AS_STRING(s->data), PyBytes_GET_SIZE(s->data), x->starts[i]};
     PyObject *rec = NULL;
     stop_reason stop;
-    if (decode_impl(&r, s->end, 1, &s->info, 1, NULL, NULL, &rec, NULL, NULL, NULL, NULL, 0, &stop) < 0)
+    if (decode_impl(&r, s->end, 1, &s->info, 1, NULL, NULL, &rec, &x->tc, NULL, NULL, NULL, NULL, 0, &stop) < 0)
         Py_CLEAR(rec);
     else if (stop.kind != STOP_NONE) {
         PyObject *error = stop_error(&stop);
@@ -661,7 +684,7 @@ static int lazy_count_bytes(LazyRecords *x)
         long long kv = 0;
         reader r = {(const unsigned char *)PyBytes_AS_STRING(s->data), PyBytes_GET_SIZE(s->data), x->starts[i]};
         stop_reason stop;
-        decode_impl(&r, s->end, 1, &s->info, 0, NULL, NULL, NULL, NULL, NULL, NULL, &kv, 0, &stop);
+        decode_impl(&r, s->end, 1, &s->info, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, &kv, 0, &stop);
         total += kv;
     }
     x->nbytes = total;
@@ -780,8 +803,8 @@ static void scan_run(scan_job *j)
     if (!j->crc_ok)
         return;
     reader r = {(const unsigned char *)PyBytes_AS_STRING(j->data), PyBytes_GET_SIZE(j->data), j->pos};
-    j->n = decode_impl(&r, j->end, j->todo, &j->b, 0, NULL, NULL, NULL, j->x->starts, j->lengths, j->x->offsets,
-                       &j->x->nbytes, 1, &j->stop);
+    j->n = decode_impl(&r, j->end, j->todo, &j->b, 0, NULL, NULL, NULL, NULL, j->x->starts, j->lengths,
+                       j->x->offsets, &j->x->nbytes, 1, &j->stop);
     if (j->stop.kind == STOP_NONE && j->todo < j->count)  /* (cannot happen: the cap-th record's read fails first) */
         j->stop.kind = STOP_DATA_ENDS;
 }
@@ -823,28 +846,29 @@ static void scan_free(scan_job *j)
     Py_CLEAR(j->x);
 }
 
-/* Run the jobs in order, up to the first that stops short; without the lock when they hold enough bytes that
- * giving it up and taking it back costs less than the work. Returns how many ran. */
+/* Run the jobs in order, up to the first that stops short; returns how many ran. */
+static Py_ssize_t scan_jobs(scan_job *jobs, Py_ssize_t njobs)
+{
+    for (Py_ssize_t k = 0; k < njobs; k++) {
+        scan_run(&jobs[k]);
+        if (scan_failed(&jobs[k]))
+            return k + 1;
+    }
+    return njobs;
+}
+
+/* scan_jobs(), without the lock when the jobs hold enough bytes that giving it up and taking it back costs less
+ * than the work */
 static Py_ssize_t scan_run_all(scan_job *jobs, Py_ssize_t njobs)
 {
-    Py_ssize_t bytes = 0, ran = 0;
+    Py_ssize_t bytes = 0, ran;
     for (Py_ssize_t k = 0; k < njobs; k++)
         bytes += jobs[k].end > jobs[k].pos ? jobs[k].end - jobs[k].pos : 0;
-    if (bytes >= CHECK_WITHOUT_LOCK_FROM) {
-        Py_BEGIN_ALLOW_THREADS
-        while (ran < njobs) {
-            scan_run(&jobs[ran++]);
-            if (scan_failed(&jobs[ran - 1]))
-                break;
-        }
-        Py_END_ALLOW_THREADS
-    } else {
-        while (ran < njobs) {
-            scan_run(&jobs[ran++]);
-            if (scan_failed(&jobs[ran - 1]))
-                break;
-        }
-    }
+    if (bytes < CHECK_WITHOUT_LOCK_FROM)
+        return scan_jobs(jobs, njobs);
+    Py_BEGIN_ALLOW_THREADS
+    ran = scan_jobs(jobs, njobs);
+    Py_END_ALLOW_THREADS
     return ran;
 }
 
