@@ -65,8 +65,15 @@ class ZkCommandGroup(click.Group):
     object ``{"error": ..., "exit_code": ...}`` on stdout) and the exit code of its kind."""
 
     def invoke(self, ctx):
+        from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpiredError
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except (ConnectionLoss, ConnectionClosedError, SessionExpiredError) as e:
+                # ZooKeeper went away mid-command (a one-shot client gives up after GIVE_UP_AFTER_MS)
+                raise ClusterUnavailableError("lost the ZooKeeper connection mid-command (%s%s): a request in flight "
+                                              "may or may not have been applied" % (type(e).__name__,
+                                                                                    ": %s" % e if str(e) else ""))
         except ZkConsumerError as e:
             code = exit_code_for(e)
             if ctx.meta.get("zkconsumer.json"):
