@@ -122,3 +122,45 @@ def test_refresh_every_stopped_during_an_outage_exits_with_the_failed_rounds_cod
         code = ka.stop()
     assert code == 3, (code, ka.stderr()[-3000:])
     assert "Traceback" not in ka.stderr(), ka.stderr()[-3000:]
+
+
+def test_a_tool_session_gives_up_on_a_zookeeper_gone_mid_command_and_keeps_one_that_came_back(own):
+    """kazoo queues a request made while the connection is lost and waits for the next connection without a bound:
+    a command (a keep-alive round) whose ZooKeeper stopped mid-run waited for ever, and the keep-alive logged no
+    outage. A tool's client closes its session once the connection stayed lost for its bound, so the request fails
+    (the round reports ZooKeeper unavailable); a connection back within the bound keeps the session working."""
+    import threading
+    from migrate.fleet import unavailable_error
+    kept = zkmod.connect(own.zookeeper_connect, give_up_after_ms=30_000)
+    doomed = None
+    try:
+        if not kept.exists("/give-up-probe"):
+            kept.create("/give-up-probe", b"1")
+        stopped = time.monotonic()
+        own.stop("zookeeper")
+        own.start_zookeeper()
+        wait_until(lambda: kept.connected, 30, message="the kept session reconnected")
+        time.sleep(max(0.0, 31 - (time.monotonic() - stopped)))  # past the bound, counted from the loss
+        assert kept.connected and kept.get("/give-up-probe")[0] == b"1"
+
+        doomed = zkmod.connect(own.zookeeper_connect, give_up_after_ms=2000)
+        own.stop("zookeeper")
+        wait_until(lambda: not doomed.connected, 30, message="the connection lost")
+        outcome = []
+
+        def ask():
+            try:
+                outcome.append(doomed.get("/give-up-probe"))
+            except Exception as e:
+                outcome.append(e)
+        asker = threading.Thread(target=ask, daemon=True)
+        asker.start()
+        asker.join(30)
+        assert not asker.is_alive(), "a request made while ZooKeeper was gone still waits after 30 s"
+        assert len(outcome) == 1 and unavailable_error(outcome[0]), outcome
+    finally:
+        if own.cluster.read_state():
+            own.start_zookeeper()
+        for c in (kept, doomed):
+            if c is not None:
+                zkmod.close(c)

@@ -65,8 +65,15 @@ class ZkCommandGroup(click.Group):
     object ``{"error": ..., "exit_code": ...}`` on stdout) and the exit code of its kind."""
 
     def invoke(self, ctx):
+        from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpiredError
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except (ConnectionLoss, ConnectionClosedError, SessionExpiredError) as e:
+                # ZooKeeper went away mid-command (a one-shot client gives up after GIVE_UP_AFTER_MS)
+                raise ClusterUnavailableError("lost the ZooKeeper connection mid-command (%s%s): a request in flight "
+                                              "may or may not have been applied" % (type(e).__name__,
+                                                                                    ": %s" % e if str(e) else ""))
         except ZkConsumerError as e:
             code = exit_code_for(e)
             if ctx.meta.get("zkconsumer.json"):
@@ -276,10 +283,17 @@ def zookeeper_auth_from_context():
     return build(scheme, given.get("zk_credentials"), set_acl=bool(given.get("zk_set_acl")))
 
 
-def connect_zookeeper(zookeeper_connect):
-    """A started kazoo client for a tool, authenticated as the ``--zookeeper-auth`` options say."""
+# a one-shot command whose ZooKeeper connection stays lost this long fails (exit 3) instead of waiting for it
+GIVE_UP_AFTER_MS = 30_000
+
+
+def connect_zookeeper(zookeeper_connect, long_lived: bool = False):
+    """A started kazoo client for a tool, authenticated as the ``--zookeeper-auth`` options say. A one-shot
+    command's client gives up (its requests fail) after its connection stayed lost for GIVE_UP_AFTER_MS; a
+    *long_lived* one (the exporter, the registry mirror) waits for ZooKeeper to come back."""
     from ..zookeeper import client as zkmod
-    return zkmod.connect(zookeeper_connect, auth=zookeeper_auth_from_context())
+    return zkmod.connect(zookeeper_connect, auth=zookeeper_auth_from_context(),
+                         give_up_after_ms=None if long_lived else GIVE_UP_AFTER_MS)
 
 
 _zookeeper_connect_option = click.option("--zookeeper", "zookeeper", metavar="HOST:PORT[,...][/CHROOT]", default=None,

@@ -75,7 +75,7 @@ def exporter(zookeeper, bootstrap, groups, all_groups, matching, port, addr, int
     if tls_client_ca and not tls_cert:
         raise click.UsageError("--tls-client-ca needs --tls-cert and --tls-key")
     zookeeper = resolve_zookeeper(zookeeper)
-    zk = connect_zookeeper(zookeeper)
+    zk = connect_zookeeper(zookeeper, long_lived=True)
     cache = None
     try:
         bs = resolve_bootstrap(bootstrap, zk=zk)

@@ -36,7 +36,7 @@ def sync(zookeeper, bootstrap, interval, once, as_json):
     security = kafka_security()
     if not once and logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
-    zk = connect_zookeeper(zookeeper)
+    zk = connect_zookeeper(zookeeper, long_lived=not once)
     admin = admin_client(bootstrap, client_id="zkconsumer-registry", security=security)
     try:
         mirror = RegistryMirror(zk, admin, security_protocol=security.protocol)

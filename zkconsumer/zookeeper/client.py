@@ -5,6 +5,8 @@ The chroot suffix (``host:port,host:port/chroot``) is handled by kazoo; the stri
 tried.
 """
 import logging
+import threading
+from typing import Optional
 
 from ..errors import ClusterUnavailableError
 from .auth import NO_AUTH, ZkAuthError, prepare
@@ -27,9 +29,46 @@ def make_client(zookeeper_connect, session_timeout_ms=6000, connection_timeout_m
                        read_only=read_only, **(auth or NO_AUTH).kazoo_kwargs())
 
 
-def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=None, auth=None):
+class _GiveUp:
+    """Closes *client*'s session when its connection stays lost for *after_s* seconds.
+
+    kazoo queues a request made while the connection is lost and waits for the next connection without a bound, as
+    Kafka 1.1.1's tools wait in ``ZkClient.retryUntilConnected``: a command whose ZooKeeper vanished mid-run waited
+    for ever. Closing the client fails every queued and later request (ConnectionLoss, then ConnectionClosedError),
+    which the command reports as ZooKeeper being unavailable. A connection back within *after_s* keeps the session."""
+
+    def __init__(self, client, after_s: float, zookeeper_connect: str):
+        self.client, self.after_s, self.where = client, after_s, zookeeper_connect
+        self.back = threading.Event()
+        client.add_listener(self._on_state)
+
+    def _on_state(self, state) -> None:
+        from kazoo.protocol.states import KazooState
+        if state == KazooState.SUSPENDED:
+            self.back.clear()
+            # kazoo calls listeners on its connection thread, which must not block
+            threading.Thread(target=self._wait, name="zookeeper-give-up", daemon=True).start()
+        else:
+            self.back.set()
+
+    def _wait(self) -> None:
+        if self.back.wait(self.after_s) or self.client.connected:
+            return
+        log.warning("ZooKeeper at %s unreachable for %.0f s: closing this session, its requests fail",
+                    self.where, self.after_s)
+        try:
+            self.client.stop()
+        except Exception:
+            log.debug("stopping the unreachable ZooKeeper session failed", exc_info=True)
+
+
+def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=None, auth=None,
+            give_up_after_ms: Optional[int] = None):
     """A started KazooClient, or ClusterUnavailableError naming the connect string, or ZkAuthError (naming the
-    connect string and the scheme, never the password) when ZooKeeper refused the credentials."""
+    connect string and the scheme, never the password) when ZooKeeper refused the credentials.
+
+    *give_up_after_ms*: a connection lost for that long closes the session, so that every pending and later request
+    fails instead of waiting for ZooKeeper to come back (one-shot commands); None waits for ever, as a member does."""
     from kazoo.exceptions import AuthFailedError
     from kazoo.handlers.threading import KazooTimeoutError
     auth = auth or NO_AUTH
@@ -51,6 +90,8 @@ def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=No
     if client.chroot:
         client.ensure_path("/")
     prepare(client, auth)
+    if give_up_after_ms is not None:
+        _GiveUp(client, give_up_after_ms / 1000.0, zookeeper_connect)
     return client
 
 
