@@ -101,7 +101,8 @@ class Calls:
                 time.sleep(0.1)
 
 
-def release_member(zookeeper_connect, group, consumer_id, auth=None, session=None):
+def release_member(zookeeper_connect: str, group: str, consumer_id: str, auth: Any = None,
+                   session: Optional[int] = None) -> List[str]:
     """Delete the registration and owner nodes of ``consumer_id`` (a dead member); with ``session``, only nodes
     created by that ZooKeeper session. Returns what was deleted. ``auth``: the member's
     :class:`~zkconsumer.zookeeper.auth.ZkAuth` (with ACLs on, only its identity may delete them)."""
