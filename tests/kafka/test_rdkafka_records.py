@@ -21,6 +21,24 @@ C, PY = librdkafka._from_messages_c, librdkafka._from_messages_py
 EOF = RdError._PARTITION_EOF
 
 
+class Duck:
+    """A stand-in for a Message with the same methods (its own: a Python object read through its methods)."""
+
+    def __init__(self, m):
+        self._m = m
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+
+class Override(Message):
+    """A Message whose value() is not its value field: read through its methods too."""
+
+    def value(self):
+        v = super().value()
+        return None if v is None else v[::-1]
+
+
 def test_the_c_converter_is_built_and_in_use():
     assert C is not None, ("zkconsumer._rdkafka_records (zkconsumer/_rdkafka_records.c) is not built: install a C "
                            "compiler and Python's headers (apt-get install gcc python3-dev) and run .ci/bootstrap")
@@ -35,7 +53,9 @@ records = st.builds(lambda topic, partition, offset, key, value, hs, ts_type, ts
     st.integers(0, 2), st.integers(-1, 2 ** 62))
 errors = st.builds(lambda code: Message(error=RdError(code)),
                    st.sampled_from([EOF, EOF, RdError.OFFSET_OUT_OF_RANGE, RdError._TRANSPORT]))
-batches = st.lists(st.one_of(records, records, records, errors), max_size=30)
+overridden = st.builds(lambda m: Override(topic=m.topic(), partition=m.partition(), offset=m.offset(), key=m.key(),
+                                           value=m.value(), headers=m.headers(), timestamp=m.timestamp()), records)
+batches = st.lists(st.one_of(records, records, records, errors, records.map(Duck), overridden), max_size=30)
 
 
 def _plain(result):
@@ -55,6 +75,22 @@ def test_c_and_python_agree(msgs):
     stop = next((i for i, m in enumerate(msgs) if m.error() is not None and m.error().code() != EOF), len(msgs))
     assert (c[1] is None) == (stop == len(msgs))  # the first error that is not EOF stops the conversion
     assert sum(len(v) for v in c[0].values()) == sum(1 for m in msgs[:stop] if m.error() is None)
+
+
+def test_confluent_messages_are_read_from_their_fields_other_objects_through_their_methods():
+    """The converter reads a Message's fields directly only where they are what its methods return: confluent-kafka's
+    own Message (this confluent-kafka's layout), not a stand-in nor a subclass that overrides a method."""
+    from zkconsumer._rdkafka_records import reads_fields
+    m = Message(topic="t", partition=3, offset=2 ** 40, key=b"k", value=b"v", headers=[("h", b"1")],
+                timestamp=(1, 2 ** 41))
+    assert reads_fields(m), "confluent-kafka's Message layout changed: the librdkafka engine converts ~2x slower"
+    assert not reads_fields(Duck(m)) and not reads_fields(object())
+    assert not reads_fields(Override(topic="t", partition=3, offset=1, value=b"ab", timestamp=(1, 5)))
+    mixed = [m, Duck(m), Override(topic="t", partition=3, offset=1, value=b"ab", timestamp=(1, 5)), m]
+    assert _plain(C(mixed, ConsumerRecord, TopicPartition, EOF)) == _plain(PY(mixed, ConsumerRecord, TopicPartition,
+                                                                             EOF))
+    assert [r.value for r in C(mixed, ConsumerRecord, TopicPartition, EOF)[0][TopicPartition("t", 3)]] == \
+        [b"v", b"v", b"ba", b"v"]
 
 
 def test_fields_of_one_record():
@@ -87,15 +123,15 @@ def test_bad_arguments_are_errors_not_crashes():
 def test_no_reference_is_leaked():
     msgs = [Message(topic="t", partition=0, offset=i, key=b"k", value=b"v" * 10, headers=[("h", b"1")],
                     timestamp=(1, 99)) for i in range(50)] + [Message(error=RdError(EOF))]
-    value = msgs[0].value()
+    objects = [msgs[0].value(), msgs[0].topic(), msgs[0].key(), msgs[0].headers(), msgs[-1].error()]
     for _ in range(3):  # warm caches
         C(msgs, ConsumerRecord, TopicPartition, EOF)
     before = sys.gettotalrefcount() if hasattr(sys, "gettotalrefcount") else None
-    refs = sys.getrefcount(value)
+    refs = [sys.getrefcount(o) for o in objects]
     for _ in range(100):
         out, _ = C(msgs, ConsumerRecord, TopicPartition, EOF)
         del out
-    assert sys.getrefcount(value) == refs
+    assert [sys.getrefcount(o) for o in objects] == refs
     if before is not None:  # a debug build counts every reference
         assert sys.gettotalrefcount() - before < 100
 

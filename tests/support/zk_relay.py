@@ -3,7 +3,8 @@ its server to misbehave while both stay real: ``hold()`` keeps the server's answ
 reach the server, so the session lives) until ``release()``; ``blackhole()`` also cuts the connections (a server
 that accepts connections and never answers); ``sever_after(marker)`` lets the next multi-op whose
 request contains *marker* reach the server, holds its answer and then cuts the connection, so the client sees
-ConnectionLoss for a multi-op the server applied (the client reconnects through the relay, same session)."""
+ConnectionLoss for a multi-op the server applied (the client reconnects through the relay, same session);
+``sever_after(marker, op=None)`` does so for the next request of any kind."""
 import select
 import socket
 import struct
@@ -19,13 +20,14 @@ def zk_target(services):
     return host, int(port)
 
 
-def _has_multi_with(data, marker):
-    """Whether a client->server chunk holds a multi-op request containing *marker* (frames: length, xid, type)."""
+def _has_request_with(data, marker, op):
+    """Whether a client->server chunk holds a request of opcode *op* (any when None) containing *marker* (frames:
+    length, xid, type)."""
     i = 0
     while i + 12 <= len(data):
         (length,) = struct.unpack(">i", data[i:i + 4])
         frame = data[i + 4:i + 4 + length]
-        if len(frame) >= 8 and struct.unpack(">i", frame[4:8])[0] == _MULTI and marker in frame:
+        if len(frame) >= 8 and op in (None, struct.unpack(">i", frame[4:8])[0]) and marker in frame:
             return True
         if length <= 0:
             return False
@@ -45,6 +47,7 @@ class Relay(threading.Thread):
         self.stopped = False
         self.pairs = []
         self._marker = None
+        self._op = _MULTI
         self.fired = threading.Event()     # the multi-op with the marker reached the server
         self.severed = threading.Event()   # and the connection was cut afterwards
 
@@ -80,7 +83,7 @@ class Relay(threading.Thread):
                             self._drop(client, server)
                         else:
                             other.sendall(data)
-                            if s is client and self._marker is not None and _has_multi_with(data, self._marker):
+                            if s is client and self._marker is not None and _has_request_with(data, self._marker, self._op):
                                 self._marker = None
                                 self.held.set()
                                 self.fired.set()
@@ -104,11 +107,12 @@ class Relay(threading.Thread):
         for client, server in list(self.pairs):
             self._drop(client, server)
 
-    def sever_after(self, marker):
-        """Arm: the next multi-op request containing *marker* is forwarded, then every answer is held until
-        :meth:`sever` (call it after ``fired`` is set)."""
+    def sever_after(self, marker, op=_MULTI):
+        """Arm: the next multi-op request (of opcode *op*; any request when None) containing *marker* is
+        forwarded, then every answer is held until :meth:`sever` (call it after ``fired`` is set)."""
         self.fired.clear()
         self.severed.clear()
+        self._op = op
         self._marker = marker
 
     def sever(self, settle=0.3):

@@ -310,6 +310,9 @@ class FetcherThread(threading.Thread):
                 except Exception:
                     pass
 
+    #: what the client's poll returned for one partition, as one sequence of records
+    _one_sequence = staticmethod(records_of)
+
     def _loop(self):
         from kafka.consumer.fetcher import RecordTooLargeError
         from kafka.errors import KafkaError, LogTruncationError, OffsetOutOfRangeError
@@ -362,7 +365,7 @@ class FetcherThread(threading.Thread):
             generation = self._generation
             for tp, records in batches.items():
                 part = self._assignment.get(tp)
-                records = records_of(records)  # one sequence: a LazyRecords, or a list of ConsumerRecords
+                records = self._one_sequence(records)  # a LazyRecords, or a list of ConsumerRecords
                 if part is None or not records:
                     continue
                 if part.reset_unresolved:  # its reset settled: it starts at these records
@@ -471,9 +474,16 @@ class FetcherThread(threading.Thread):
                 self._lock.wait(seconds)
 
 
+def _as_is(items):
+    return items
+
+
 class RdKafkaFetcherThread(FetcherThread):
     """A fetcher thread reading through librdkafka (``fetch.engine=librdkafka``, :mod:`.librdkafka`): the same
     loop, hand-off, lease, queues and resets; only the client differs."""
+
+    #: its client's poll returns one list of ConsumerRecords per partition already
+    _one_sequence = staticmethod(_as_is)
 
     def _ensure_consumer(self):
         if self._consumer is None:

@@ -106,8 +106,10 @@ class RdKafkaFetchClient:
             raise ConfigError("fetch.engine", "librdkafka", "kafka-python, or install confluent-kafka for librdkafka",
                               "pip install 'zkconsumer[librdkafka]' (%s)" % why)
         from confluent_kafka import Consumer
+        from confluent_kafka import KafkaError as RdError
+        from kafka import TopicPartition
         from kafka.consumer.fetcher import ConsumerRecord
-        self._record = ConsumerRecord
+        self._record, self._tp, self._eof = ConsumerRecord, TopicPartition, RdError._PARTITION_EOF
         servers = ",".join(servers) if isinstance(servers, (list, tuple)) else str(servers)
         self._c = Consumer(client_settings(config, servers))
         self._timeout_s = max(1.0, config.socket_timeout_ms / 1000.0)
@@ -200,14 +202,28 @@ class RdKafkaFetchClient:
         self._apply()
         if not self._assigned:
             return {}
-        from confluent_kafka import KafkaError as RdError
-        from kafka import TopicPartition
-        from kafka.errors import KafkaError
         if self._out_of_range or self._deferred is not None:
             self._raise_deferred()
         msgs = self._c.consume(num_messages=CONSUME_BATCH, timeout=timeout_ms / 1000.0)
-        out, err = from_messages(msgs, self._record, TopicPartition, RdError._PARTITION_EOF)
-        while err is not None:  # rare: handle the failed message, convert the rest (nothing fetched is dropped)
+        out, err = from_messages(msgs, self._record, self._tp, self._eof)
+        if err is not None:  # rare: handle the failed message, convert the rest (nothing fetched is dropped)
+            self._after_error(msgs, out, err)
+        for tp, recs in out.items():
+            if recs:
+                self._position[tp] = recs[-1][3] + 1
+        self._refresh_highwaters()
+        if not out and (self._out_of_range or self._deferred is not None):
+            self._raise_deferred()
+        return out
+
+    def _after_error(self, msgs: List[Any], out: Dict[Any, list], err: Any) -> None:
+        """After a failed message in *msgs* (its error *err*): note an out-of-range position, or else the first
+        other error, for the next poll to raise, and add the records of the messages after it to *out*; the same for
+        each later failed message."""
+        from confluent_kafka import KafkaError as RdError
+        from kafka.errors import KafkaError
+        TopicPartition = self._tp
+        while err is not None:
             code = err.code()
             i = next(i for i, m in enumerate(msgs) if getattr(m.error(), "code", lambda: None)() == code)
             m = msgs[i]
@@ -217,16 +233,9 @@ class RdKafkaFetchClient:
             elif self._deferred is None:
                 self._deferred = KafkaError("librdkafka: %s" % err)
             msgs = msgs[i + 1:]
-            more, err = from_messages(msgs, self._record, TopicPartition, RdError._PARTITION_EOF)
+            more, err = from_messages(msgs, self._record, TopicPartition, self._eof)
             for tp, recs in more.items():
                 out.setdefault(tp, []).extend(recs)
-        for tp, recs in out.items():
-            if recs:
-                self._position[tp] = recs[-1][3] + 1
-        self._refresh_highwaters()
-        if not out and (self._out_of_range or self._deferred is not None):
-            self._raise_deferred()
-        return out
 
     def _raise_deferred(self) -> None:
         """Raise what a poll found after records it returned: an out-of-range position (as kafka-python does,
@@ -313,7 +322,7 @@ def _from_messages_py(msgs: List[Any], record_cls: Any, tp_cls: Any,
 
 _Converter = Callable[[List[Any], Any, Any, int], Tuple[Dict[Any, list], Optional[Any]]]
 _from_messages_c: Optional[_Converter]
-try:  # the same conversion in C (zkconsumer/_rdkafka_records.c), when built: about half the Python loop's time
+try:  # the same conversion in C (zkconsumer/_rdkafka_records.c), when built: about a third of the Python loop's time
     from .._rdkafka_records import from_messages as _from_messages_c
 except ImportError:  # no C compiler when installed
     _from_messages_c = None
