@@ -15,7 +15,12 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 #include <structmember.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+#define HAVE_SSE42_CRC 1
+#endif
 
 typedef struct {
     const unsigned char *buf;
@@ -83,6 +88,183 @@ static PyObject *error_tuple(const char *kind, PyObject *message)
     return t;
 }
 
+/* Why a run of records stopped early, as plain values (a check calls no Python, so that it can run without the
+ * interpreter lock); stop_error() makes the (kind, message) tuple decode_records returns of it. */
+typedef enum {
+    STOP_NONE,            /* not stopped */
+    STOP_DATA_ENDS,       /* structure: a read past the data, a bad varint or an undecodable header key */
+    STOP_PAST_BATCH,      /* structure: a record that ends past its batch */
+    STOP_HEADER_COUNT,    /* corrupt: a negative header count (a) */
+    STOP_HEADER_KEY,      /* corrupt: a negative header key size (a) */
+    STOP_RECORD_SIZE,     /* corrupt: a record of a length (a) other than what was read (n) */
+    STOP_UNCONSUMED,      /* corrupt: n bytes after the batch's last record */
+} stop_kind;
+
+typedef struct {
+    stop_kind kind;
+    long long a;
+    Py_ssize_t n;
+} stop_reason;
+
+/* None, or the (kind, message) tuple of a stop; NULL with an exception set */
+static PyObject *stop_error(const stop_reason *s)
+{
+    switch (s->kind) {
+    case STOP_NONE:
+        return Py_NewRef(Py_None);
+    case STOP_DATA_ENDS:
+        return error_tuple("structure", PyUnicode_FromString("IndexError('record data ends inside a record')"));
+    case STOP_PAST_BATCH:
+        return error_tuple("structure", PyUnicode_FromString("IndexError('record runs past the end of its batch')"));
+    case STOP_HEADER_COUNT:
+        return error_tuple("corrupt", PyUnicode_FromFormat("Found invalid number of record headers %lld", s->a));
+    case STOP_HEADER_KEY:
+        return error_tuple("corrupt", PyUnicode_FromFormat("Invalid negative header key size %lld", s->a));
+    case STOP_RECORD_SIZE:
+        return error_tuple("corrupt", PyUnicode_FromFormat(
+            "Invalid record size: expected to read %lld bytes in record payload, but instead read %zd", s->a, s->n));
+    case STOP_UNCONSUMED:
+        return error_tuple("corrupt", PyUnicode_FromFormat("%zd unconsumed bytes after all records consumed", s->n));
+    }
+    PyErr_SetString(PyExc_SystemError, "unknown stop reason");
+    return NULL;
+}
+
+/* 1 when s[0:n] is UTF-8 that Python's strict decoder accepts (no overlong forms, no surrogates, nothing past
+ * U+10FFFF, no sequence cut short), else 0 */
+static int valid_utf8(const unsigned char *s, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned int c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int more;
+        unsigned int lo = 0x80, hi = 0xBF;  /* the range of the second byte */
+        if (c >= 0xC2 && c <= 0xDF)
+            more = 1;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            more = 2;
+            if (c == 0xE0)
+                lo = 0xA0;  /* overlong */
+            else if (c == 0xED)
+                hi = 0x9F;  /* surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            more = 3;
+            if (c == 0xF0)
+                lo = 0x90;  /* overlong */
+            else if (c == 0xF4)
+                hi = 0x8F;  /* past U+10FFFF */
+        } else
+            return 0;
+        if (n - i - 1 < more || s[i + 1] < lo || s[i + 1] > hi)
+            return 0;
+        for (int k = 2; k <= more; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
+                return 0;
+        i += 1 + more;
+    }
+    return 1;
+}
+
+/* ---- CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of a v2 batch ----------------------
+ * With SSE 4.2's crc32 instruction where the CPU has it, else eight tables (eight bytes a step); both compute the
+ * same value as the crc32c package (tests/kafka/test_records_c.py checks them against it). Pure C: callers may run
+ * them without the interpreter lock. */
+
+static uint32_t crc_tables[8][256];
+
+static void crc32c_init_tables(void)
+{
+    for (uint32_t k = 0; k < 256; k++) {
+        uint32_t c = k;
+        for (int j = 0; j < 8; j++)
+            c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+        crc_tables[0][k] = c;
+    }
+    for (uint32_t k = 0; k < 256; k++)
+        for (int t = 1; t < 8; t++)
+            crc_tables[t][k] = (crc_tables[t - 1][k] >> 8) ^ crc_tables[0][crc_tables[t - 1][k] & 0xFF];
+}
+
+/* the running (not yet inverted) CRC of crc and p[0:n], by tables */
+static uint32_t crc32c_sw(uint32_t crc, const unsigned char *p, size_t n)
+{
+    while (n >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        crc = crc_tables[7][lo & 0xFF] ^ crc_tables[6][(lo >> 8) & 0xFF] ^ crc_tables[5][(lo >> 16) & 0xFF] ^
+              crc_tables[4][lo >> 24] ^ crc_tables[3][p[4]] ^ crc_tables[2][p[5]] ^ crc_tables[1][p[6]] ^
+              crc_tables[0][p[7]];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        crc = (crc >> 8) ^ crc_tables[0][(crc ^ *p++) & 0xFF];
+    return crc;
+}
+
+#ifdef HAVE_SSE42_CRC
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const unsigned char *p, size_t n)
+{
+    uint64_t c = crc;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c = _mm_crc32_u64(c, w);
+        p += 8;
+        n -= 8;
+    }
+    crc = (uint32_t)c;
+    while (n--)
+        crc = _mm_crc32_u8(crc, *p++);
+    return crc;
+}
+#endif
+
+static int crc_hw;  /* the CPU has the instruction (set when the module loads) */
+
+/* the CRC-32C of p[0:n]; hw: with the instruction (only where crc_hw) */
+static uint32_t crc32c_of(const unsigned char *p, size_t n, int hw)
+{
+#ifdef HAVE_SSE42_CRC
+    if (hw)
+        return ~crc32c_hw(0xFFFFFFFFu, p, n);
+#endif
+    (void)hw;
+    return ~crc32c_sw(0xFFFFFFFFu, p, n);
+}
+
+static PyObject *crc32c_py(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    /* crc32c(data, hw=True) -> the CRC-32C of data (bytes-like); hw=False: by tables even where the CPU has the
+     * instruction (for tests) */
+    Py_buffer view;
+    int hw = 1;
+    if (!PyArg_ParseTuple(args, "y*|p", &view, &hw))
+        return NULL;
+    uint32_t crc = crc32c_of(view.buf, (size_t)view.len, hw && crc_hw);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+/* scan_batch and scan_batches check batches of at least this many bytes (in all) without the interpreter lock */
+#define CHECK_WITHOUT_LOCK_FROM 16384
+
+/* pos + n, saturated (a length read from the data may point far past it) */
+static inline Py_ssize_t skip(Py_ssize_t pos, int64_t n)
+{
+    return (n > PY_SSIZE_T_MAX - pos) ? PY_SSIZE_T_MAX : pos + (Py_ssize_t)n;
+}
+
+/* The timestamp object a LazyRecords built last and its value: the next record of the same millisecond shares it
+ * (at high rates most do) instead of allocating its own. */
+typedef struct {
+    PyObject *obj;
+    long long value;
+} ts_cache;
+
 /* What a batch's records are decoded with: the batch header's fields and the record type. */
 typedef struct {
     long long base_offset, first_ts, max_ts;
@@ -91,129 +273,102 @@ typedef struct {
     PyTypeObject *record_cls;
 } batch_info;
 
-/* Decode (build != 0) or only check (build == 0: nothing allocated but header keys, decoded to check them) up to
- * `count` records from r->pos, appending each record to `out` and its size to `sizes` (either may be NULL), and
- * each record's start position to `starts` and its keys' + values' bytes to *kv_bytes (when not NULL). Returns the
- * error that stopped it (None, or a (kind, message) tuple, as decode_records returns it), or NULL with an exception
- * set. Checking and decoding read and judge the bytes identically: a record that checks decodes. `whole`: the
- * records are the batch's last ones (what follows them must be the batch's end), not some picked out of it. `one`:
- * where the (single) record built goes instead of `out` (a new reference). */
-static PyObject *decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, const batch_info *b, int build,
-                             PyObject *out, PyObject *sizes, Py_ssize_t *starts, long long *kv_bytes, int whole,
-                             PyObject **one)
+/* Decode (build != 0) or only check (build == 0) up to `count` records from r->pos. Building appends each record to
+ * `out` and its size to `sizes` (either may be NULL; `one`, when not NULL, gets the single record built instead of
+ * `out`: a new reference; `tc`, when not NULL, the timestamp last built, shared with a record of the same
+ * millisecond). Checking allocates nothing and calls no Python API (it may run without the interpreter
+ * lock); it writes each record's start position to `starts`, its size to `lengths` and its offset (b->base_offset +
+ * its delta) to `offsets` (each when not NULL). Both add the records' keys' + values' bytes to *kv_bytes (when not
+ * NULL). Returns the number of records read, with *stop saying why it stopped short or STOP_NONE; or -1 with an
+ * exception set (building only). Checking and decoding read and judge the bytes identically: a record that checks
+ * decodes. `whole`: the records are the batch's last ones (what follows them must be the batch's end), not some
+ * picked out of it. */
+static Py_ssize_t decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, const batch_info *b, int build,
+                              PyObject *out, PyObject *sizes, PyObject **one, ts_cache *tc, Py_ssize_t *starts,
+                              long long *lengths, long long *offsets, long long *kv_bytes, int whole,
+                              stop_reason *stop)
 {
     reader r = *rp;
-    PyObject *error = NULL;
-    for (Py_ssize_t i = 0; i < count; i++) {
+    Py_ssize_t i;
+    stop->kind = STOP_NONE;
+    for (i = 0; i < count; i++) {
         int64_t length, attrs, ts_delta, offset_delta, key_len, value_len, count_h;
         Py_ssize_t record_start = r.pos;
+        PyObject *key = NULL, *value = NULL, *headers = NULL, *rec;
+        Py_ssize_t header_size = -1;
         if (read_varint(&r, &length) < 0)
-            goto structure;
+            goto data_ends;
         Py_ssize_t start = r.pos;
         if (read_varint(&r, &attrs) < 0 || read_varint(&r, &ts_delta) < 0 || read_varint(&r, &offset_delta) < 0 ||
             read_varint(&r, &key_len) < 0)
-            goto structure;
-        PyObject *key = NULL, *value = NULL, *headers = NULL, *rec;
-        Py_ssize_t header_size = -1;
+            goto data_ends;
         if (key_len >= 0) {
             if (build) {
                 if (!(key = slice(&r, key_len)))
                     goto fail;
             } else
-                r.pos = (key_len > PY_SSIZE_T_MAX - r.pos) ? PY_SSIZE_T_MAX : r.pos + (Py_ssize_t)key_len;
+                r.pos = skip(r.pos, key_len);
         } else {
             key = build ? Py_NewRef(Py_None) : NULL;
             key_len = -1;
         }
-        if (read_varint(&r, &value_len) < 0) {
-            Py_XDECREF(key);
-            goto structure;
-        }
+        if (read_varint(&r, &value_len) < 0)
+            goto data_ends;
         if (value_len >= 0) {
             if (build) {
-                if (!(value = slice(&r, value_len))) {
-                    Py_XDECREF(key);
+                if (!(value = slice(&r, value_len)))
                     goto fail;
-                }
             } else
-                r.pos = (value_len > PY_SSIZE_T_MAX - r.pos) ? PY_SSIZE_T_MAX : r.pos + (Py_ssize_t)value_len;
+                r.pos = skip(r.pos, value_len);
         } else {
             value = build ? Py_NewRef(Py_None) : NULL;
             value_len = -1;
         }
-        if (build && !(headers = PyList_New(0))) {
-            Py_XDECREF(key);
-            Py_XDECREF(value);
+        if (build && !(headers = PyList_New(0)))
             goto fail;
-        }
-        if (read_varint(&r, &count_h) < 0) {
-            Py_XDECREF(key);
-            Py_XDECREF(value);
-            Py_XDECREF(headers);
-            goto structure;
-        }
+        if (read_varint(&r, &count_h) < 0)
+            goto data_ends;
         if (count_h < 0) {
-            Py_XDECREF(key);
-            Py_XDECREF(value);
-            Py_XDECREF(headers);
-            error = error_tuple("corrupt", PyUnicode_FromFormat("Found invalid number of record headers %lld",
-                                                                (long long)count_h));
-            goto finish;
+            stop->kind = STOP_HEADER_COUNT;
+            stop->a = count_h;
+            goto stopped;
         }
         if (count_h > 0)
             header_size = 0;
         for (int64_t h = 0; h < count_h; h++) {
             int64_t hk_len, hv_len;
-            const char *what = NULL;
-            if (read_varint(&r, &hk_len) < 0) {
-                what = "structure";
-            } else if (hk_len < 0) {
-                Py_XDECREF(key);
-                Py_XDECREF(value);
-                Py_XDECREF(headers);
-                error = error_tuple("corrupt", PyUnicode_FromFormat("Invalid negative header key size %lld",
-                                                                    (long long)hk_len));
-                goto finish;
+            if (read_varint(&r, &hk_len) < 0)
+                goto data_ends;
+            if (hk_len < 0) {
+                stop->kind = STOP_HEADER_KEY;
+                stop->a = hk_len;
+                goto stopped;
             }
-            PyObject *h_key = NULL, *h_value = NULL, *pair = NULL;
-            if (!what) {
-                Py_ssize_t ks = r.pos < r.len ? r.pos : r.len;
-                Py_ssize_t ke = (hk_len > (int64_t)(r.len - ks)) ? r.len : ks + (Py_ssize_t)hk_len;
-                h_key = PyUnicode_DecodeUTF8((const char *)r.buf + ks, ke - ks, "strict");
-                if (!h_key) {
-                    if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-                        Py_XDECREF(key);
-                        Py_XDECREF(value);
-                        Py_XDECREF(headers);
-                        goto fail;
-                    }
-                    PyErr_Clear();
-                    what = "structure";
-                } else {
-                    r.pos = (hk_len > PY_SSIZE_T_MAX - r.pos) ? PY_SSIZE_T_MAX : r.pos + (Py_ssize_t)hk_len;
-                }
-            }
-            if (!what && read_varint(&r, &hv_len) < 0)
-                what = "structure";
-            if (what) {
+            /* the key as Python slices it: what is left of the data, clamped */
+            Py_ssize_t ks = r.pos < r.len ? r.pos : r.len;
+            Py_ssize_t ke = (hk_len > (int64_t)(r.len - ks)) ? r.len : ks + (Py_ssize_t)hk_len;
+            if (!valid_utf8(r.buf + ks, ke - ks))
+                goto data_ends;
+            PyObject *h_key = NULL;
+            if (build && !(h_key = PyUnicode_DecodeUTF8((const char *)r.buf + ks, ke - ks, "strict")))
+                goto fail;
+            r.pos = skip(r.pos, hk_len);
+            if (read_varint(&r, &hv_len) < 0) {
                 Py_XDECREF(h_key);
-                Py_XDECREF(key);
-                Py_XDECREF(value);
-                Py_XDECREF(headers);
-                goto structure;
+                goto data_ends;
             }
             if (!build) {
-                Py_DECREF(h_key);
                 if (hv_len >= 0) {
                     /* as slice(): what is left of the data, clamped, then the position moves on by hv_len */
                     Py_ssize_t vs = r.pos < r.len ? r.pos : r.len;
                     Py_ssize_t vn = (hv_len > (int64_t)(r.len - vs)) ? r.len - vs : (Py_ssize_t)hv_len;
                     header_size += (Py_ssize_t)hk_len + vn;
-                    r.pos = (hv_len > PY_SSIZE_T_MAX - r.pos) ? PY_SSIZE_T_MAX : r.pos + (Py_ssize_t)hv_len;
+                    r.pos = skip(r.pos, hv_len);
                 } else
                     header_size += (Py_ssize_t)hk_len;
                 continue;
             }
+            PyObject *h_value, *pair = NULL;
             if (hv_len >= 0) {
                 h_value = slice(&r, hv_len);
                 if (h_value)
@@ -228,53 +383,46 @@ static PyObject *decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, const
             Py_XDECREF(h_value);
             if (!pair || PyList_Append(headers, pair) < 0) {
                 Py_XDECREF(pair);
-                Py_DECREF(key);
-                Py_DECREF(value);
-                Py_DECREF(headers);
                 goto fail;
             }
             Py_DECREF(pair);
         }
         if (r.pos - start != length) {
-            Py_XDECREF(key);
-            Py_XDECREF(value);
-            Py_XDECREF(headers);
-            error = error_tuple("corrupt", PyUnicode_FromFormat(
-                "Invalid record size: expected to read %lld bytes in record payload, but instead read %zd",
-                (long long)length, r.pos - start));
-            goto finish;
+            stop->kind = STOP_RECORD_SIZE;
+            stop->a = length;
+            stop->n = r.pos - start;
+            goto stopped;
         }
         if (r.pos > end) {
-            Py_XDECREF(key);
-            Py_XDECREF(value);
-            Py_XDECREF(headers);
-            error = error_tuple("structure", PyUnicode_FromString("IndexError('record runs past the end of its "
-                                                                  "batch')"));
-            goto finish;
+            stop->kind = STOP_PAST_BATCH;
+            goto stopped;
         }
         if (starts)
             starts[i] = record_start;
+        if (lengths)
+            lengths[i] = length;
+        if (offsets)
+            offsets[i] = (long long)((uint64_t)b->base_offset + (uint64_t)offset_delta);
         if (kv_bytes)
             *kv_bytes += (key_len > 0 ? key_len : 0) + (value_len > 0 ? value_len : 0);
-        if (!build) {
-            if (sizes) {
-                PyObject *size = PyLong_FromLongLong(length);
-                int failed = !size || PyList_Append(sizes, size) < 0;
-                Py_XDECREF(size);
-                if (failed)
-                    goto fail;
-            }
+        if (!build)
             continue;
-        }
         rec = b->record_cls->tp_alloc(b->record_cls, 13);
-        if (!rec) {
-            Py_DECREF(key);
-            Py_DECREF(value);
-            Py_DECREF(headers);
+        if (!rec)
             goto fail;
-        }
         PyObject *offset = sum_int64(b->base_offset, offset_delta);
-        PyObject *ts = b->log_append_time ? Py_NewRef(b->ts_max) : sum_int64(b->first_ts, ts_delta);
+        PyObject *ts;
+        int64_t ts_value;
+        if (b->log_append_time)
+            ts = Py_NewRef(b->ts_max);
+        else if (tc && !__builtin_add_overflow((int64_t)b->first_ts, ts_delta, &ts_value)) {
+            if (!tc->obj || tc->value != ts_value) {
+                Py_XSETREF(tc->obj, PyLong_FromLongLong(ts_value));
+                tc->value = ts_value;
+            }
+            ts = Py_XNewRef(tc->obj);
+        } else
+            ts = sum_int64(b->first_ts, ts_delta);
         PyObject *ksize = PyLong_FromLongLong(key_len), *vsize = PyLong_FromLongLong(value_len);
         PyObject *hsize = PyLong_FromSsize_t(header_size);
         PyTuple_SET_ITEM(rec, 0, Py_NewRef(b->topic));
@@ -290,6 +438,7 @@ static PyObject *decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, const
         PyTuple_SET_ITEM(rec, 10, ksize);
         PyTuple_SET_ITEM(rec, 11, vsize);
         PyTuple_SET_ITEM(rec, 12, hsize);
+        key = value = headers = NULL;  /* the record holds them */
         if (!offset || !ts || !ksize || !vsize || !hsize) {
             Py_DECREF(rec);
             goto fail;
@@ -299,7 +448,7 @@ static PyObject *decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, const
          * every full collection walk them all: 85% of the decoding time at 100-byte records. (Untracking only
          * hides them from the cycle detector; reference counting frees them as usual. A cycle a user builds by
          * putting a record into its own headers list would be leaked, not freed early.) */
-        PyObject_GC_UnTrack(headers);
+        PyObject_GC_UnTrack(PyTuple_GET_ITEM(rec, 8));
         PyObject_GC_UnTrack(rec);
         if (one) {
             Py_XSETREF(*one, rec);
@@ -314,22 +463,28 @@ static PyObject *decode_impl(reader *rp, Py_ssize_t end, Py_ssize_t count, const
         }
         if (failed)
             goto fail;
+        continue;
+    data_ends:
+        stop->kind = STOP_DATA_ENDS;
+    stopped:
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        Py_XDECREF(headers);
+        *rp = r;
+        return i;
+    fail:
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        Py_XDECREF(headers);
+        *rp = r;
+        return -1;
     }
     if (whole && r.pos != end) {
-        error = error_tuple("corrupt", PyUnicode_FromFormat("%zd unconsumed bytes after all records consumed",
-                                                            end - r.pos));
-        goto finish;
+        stop->kind = STOP_UNCONSUMED;
+        stop->n = end - r.pos;
     }
-    error = Py_NewRef(Py_None);
-    goto finish;
-structure:
-    error = error_tuple("structure", PyUnicode_FromString("IndexError('record data ends inside a record')"));
-finish:
     *rp = r;
-    return error;
-fail:
-    *rp = r;
-    return NULL;
+    return i;
 }
 
 static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args)
@@ -351,8 +506,9 @@ static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args)
     b.ts_max = PyLong_FromLongLong(b.max_ts);
     if (out && sizes && b.ts_type && b.ts_max) {
         reader r = {(const unsigned char *)view.buf, view.len, pos};
-        error = decode_impl(&r, end, count, &b, 1, out, sizes, NULL, NULL, 1, NULL);
-        if (error)
+        stop_reason stop;
+        if (decode_impl(&r, end, count, &b, 1, out, sizes, NULL, NULL, NULL, NULL, NULL, NULL, 1, &stop) >= 0 &&
+            (error = stop_error(&stop)))
             result = PyTuple_Pack(3, out, sizes, error);
     }
     Py_XDECREF(error);
@@ -389,6 +545,7 @@ typedef struct {
     long long nbytes;
     Py_ssize_t last_i;
     PyObject *last;        /* the record built last (index last_i), or NULL */
+    ts_cache tc;           /* the timestamp built last */
 } LazyRecords;
 
 static PyTypeObject LazyRecordsType;
@@ -415,6 +572,7 @@ static LazyRecords *lazy_new(Py_ssize_t n, Py_ssize_t nseg)
     x->nbytes = 0;
     x->last_i = -1;
     x->last = NULL;
+    x->tc.obj = NULL;
     x->starts = PyMem_Malloc(sizeof(Py_ssize_t) * (n ? n : 1));
     x->offsets = PyMem_Malloc(sizeof(long long) * (n ? n : 1));
     x->seg = PyMem_Malloc(sizeof(int32_t) * (n ? n : 1));
@@ -432,6 +590,7 @@ static void lazy_dealloc(LazyRecords *x)
     for (Py_ssize_t k = 0; k < x->nseg; k++)
         segment_ref(&x->segs[k], 0);
     Py_XDECREF(x->last);
+    Py_XDECREF(x->tc.obj);
     PyMem_Free(x->starts);
     PyMem_Free(x->offsets);
     PyMem_Free(x->seg);
@@ -452,12 +611,16 @@ static PyObject *lazy_item(LazyRecords *x, Py_ssize_t i)
     segment *s = &x->segs[x->seg[i]];
     reader r = {(const unsigned char *)PyBytes_AS_STRING(s->data), PyBytes_GET_SIZE(s->data), x->starts[i]};
     PyObject *rec = NULL;
-    PyObject *error = decode_impl(&r, s->end, 1, &s->info, 1, NULL, NULL, NULL, NULL, 0, &rec);
-    if (error && error != Py_None)
-        PyErr_Format(PyExc_RuntimeError, "a checked record did not decode: %R", error);
-    if (!error || error != Py_None)
+    stop_reason stop;
+    if (decode_impl(&r, s->end, 1, &s->info, 1, NULL, NULL, &rec, &x->tc, NULL, NULL, NULL, NULL, 0, &stop) < 0)
         Py_CLEAR(rec);
-    Py_XDECREF(error);
+    else if (stop.kind != STOP_NONE) {
+        PyObject *error = stop_error(&stop);
+        if (error)
+            PyErr_Format(PyExc_RuntimeError, "a checked record did not decode: %R", error);
+        Py_XDECREF(error);
+        Py_CLEAR(rec);
+    }
     if (rec) {
         Py_XSETREF(x->last, Py_NewRef(rec));
         x->last_i = i;
@@ -520,10 +683,8 @@ static int lazy_count_bytes(LazyRecords *x)
         segment *s = &x->segs[x->seg[i]];
         long long kv = 0;
         reader r = {(const unsigned char *)PyBytes_AS_STRING(s->data), PyBytes_GET_SIZE(s->data), x->starts[i]};
-        PyObject *error = decode_impl(&r, s->end, 1, &s->info, 0, NULL, NULL, NULL, &kv, 0, NULL);
-        if (!error)
-            return -1;
-        Py_DECREF(error);
+        stop_reason stop;
+        decode_impl(&r, s->end, 1, &s->info, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, &kv, 0, &stop);
         total += kv;
     }
     x->nbytes = total;
@@ -571,73 +732,216 @@ static PyTypeObject LazyRecordsType = {
     .tp_members = lazy_members,
 };
 
+/* One batch's scan: its arguments, the LazyRecords it fills and the sizes of its records (C, then a list). */
+typedef struct {
+    PyObject *data;
+    Py_ssize_t pos, end, count, todo, crc_from;
+    unsigned long crc;
+    batch_info b;
+    LazyRecords *x;
+    long long *lengths;
+    Py_ssize_t n;
+    int crc_ok;
+    stop_reason stop;
+} scan_job;
+
+/* Check the arguments and allocate what the scan fills (with the lock); 0, or -1 with an exception set. The job
+ * holds x (which holds data and the batch's objects) and lengths: scan_free() releases them. */
+static int scan_prepare(scan_job *j)
+{
+    j->x = NULL;
+    j->lengths = NULL;
+    if (!PyType_IsSubtype(j->b.record_cls, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "record_cls must be a tuple subtype");
+        return -1;
+    }
+    if (j->crc_from >= 0 && (j->crc_from > j->end || j->end > PyBytes_GET_SIZE(j->data))) {
+        PyErr_SetString(PyExc_ValueError, "the CRC's range is not within the data");
+        return -1;
+    }
+    if (j->count < 0)
+        j->count = 0;
+    /* every record takes at least one byte: past the data's end the next read fails, as decode_records' would */
+    Py_ssize_t room = PyBytes_GET_SIZE(j->data) - (j->pos < 0 ? 0 : j->pos) + 1;
+    Py_ssize_t cap = j->count < room ? j->count : (room > 0 ? room : 0);
+    j->todo = cap;
+    j->x = lazy_new(cap, 1);
+    j->lengths = PyMem_Malloc(sizeof(long long) * (cap ? cap : 1));
+    if (!j->x || !j->lengths) {
+        if (j->x)
+            PyErr_NoMemory();
+        return -1;
+    }
+    batch_info *b = &j->b;
+    b->ts_type = PyLong_FromLong(b->log_append_time ? 1 : 0);
+    b->ts_max = PyLong_FromLongLong(b->max_ts);
+    if (!b->ts_type || !b->ts_max) {
+        Py_XDECREF(b->ts_type);
+        Py_XDECREF(b->ts_max);
+        return -1;
+    }
+    segment *s = &j->x->segs[0];
+    s->data = j->data;
+    s->end = j->end;
+    s->info = *b;
+    segment_ref(s, 1);
+    Py_DECREF(b->ts_type);  /* the segment holds them */
+    Py_DECREF(b->ts_max);
+    j->x->nseg = 1;
+    return 0;
+}
+
+/* The CRC (when asked for), then the records' check: pure C, run with or without the lock. It reads only the
+ * (immutable) bytes, which x holds, and writes only the job and x, which no one else sees yet. */
+static void scan_run(scan_job *j)
+{
+    j->crc_ok = 1;
+    j->n = 0;
+    if (j->crc_from >= 0)
+        j->crc_ok = crc32c_of((const unsigned char *)PyBytes_AS_STRING(j->data) + j->crc_from,
+                              (size_t)(j->end - j->crc_from), crc_hw) == (uint32_t)j->crc;
+    if (!j->crc_ok)
+        return;
+    reader r = {(const unsigned char *)PyBytes_AS_STRING(j->data), PyBytes_GET_SIZE(j->data), j->pos};
+    j->n = decode_impl(&r, j->end, j->todo, &j->b, 0, NULL, NULL, NULL, NULL, j->x->starts, j->lengths,
+                       j->x->offsets, &j->x->nbytes, 1, &j->stop);
+    if (j->stop.kind == STOP_NONE && j->todo < j->count)  /* (cannot happen: the cap-th record's read fails first) */
+        j->stop.kind = STOP_DATA_ENDS;
+}
+
+/* 1 when the batch stopped short (a CRC that differs, or an error): what follows it is never read */
+static int scan_failed(const scan_job *j)
+{
+    return !j->crc_ok || j->stop.kind != STOP_NONE;
+}
+
+/* the job's result (with the lock): None when the CRC differs, else (LazyRecords, sizes, error); NULL on error */
+static PyObject *scan_result(scan_job *j)
+{
+    if (!j->crc_ok)
+        return Py_NewRef(Py_None);
+    j->x->n = j->n;
+    PyObject *sizes = PyList_New(j->n), *error = NULL, *result = NULL;
+    if (!sizes)
+        return NULL;
+    for (Py_ssize_t i = 0; i < j->n; i++) {
+        PyObject *size = PyLong_FromLongLong(j->lengths[i]);
+        if (!size)
+            goto done;
+        PyList_SET_ITEM(sizes, i, size);
+        j->x->seg[i] = 0;
+    }
+    if ((error = stop_error(&j->stop)))
+        result = PyTuple_Pack(3, (PyObject *)j->x, sizes, error);
+done:
+    Py_XDECREF(error);
+    Py_DECREF(sizes);
+    return result;
+}
+
+static void scan_free(scan_job *j)
+{
+    PyMem_Free(j->lengths);
+    j->lengths = NULL;
+    Py_CLEAR(j->x);
+}
+
+/* Run the jobs in order, up to the first that stops short; returns how many ran. */
+static Py_ssize_t scan_jobs(scan_job *jobs, Py_ssize_t njobs)
+{
+    for (Py_ssize_t k = 0; k < njobs; k++) {
+        scan_run(&jobs[k]);
+        if (scan_failed(&jobs[k]))
+            return k + 1;
+    }
+    return njobs;
+}
+
+/* scan_jobs(), without the lock when the jobs hold enough bytes that giving it up and taking it back costs less
+ * than the work */
+static Py_ssize_t scan_run_all(scan_job *jobs, Py_ssize_t njobs)
+{
+    Py_ssize_t bytes = 0, ran;
+    for (Py_ssize_t k = 0; k < njobs; k++)
+        bytes += jobs[k].end > jobs[k].pos ? jobs[k].end - jobs[k].pos : 0;
+    if (bytes < CHECK_WITHOUT_LOCK_FROM)
+        return scan_jobs(jobs, njobs);
+    Py_BEGIN_ALLOW_THREADS
+    ran = scan_jobs(jobs, njobs);
+    Py_END_ALLOW_THREADS
+    return ran;
+}
+
+#define SCAN_FORMAT "nnnLLLpOOOO!|nk"
+
 static PyObject *scan_batch(PyObject *Py_UNUSED(self), PyObject *args)
 {
     /* scan_batch(data, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic,
-     * partition, leader_epoch, record_cls) -> (LazyRecords, sizes, error): decode_records' arguments and result,
-     * the records checked and kept to be built when read. data must be bytes. */
-    PyObject *data;
-    Py_ssize_t pos, end, count;
-    batch_info b;
-    if (!PyArg_ParseTuple(args, "O!nnnLLLpOOOO!", &PyBytes_Type, &data, &pos, &end, &count, &b.base_offset,
-                          &b.first_ts, &b.max_ts, &b.log_append_time, &b.topic, &b.partition, &b.leader_epoch,
-                          &PyType_Type, &b.record_cls))
+     * partition, leader_epoch, record_cls[, crc_from, crc]) -> (LazyRecords, sizes, error): decode_records'
+     * arguments and result, the records checked and kept to be built when read. data must be bytes. With crc_from
+     * (>= 0): first the CRC-32C of data[crc_from:end] is compared with crc (the batch's checksum), and the result is
+     * None when they differ. */
+    scan_job j = {.crc_from = -1, .crc = 0};
+    if (!PyArg_ParseTuple(args, "O!" SCAN_FORMAT, &PyBytes_Type, &j.data, &j.pos, &j.end, &j.count,
+                          &j.b.base_offset, &j.b.first_ts, &j.b.max_ts, &j.b.log_append_time, &j.b.topic,
+                          &j.b.partition, &j.b.leader_epoch, &PyType_Type, &j.b.record_cls, &j.crc_from, &j.crc))
         return NULL;
-    if (!PyType_IsSubtype(b.record_cls, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "record_cls must be a tuple subtype");
-        return NULL;
+    PyObject *result = NULL;
+    if (scan_prepare(&j) == 0) {
+        scan_run_all(&j, 1);
+        result = scan_result(&j);
     }
-    if (count < 0)
-        count = 0;
-    /* every record takes at least one byte: past the data's end the next read fails, as decode_records' would */
-    Py_ssize_t room = PyBytes_GET_SIZE(data) - (pos < 0 ? 0 : pos) + 1;
-    Py_ssize_t cap = count < room ? count : (room > 0 ? room : 0);
-    LazyRecords *x = lazy_new(cap, 1);
-    PyObject *sizes = PyList_New(0), *error = NULL, *result = NULL;
-    if (!x || !sizes)
-        goto done;
-    b.ts_type = PyLong_FromLong(b.log_append_time ? 1 : 0);
-    b.ts_max = PyLong_FromLongLong(b.max_ts);
-    if (!b.ts_type || !b.ts_max) {
-        Py_XDECREF(b.ts_type);
-        Py_XDECREF(b.ts_max);
-        goto done;
-    }
-    x->segs[0].data = data;
-    x->segs[0].end = end;
-    x->segs[0].info = b;
-    segment_ref(&x->segs[0], 1);
-    Py_DECREF(b.ts_type);  /* the segment holds them */
-    Py_DECREF(b.ts_max);
-    x->nseg = 1;
-    reader r = {(const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), pos};
-    error = decode_impl(&r, end, cap < count ? cap : count, &b, 0, NULL, sizes, x->starts, &x->nbytes, 1, NULL);
-    if (!error)
-        goto done;
-    if (error == Py_None && cap < count) {  /* (cannot happen: the cap-th record's read fails first) */
-        Py_DECREF(error);
-        error = error_tuple("structure", PyUnicode_FromString("IndexError('record data ends inside a record')"));
-        if (!error)
-            goto done;
-    }
-    x->n = PyList_GET_SIZE(sizes);
-    for (Py_ssize_t i = 0; i < x->n; i++) {
-        /* the offset delta is the third varint of the record: read it again */
-        reader q = {(const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), x->starts[i]};
-        int64_t v, delta = 0;
-        read_varint(&q, &v);  /* length */
-        read_varint(&q, &v);  /* attributes */
-        read_varint(&q, &v);  /* timestamp delta */
-        read_varint(&q, &delta);
-        x->offsets[i] = (long long)((uint64_t)b.base_offset + (uint64_t)delta);
-        x->seg[i] = 0;
-    }
-    result = PyTuple_Pack(3, (PyObject *)x, sizes, error);
-done:
-    Py_XDECREF(error);
-    Py_XDECREF(sizes);
-    Py_XDECREF(x);
+    scan_free(&j);
     return result;
+}
+
+static PyObject *scan_batches(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    /* scan_batches(data, [(pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic,
+     * partition, leader_epoch, record_cls[, crc_from, crc]), ...]) -> [scan_batch's result, ...]: the batches of
+     * one fetched buffer in one call (the lock given up once for them all), in order, up to and including the first
+     * whose CRC differs or whose records stop short (what follows it is never read). */
+    PyObject *data, *list;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyBytes_Type, &data, &PyList_Type, &list))
+        return NULL;
+    Py_ssize_t njobs = PyList_GET_SIZE(list), prepared = 0, ran = 0;
+    scan_job *jobs = PyMem_Calloc(njobs ? njobs : 1, sizeof(scan_job));
+    PyObject *results = NULL;
+    if (!jobs)
+        return PyErr_NoMemory();
+    for (; prepared < njobs; prepared++) {
+        scan_job *j = &jobs[prepared];
+        PyObject *item = PyList_GET_ITEM(list, prepared);
+        j->data = data;
+        j->crc_from = -1;
+        if (!PyTuple_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "scan_batches takes a list of scan_batch's arguments (tuples)");
+            goto done;
+        }
+        if (!PyArg_ParseTuple(item, SCAN_FORMAT, &j->pos, &j->end, &j->count, &j->b.base_offset, &j->b.first_ts,
+                              &j->b.max_ts, &j->b.log_append_time, &j->b.topic, &j->b.partition,
+                              &j->b.leader_epoch, &PyType_Type, &j->b.record_cls, &j->crc_from, &j->crc) ||
+            scan_prepare(j) < 0) {
+            prepared++;  /* (scan_prepare's partial allocations are freed below) */
+            goto done;
+        }
+    }
+    ran = scan_run_all(jobs, njobs);
+    if (!(results = PyList_New(ran)))
+        goto done;
+    for (Py_ssize_t k = 0; k < ran; k++) {
+        PyObject *r = scan_result(&jobs[k]);
+        if (!r) {
+            Py_CLEAR(results);
+            goto done;
+        }
+        PyList_SET_ITEM(results, k, r);
+    }
+done:
+    for (Py_ssize_t k = 0; k < prepared; k++)
+        scan_free(&jobs[k]);
+    PyMem_Free(jobs);
+    return results;
 }
 
 static PyObject *join_records(PyObject *Py_UNUSED(self), PyObject *parts)
@@ -754,7 +1058,10 @@ static PyMethodDef methods[] = {
     {"scan_batch", scan_batch, METH_VARARGS,
      "scan_batch(data, pos, end, count, base_offset, first_timestamp, max_timestamp, log_append_time, topic, "
      "partition, leader_epoch, record_cls) -> (LazyRecords, sizes, error)"},
+    {"scan_batches", scan_batches, METH_VARARGS,
+     "scan_batches(data, [scan_batch's arguments but data, ...]) -> [scan_batch's result, ...]"},
     {"join_records", join_records, METH_O, "join_records([LazyRecords, ...]) -> LazyRecords"},
+    {"crc32c", crc32c_py, METH_VARARGS, "crc32c(data, hw=True) -> the CRC-32C of data"},
     {"columns", columns, METH_VARARGS,
      "columns(records, min_offset, offsets, timestamps, types, keys, values, headers) -> (appended, last_offset)"},
     {NULL, NULL, 0, NULL}};
@@ -767,10 +1074,16 @@ PyMODINIT_FUNC PyInit__records(void)
 {
     if (PyType_Ready(&LazyRecordsType) < 0)
         return NULL;
+    crc32c_init_tables();
+#ifdef HAVE_SSE42_CRC
+    __builtin_cpu_init();
+    crc_hw = __builtin_cpu_supports("sse4.2");
+#endif
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
-    if (PyModule_AddObjectRef(m, "LazyRecords", (PyObject *)&LazyRecordsType) < 0) {
+    if (PyModule_AddObjectRef(m, "LazyRecords", (PyObject *)&LazyRecordsType) < 0 ||
+        PyModule_AddObjectRef(m, "CRC32C_HW", crc_hw ? Py_True : Py_False) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -158,7 +158,7 @@ def test_no_renewal_after_the_session_expired_until_the_lease_follows_the_new_se
     give_up = time.monotonic() + 1.5
     assert lease.wait_fresh(lambda: time.monotonic() > give_up) is False  # answers come under another session
     assert not lease.fresh()
-    lease.new_session()                   # the connector re-registered: the lease follows the new session
+    lease.new_session(zk.client_id[0], clock.t)  # the connector re-registered: the lease follows the new session
     assert lease.fresh()
     clock.advance(_timeout(zk))
     give_up = time.monotonic() + 5
@@ -196,6 +196,56 @@ def test_the_lease_follows_a_session_that_replaced_the_first_one_before_the_firs
                    message="the member to deliver what was produced (lease fresh: %s)" % member.lease.fresh())
     finally:
         member.shutdown()
+
+
+def test_the_lease_follows_the_session_registered_under_while_kazoo_is_disconnected(services, unique, monkeypatch):
+    """The rebalancer points the member's lease at the session it registered under. It once read the client's
+    session at that moment instead, which is none while kazoo is disconnected (a network blip right after the
+    registration; kazoo then reconnects under the same session): the lease followed no session, no heartbeat renewed
+    it, and every stream waited for ever, silently. The blip is made by a relay between the member and ZooKeeper,
+    right after the registration's last request (the leave marker's withdrawal), and lasts until the lease was
+    pointed at a session. The member runs at the defaults (smallest only so that it reads the records produced
+    before it started)."""
+    from tests.support.consumer_helpers import StreamCollector, connector, produce_tracked
+    from tests.support.waiting import wait_until
+    from zkconsumer.consumer import rebalancer
+    g, t = unique("lease-blip"), services.create_topic(unique("lease-blip"), 1)
+    relay = Relay(zk_target(services))
+    relay.start()
+    member = connector(services, g, defaults=True, **{"auto.offset.reset": "smallest",
+                                                      "zookeeper.connect": relay.connect})
+    withdraw, new_session = rebalancer.withdraw_leave, member.lease.new_session
+    blips = []
+
+    def withdraw_then_blip(zk, group, consumer_id):
+        withdraw(zk, group, consumer_id)
+        if zk is member.zk and not blips:
+            blips.append(zk.client_id[0])
+            relay.blackhole()
+            wait_until(lambda: zk.client_id is None, 10, message="kazoo to see its connection drop")
+
+    def new_session_then_reconnect(*args):
+        new_session(*args)
+        relay.release()
+    monkeypatch.setattr(rebalancer, "withdraw_leave", withdraw_then_blip)
+    member.lease.new_session = new_session_then_reconnect
+    try:
+        [stream] = member.create_message_streams({t: 1})[t]
+        col = StreamCollector(stream)
+        col.start()
+        assert blips, "no blip after the registration"
+        wait_until(lambda: member.zk.connected, 30, message="kazoo to reconnect")
+        assert member.zk.client_id[0] == blips[0], "not the same session after the blip"
+        # records handed out after the deadline the registration gave the lease: only a renewal lets them through
+        first_deadline = member.lease.deadline
+        wait_until(lambda: time.monotonic() > first_deadline + 1.0, 30, message="the first deadline to pass")
+        sent = produce_tracked(services.bootstrap_servers, t, 5)
+        wait_until(lambda: len(col.seen(t)) == len(sent), 30,
+                   message="the member to deliver what was produced (lease fresh: %s)" % member.lease.fresh())
+    finally:
+        relay.release()
+        member.shutdown()
+        relay.close()
 
 
 def test_no_lease_is_always_fresh():

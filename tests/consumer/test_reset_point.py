@@ -83,3 +83,45 @@ def test_a_position_outside_the_log_is_reset_when_two_checks_find_it(services, u
         assert part.consumed == part.fetched == 5, "not reset to the log end after the second check"
     finally:
         consumer.close(autocommit=False)
+
+
+def test_the_fetch_loop_looks_for_unresolved_reset_points_only_while_there_is_one(services, unique):
+    """The fetch loop records the reset points not known when an assignment was applied (a partition without a
+    leader, say: test_leaderless_partition.py). It once scanned its whole assignment for them every 0.2 s, whether or
+    not one was unresolved. A running fetcher of the real broker: with every partition at a consumed position it
+    never scans; a partition to reset is resolved while its assignment is applied, and no scan follows."""
+    import queue
+    import time
+
+    from zkconsumer.core.config import ConsumerConfig
+    from zkconsumer.consumer.fetcher import RESOLVE_WAIT_S, FetcherThread
+    from zkconsumer.consumer.partition_info import PartitionTopicInfo
+    t = services.create_topic(unique("scan"), 2)
+    services.produce(t, 5, partition=0)
+    config = ConsumerConfig.from_properties({"group.id": unique("g"), "zookeeper.connect": services.zookeeper_connect,
+                                             "auto.offset.reset": "largest"})
+    fetcher = FetcherThread(0, services.bootstrap_servers, config)
+    scans = []
+    resolve = fetcher._resolve_resets
+    fetcher._resolve_resets = lambda wait_s=0.0: (scans.append(wait_s), resolve(wait_s))[1]
+
+    def part(p, consumed):
+        info = PartitionTopicInfo((t, p), "c-0")
+        info.consumed = consumed
+        info.queue = queue.Queue()
+        return info
+    fetcher.start()
+    try:
+        first = part(0, 0)
+        fetcher.assign(0, {(t, 0): first})
+        wait_until(lambda: first.fetched == 5, 20, message="the records of partition 0 fetched")
+        time.sleep(1.0)
+        assert scans == [], "scanned for unresolved reset points while there was none"
+        second = part(1, None)                     # nothing committed: reset to the log end (0)
+        fetcher.assign(1, {(t, 0): first, (t, 1): second})
+        assert scans == [RESOLVE_WAIT_S] and not second.reset_unresolved and second.consumed == 0
+        time.sleep(1.0)
+        assert scans == [RESOLVE_WAIT_S], "scanned again after every reset point was resolved"
+    finally:
+        fetcher.shutdown()
+        fetcher.join(10)

@@ -176,6 +176,7 @@ def test_stop_writes_a_data_loss_reset_the_store_did_not_take(services, zk, uniq
     reader = stream.ZkStreamReader(parse_options(source_options(
         services, group, topic, failOnDataLoss="false", ownerReaper="false",
         **{"zookeeper.session.timeout.ms": "60000"})))
+    asked = []                                   # the member's ownership read by stop()
     try:
         start = reader.initialOffset()
         end = reader.latestOffset(start, ReadAllAvailable())
@@ -184,7 +185,39 @@ def test_stop_writes_a_data_loss_reset_the_store_did_not_take(services, zk, uniq
         # what a reset the store did not take leaves behind: a stale stored offset that counts as the reset one
         set_zk_offsets(zk, group, topic, {0: 20})
         reader._unwritten_reset[tp] = (20, 5)
+        ownership = reader._member.ownership
+        reader._member.ownership = lambda *a, **kw: (asked.append(kw), ownership(*a, **kw))[1]
     finally:
         reader.stop()
     assert zk_offsets(zk, group, topic) == {0: 5}
     assert not owners(zk, group, topic) and not member_ids(zk, group)
+    assert len(asked) == 1, "the member's ownership read %d times (once is enough)" % len(asked)
+
+
+def test_a_plan_reads_the_store_once_to_recheck_and_write_a_data_loss_reset(services, zk, unique):
+    """failOnDataLoss=false, the reader driven in the test process. A plan that rechecks a partition against the
+    group's stored offset (the run's first plan: a restart from a checkpoint) while a data-loss reset the store did
+    not take is pending for it once read the store twice, once to write the reset again and once for the recheck:
+    one read does both. The reset is written and counts as the stored offset (not "ahead of the checkpoint")."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from zkconsumer.spark import stream
+    from zkconsumer.spark.offsets import from_spark, to_spark
+    from zkconsumer.spark.options import parse_options
+    topic, group = services.create_topic(unique("ur"), 1), unique("g")
+    tp = (topic, 0)
+    services.produce(topic, 5)
+    reader = stream.ZkStreamReader(parse_options(source_options(
+        services, group, topic, failOnDataLoss="false", ownerReaper="false")))
+    try:
+        member = reader._ensure_member()
+        assert member.wait_ownership(60) is not None
+        set_zk_offsets(zk, group, topic, {0: 20})
+        reader._unwritten_reset[tp] = (20, 5)
+        fetch, reads = member.offset_store.fetch, []
+        member.offset_store.fetch = lambda tps: (reads.append(sorted(tps)), fetch(tps))[1]
+        end = reader.latestOffset(to_spark({tp: 5}), ReadAllAvailable())
+        assert from_spark(end) == {tp: 5}
+        assert reads == [[tp]], reads
+        assert zk_offsets(zk, group, topic) == {0: 5} and not reader._unwritten_reset
+    finally:
+        reader.stop()

@@ -1,6 +1,7 @@
 """A TCP relay on loopback in front of one ZooKeeper server, for tests that need the network between a client and
 its server to misbehave while both stay real: ``hold()`` keeps the server's answers in the relay (requests still
-reach the server, so the session lives) until ``release()``; ``sever_after(marker)`` lets the next multi-op whose
+reach the server, so the session lives) until ``release()``; ``blackhole()`` also cuts the connections (a server
+that accepts connections and never answers); ``sever_after(marker)`` lets the next multi-op whose
 request contains *marker* reach the server, holds its answer and then cuts the connection, so the client sees
 ConnectionLoss for a multi-op the server applied (the client reconnects through the relay, same session);
 ``sever_after(marker, op=None)`` does so for the next request of any kind."""
@@ -98,6 +99,13 @@ class Relay(threading.Thread):
 
     def release(self):
         self.held.clear()
+
+    def blackhole(self):
+        """Cut every connection and hold the answers on the new ones until :meth:`release`: a ZooKeeper that
+        accepts connections and never answers (the client sees its connection drop, and cannot reconnect)."""
+        self.held.set()
+        for client, server in list(self.pairs):
+            self._drop(client, server)
 
     def sever_after(self, marker, op=_MULTI):
         """Arm: the next multi-op request (of opcode *op*; any request when None) containing *marker* is

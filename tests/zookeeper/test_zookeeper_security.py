@@ -342,8 +342,8 @@ def test_spark_reaper_releases_a_dead_member_with_its_credentials(sasl_zk):
     alice.create(own, (cid + "-0").encode(), makepath=True)
     with pytest.raises(NoAuthError):  # without the member's credentials it may not
         release_member(sasl_zk["connect"], g, cid)
-    run = subprocess.run([sys.executable, "-m", "zkconsumer.spark._reaper", sasl_zk["connect"], g, cid, "0", "sasl",
-                          sasl_zk["alice"], "DIGEST-MD5", "true"], stdin=subprocess.DEVNULL, capture_output=True,
+    run = subprocess.run([sys.executable, "-m", "zkconsumer.spark._reaper", sasl_zk["connect"], g, cid, "0", "6000",
+                          "sasl", sasl_zk["alice"], "DIGEST-MD5", "true"], stdin=subprocess.DEVNULL, capture_output=True,
                          text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert not alice.exists(reg) and not alice.exists(own)

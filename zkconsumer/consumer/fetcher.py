@@ -85,6 +85,8 @@ class FetcherThread(threading.Thread):
         self._apply_error = None
         self._last_range_check = 0.0
         self._last_resolve = 0.0
+        # some partition of the assignment may have an unresolved reset point (the fetch loop looks for it)
+        self._unresolved = False
         self.failures = 0           # consecutive failures of the fetch loop
         self.fetches = 0            # fetch passes completed (metrics: MinFetchRate)
         self.fetch_seconds = 0.0    # time spent in those passes' fetch requests (metrics)
@@ -149,6 +151,7 @@ class FetcherThread(threading.Thread):
                         consumer.seek_to_end(*resets)
                 self._assignment = work
                 self._generation = generation
+                self._unresolved = bool(resets)
                 if resets:
                     self._resolve_resets(RESOLVE_WAIT_S)
             else:
@@ -170,6 +173,7 @@ class FetcherThread(threading.Thread):
         (``ConsumerFetcherManager.LeaderFinderThread``, Kafka 1.1.1) left a partition without a leader out and added
         it when one appeared."""
         self._last_resolve = time.monotonic()
+        unresolved = False
         for tp in sorted(tp for tp, part in self._assignment.items() if part.reset_unresolved):
             part = self._assignment[tp]
             off = self._settled_position(tp, wait_s)
@@ -177,6 +181,9 @@ class FetcherThread(threading.Thread):
             if off is not None:
                 part.reset_unresolved = False
                 self._record_reset(part, off)
+            else:
+                unresolved = True
+        self._unresolved = unresolved
 
     def _settled_position(self, tp, wait_s):
         """The client's position of *tp* once a reset settled it (None while it is not known), waiting at most
@@ -227,7 +234,9 @@ class FetcherThread(threading.Thread):
                   off if off is not None else "the %s offset, not known yet"
                   % ("earliest" if reset == "smallest" else "latest"), reset)
         part.reset_unresolved = off is None
-        if off is not None:
+        if off is None:
+            self._unresolved = True
+        else:
             self._record_reset(part, off)
 
     def _truncated(self, divergent):
@@ -316,7 +325,7 @@ class FetcherThread(threading.Thread):
             if self._pending is not None:
                 self._apply_pending()  # an error goes back to the rebalancer through assign()
                 continue
-            if time.monotonic() - self._last_resolve >= 0.2:
+            if self._unresolved and time.monotonic() - self._last_resolve >= 0.2:
                 self._resolve_resets()
             polled_at = time.monotonic()
             try:

@@ -81,11 +81,12 @@ class SessionLease:
             self.deadline = -INFINITY
             self._cond.notify_all()
 
-    def new_session(self) -> None:
-        """After a session expiry and re-registration: the lease follows the new session."""
-        cid = self.zk.client_id
-        self._session = cid[0] if cid else None
-        self._renew(self.clock())
+    def new_session(self, session: int, sent: float) -> None:
+        """After a (re-)registration under *session*, whose request was sent at *sent* (this lease's clock): the
+        lease follows that session, renewed from *sent* (the session lives at least until ``sent + T``). Not the
+        client's current session: none while kazoo is disconnected, and maybe a newer one already."""
+        self._session = session
+        self._renew(sent)
 
     # -- the hot-path check ---------------------------------------------------------------------------------------
     def fresh(self) -> bool:

@@ -350,15 +350,16 @@ class Rebalancer(threading.Thread):
             # a re-registration (session expiry): a broker-side group may have formed
             if self._registered_once:
                 c.recheck_join_guards()
-            register(self.zk, self.group, self.consumer_id, c.registration,
-                     wait_timeout=self.config.zookeeper_session_timeout_ms / 1000.0 * 2)
-            self._registered_session = self.zk.client_id[0]
+            sent = c.lease.clock()
+            session = register(self.zk, self.group, self.consumer_id, c.registration,
+                               wait_timeout=self.config.zookeeper_session_timeout_ms / 1000.0 * 2)
+            self._registered_session = session
             publish_member_info(self.zk, self.group, self.consumer_id, c.member_info)
             # back: no more ghost of us
             withdraw_leave(self.zk, self.group, self.consumer_id)
             # the lease follows the session registered under: a new one after an expiry, and at the first
             # registration too (the session the lease started with may have expired since)
-            c.lease.new_session()
+            c.lease.new_session(session, sent)
             self._need_register = False
             self._registered_once = True
         if resume is not None:

@@ -25,17 +25,29 @@ from ..core.layout.member_info import MemberInfo, decode_member_info
 log = logging.getLogger(__name__)
 
 
-def register(zk, group, consumer_id, registration, wait_timeout):
-    """Create the registration node; return its path. Raises RegistrationConflictError if another session keeps
-    it for longer than wait_timeout."""
+def register(zk, group, consumer_id, registration, wait_timeout) -> int:
+    """Create the registration node; return the id of the ZooKeeper session it belongs to (the client's own
+    ``client_id`` may name another one by then, or none while kazoo is disconnected). Raises
+    RegistrationConflictError if another session keeps it for longer than wait_timeout."""
     path = paths.consumer_registration_path(group, consumer_id)
     data = codecs.encode_consumer_registration(registration)
     deadline = time.monotonic() + wait_timeout
     while True:
+        before = zk.client_id
         try:
             zk.create(path, data, ephemeral=True, makepath=True)
-            log.info("registered consumer %s in %s", consumer_id, path)
-            return path
+            after = zk.client_id
+            if before is not None and after is not None and before[0] == after[0]:
+                session = before[0]
+            else:
+                # the session changed, or the connection dropped, around the create: the node tells whose it is
+                stat = zk.exists(path)
+                if stat is None:
+                    # gone with the session that created it
+                    continue
+                session = stat.ephemeralOwner
+            log.info("registered consumer %s in %s (session 0x%x)", consumer_id, path, session)
+            return session
         except NodeExistsError:
             pass
         except NoAuthError:
@@ -49,11 +61,12 @@ def register(zk, group, consumer_id, registration, wait_timeout):
             current, stat = zk.get(path)
         except NoNodeError:
             continue
-        if stat.ephemeralOwner == zk.client_id[0]:
+        cid = zk.client_id
+        if cid is not None and stat.ephemeralOwner == cid[0]:
             if current != data:
                 zk.set(path, data, version=stat.version)
             log.info("registration %s already belongs to this session", path)
-            return path
+            return stat.ephemeralOwner
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise RegistrationConflictError(

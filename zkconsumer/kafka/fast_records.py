@@ -28,7 +28,8 @@ from kafka.errors import CorruptRecordError
 from .internals import batch_data, consumer_fetcher, partition_records_class, records_buffer
 
 from .record_batch import (BATCH_HEADER, BATCH_HEADER_SIZE, CODEC_MASK, CONTROL_FLAG, CRC_FROM, LOG_APPEND_TIME_FLAG,
-                           DECODER, LazyRecords, columns, decode_records, join_records, scan_records, scan_v2_batches)
+                           DECODER, LazyRecords, columns, decode_records, join_records, scan_batches, scan_records,
+                           scan_v2_batches)
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,8 @@ def _make_class():
             return out
 
         def _take_into(self, out, n):
-            while self.record_iterator is not None and (n is None or self._taken(out) < n):
+            taken = 0  # records handed over into out (a LazyRecords holds many)
+            while self.record_iterator is not None and (n is None or taken < n):
                 recs, i = self._current, self._index
                 if i >= len(recs):
                     if not self._next_batch():
@@ -113,18 +115,23 @@ def _make_class():
                         self._advance(i, j)
                         continue
                     self._skipping = False
-                j = len(recs) if n is None else min(len(recs), i + n - self._taken(out))
+                j = len(recs) if n is None else min(len(recs), i + n - taken)
                 self._hand_over(out, recs, i, j)
                 self._advance(i, j)
+                taken += j - i
 
         def _advance(self, i, j):
             self.records_read += j - i
-            self.bytes_read += sum(self._sizes[i:j])
+            sizes = self._sizes
+            self.bytes_read += sum(sizes) if i == 0 and j == len(sizes) else sum(sizes[i:j])
             self.next_fetch_offset = self._offset_at(self._current, j - 1) + 1
             self._index = j
 
         #: decode_records, or (the lazy subclass) scan_records
         _decode = staticmethod(decode_records)
+        #: the lazy subclass checks the CRCs of uncompressed batches with their records, all of a fetch in one
+        #: call (record_batch.scan_batches: without the interpreter lock from 16 KiB)
+        _checks_crc = False
 
         @staticmethod
         def _offset_at(recs, j):
@@ -133,10 +140,6 @@ def _make_class():
         @staticmethod
         def _hand_over(out, recs, i, j):
             out.extend(recs if i == 0 and j == len(recs) else recs[i:j])
-
-        @staticmethod
-        def _taken(out):
-            return len(out)
 
         def _next_batch(self):
             """Move to the next decoded batch; False when there is none: drained after the last batch, or (as the
@@ -188,16 +191,37 @@ def _make_class():
             header = BATCH_HEADER.unpack_from
             view = memoryview(buf)
             next_offset = None
-            for start, end in batches:
+            headers = [header(buf, start) for start, _end in batches]
+            # the uncompressed batches that are not control batches, with their CRCs: checked in one call (the lazy
+            # decoder, without the interpreter lock); their results in order, up to the first that failed
+            fold = check_crcs and self._checks_crc
+            scanned = iter(scan_batches(buf, [
+                (start + BATCH_HEADER_SIZE, end, h[12], h[0], h[7], h[8], h[5] & LOG_APPEND_TIME_FLAG, topic,
+                 partition, h[2], ConsumerRecord, start + CRC_FROM, h[4])
+                for (start, end), h in zip(batches, headers) if not h[5] & (CODEC_MASK | CONTROL_FLAG)]) if fold else ())
+            for (start, end), h in zip(batches, headers):
                 (base_offset, _length, leader_epoch, _magic, crc, attributes, last_offset_delta, first_timestamp,
-                 max_timestamp, _pid, _pepoch, _pseq, count) = header(buf, start)
-                if check_crcs and _crc32c(view[start + CRC_FROM:end]) != crc:
+                 max_timestamp, _pid, _pepoch, _pseq, count) = h
+                checked = None
+                if fold and not attributes & (CODEC_MASK | CONTROL_FLAG):
+                    checked = next(scanned, _UNREAD)
+                    if checked is _UNREAD:  # (cannot happen: a batch after one that failed is never read)
+                        checked = self._decode(buf, start + BATCH_HEADER_SIZE, end, count, base_offset,
+                                               first_timestamp, max_timestamp, attributes & LOG_APPEND_TIME_FLAG,
+                                               topic, partition, leader_epoch, ConsumerRecord, start + CRC_FROM, crc)
+                    crc_failed = checked is None
+                else:
+                    crc_failed = check_crcs and _crc32c(view[start + CRC_FROM:end]) != crc
+                if crc_failed:
                     raise CorruptRecordError("Record batch for partition %s at offset %s failed crc check"
                                              % (self.topic_partition, base_offset))
                 self.leader_epoch = leader_epoch
                 next_offset = base_offset + last_offset_delta + 1
                 if attributes & CONTROL_FLAG:  # transaction markers are not returned to the consumer
                     self.next_fetch_offset = next_offset
+                    continue
+                if checked is not None:
+                    yield checked
                     continue
                 if attributes & CODEC_MASK:
                     data, pos = _decompressed(buf[start:end])
@@ -220,6 +244,8 @@ def _make_class():
 
 #: the batches of a FastPartitionRecords that has none left (drained, or failed)
 _ENDED = iter(())
+#: a batch the one-call check did not reach
+_UNREAD = object()
 
 
 def _decompressed(batch_bytes):
@@ -355,9 +381,9 @@ def lazy_partition_records_class(fast_class):
         out.append(recs if i == 0 and j == len(recs) else recs.slice(i, j))
 
     return type("LazyPartitionRecords", (fast_class,), {
-        "take": take, "_decode": staticmethod(scan_records), "_hand_over": staticmethod(hand_over),
-        "_offset_at": staticmethod(lambda recs, j: recs.offset(j)),
-        "_taken": staticmethod(lambda out: sum(map(len, out)))})
+        "take": take, "_decode": staticmethod(scan_records), "_checks_crc": True,
+        "_hand_over": staticmethod(hand_over),
+        "_offset_at": staticmethod(lambda recs, j: recs.offset(j))})
 
 
 _LAZY = None

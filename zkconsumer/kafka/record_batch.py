@@ -18,7 +18,7 @@ import struct
 from kafka.errors import CorruptRecordError
 
 __all__ = ["decode_records", "decode_records_py", "DECODER", "payload_bytes", "columns", "columns_py", "ColumnSink",
-           "scan_v2_batches", "scan_records", "LazyRecords", "join_records"]
+           "scan_v2_batches", "scan_records", "scan_batches", "LazyRecords", "join_records"]
 
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 batch header
 BATCH_HEADER_SIZE = BATCH_HEADER.size
@@ -208,8 +208,23 @@ def _decode_records_c(*args):
 
 def _scan_records_c(*args):
     """decode_records' arguments and result, but the records are a ``LazyRecords``: checked now (the same reads and
-    errors), each built when it is read (C only)."""
-    records, sizes, error = _c_records.scan_batch(*args)
+    errors), each built when it is read (C only). Two more arguments, ``crc_from`` and ``crc``, check the batch's
+    CRC-32C (of ``buf[crc_from:end]``) first, in the same call: None when it differs. 16 KiB or more are checked
+    without the interpreter lock."""
+    return _scanned(_c_records.scan_batch(*args))
+
+
+def _scan_batches_c(data, batches):
+    """_scan_records_c of several batches of *data* (a list of its arguments but the first, each with ``crc_from``
+    and ``crc``) in one call, the interpreter lock given up once for them all: their results in order, up to and
+    including the first whose CRC differs (None) or whose records stop short (what follows it is never read)."""
+    return [_scanned(x) for x in _c_records.scan_batches(data, batches)]
+
+
+def _scanned(scanned):
+    if scanned is None:
+        return None
+    records, sizes, error = scanned
     return records, sizes, _c_error(error)
 
 
@@ -223,6 +238,7 @@ def _c_error(error):
 
 #: decode_records building each record when it is read, or None where the C extension is not built
 scan_records = _scan_records_c if _c_records is not None else None
+scan_batches = _scan_batches_c if _c_records is not None else None
 LazyRecords = _c_records.LazyRecords if _c_records is not None else None
 join_records = _c_records.join_records if _c_records is not None else None
 

@@ -107,6 +107,8 @@ def leave(reader: Any) -> bool:
     from .offsets import to_spark
     _in_stop.set()
     member, view = reader._member, reader._commit_log
+    # the member's ownership, read once for the resets and the check of the store below
+    snap = None
     if reader._unwritten_reset:
         # a data-loss reset the store has not taken (the partition was not owned then) is written first: left
         # stale, a stored offset past the log end would make the partition's next owner reset to the log end
@@ -130,7 +132,7 @@ def leave(reader: Any) -> bool:
                         to_spark(start), to_spark(end), member.consumer_id)
             _hold(member)
             return False
-        if done and not _store_holds(member, done):
+        if done and not _store_holds(member, done, snap):
             log.warning("the end of the query's last batch %s is not in the group's offset store: member %s keeps "
                         "its owner nodes (released with its ZooKeeper session)", to_spark(done), member.consumer_id)
             _hold(member)
@@ -150,9 +152,11 @@ def _hold(member: Any) -> None:
         rb.join(5.0)
 
 
-def _store_holds(member: Any, offsets: Dict[TP, int]) -> bool:
-    """Whether the store holds at least ``offsets`` for every one of them the member still owns."""
-    snap = member.ownership(stale_wait=5.0)
+def _store_holds(member: Any, offsets: Dict[TP, int], snap: Any = None) -> bool:
+    """Whether the store holds at least ``offsets`` for every one of them the member still owns (``snap``: its
+    ownership read already, else read here)."""
+    if snap is None:
+        snap = member.ownership(stale_wait=5.0)
     if snap is None:
         return False
     owned = [tp for tp in offsets if tp in snap[0]]

@@ -218,18 +218,21 @@ class GroupMember(ZookeeperConsumerConnector):
 
 
 def start_reaper(zookeeper_connect, group, consumer_id, config=None, driver_pid=0):
-    """Start the reaper process for this member (see :mod:`._reaper`); its stdin is a pipe only we hold;
-    ``driver_pid``: the process whose death means the application is gone (0: release as soon as we are). With
-    ZooKeeper authentication in ``config`` it gets the scheme and the credentials file's path (not the password)."""
+    """Start the reaper process for this member (see :mod:`._reaper`); its stdin is a pipe only we hold, its stderr
+    ours (what it did goes to the same log); ``driver_pid``: the process whose death means the application is gone
+    (0: release as soon as we are). It gets the member's ``zookeeper.session.timeout.ms`` (how long the member's
+    nodes may outlive its process) and, with ZooKeeper authentication in ``config``, the scheme and the credentials
+    file's path (not the password)."""
+    session_ms = config.zookeeper_session_timeout_ms if config is not None else 6000
     auth_args = []
     if config is not None and config.zookeeper_auth_scheme != "none":
         auth_args = [config.zookeeper_auth_scheme, config.zookeeper_auth_credentials_file or "",
                      config.zookeeper_sasl_mechanism, "true" if config.zookeeper_set_acl else "false"]
     try:
         return subprocess.Popen([sys.executable, "-m", "zkconsumer.spark._reaper", zookeeper_connect, group,
-                                 consumer_id, str(int(driver_pid or 0))] + auth_args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-                                env=dict(os.environ))
+                                 consumer_id, str(int(driver_pid or 0)), str(int(session_ms))] + auth_args,
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True,
+                                close_fds=True, env=dict(os.environ))
     except OSError as e:
         log.warning("cannot start the owner-node reaper (owner nodes will vanish with the ZooKeeper session "
                     "instead): %s", e)

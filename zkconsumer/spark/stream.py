@@ -335,11 +335,13 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         gone_topics = self._topics.missing(zk, {t for t, _ in changed}) if changed else set()
         self._deleted(start_d, gone_topics)
         owned = {tp for tp in owned if tp[0] not in gone_topics}
-        self._write_unwritten_resets(owned)
         recheck = [tp for tp in start_d if tp in owned and (self._first_plan or claimed_at[tp] > self._seen_claims)]
+        # one read of the store: the rechecked partitions', and the owned ones' with a data-loss reset to write
+        # again (:meth:`_stored` writes those)
+        unwritten = [tp for tp in self._unwritten_reset if tp in owned and tp not in recheck]
         dropped = set()
-        if recheck:
-            stored = self._stored(recheck)
+        if recheck or unwritten:
+            stored = self._stored(recheck + unwritten)
             for tp in recheck:
                 if stored.get(tp) is not None and stored[tp] > start_d[tp]:
                     log.warning("group %s: stored offset of %s-%d (%d) is ahead of the checkpoint (%d): the group "
