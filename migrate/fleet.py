@@ -42,12 +42,12 @@ def worst_exit(codes) -> int:
 def unavailable_error(e: BaseException) -> bool:
     """An error of a lost or refused connection to ZooKeeper (kazoo) or Kafka (kafka-python, sockets): the group
     could not be checked (exit 3), like a :class:`~zkconsumer.errors.ClusterUnavailableError`."""
-    from kafka.errors import KafkaConnectionError, KafkaTimeoutError
+    from kafka.errors import KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError
     from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, OperationTimeoutError, SessionExpiredError
     from kazoo.handlers.threading import KazooTimeoutError
     return isinstance(e, (ConnectionClosedError, ConnectionLoss, OperationTimeoutError, SessionExpiredError,
-                          KazooTimeoutError, KafkaConnectionError, KafkaTimeoutError, ConnectionError,
-                          TimeoutError))
+                          KazooTimeoutError, KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError,
+                          ConnectionError, TimeoutError))
 
 
 def run_groups(groups: Sequence[str], fn: Callable[[str], Result], parallel: int = 4,

@@ -3,7 +3,7 @@ connection is a failed round (exit 3, logged), never the end of the keep-alive."
 import logging
 
 import pytest
-from kafka.errors import KafkaConnectionError
+from kafka.errors import KafkaConnectionError, NodeNotReadyError
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss
 
 from migrate.fleet import unavailable_error
@@ -11,7 +11,8 @@ from migrate.keepalive import repeat
 
 
 @pytest.mark.parametrize("error", [ConnectionLoss(), ConnectionClosedError("Connection has been closed"),
-                                   KafkaConnectionError("111 ECONNREFUSED"), TimeoutError()])
+                                   KafkaConnectionError("111 ECONNREFUSED"), NodeNotReadyError("controller"),
+                                   TimeoutError()])
 def test_a_round_that_loses_its_connection_is_a_failed_round(error, caplog):
     rounds = []
 

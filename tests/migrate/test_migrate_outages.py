@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.chaos_support import own_cluster_fixture
 from tests.support.consumer_helpers import produce_tracked
-from tests.support.waiting import end_process, wait_until
+from tests.support.waiting import end_process, outcome_within, wait_until
 from zkconsumer.zookeeper import client as zkmod
 from zkconsumer.offsets import ZooKeeperOffsetStore
 from zkconsumer.offsets.expiry import read_commit_times
@@ -129,7 +129,6 @@ def test_a_tool_session_gives_up_on_a_zookeeper_gone_mid_command_and_keeps_one_t
     a command (a keep-alive round) whose ZooKeeper stopped mid-run waited for ever, and the keep-alive logged no
     outage. A tool's client closes its session once the connection stayed lost for its bound, so the request fails
     (the round reports ZooKeeper unavailable); a connection back within the bound keeps the session working."""
-    import threading
     from migrate.fleet import unavailable_error
     kept = zkmod.connect(own.zookeeper_connect, give_up_after_ms=30_000)
     doomed = None
@@ -146,18 +145,9 @@ def test_a_tool_session_gives_up_on_a_zookeeper_gone_mid_command_and_keeps_one_t
         doomed = zkmod.connect(own.zookeeper_connect, give_up_after_ms=2000)
         own.stop("zookeeper")
         wait_until(lambda: not doomed.connected, 30, message="the connection lost")
-        outcome = []
-
-        def ask():
-            try:
-                outcome.append(doomed.get("/give-up-probe"))
-            except Exception as e:
-                outcome.append(e)
-        asker = threading.Thread(target=ask, daemon=True)
-        asker.start()
-        asker.join(30)
-        assert not asker.is_alive(), "a request made while ZooKeeper was gone still waits after 30 s"
-        assert len(outcome) == 1 and unavailable_error(outcome[0]), outcome
+        outcome = outcome_within(lambda: doomed.get("/give-up-probe"), 30)
+        assert outcome, "a request made while ZooKeeper was gone still waits after 30 s"
+        assert unavailable_error(outcome[0]), outcome
     finally:
         if own.cluster.read_state():
             own.start_zookeeper()

@@ -2,6 +2,7 @@
 the end of a child process, bounded the same way."""
 import signal
 import subprocess
+import threading
 import time
 from typing import Any, Callable, Optional, Union
 
@@ -20,6 +21,22 @@ def wait_until(predicate: Callable[[], Any], timeout: float, message: Union[str,
             what = message() if callable(message) else message
             raise AssertionError("timed out after %.1f s waiting for %s (last value: %r)" % (timeout, what, last))
         time.sleep(interval)
+
+
+def outcome_within(call: Callable[[], Any], timeout: float) -> list:
+    """Run ``call()`` on a daemon thread for at most *timeout* seconds: ``[its result or the exception it raised]``,
+    or ``[]`` when it still runs (a request that waits for ever)."""
+    outcome: list = []
+
+    def run():
+        try:
+            outcome.append(call())
+        except Exception as e:
+            outcome.append(e)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout)
+    return outcome if not t.is_alive() else []
 
 
 def end_process(proc: subprocess.Popen, timeout: float = 30.0,

@@ -4,6 +4,7 @@ The chroot suffix (``host:port,host:port/chroot``) is handled by kazoo; the stri
 (``zookeeper.connect``, see :mod:`zkconsumer.core.layout.connect`), so a malformed one fails before any connection is
 tried.
 """
+import contextlib
 import logging
 import threading
 from typing import Optional
@@ -29,35 +30,53 @@ def make_client(zookeeper_connect, session_timeout_ms=6000, connection_timeout_m
                        read_only=read_only, **(auth or NO_AUTH).kazoo_kwargs())
 
 
+_GIVE_UP = "_zkconsumer_give_up"
+
+
 class _GiveUp:
     """Closes *client*'s session when its connection stays lost for *after_s* seconds.
 
     kazoo queues a request made while the connection is lost and waits for the next connection without a bound, as
     Kafka 1.1.1's tools wait in ``ZkClient.retryUntilConnected``: a command whose ZooKeeper vanished mid-run waited
     for ever. Closing the client fails every queued and later request (ConnectionLoss, then ConnectionClosedError),
-    which the command reports as ZooKeeper being unavailable. A connection back within *after_s* keeps the session."""
+    which the command reports as ZooKeeper being unavailable. A connection back within *after_s* keeps the session.
+
+    Each loss (SUSPENDED, or LOST: a session that expired while disconnected, after which kazoo connects anew without
+    another state event) has a waiter and an event of its own, which only the next connection sets."""
 
     def __init__(self, client, after_s: float, zookeeper_connect: str):
         self.client, self.after_s, self.where = client, after_s, zookeeper_connect
         self.back = threading.Event()
+        self.back.set()
+        self.closing = False
+        # close() stops the client under this lock too: kazoo's stop() returns at once when another thread is still
+        # stopping it, and its close() then fails ("Cannot close connection until it is stopped")
+        self.lock = threading.Lock()
+        setattr(client, _GIVE_UP, self)
         client.add_listener(self._on_state)
 
     def _on_state(self, state) -> None:
         from kazoo.protocol.states import KazooState
-        if state == KazooState.SUSPENDED:
-            self.back.clear()
-            # kazoo calls listeners on its connection thread, which must not block
-            threading.Thread(target=self._wait, name="zookeeper-give-up", daemon=True).start()
-        else:
+        if state == KazooState.CONNECTED:
             self.back.set()
+        elif not self.closing and self.back.is_set():
+            back = self.back = threading.Event()
+            # kazoo calls listeners on its connection thread, which must not block
+            threading.Thread(target=self._wait, args=(back,), name="zookeeper-give-up", daemon=True).start()
 
-    def _wait(self) -> None:
-        if self.back.wait(self.after_s) or self.client.connected:
+    def _wait(self, back: threading.Event) -> None:
+        if back.wait(self.after_s) or self.closing or self.client.connected:
             return
         log.warning("ZooKeeper at %s unreachable for %.0f s: closing this session, its requests fail",
                     self.where, self.after_s)
+        self.stop()
+
+    def stop(self) -> None:
+        self.closing = True
+        self.back.set()
         try:
-            self.client.stop()
+            with self.lock:
+                self.client.stop()
         except Exception:
             log.debug("stopping the unreachable ZooKeeper session failed", exc_info=True)
 
@@ -96,10 +115,15 @@ def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=No
 
 
 def close(client):
-    try:
-        client.stop()
-    finally:
-        client.close()
+    give_up = getattr(client, _GIVE_UP, None)
+    if give_up is not None:
+        give_up.closing = True
+        give_up.back.set()
+    with give_up.lock if give_up is not None else contextlib.nullcontext():
+        try:
+            client.stop()
+        finally:
+            client.close()
 
 
 # broker registrations reported as unusable (bootstrap_from_zk)
