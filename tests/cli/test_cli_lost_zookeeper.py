@@ -6,7 +6,8 @@ import json
 import click
 import pytest
 from click.testing import CliRunner
-from kazoo.exceptions import ConnectionClosedError, ConnectionLoss
+from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, OperationTimeoutError, SessionExpiredError
+from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer.cli.common import EXIT_UNAVAILABLE, ZkCommandGroup, json_option
 
@@ -23,7 +24,8 @@ def _cli(error):
     return cli
 
 
-@pytest.mark.parametrize("error", [ConnectionLoss(), ConnectionClosedError("Connection has been closed")])
+@pytest.mark.parametrize("error", [ConnectionLoss(), ConnectionClosedError("Connection has been closed"),
+                                   SessionExpiredError(), OperationTimeoutError(), KazooTimeoutError("timed out")])
 def test_a_lost_zookeeper_is_exit_3_with_one_line(error):
     r = CliRunner().invoke(_cli(error), ["work"], prog_name="zkmigrate")
     assert r.exit_code == EXIT_UNAVAILABLE == 3, r.output
