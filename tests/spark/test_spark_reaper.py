@@ -123,3 +123,35 @@ def test_nodes_that_outlive_the_member_past_the_bound_are_left_to_the_living_dri
     assert rc == 0, err
     assert "left to the application" in err and "0x%x" % session in err, err
     assert _nodes(zk, group, cid, topic) == {"registration": True, 0: True, 1: True}
+
+
+def test_a_delete_whose_answer_was_lost_is_not_repeated_on_another_members_node(services, zk, member):
+    """The driver is gone (DRIVER_PID 0: release at once). The reaper's delete of the member's owner node of
+    partition 0 reaches ZooKeeper, which applies it, and its answer is lost with the connection (ConnectionLoss);
+    meanwhile another member claims the partition: a new owner node at that path, of version 0 like the one deleted.
+    The reaper once sent the same delete (path, version) again after reconnecting, and deleted the other member's
+    node: the partition looked unowned while that member fetched it, and a third member could claim it too."""
+    group, cid, topic, _ = member
+    owner0 = paths.partition_owner_path(group, topic, 0)
+    claimer = (group + "_next-0").encode()
+    relay = Relay(zk_target(services))
+    relay.start()
+    relay.sever_after(owner0.encode(), op=2)             # ZooKeeper's OpCode.delete
+    reaper = _reaper(relay.connect, group, cid, 0, 6000)
+    try:
+        reaper.stdin.close()
+        assert relay.fired.wait(30), "the reaper's delete of %s never reached ZooKeeper" % owner0
+        wait_until(lambda: zk.exists(owner0) is None, 5, message="ZooKeeper to apply the delete")
+        zk.create(owner0, claimer, ephemeral=True)        # the partition's next owner
+        relay.sever(settle=0.0)
+        rc, err = _ended(reaper, 60)
+        assert zk.exists(owner0) is not None and zk.get(owner0)[0] == claimer, \
+            "the reaper deleted the owner node another member created after its own delete: %s" % err
+        assert rc == 0, err
+        assert not _nodes(zk, group, cid, topic)["registration"]
+    finally:
+        if reaper.poll() is None:
+            reaper.kill()
+        relay.close()
+        if zk.exists(owner0) is not None:
+            zk.delete(owner0)

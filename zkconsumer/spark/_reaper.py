@@ -89,14 +89,21 @@ class Calls:
         except self.zk.handler.timeout_exception:
             raise GaveUp("no answer from ZooKeeper within %.1f s" % left) from None
 
-    def __call__(self, method: str, *args: Any) -> Any:
-        from kazoo.exceptions import ConnectionLoss, SessionExpiredError
+    def once(self, method: str, *args: Any) -> Any:
+        """``zk.<method>(*args)``, bounded, not retried: a dropped connection raises (the request may have been
+        applied and its answer lost)."""
         if not self.bounded:
             return getattr(self.zk, method)(*args)
+        return self.wait(getattr(self.zk, method + "_async")(*args))
+
+    def __call__(self, method: str, *args: Any) -> Any:
+        from kazoo.exceptions import ConnectionLoss, SessionExpiredError
         while True:
             try:
-                return self.wait(getattr(self.zk, method + "_async")(*args))
+                return self.once(method, *args)
             except (ConnectionLoss, SessionExpiredError):
+                if not self.bounded:
+                    raise
                 self._left()
                 time.sleep(0.1)
 
@@ -119,17 +126,25 @@ def release_member(zookeeper_connect: str, group: str, consumer_id: str, auth: A
 def _release(calls: Calls, group: str, consumer_id: str, session: Optional[int], deleted: List[str]) -> None:
     """Delete the member's nodes (see :func:`release_member`), appending each deleted path to ``deleted`` as it
     goes (what was deleted before a request failed is known)."""
-    from kazoo.exceptions import NoNodeError
+    from kazoo.exceptions import ConnectionLoss, NoNodeError, SessionExpiredError
     from ..core.layout import paths
 
     def delete(path, stat):
         if session is not None and stat.ephemeralOwner != session:
             return
-        try:
-            calls("delete", path, stat.version)
-            deleted.append(path)
-        except NoNodeError:
-            pass
+        while True:
+            try:
+                calls.once("delete", path, stat.version)
+                deleted.append(path)
+            except NoNodeError:
+                pass
+            except (ConnectionLoss, SessionExpiredError):
+                # the delete may have been applied and its answer lost: the path may hold another member's node by
+                # now (a new owner node has version 0 too), so it is deleted again only if it is still the node read
+                now = calls("exists", path)
+                if now is not None and now.czxid == stat.czxid:
+                    continue
+            return
 
     reg = paths.consumer_registration_path(group, consumer_id)
     st = calls("exists", reg)
