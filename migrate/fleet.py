@@ -43,11 +43,9 @@ def unavailable_error(e: BaseException) -> bool:
     """An error of a lost or refused connection to ZooKeeper (kazoo) or Kafka (kafka-python, sockets): the group
     could not be checked (exit 3), like a :class:`~zkconsumer.errors.ClusterUnavailableError`."""
     from kafka.errors import KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError
-    from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, OperationTimeoutError, SessionExpiredError
-    from kazoo.handlers.threading import KazooTimeoutError
-    return isinstance(e, (ConnectionClosedError, ConnectionLoss, OperationTimeoutError, SessionExpiredError,
-                          KazooTimeoutError, KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError,
-                          ConnectionError, TimeoutError))
+    from zkconsumer.zookeeper.client import lost_connection_errors
+    return isinstance(e, lost_connection_errors() + (KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError,
+                                                     ConnectionError, TimeoutError))
 
 
 def run_groups(groups: Sequence[str], fn: Callable[[str], Result], parallel: int = 4,

@@ -65,13 +65,11 @@ class ZkCommandGroup(click.Group):
     object ``{"error": ..., "exit_code": ...}`` on stdout) and the exit code of its kind."""
 
     def invoke(self, ctx):
-        from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, OperationTimeoutError, SessionExpiredError
-        from kazoo.handlers.threading import KazooTimeoutError
+        from ..zookeeper.client import lost_connection_errors
         try:
             try:
                 return super().invoke(ctx)
-            except (ConnectionLoss, ConnectionClosedError, SessionExpiredError, OperationTimeoutError,
-                    KazooTimeoutError) as e:
+            except lost_connection_errors() as e:
                 # ZooKeeper went away mid-command (a one-shot client gives up after GIVE_UP_AFTER_MS)
                 raise ClusterUnavailableError("lost the ZooKeeper connection mid-command (%s%s): a request in flight "
                                               "may or may not have been applied" % (type(e).__name__,

@@ -33,6 +33,13 @@ def make_client(zookeeper_connect, session_timeout_ms=6000, connection_timeout_m
 _GIVE_UP = "_zkconsumer_give_up"
 
 
+def lost_connection_errors() -> tuple:
+    """kazoo's errors of a ZooKeeper connection lost, closed (a give-up), expired or timed out."""
+    from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, OperationTimeoutError, SessionExpiredError
+    from kazoo.handlers.threading import KazooTimeoutError
+    return ConnectionLoss, ConnectionClosedError, SessionExpiredError, OperationTimeoutError, KazooTimeoutError
+
+
 class _GiveUp:
     """Closes *client*'s session when its connection stays lost for *after_s* seconds.
 
