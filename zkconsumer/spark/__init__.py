@@ -37,10 +37,18 @@ _check_pyspark()
 
 from .source import ZkConsumerDataSource, SCHEMA  # noqa: E402
 from .commit import BatchPlan, plan_batch, commit_batch, read_checkpoint_offsets, last_committed_end  # noqa: E402,E501
-from ._reaper import release_member  # noqa: E402
 from .listener import ReleaseOnTermination, install_release_listener  # noqa: E402
 from .finish import finish_query, name_member  # noqa: E402
 
 __all__ = ["ZkConsumerDataSource", "SCHEMA", "plan_batch", "commit_batch", "read_checkpoint_offsets",
            "last_committed_end", "release_member", "BatchPlan", "ReleaseOnTermination", "install_release_listener",
            "finish_query", "name_member"]
+
+
+def __getattr__(name: str):
+    # the reaper's module is imported when asked for: its process runs it with ``python -m``, which would otherwise
+    # find it already imported by this package and warn (runpy's RuntimeWarning)
+    if name == "release_member":
+        from ._reaper import release_member
+        return release_member
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -269,6 +269,10 @@ def main(argv):
                         format="%(asctime)s zkconsumer reaper[%(process)d] %(levelname)s %(message)s")
     # kazoo's reconnection attempts: what came of them is the reaper's own line
     logging.getLogger("kazoo").setLevel(logging.ERROR)
+    if len(argv) not in (6, 10):
+        sys.stderr.write("usage: python -m zkconsumer.spark._reaper ZK GROUP CONSUMER_ID DRIVER_PID SESSION_TIMEOUT_MS "
+                         "[SCHEME CREDENTIALS_FILE MECHANISM SET_ACL] (started by a Spark member, not by hand)\n")
+        return 2
     zk_connect, group, consumer_id, driver = argv[1], argv[2], argv[3], int(argv[4])
     member_session_s = int(argv[5]) / 1000.0
     driver_started = _start_time(driver) if driver > 0 else None
