@@ -157,3 +157,25 @@ def test_a_delete_whose_answer_was_lost_is_not_repeated_on_another_members_node(
         relay.close()
         if zk.exists(owner0) is not None:
             zk.delete(owner0)
+
+
+def test_a_connection_lost_while_the_owner_nodes_are_read_is_read_again(services, zk, member):
+    """The reaper reads the group's owner nodes all at once; the connection drops with a read unanswered
+    (ConnectionLoss on its result): that node is read again once kazoo reconnected, and the member is released, not
+    left to its session's expiry."""
+    group, cid, topic, _ = member
+    relay = Relay(zk_target(services))
+    relay.start()
+    relay.sever_after(paths.partition_owner_path(group, topic, 1).encode(), op=4)   # ZooKeeper's OpCode.getData
+    reaper = _reaper(relay.connect, group, cid, 0, 6000)
+    try:
+        reaper.stdin.close()
+        assert relay.fired.wait(30), "the reaper never read the owner node of partition 1"
+        relay.sever(settle=0.0)
+        rc, err = _ended(reaper, 60)
+    finally:
+        if reaper.poll() is None:
+            reaper.kill()
+        relay.close()
+    assert rc == 0, err
+    assert _nodes(zk, group, cid, topic) == {"registration": False, 0: False, 1: True}, err

@@ -165,7 +165,10 @@ def _release(calls: Calls, group: str, consumer_id: str, session: Optional[int],
         reads = {p: calls.zk.get_async(base + "/" + p) for p in parts}
         for p, res in reads.items():
             try:
-                data, stat = calls.wait(res)
+                try:
+                    data, stat = calls.wait(res)
+                except (ConnectionLoss, SessionExpiredError):
+                    data, stat = calls("get", base + "/" + p)  # a read changes nothing: asked again
             except NoNodeError:
                 continue
             if data.startswith(prefix) and data[len(prefix):].isdigit():
