@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import logging
 import os
 import socket
 import time
@@ -33,6 +34,9 @@ from zkconsumer.core.layout import paths, validate_group
 from zkconsumer.local.processes import is_alive
 
 __all__ = ["GroupLock", "GroupLockedError", "lock_wait_option", "holder_text"]
+
+
+log = logging.getLogger(__name__)
 
 
 class GroupLockedError(GroupConflictError):
@@ -153,8 +157,17 @@ class GroupLock:
     def __enter__(self) -> "GroupLock":
         return self.acquire()
 
-    def __exit__(self, *exc) -> None:
-        self.release()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is None:
+            self.release()
+            return
+        try:
+            self.release()
+        except Exception as e:
+            # the command's own error is the one to report (a lost connection fails the release too); the lock node
+            # goes with the session
+            log.warning("group %s: could not release the lock %s after the command failed: %r", self.group,
+                        self.path, e)
 
 
 def _user() -> str:

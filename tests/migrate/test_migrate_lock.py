@@ -199,3 +199,22 @@ def test_a_command_that_lost_the_lock_writes_nothing_more(services, zk, unique, 
                                            services.bootstrap_servers])
     assert code == 1 and "lock was lost" in json.loads(out)["error"], (code, out, err)
     assert state.read_phase(zk, g) is None
+
+
+def test_a_command_that_failed_with_its_connection_gone_reports_its_own_error(services, zk, unique):
+    """The command's ZooKeeper client is closed under it (a tool's client gives up on a lost connection): its
+    error is the one raised, not the lock release's, which fails on the same closed client."""
+    import pytest
+
+    from zkconsumer.zookeeper import client as zkmod
+    from zkconsumer_migrate.lock import GroupLock
+    g = unique("lk-gone")
+    own = zkmod.connect(services.zookeeper_connect)
+    try:
+        with pytest.raises(RuntimeError, match="the command's own error"):
+            with GroupLock(own, g, "copy"):
+                own.stop()
+                raise RuntimeError("the command's own error")
+    finally:
+        zkmod.close(own)
+    wait_until(lambda: not contenders(zk, g), 30, message="the lock to go with the closed session")
