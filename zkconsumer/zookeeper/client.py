@@ -78,9 +78,13 @@ class _GiveUp:
                     self.where, self.after_s)
         self.stop()
 
-    def stop(self) -> None:
+    def switch_off(self) -> None:
+        """No more giving up: the client is being stopped (by :meth:`stop` or :func:`close`)."""
         self.closing = True
         self.back.set()
+
+    def stop(self) -> None:
+        self.switch_off()
         try:
             with self.lock:
                 self.client.stop()
@@ -124,8 +128,7 @@ def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=No
 def close(client):
     give_up = getattr(client, _GIVE_UP, None)
     if give_up is not None:
-        give_up.closing = True
-        give_up.back.set()
+        give_up.switch_off()
     with give_up.lock if give_up is not None else contextlib.nullcontext():
         try:
             client.stop()
