@@ -8,6 +8,7 @@ import click
 
 from ..errors import ClusterUnavailableError, ZkConsumerError
 from ..local import LocalCluster
+from ..zookeeper.client import ONE_SHOT_GIVE_UP_MS
 
 ZK_ENV = "ZK_CONNECT"
 KAFKA_ENV = "KAFKA_BOOTSTRAP"
@@ -284,7 +285,7 @@ def zookeeper_auth_from_context():
 
 
 # a one-shot command whose ZooKeeper connection stays lost this long fails (exit 3) instead of waiting for it
-GIVE_UP_AFTER_MS = 30_000
+GIVE_UP_AFTER_MS = ONE_SHOT_GIVE_UP_MS
 
 
 def connect_zookeeper(zookeeper_connect, long_lived: bool = False):

@@ -58,7 +58,8 @@ class Calls:
     ``call_s`` for its answer and all of them ending by ``deadline`` (monotonic seconds), else :class:`GaveUp`. A
     dropped connection or an expired session of the reaper's own is retried while time is left (kazoo reconnects
     meanwhile). Without
-    ``call_s`` and ``deadline`` (the application's :func:`release_member`): kazoo's own calls, unbounded."""
+    ``call_s`` and ``deadline`` (the application's :func:`release_member`): kazoo's own calls, which fail once the
+    client gave up on a connection lost for ``ONE_SHOT_GIVE_UP_MS``."""
 
     def __init__(self, zk: Any, call_s: Optional[float] = None, deadline: Optional[float] = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -114,7 +115,7 @@ def release_member(zookeeper_connect: str, group: str, consumer_id: str, auth: A
     created by that ZooKeeper session. Returns what was deleted. ``auth``: the member's
     :class:`~zkconsumer.zookeeper.auth.ZkAuth` (with ACLs on, only its identity may delete them)."""
     from ..zookeeper import client as zkmod
-    zk = zkmod.connect(zookeeper_connect, auth=auth)
+    zk = zkmod.connect(zookeeper_connect, auth=auth, give_up_after_ms=zkmod.ONE_SHOT_GIVE_UP_MS)
     try:
         deleted: List[str] = []
         _release(Calls(zk), group, consumer_id, session, deleted)

@@ -61,7 +61,7 @@ def plan_batch(options) -> BatchPlan:
     from ..zookeeper.client import bootstrap_from_zk
     from .cluster import offsets_at, partitions_to_read, require_all_partitions, resolve_start
     opts = _opts(options)
-    zk = zkmod.connect(opts.zookeeper_connect, auth=opts.zk_auth())
+    zk = zkmod.connect(opts.zookeeper_connect, auth=opts.zk_auth(), give_up_after_ms=zkmod.ONE_SHOT_GIVE_UP_MS)
     probe = None
     try:
         bootstrap = opts.bootstrap_servers or bootstrap_from_zk(zk, opts.zookeeper_connect,
@@ -172,7 +172,7 @@ def commit_batch(options, end_offsets, skip_owned_by_others: bool = True, member
 
     def ours(consumer):
         return consumer == own if own else consumer.startswith(opts.group + "_spark-")
-    zk = zkmod.connect(opts.zookeeper_connect, auth=opts.zk_auth())
+    zk = zkmod.connect(opts.zookeeper_connect, auth=opts.zk_auth(), give_up_after_ms=zkmod.ONE_SHOT_GIVE_UP_MS)
     try:
         cfg = opts.consumer_config
         bootstrap = None

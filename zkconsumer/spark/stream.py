@@ -133,7 +133,8 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._bootstrap is None:
             from ..zookeeper import client as zkmod
             from ..zookeeper.client import bootstrap_from_zk
-            zk = zkmod.connect(self.opts.zookeeper_connect, auth=self.opts.zk_auth())
+            zk = zkmod.connect(self.opts.zookeeper_connect, auth=self.opts.zk_auth(),
+                               give_up_after_ms=zkmod.ONE_SHOT_GIVE_UP_MS)
             try:
                 self._bootstrap = bootstrap_from_zk(zk, self.opts.zookeeper_connect,
                                                     self.opts.kafka_security.protocol)

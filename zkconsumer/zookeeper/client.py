@@ -40,6 +40,11 @@ def lost_connection_errors() -> tuple:
     return ConnectionLoss, ConnectionClosedError, SessionExpiredError, OperationTimeoutError, KazooTimeoutError
 
 
+#: how long a one-shot use of ZooKeeper (a command, a Spark batch's plan or commit, an application's release of a
+#: Spark member) waits for a lost connection to come back before its requests fail (``connect(give_up_after_ms=)``)
+ONE_SHOT_GIVE_UP_MS = 30_000
+
+
 class _GiveUp:
     """Closes *client*'s session when its connection stays lost for *after_s* seconds.
 
