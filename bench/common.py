@@ -51,9 +51,10 @@ def percentile(xs, q):
 class Cluster:
     """The bench runs on the embedded local cluster (or ZK_CONNECT/KAFKA_BOOTSTRAP when both are set)."""
 
-    def __init__(self, directory, zookeepers=1, zk_connect=None, bootstrap=None):
-        """``zookeepers``: servers in the embedded cluster's ZooKeeper ensemble; ``zk_connect``/``bootstrap``: an
-        external cluster (default: $ZK_CONNECT and $KAFKA_BOOTSTRAP when both are set)."""
+    def __init__(self, directory, zookeepers=1, zk_connect=None, bootstrap=None, zookeeper_tick_ms=None):
+        """``zookeepers``: servers in the embedded cluster's ZooKeeper ensemble (``zookeeper_tick_ms``: their
+        tickTime, else the embedded cluster's); ``zk_connect``/``bootstrap``: an external cluster (default:
+        $ZK_CONNECT and $KAFKA_BOOTSTRAP when both are set)."""
         self.local, self.directory = None, directory
         zk = zk_connect or os.environ.get("ZK_CONNECT")
         kafka = bootstrap or os.environ.get("KAFKA_BOOTSTRAP")
@@ -63,7 +64,10 @@ class Cluster:
         else:
             from zkconsumer.local import LocalCluster
             self.local = LocalCluster(directory)
-            info = self.local.up(**({"zookeepers": zookeepers} if zookeepers != 1 else {}))
+            kw = {"zookeepers": zookeepers} if zookeepers != 1 else {}
+            if zookeeper_tick_ms is not None:
+                kw["zookeeper_tick_ms"] = zookeeper_tick_ms
+            info = self.local.up(**kw)
             self.zookeeper_connect, self.bootstrap_servers = info["zookeeper_connect"], info["bootstrap_servers"]
             self.broker = {"kafka": "Apache Kafka %s (ZooKeeper mode), 1 broker" % info.get("kafka_version"),
                            "kraft": "Apache Kafka %s (KRaft), 1 node" % info.get("kafka_version"),

@@ -29,6 +29,7 @@ this module unless a module is named; ``also`` names further base classes)::
     ├── RegistryConflictError
     ├── ZkAuthError  in zkconsumer.zookeeper.auth
     ├── IncompatibleClientError  in zkconsumer.kafka.internals
+    ├── NoAnswerInTime  in zkconsumer.consumer.single_flight
     ├── GroupNotFoundError  in zkconsumer.tools.groups
     ├── GroupNotSettledError  in zkconsumer.spark.stream
     ├── DataLossError  in zkconsumer.spark.kafka_io

@@ -507,6 +507,18 @@ def test_a_standalone_zookeeper_has_no_leader_to_stop(cli_cluster):
     assert zkc("local", "status", "--dir", directory).returncode == 0  # nothing was stopped
 
 
+@pytest.mark.live
+def test_an_ensemble_runs_at_the_tick_given(tmp_path):
+    """The servers of an ensemble tick at 500 ms (the tests'), or at the tickTime given (the scale bench runs
+    ZooKeeper's sample 2000 ms: a follower stays in the quorum through 10 s without its leader, not 2.5 s)."""
+    from zkconsumer.local import servers
+
+    def ticks(records):
+        return {open(r["argv"][-1]).read().split("tickTime=")[1].split()[0] for r in records}
+    assert ticks(servers.plan_zookeeper_ensemble(str(tmp_path / "tests"), 3)) == {"500"}
+    assert ticks(servers.plan_zookeeper_ensemble(str(tmp_path / "bench"), 3, tick_ms=2000)) == {"2000"}
+
+
 @pytest.mark.parametrize("count", ["2", "0", "9"])
 def test_an_ensemble_size_that_is_not_1_3_5_or_7_is_refused_before_anything_starts(tmp_path, count):
     directory = tmp_path / "refused"

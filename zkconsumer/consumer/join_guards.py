@@ -13,21 +13,25 @@ Each takes what it reads explicitly: the member's kazoo client, its config (the 
 and where needed its consumer id, its registration and ``brokers`` (a function returning the bootstrap servers: the
 ones given, else those registered in ZooKeeper).
 """
+import dataclasses
 import json
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Hashable, List, Optional, Tuple
 
 from kazoo.exceptions import NoAuthError, NoNodeError
 
 from ..errors import ConfigError, GroupConflictError, ZkConsumerError, ZnodeFormatError
 from ..core.layout import codecs, paths
+from ..zookeeper.retry import retry_until_connected
 from .registration import live_members, member_infos
+from .single_flight import SingleFlight
 
 if TYPE_CHECKING:
     from ..core.config import ConsumerConfig
     from ..core.layout.codecs import ConsumerRegistration
+    from ..kafka.broker_group import BrokerGroup
 
 __all__ = ["preflight_checks", "refuse_split_brain", "refuse_cut_over_group", "refuse_stale_zookeeper_offsets",
            "kafka_ahead"]
@@ -36,6 +40,7 @@ log = logging.getLogger(__name__)
 
 #: the bootstrap servers to ask, read when needed
 Brokers = Callable[[], Any]
+_Offsets = Dict[Tuple[str, int], int]
 
 
 def _group_of(config: "ConsumerConfig") -> str:
@@ -51,20 +56,103 @@ def preflight_checks(zk: Any, config: "ConsumerConfig", consumer_id: str,
     row they made a joining member's start ~2x slower): the storage switch check in a helper thread, the
     split-brain guard here. A refusal of the guard is raised at once (the read-only storage check is left to
     finish on its own: with an unreachable broker it could take its whole timeout); otherwise the storage
-    check's refusal, if any."""
+    check's refusal, if any. A check that loses its connection to ZooKeeper is made again once the connection is
+    back (within ``zookeeper.connection.timeout.ms``; a mass start loads the ensemble)."""
     box: Dict[str, BaseException] = {}
+
+    def again(what: str, check: Callable[[], None]) -> None:
+        retry_until_connected(zk, check, config.zookeeper_connection_timeout_ms, "%s: %s" % (consumer_id, what))
 
     def storage_check() -> None:
         try:
-            refuse_stale_zookeeper_offsets(zk, config, consumer_id, registration, brokers)
+            again("the storage check", lambda: refuse_stale_zookeeper_offsets(zk, config, consumer_id, registration,
+                                                                             brokers))
         except BaseException as e:  # handed to the starting thread
             box["error"] = e
     t = threading.Thread(target=storage_check, daemon=True, name="%s-storage-check" % consumer_id)
     t.start()
-    refuse_split_brain(zk, config, brokers)
+    again("the split-brain check", lambda: refuse_split_brain(zk, config, brokers))
     t.join()
     if "error" in box:
         raise box["error"]
+
+
+#: the longest one request of the split-brain check waits for its answer
+CHECK_REQUEST_TIMEOUT_MS = 10000
+#: the longest the split-brain check's client bootstraps (room for a loaded machine, but not the whole
+#: split.brain.check.timeout.ms: kafka-python's bootstrap retries a refused SASL login until its timeout, and only
+#: its failure lets the member find that the credentials, not an outage, are at fault: refused at once)
+CHECK_BOOTSTRAP_TIMEOUT_MS = 15000
+
+
+def _servers_text(servers: Any) -> str:
+    return servers if isinstance(servers, str) else ",".join(servers)
+
+
+class _BrokerGroupAsker:
+    """Asks about the broker-side group of a ``(servers, group, security)`` key, on one kept connection."""
+
+    def __init__(self, key: Hashable) -> None:
+        from zkconsumer.kafka.broker_group import BrokerGroupClient
+        parts: Tuple[Any, ...] = key  # type: ignore[assignment]
+        self.group: str = parts[1]
+        self.client = BrokerGroupClient(parts[0], parts[2])
+
+    def ask(self, deadline: float) -> "BrokerGroup":
+        left_ms = int(max(1000.0, (deadline - time.monotonic()) * 1000))
+        return self.client.describe(self.group, min(left_ms, CHECK_BOOTSTRAP_TIMEOUT_MS),
+                                    min(left_ms, CHECK_REQUEST_TIMEOUT_MS))
+
+    def close(self) -> None:
+        self.client.close()
+
+
+#: the split-brain checks of this process: members of one group checking at the same time share one DescribeGroups
+SPLIT_BRAIN_CHECKS: "SingleFlight[BrokerGroup]" = SingleFlight(_BrokerGroupAsker, name="split-brain-check")
+
+
+@dataclasses.dataclass(frozen=True)
+class _OffsetsKey:
+    """What one OffsetFetch of the storage check depends on: the members of a group asking with equal ones share."""
+    servers: str
+    group: str
+    security: Any
+    backoff_ms: int
+    socket_timeout_ms: int
+    max_retries: int
+    client_id: str
+    partitions: FrozenSet[Tuple[str, int]]
+
+
+class _KafkaOffsetsAsker:
+    """Fetches a group's offsets in Kafka for the storage check, on one kept offset store."""
+
+    def __init__(self, key: Hashable) -> None:
+        from ..offsets.kafka import KafkaOffsetStore
+        k: _OffsetsKey = key  # type: ignore[assignment]
+        self.partitions = sorted(k.partitions)
+        self.store = KafkaOffsetStore(k.servers, k.group, security=k.security)
+        self.store.backoff_ms, self.store.socket_timeout_ms = k.backoff_ms, k.socket_timeout_ms
+        self.store.max_retries, self.store.client_id = k.max_retries, k.client_id
+
+    def ask(self, deadline: float) -> "_Offsets":
+        return self.store.fetch(self.partitions)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+#: the storage checks of this process: members of one group asking at the same time share one OffsetFetch
+STORAGE_CHECKS: "SingleFlight[_Offsets]" = SingleFlight(_KafkaOffsetsAsker, name="storage-check")
+
+
+def _storage_check_wait_s(key: _OffsetsKey) -> float:
+    """How long a storage check waits for a shared OffsetFetch: what the store's own timeouts allow it (the
+    bootstrap, then per attempt a FindCoordinator and an OffsetFetch, each within
+    ``offsets.channel.socket.timeout.ms``, and the backoffs between attempts), and 5 s more; an asking that hangs
+    past it is left behind (:class:`SingleFlight`)."""
+    attempts = 1 + key.max_retries
+    return (key.socket_timeout_ms * (1 + 2 * attempts) + key.backoff_ms * key.max_retries) / 1000.0 + 5.0
 
 
 def refuse_split_brain(zk: Any, config: "ConsumerConfig", brokers: Brokers,
@@ -75,8 +163,11 @@ def refuse_split_brain(zk: Any, config: "ConsumerConfig", brokers: Brokers,
     out the same partitions: GroupConflictError. A broker that does not answer, or has no coordinator yet
     (COORDINATOR_NOT_AVAILABLE while ``__consumer_offsets`` is created), is asked again until
     ``split.brain.check.timeout.ms``; after that the answer is unknown: SplitBrainUnknownError with
-    ``split.brain.check=refuse`` (the default), a warning with ``warn``; ``off`` never asks."""
-    from zkconsumer.kafka.broker_group import describe_broker_group
+    ``split.brain.check=refuse`` (the default), a warning with ``warn``; ``off`` never asks.
+
+    The members of one group in this process that check at the same time share one asking
+    (:data:`SPLIT_BRAIN_CHECKS`), whose answer was asked for after each of them began to wait; the connection it
+    opens is kept between attempts, so a slow bootstrap is not thrown away by the next attempt."""
     from ..errors import KafkaSecurityError, SplitBrainUnknownError
     refuse_cut_over_group(zk, config)
     group = _group_of(config)
@@ -89,8 +180,9 @@ def refuse_split_brain(zk: Any, config: "ConsumerConfig", brokers: Brokers,
     while True:
         why = None
         try:
-            bg = describe_broker_group(brokers(), group, security=config.kafka_security,
-                                       timeout_ms=int(max(1000, min(5000, (deadline - clock()) * 1000))))
+            key = (_servers_text(brokers()), group, config.kafka_security)
+            bg = SPLIT_BRAIN_CHECKS.ask(key, time.monotonic() + max(1.0, deadline - clock()),
+                                        "the broker-side group %s" % group)
             if bg.error is None or bg.active:
                 break
             why = "the broker answered %s for the group" % bg.error  # e.g. COORDINATOR_LOAD_IN_PROGRESS
@@ -159,15 +251,12 @@ def refuse_stale_zookeeper_offsets(zk: Any, config: "ConsumerConfig", consumer_i
                                                zoffs.get((t, p), "none")))
 
 
-_Offsets = Dict[Tuple[str, int], int]
-
 
 def kafka_ahead(zk: Any, config: "ConsumerConfig", registration: "Optional[ConsumerRegistration]",
                 brokers: Brokers) -> Tuple[List[Tuple[str, int]], _Offsets, _Offsets]:
     """``(partitions where Kafka is ahead of ZooKeeper, ZooKeeper offsets, Kafka offsets)``; nothing when Kafka
     cannot be asked (logged)."""
     from ..offsets import ZooKeeperOffsetStore
-    from ..offsets.kafka import KafkaOffsetStore
     group = _group_of(config)
     try:
         # the topics that count: those with offsets in ZooKeeper, and those this member subscribes to
@@ -180,12 +269,13 @@ def kafka_ahead(zk: Any, config: "ConsumerConfig", registration: "Optional[Consu
         parts = sorted(_partitions_with_offsets_or_in_map(zk, group, topics))
         if not parts:
             return [], {}, {}
-        # Kafka first: a group without offsets in Kafka (the usual case) costs no read of ZooKeeper's offsets
-        store = KafkaOffsetStore(brokers(), group, config=config)
-        try:
-            koffs = store.fetch(parts)
-        finally:
-            store.close()
+        # Kafka first: a group without offsets in Kafka (the usual case) costs no read of ZooKeeper's offsets.
+        # Members of the group checking at the same time share one OffsetFetch (STORAGE_CHECKS)
+        key = _OffsetsKey(_servers_text(brokers()), group, config.kafka_security, config.offsets_channel_backoff_ms,
+                          config.offsets_channel_socket_timeout_ms, config.offsets_commit_max_retries,
+                          config.client_id or group, frozenset(parts))
+        koffs = STORAGE_CHECKS.ask(key, time.monotonic() + _storage_check_wait_s(key),
+                                   "group %s's offsets in Kafka" % group)
         zoffs = ZooKeeperOffsetStore(zk, group, strict=False).fetch(sorted(koffs)) if koffs else {}
     except ZkConsumerError as e:
         log.warning("could not compare group %s's Kafka offsets with ZooKeeper's before starting on ZooKeeper "

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import kafka.errors as Errors
 from kafka.protocol.admin import DescribeGroupsRequest
@@ -35,7 +35,7 @@ from zkconsumer.errors import BrokerGroupDescribeError, ClusterUnavailableError
 from zkconsumer.core.layout import validate_group
 from zkconsumer.kafka.protocol.consumer_group_describe import ConsumerGroupDescribeRequest
 
-__all__ = ["BrokerGroup", "describe_broker_group", "INACTIVE_STATES", "CLASSIC", "CONSUMER"]
+__all__ = ["BrokerGroup", "BrokerGroupClient", "describe_broker_group", "INACTIVE_STATES", "CLASSIC", "CONSUMER"]
 
 log = logging.getLogger(__name__)
 
@@ -80,49 +80,83 @@ class BrokerGroup:
 
 def describe_broker_group(bootstrap_servers, group: str, timeout_ms: int = 5000, security=None) -> BrokerGroup:
     """FindCoordinator + DescribeGroups v0 for *group*, and ConsumerGroupDescribe when the classic answer is the one
-    a consumer-protocol group gets and the coordinator has API 69.
+    a consumer-protocol group gets and the coordinator has API 69: one :meth:`BrokerGroupClient.describe` on a
+    client of its own.
 
     Raises :class:`ClusterUnavailableError` (naming the servers and *security*, a
     :class:`~zkconsumer.core.kafka_security.KafkaSecurity`) when the broker cannot be reached or does not answer within
     *timeout_ms*, and :class:`BrokerGroupDescribeError` (naming the group) when ConsumerGroupDescribe fails for the
     group with anything but "not found" or a coordinator error worth asking again for.
     """
-    from zkconsumer.kafka.connect_errors import connect_error
-    from zkconsumer.core.kafka_security import PLAINTEXT
-    from zkconsumer.kafka import internals
-    security = security or PLAINTEXT
-    group = validate_group(group)
-    servers = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
+    client = BrokerGroupClient(bootstrap_servers, security)
     try:
-        admin = internals.AdminClient(bootstrap_servers=bootstrap_servers, client_id="zkmigrate-describe",
-                             request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms,
-                             reconnect_backoff_ms=50, reconnect_backoff_max_ms=500, **security.client_kwargs())
-    except Exception as e:
-        raise connect_error("reach Kafka to describe the broker-side group %s" % group, servers, security, e) from e
-    try:
+        return client.describe(group, timeout_ms, timeout_ms)
+    finally:
+        client.close()
+
+
+class BrokerGroupClient:
+    """A connection to a cluster for asking about broker-side groups again and again (the split-brain guard asks
+    until it has an answer): the bootstrap (connect, ApiVersions, Metadata) is done once and kept, so a second
+    attempt on a loaded machine does not start over from the bootstrap the first one paid for."""
+
+    def __init__(self, bootstrap_servers, security=None) -> None:
+        from zkconsumer.core.kafka_security import PLAINTEXT
+        self.bootstrap_servers = bootstrap_servers
+        self.servers = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
+        self.security = security or PLAINTEXT
+        self._admin: Any = None
+
+    def describe(self, group: str, bootstrap_timeout_ms: int, request_timeout_ms: int) -> BrokerGroup:
+        """The broker-side group *group*. The first call bootstraps within *bootstrap_timeout_ms*; each request then
+        waits up to *request_timeout_ms* for its answer (a timed-out request loses its connection, not the
+        client). Raises as :func:`describe_broker_group` does."""
+        from zkconsumer.kafka.connect_errors import connect_error
+        from zkconsumer.kafka import internals
+        group = validate_group(group)
+        if self._admin is None:
+            try:
+                self._admin = internals.AdminClient(
+                    bootstrap_servers=self.bootstrap_servers, client_id="zkmigrate-describe",
+                    request_timeout_ms=request_timeout_ms, bootstrap_timeout_ms=bootstrap_timeout_ms,
+                    reconnect_backoff_ms=50, reconnect_backoff_max_ms=500, **self.security.client_kwargs())
+            except Exception as e:
+                raise connect_error("reach Kafka to describe the broker-side group %s" % group, self.servers,
+                                    self.security, e) from e
+        admin = self._admin
+
+        def send(request, node=None):
+            return internals.send(admin, request, node_id=node, request_timeout_ms=request_timeout_ms)
+
         async def go():
-            resp = await internals.send(admin, FindCoordinatorRequest(key=group, key_type=0, max_version=3))
+            resp = await send(FindCoordinatorRequest(key=group, key_type=0, max_version=3))
             node = internals.add_group_coordinator(admin, resp, group)
-            classic = _classic(group, await internals.send(admin, DescribeGroupsRequest[0](groups=[group]),
-                                                           node_id=node))
+            classic = _classic(group, await send(DescribeGroupsRequest[0](groups=[group]), node))
             if classic.state != "Dead" or classic.members or classic.error not in (None, "GroupIdNotFoundError"):
                 return classic, None
             # sent at the highest version both know; a broker without API 69 fails it before sending
             try:
                 req = ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False)
-                return classic, await internals.send(admin, req, node_id=node)
+                return classic, await send(req, node)
             except Errors.IncompatibleBrokerVersion:
                 return classic, None
         try:
             classic, resp = internals.run(admin, go)
         except (Errors.KafkaError, OSError) as e:
-            raise ClusterUnavailableError("DescribeGroups for group %s at %s failed: %r" % (group, servers, e)) from e
-    finally:
-        try:
-            admin.close()
-        except Exception:
-            pass
-    return classic if resp is None else _consumer_protocol(group, resp, classic)
+            raise ClusterUnavailableError("DescribeGroups for group %s at %s failed: %r"
+                                          % (group, self.servers, e)) from e
+        except BaseException:
+            self.close()  # not a broker's failure: the next call starts on a new client
+            raise
+        return classic if resp is None else _consumer_protocol(group, resp, classic)
+
+    def close(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            try:
+                admin.close()
+            except Exception:
+                pass
 
 
 def _classic(group: str, resp) -> BrokerGroup:

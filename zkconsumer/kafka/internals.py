@@ -109,10 +109,14 @@ def submit(admin: Any, coro: Callable[..., Any], *args: Any) -> Optional[Any]:
     return _attr(_manager(admin), "call_soon", "call_soon on its connection manager")(coro, *args)
 
 
-def send(admin: Any, request: Any, node_id: Any = None) -> Any:
+def send(admin: Any, request: Any, node_id: Any = None, request_timeout_ms: Optional[int] = None) -> Any:
     """Send *request* to *node_id* (any broker when None): an awaitable of the answer, for a coroutine given to
-    :func:`run` or :func:`submit`."""
-    return _attr(_manager(admin), "send", "send on its connection manager")(request, node_id=node_id)
+    :func:`run` or :func:`submit`; it fails after *request_timeout_ms* (default: the client's
+    ``request_timeout_ms``)."""
+    send_ = _attr(_manager(admin), "send", "send on its connection manager")
+    if request_timeout_ms is None:
+        return send_(request, node_id=node_id)
+    return send_(request, node_id=node_id, request_timeout_ms=request_timeout_ms)
 
 
 def add_group_coordinator(admin: Any, response: Any, group: str) -> Any:

@@ -76,11 +76,14 @@ class LocalCluster(ProcessRecords):
     def up(self, start_timeout: float = 90.0, log: Log = lambda msg: None, broker: str = "auto", brokers: int = 1,
            broker_config: Optional[Dict[str, Any]] = None, kafka_jars: str = "kafka",
            security: Optional[BrokerSecurity] = None,
-           zookeeper_sasl_users: Optional[Dict[str, str]] = None, zookeepers: int = 1) -> Dict[str, Any]:
+           zookeeper_sasl_users: Optional[Dict[str, str]] = None, zookeepers: int = 1,
+           zookeeper_tick_ms: int = servers.TICK_MS) -> Dict[str, Any]:
         """Start ZooKeeper and the broker(s) (and the mirror where the broker does not register in ZooKeeper).
 
         ``zookeepers`` is 1 (a standalone server) or the size of an ensemble (3, 5 or 7: a majority must stay up,
         so an even size adds nothing); every client of the cluster gets the connect string of all of them.
+        ``zookeeper_tick_ms`` is an ensemble's ``tickTime`` (500 ms, for tests; ZooKeeper's sample configuration
+        has 2000: a follower then stays in the quorum through 10 s without its leader, not 2.5 s).
 
         ``kafka_jars`` names the jar set (:mod:`.maven`) of the KRaft node: ``kafka`` (3.9) or ``kafka4`` (4.1).
         ``security`` (``broker="kafka"`` only) adds SSL/SASL listeners to every broker and creates its SCRAM users
@@ -115,7 +118,8 @@ class LocalCluster(ProcessRecords):
         state = {"dir": self.dir, "broker_kind": kind, "processes": {}, "order": []}
         try:
             # resolves java and the ZooKeeper jars before starting anything
-            zk_connect = self._start_zookeeper(state, zookeepers, zookeeper_sasl_users, start_timeout, log)
+            zk_connect = self._start_zookeeper(state, zookeepers, zookeeper_sasl_users, start_timeout, log,
+                                                zookeeper_tick_ms)
             if security is not None and security.scram_users:
                 self._create_scram_users(zk_connect, security, log)
             if kind == "kafka":
@@ -159,7 +163,7 @@ class LocalCluster(ProcessRecords):
         return self.info(state)
 
     def _start_zookeeper(self, state: Dict[str, Any], count: int, sasl_users: Optional[Dict[str, str]],
-                         timeout: float, log: Log) -> str:
+                         timeout: float, log: Log, tick_ms: int = servers.TICK_MS) -> str:
         """Start the standalone server, or every server of the ensemble before waiting for any (none serves
         before a majority runs); return the connect string."""
         if count == 1:
@@ -167,7 +171,7 @@ class LocalCluster(ProcessRecords):
             self._start_new(state, "zookeeper", zk, timeout, log, "starting ZooKeeper on %s" % zk["connect"])
             return str(zk["connect"])
         # resolves java and the ZooKeeper jars before starting anything
-        records = servers.plan_zookeeper_ensemble(self.dir, count, sasl_users)
+        records = servers.plan_zookeeper_ensemble(self.dir, count, sasl_users, tick_ms)
         connect = ",".join(r["connect"] for r in records)
         log("starting a ZooKeeper ensemble of %d servers on %s" % (count, connect))
         started = []

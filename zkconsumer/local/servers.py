@@ -106,9 +106,13 @@ def _write_server_jaas(directory: str, sasl_users: Dict[str, str]) -> str:
     return path
 
 
-def _zookeeper_config(data_dir: str, port: int, sasl: bool, extra: List[str]) -> str:
+#: the servers' tick (tickTime): short, so that the tests' sessions expire soon after their timeout
+TICK_MS = 500
+
+
+def _zookeeper_config(data_dir: str, port: int, sasl: bool, extra: List[str], tick_ms: int = TICK_MS) -> str:
     return "\n".join([
-        "tickTime=500", "initLimit=10", "syncLimit=5",
+        "tickTime=%d" % tick_ms, "initLimit=10", "syncLimit=5",
         "dataDir=%s" % data_dir,
         "clientPort=%d" % port, "clientPortAddress=%s" % HOST,
         "admin.enableServer=false",
@@ -142,13 +146,15 @@ def plan_zookeeper(directory: str, sasl_users: Optional[Dict[str, str]] = None) 
             "log": os.path.join(directory, "zookeeper.log"), "data_dir": data_dir, "ready": "zookeeper"}
 
 
-def plan_zookeeper_ensemble(directory: str, servers: int, sasl_users: Optional[Dict[str, str]] = None
-                            ) -> List[Record]:
+def plan_zookeeper_ensemble(directory: str, servers: int, sasl_users: Optional[Dict[str, str]] = None,
+                            tick_ms: int = TICK_MS) -> List[Record]:
     """``servers`` ZooKeeper servers forming one ensemble (``QuorumPeerMain``, static configuration): server *i*
     (from 1) has ``DIR/zookeeper-i/zoo.cfg``, its data (and ``myid``) in ``DIR/zookeeper-i/data`` and its log in
     ``DIR/zookeeper-i.log``; each listens for clients, for followers (quorum port) and for leader election on
     ports of its own. No server answers clients before a majority has elected a leader, so the records are
-    started together and then waited for (:func:`spawn` / :func:`wait_ready`)."""
+    started together and then waited for (:func:`spawn` / :func:`wait_ready`). *tick_ms* is their ``tickTime``: a
+    follower that has not heard from its leader for ``syncLimit`` (5) ticks leaves the quorum and closes the
+    connections of its clients."""
     discovery.find_java()
     classpath = discovery.find_zookeeper_classpath()
     ids = list(range(1, servers + 1))
@@ -161,7 +167,7 @@ def plan_zookeeper_ensemble(directory: str, servers: int, sasl_users: Optional[D
         os.makedirs(data_dir, exist_ok=True)
         _write(os.path.join(data_dir, "myid"), "%d\n" % i)
         port = ports[i][0]
-        cfg = _write(os.path.join(d, "zoo.cfg"), _zookeeper_config(data_dir, port, bool(sasl_users), peers))
+        cfg = _write(os.path.join(d, "zoo.cfg"), _zookeeper_config(data_dir, port, bool(sasl_users), peers, tick_ms))
         argv = _zookeeper_argv(directory, classpath, discovery.ZK_QUORUM_MAIN_CLASS, cfg, "256m", sasl_users)
         records.append({"kind": "zookeeper", "argv": argv, "port": port, "connect": "%s:%d" % (HOST, port),
                         "server_id": i, "quorum_port": ports[i][1], "election_port": ports[i][2],
