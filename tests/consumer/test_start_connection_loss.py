@@ -37,3 +37,24 @@ def test_a_connection_lost_during_the_start_up_checks_is_retried_and_the_member_
         wait_until(lambda: owners(zk, g, [t]) == mine, 30, message="the member to own both partitions")
     finally:
         relay.close()
+
+
+def test_a_check_whose_client_was_closed_is_not_made_again(services):
+    """A start-up check whose ZooKeeper client was closed under it (the member shut down while starting) fails with
+    the closed client's error: a closed client never reconnects, so the check is not made again after waiting
+    ``zookeeper.connection.timeout.ms`` for a connection that cannot come back, reported as ZooKeeper unreachable."""
+    import pytest
+    from kazoo.exceptions import ConnectionClosedError
+
+    from zkconsumer.zookeeper import client as zkmod
+    from zkconsumer.zookeeper.retry import retry_until_connected
+    own = zkmod.connect(services.zookeeper_connect)
+    zkmod.close(own)
+    calls = []
+
+    def check():
+        calls.append("called")
+        return own.get("/")
+    with pytest.raises(ConnectionClosedError):
+        retry_until_connected(own, check, 1000, "m: the split-brain check")
+    assert calls == ["called"]

@@ -26,11 +26,15 @@ def retry_until_connected(zk: Any, call: Callable[[], T], timeout_ms: int, what:
     """``call()``; after a ConnectionLoss, an OperationTimeoutError or a SessionExpiredError (kazoo's client then
     reconnects, under a new session after an expiry), ``call()`` again once *zk* is connected again; when it is not
     connected again within *timeout_ms* (``zookeeper.connection.timeout.ms``) of a failure, ClusterUnavailableError
-    naming *what*. Only for calls that hold nothing of the session (the checks before a member registers)."""
-    from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
+    naming *what*. Only for calls that hold nothing of the session (the checks before a member registers). A client
+    that was closed (ConnectionClosedError: stopped on purpose, e.g. the member shut down during its start) never
+    connects again: its error is raised at once."""
+    from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, OperationTimeoutError, SessionExpiredError
     while True:
         try:
             return call()
+        except ConnectionClosedError:
+            raise
         except (ConnectionLoss, OperationTimeoutError, SessionExpiredError) as e:
             now = clock()
             deadline = now + timeout_ms / 1000.0
