@@ -366,11 +366,15 @@ def _wait_kafka_zk(rec: Record, proc: Any, timeout: float) -> None:
                        registered)
     finally:
         zkmod.close(zk)
+    # the broker registers before its listener accepts: a client asked before that logs every refused connection
+    # as an ERROR (kafka-python), which `zkconsumer local up` would print
+    _wait_port(rec, proc, timeout)
     wait_until_ready(rec, proc, timeout, "Apache Kafka broker %d (port %d)" % (rec["broker_id"], rec["port"]),
                    lambda: _metadata_answers(rec["bootstrap"]), interval=0.2)
 
 
 def _wait_kafka_metadata(rec: Record, proc: Any, timeout: float) -> None:
+    _wait_port(rec, proc, timeout)
     wait_until_ready(rec, proc, timeout, "Apache Kafka (KRaft) on port %d" % rec["port"],
                    lambda: _metadata_answers(rec["bootstrap"]), interval=0.2)
 
