@@ -184,3 +184,30 @@ def test_a_kept_client_asks_again_for_each_check(services, zk, unique, clients_o
     finally:
         kc.close()
     assert clients_opened == [], "the second check opened a client of its own: the kept one was not tested"
+
+
+def test_a_describe_sends_no_request_past_its_deadline(services, unique):
+    """A shared asking ends by its deadline: its FindCoordinator, DescribeGroups and ConsumerGroupDescribe each
+    waited up to 10 s from the time each was sent, so one asking could run ~30 s past the deadline while the members
+    that arrived during it waited for the next asking until their own deadlines passed, refused without having been
+    asked for (the 300-member bench: 1 refused). Here the deadline passes while FindCoordinator is answered: the
+    DescribeGroups is not sent and the asking fails as for a broker that did not answer (the caller asks again or
+    decides at its own deadline)."""
+    import time
+
+    from zkconsumer.errors import ClusterUnavailableError
+    from zkconsumer.kafka.broker_group import BrokerGroupClient
+    g = unique("late-g")
+    client = BrokerGroupClient(services.bootstrap_servers)
+    try:
+        client.describe(g, 10000, 10000)                  # bootstrapped: only the requests remain
+        start, reads = time.monotonic(), []
+
+        def clock():                                      # FindCoordinator is sent in time; after it, 60 s later
+            reads.append(1)
+            return start if len(reads) == 1 else start + 60
+        with pytest.raises(ClusterUnavailableError, match="ran out before DescribeGroups"):
+            client.describe(g, 10000, 10000, deadline=start + 30, clock=clock)
+        assert client.describe(g, 10000, 10000, deadline=time.monotonic() + 30).state == "Dead"  # still usable
+    finally:
+        client.close()

@@ -99,9 +99,12 @@ class _BrokerGroupAsker:
         self.client = BrokerGroupClient(parts[0], parts[2])
 
     def ask(self, deadline: float) -> "BrokerGroup":
-        left_ms = int(max(1000.0, (deadline - time.monotonic()) * 1000))
+        # every request within the asking's deadline (at least 1 s from now): an answer after it reaches no caller,
+        # and the callers waiting for the next asking wait for this one to end
+        deadline = max(deadline, time.monotonic() + 1.0)
+        left_ms = int((deadline - time.monotonic()) * 1000)
         return self.client.describe(self.group, min(left_ms, CHECK_BOOTSTRAP_TIMEOUT_MS),
-                                    min(left_ms, CHECK_REQUEST_TIMEOUT_MS))
+                                    min(left_ms, CHECK_REQUEST_TIMEOUT_MS), deadline=deadline)
 
     def close(self) -> None:
         self.client.close()

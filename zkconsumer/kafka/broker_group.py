@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any, List, Optional
+import time
+from typing import Any, Callable, List, Optional
 
 import kafka.errors as Errors
 from kafka.protocol.admin import DescribeGroupsRequest
@@ -107,10 +108,13 @@ class BrokerGroupClient:
         self.security = security or PLAINTEXT
         self._admin: Any = None
 
-    def describe(self, group: str, bootstrap_timeout_ms: int, request_timeout_ms: int) -> BrokerGroup:
+    def describe(self, group: str, bootstrap_timeout_ms: int, request_timeout_ms: int,
+                 deadline: Optional[float] = None, clock: Callable[[], float] = time.monotonic) -> BrokerGroup:
         """The broker-side group *group*. The first call bootstraps within *bootstrap_timeout_ms*; each request then
         waits up to *request_timeout_ms* for its answer (a timed-out request loses its connection, not the
-        client). Raises as :func:`describe_broker_group` does."""
+        client), and with a *deadline* (on *clock*) no longer than the time left to it: a request not sent by then
+        is not sent, and the call fails as for a broker that did not answer. Raises as
+        :func:`describe_broker_group` does."""
         from zkconsumer.kafka.connect_errors import connect_error
         from zkconsumer.kafka import internals
         group = validate_group(group)
@@ -126,7 +130,13 @@ class BrokerGroupClient:
         admin = self._admin
 
         def send(request, node=None):
-            return internals.send(admin, request, node_id=node, request_timeout_ms=request_timeout_ms)
+            timeout_ms = request_timeout_ms
+            if deadline is not None:
+                left_ms = int((deadline - clock()) * 1000)
+                if left_ms <= 0:
+                    raise Errors.KafkaTimeoutError("the time given ran out before %s" % type(request).__name__)
+                timeout_ms = min(timeout_ms, left_ms)
+            return internals.send(admin, request, node_id=node, request_timeout_ms=timeout_ms)
 
         async def go():
             resp = await send(FindCoordinatorRequest(key=group, key_type=0, max_version=3))
