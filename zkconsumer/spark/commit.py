@@ -117,13 +117,23 @@ def plan_batch(options) -> BatchPlan:
 
 def forward_only(store, offsets: Dict[TP, int], fence=None):
     """Commit the ``offsets`` that move the stored offset forward, through ``fence`` if given; the others are left
-    as they are and reported ``unchanged`` with the stored value (an offset is never moved backwards)."""
+    as they are and reported ``unchanged`` with the stored value (an offset is never moved backwards). With a dual
+    store, an offset that one store already holds and the other is behind (a commit whose ZooKeeper write failed
+    after Kafka's) is written again, so ZooKeeper catches up; one behind either store is not."""
     from ..offsets import CommitResult
     result = CommitResult()
     if not offsets:
         return result
-    stored = store.fetch(list(offsets))
-    forward = {tp: o for tp, o in offsets.items() if stored.get(tp) is None or o > stored[tp]}
+    parts = list(offsets)
+    if hasattr(store, "fetch_both"):  # the dual store: {tp: (ZooKeeper's, Kafka's)}
+        both = store.fetch_both(parts)
+        behind = {tp: min(-1 if v is None else v for v in both[tp]) for tp in parts}
+        stored = {tp: max(v for v in both[tp] if v is not None) for tp in parts if both[tp] != (None, None)}
+    else:
+        stored = store.fetch(parts)
+        behind = stored
+    forward = {tp: o for tp, o in offsets.items()
+               if stored.get(tp) is None or o > stored[tp] or (o == stored[tp] and behind.get(tp, o) < o)}
     for tp in set(offsets) - set(forward):
         result.unchanged.add(tp)
         result.committed[tp] = stored[tp]
