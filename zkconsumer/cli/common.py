@@ -8,7 +8,6 @@ import click
 
 from ..errors import ClusterUnavailableError, ZkConsumerError
 from ..local import LocalCluster
-from ..zookeeper.client import ONE_SHOT_GIVE_UP_MS
 
 ZK_ENV = "ZK_CONNECT"
 KAFKA_ENV = "KAFKA_BOOTSTRAP"
@@ -71,7 +70,7 @@ class ZkCommandGroup(click.Group):
             try:
                 return super().invoke(ctx)
             except lost_connection_errors() as e:
-                # ZooKeeper went away mid-command (a one-shot client gives up after GIVE_UP_AFTER_MS)
+                # ZooKeeper went away mid-command (a one-shot client gives up after ONE_SHOT_GIVE_UP_MS)
                 raise ClusterUnavailableError("lost the ZooKeeper connection mid-command (%s%s): a request in flight "
                                               "may or may not have been applied" % (type(e).__name__,
                                                                                     ": %s" % e if str(e) else ""))
@@ -284,17 +283,14 @@ def zookeeper_auth_from_context():
     return build(scheme, given.get("zk_credentials"), set_acl=bool(given.get("zk_set_acl")))
 
 
-# a one-shot command whose ZooKeeper connection stays lost this long fails (exit 3) instead of waiting for it
-GIVE_UP_AFTER_MS = ONE_SHOT_GIVE_UP_MS
-
-
 def connect_zookeeper(zookeeper_connect, long_lived: bool = False):
     """A started kazoo client for a tool, authenticated as the ``--zookeeper-auth`` options say. A one-shot
-    command's client gives up (its requests fail) after its connection stayed lost for GIVE_UP_AFTER_MS; a
+    command's client gives up (its requests fail) after its connection stayed lost for
+    ``zookeeper.client.ONE_SHOT_GIVE_UP_MS`` (then it fails, exit 3); a
     *long_lived* one (the exporter, the registry mirror) waits for ZooKeeper to come back."""
     from ..zookeeper import client as zkmod
     return zkmod.connect(zookeeper_connect, auth=zookeeper_auth_from_context(),
-                         give_up_after_ms=None if long_lived else GIVE_UP_AFTER_MS)
+                         give_up_after_ms=None if long_lived else zkmod.ONE_SHOT_GIVE_UP_MS)
 
 
 _zookeeper_connect_option = click.option("--zookeeper", "zookeeper", metavar="HOST:PORT[,...][/CHROOT]", default=None,

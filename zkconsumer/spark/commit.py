@@ -121,11 +121,12 @@ def forward_only(store, offsets: Dict[TP, int], fence=None):
     store, an offset that one store already holds and the other is behind (a commit whose ZooKeeper write failed
     after Kafka's) is written again, so ZooKeeper catches up; one behind either store is not."""
     from ..offsets import CommitResult
+    from ..offsets.dual import DualOffsetStore
     result = CommitResult()
     if not offsets:
         return result
     parts = list(offsets)
-    if hasattr(store, "fetch_both"):  # the dual store: {tp: (ZooKeeper's, Kafka's)}
+    if isinstance(store, DualOffsetStore):  # {tp: (ZooKeeper's, Kafka's)}
         both = store.fetch_both(parts)
         behind = {tp: min(-1 if v is None else v for v in both[tp]) for tp in parts}
         stored = {tp: max(v for v in both[tp] if v is not None) for tp in parts if both[tp] != (None, None)}
