@@ -81,7 +81,7 @@ def test_zookeeper_server_restart(own, ownzk, unique, procs):
     assert after == before, "the assignment changed across a ZooKeeper restart that kept every session"
     for c in procs:
         st = ownzk.exists(paths.consumer_registration_path(g, c.consumer_id))
-        assert st is not None and st.ephemeralOwner == sessions[c.consumer_id], "%s got a new session" % c.name
+        assert st is not None and st.ephemeralOwner == sessions[c.consumer_id], "%s got a new session\n%s" % (c.name, "\n".join(x.describe() for x in procs))
         assert not any(e["event"] == "lost" for e in c.timed_events()), c.describe()
         assert c.alive(), c.describe()
         assert not c.stderr_problems(), c.describe()

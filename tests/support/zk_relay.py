@@ -4,7 +4,9 @@ reach the server, so the session lives) until ``release()``; ``blackhole()`` als
 that accepts connections and never answers); ``sever_after(marker)`` lets the next multi-op whose
 request contains *marker* reach the server, holds its answer and then cuts the connection, so the client sees
 ConnectionLoss for a multi-op the server applied (the client reconnects through the relay, same session);
-``sever_after(marker, op=None)`` does so for the next request of any kind."""
+``sever_after(marker, op=None)`` does so for the next request of any kind; ``mute()`` cuts the connections and
+leaves the next ones accepted and never answered, their requests never reaching the server (a server that accepted a
+connection while it was starting), until ``unmute()`` lets later ones through again."""
 import select
 import socket
 import struct
@@ -46,6 +48,8 @@ class Relay(threading.Thread):
         self.held = threading.Event()
         self.stopped = False
         self.pairs = []
+        self.muted = False
+        self.silent = []                   # connections accepted while muted: never read, never answered
         self._marker = None
         self._op = _MULTI
         self.fired = threading.Event()     # the multi-op with the marker reached the server
@@ -68,6 +72,9 @@ class Relay(threading.Thread):
                         client, _ = self.listener.accept()
                     except OSError:  # closed
                         return
+                    if self.muted:
+                        self.silent.append(client)
+                        continue
                     self.pairs.append((client, socket.create_connection(self.target)))
                     continue
                 for client, server in list(self.pairs):
@@ -107,6 +114,16 @@ class Relay(threading.Thread):
         for client, server in list(self.pairs):
             self._drop(client, server)
 
+    def mute(self):
+        """Cut every connection; the next ones are accepted and left silent (see the module's docstring)."""
+        self.muted = True
+        for client, server in list(self.pairs):
+            self._drop(client, server)
+
+    def unmute(self):
+        """New connections reach the server again; the silent ones stay silent."""
+        self.muted = False
+
     def sever_after(self, marker, op=_MULTI):
         """Arm: the next multi-op request (of opcode *op*; any request when None) containing *marker* is
         forwarded, then every answer is held until :meth:`sever` (call it after ``fired`` is set)."""
@@ -129,3 +146,5 @@ class Relay(threading.Thread):
         for a, b in self.pairs:
             a.close()
             b.close()
+        for s in self.silent:
+            s.close()

@@ -18,16 +18,19 @@ log = logging.getLogger(__name__)
 def make_client(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=None, read_only=False, auth=None):
     """An unstarted KazooClient for a validated connect string; ``auth`` (a :class:`~zkconsumer.zookeeper.auth.ZkAuth`)
     adds the credentials and, with ``set_acl``, the secure default ACL of every znode it creates. Its handler is
-    :class:`~zkconsumer.zookeeper.handler.PollHandler` (kazoo's threading handler, one ``poll`` per wait)."""
+    :class:`~zkconsumer.zookeeper.handler.PollHandler` (kazoo's threading handler, one ``poll`` per wait), and each
+    connection attempt waits at most a third of the session timeout (:mod:`zkconsumer.zookeeper.attempts`)."""
     from kazoo.client import KazooClient
     from kazoo.retry import KazooRetry
     from ..core.layout.connect import parse_zk_connect
+    from .attempts import attempt_timeout_s, bound_attempts
     from .handler import PollHandler
     parsed = parse_zk_connect(zookeeper_connect)
-    return KazooClient(hosts=parsed.kazoo_hosts, timeout=session_timeout_ms / 1000.0, handler=PollHandler(),
-                       connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
-                       command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
-                       read_only=read_only, **(auth or NO_AUTH).kazoo_kwargs())
+    handler = PollHandler(connect_timeout_s=attempt_timeout_s(session_timeout_ms))
+    return bound_attempts(KazooClient(hosts=parsed.kazoo_hosts, timeout=session_timeout_ms / 1000.0, handler=handler,
+                                      connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
+                                      command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
+                                      read_only=read_only, **(auth or NO_AUTH).kazoo_kwargs()))
 
 
 _GIVE_UP = "_zkconsumer_give_up"

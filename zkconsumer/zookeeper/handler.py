@@ -74,9 +74,21 @@ def poll_select(rlist: Sequence[Any], wlist: Sequence[Any], xlist: Sequence[Any]
 
 
 class PollHandler(SequentialThreadingHandler):
-    """kazoo's :class:`~kazoo.handlers.threading.SequentialThreadingHandler` with :func:`poll_select`."""
+    """kazoo's :class:`~kazoo.handlers.threading.SequentialThreadingHandler` with :func:`poll_select`; with
+    *connect_timeout_s*, a TCP connect waits at most that long (kazoo asks for the whole session timeout: see
+    :mod:`zkconsumer.zookeeper.attempts`)."""
 
     name = "zkconsumer_poll_threading_handler"
+
+    def __init__(self, connect_timeout_s: Optional[float] = None) -> None:
+        super().__init__()
+        self.connect_timeout_s = connect_timeout_s
+
+    def create_connection(self, *args: Any, **kwargs: Any) -> Any:
+        bound = self.connect_timeout_s
+        if bound is not None and kwargs.get("timeout") is not None:
+            kwargs["timeout"] = min(kwargs["timeout"], bound)
+        return super().create_connection(*args, **kwargs)
 
     def select(self, *args: Any, **kwargs: Any) -> Tuple[List[Any], List[Any], List[Any]]:
         return poll_select(*args, **kwargs)
