@@ -50,6 +50,7 @@ class Relay(threading.Thread):
         self.pairs = []
         self.muted = False
         self.silent = []                   # connections accepted while muted: never read, never answered
+        self._cut = threading.Event()      # mute(): the relay's thread cuts the connections it serves
         self._marker = None
         self._op = _MULTI
         self.fired = threading.Event()     # the multi-op with the marker reached the server
@@ -61,6 +62,10 @@ class Relay(threading.Thread):
 
     def run(self):
         while not self.stopped:
+            if self._cut.is_set():
+                for client, server in list(self.pairs):
+                    self._drop(client, server)
+                self._cut.clear()
             socks = [self.listener] + [s for pair in self.pairs for s in pair]
             try:
                 readable, _, _ = select.select(socks, [], [], 0.02)
@@ -88,12 +93,16 @@ class Relay(threading.Thread):
                             data = b""
                         if not data:
                             self._drop(client, server)
-                        else:
+                            continue
+                        try:
                             other.sendall(data)
-                            if s is client and self._marker is not None and _has_request_with(data, self._marker, self._op):
-                                self._marker = None
-                                self.held.set()
-                                self.fired.set()
+                        except OSError:  # the other end closed meanwhile
+                            self._drop(client, server)
+                            continue
+                        if s is client and self._marker is not None and _has_request_with(data, self._marker, self._op):
+                            self._marker = None
+                            self.held.set()
+                            self.fired.set()
 
     def _drop(self, client, server):
         if (client, server) in self.pairs:
@@ -117,8 +126,7 @@ class Relay(threading.Thread):
     def mute(self):
         """Cut every connection; the next ones are accepted and left silent (see the module's docstring)."""
         self.muted = True
-        for client, server in list(self.pairs):
-            self._drop(client, server)
+        self._cut.set()
 
     def unmute(self):
         """New connections reach the server again; the silent ones stay silent."""
