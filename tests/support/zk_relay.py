@@ -75,8 +75,10 @@ class Relay(threading.Thread):
                 if s is self.listener:
                     try:
                         client, _ = self.listener.accept()
-                    except OSError:  # closed
-                        return
+                    except OSError:  # closed (close()), or a connection reset before it was accepted
+                        if self.stopped:
+                            return
+                        continue
                     if self.muted:
                         self.silent.append(client)
                         continue
