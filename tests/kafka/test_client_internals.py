@@ -143,13 +143,32 @@ def test_kazoo_transactions_take_our_requests(zk, unique):
     zk.delete(path)
 
 
-def test_kazoo_tells_the_session_timeout_it_was_granted(zk):
-    """The session lease's length is the timeout the server granted, not the one asked for."""
+def test_kazoo_tells_the_session_timeout_it_was_granted(services):
+    """The session lease's length is the timeout the server granted, not the one asked for: a member asking for
+    100 s from a server whose maxSessionTimeout is 60 s (the local cluster's) has a 60 s session, and a lease of
+    0.6 x 100 s would outlive it (kazoo keeps only the timeout asked for)."""
     from zkconsumer.consumer.lease import SessionLease
-    granted = internals.kazoo_session_timeout_ms(zk)
-    assert granted is not None and granted > 0, "%s: KazooClient._session_timeout is gone" % _versions()
-    assert SessionLease(zk, 123456).timeout_s() == granted / 1000.0
+    from zkconsumer.zookeeper import client as zkmod
+    client = zkmod.connect(services.zookeeper_connect, session_timeout_ms=100000)
+    try:
+        granted = internals.kazoo_session_timeout_ms(client)
+        assert granted == 60000, "%s: granted %r" % (_versions(), granted)
+        assert SessionLease(client, 100000).timeout_s() == 60.0
+    finally:
+        zkmod.close(client)
     assert internals.kazoo_session_timeout_ms(object()) is None
+
+
+def test_kazoo_takes_a_bound_on_the_handshake(zk):
+    """kazoo_bound_handshake works on this kazoo's client (the relay test in tests/zookeeper/test_zk_attempts.py
+    shows the bound), and refuses a client whose connection is not kazoo's own ConnectionHandler."""
+    from kazoo.client import KazooClient
+    client = KazooClient(hosts="127.0.0.1:1")
+    internals.kazoo_bound_handshake(client, 1.5)
+    assert type(client._connection).__name__ == "BoundedHandshake" and client._connection._zkconsumer_handshake_s == 1.5
+    with pytest.raises(internals.IncompatibleClientError) as e:
+        internals.kazoo_bound_handshake(client, 1.5)  # already bound: not kazoo's own class any more
+    assert "kazoo" in str(e.value) and "ConnectionHandler" in str(e.value)
 
 
 def test_a_missing_internal_is_named():

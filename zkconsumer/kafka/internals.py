@@ -28,8 +28,9 @@ kafka-python's reads when they are missing. kazoo (2.9-2.11) sends a request obj
 ``KazooClient._call`` (what its ``TransactionRequest.commit_async`` does): :func:`kazoo_call` sends the one-pass
 multi-op of :mod:`zkconsumer.zookeeper.multi`, and :func:`kazoo_observe_requests` lets the bench and the tests
 count the requests a client sends. :func:`kazoo_transaction_requests` is a transaction's request list (the ZooKeeper
-offset store appends requests it built itself) and :func:`kazoo_session_timeout_ms` the session timeout the server
-granted (the session lease's length).
+offset store appends requests it built itself), :func:`kazoo_bound_handshake` bounds a connection attempt's wait for
+the handshake's answer (``KazooClient._connection``'s class and its ``_invoke``) and keeps the session timeout that
+answer granted, and :func:`kazoo_session_timeout_ms` is that timeout (the session lease's length).
 
 A kafka-python or kazoo without what these functions need raises :class:`IncompatibleClientError` naming the
 library, its version and the missing attribute; ``tests/kafka/test_client_internals.py`` runs every function here
@@ -46,7 +47,8 @@ from ..errors import ZkConsumerError
 __all__ = ["IncompatibleClientError", "AdminClient", "run", "submit", "send", "add_group_coordinator",
            "close_connection", "wrap_header", "partition_records_class", "consumer_fetcher", "records_buffer",
            "batch_data", "plain_connections", "set_socket_reader", "socket_reader_replaced", "kazoo_supports_call",
-           "kazoo_call", "kazoo_observe_requests", "kazoo_transaction_requests", "kazoo_session_timeout_ms"]
+           "kazoo_call", "kazoo_observe_requests", "kazoo_transaction_requests", "kazoo_session_timeout_ms",
+           "kazoo_bound_handshake"]
 
 
 class IncompatibleClientError(ZkConsumerError):
@@ -244,8 +246,57 @@ def kazoo_transaction_requests(txn: Any) -> Optional[list]:
     return ops if isinstance(ops, list) and not ops and not getattr(txn, "committed", False) else None
 
 
+#: where :func:`kazoo_bound_handshake`'s connection keeps the session timeout the server granted
+_GRANTED = "_zkconsumer_granted_ms"
+
+
 def kazoo_session_timeout_ms(zk: Any) -> Optional[float]:
-    """The session timeout the server granted, in ms (``KazooClient._session_timeout``, set when a session is
-    established); None when this kazoo does not keep it there."""
-    negotiated = getattr(zk, "_session_timeout", None)
-    return negotiated if isinstance(negotiated, (int, float)) and negotiated > 0 else None
+    """The session timeout the server granted, in ms, once a session is established on a client prepared with
+    :func:`kazoo_bound_handshake` (every client :func:`zkconsumer.zookeeper.client.make_client` builds); else the
+    one asked for (``KazooClient._session_timeout``: kazoo keeps no other); None when there is neither."""
+    granted = getattr(zk, _GRANTED, None)
+    if isinstance(granted, int) and granted > 0:
+        return granted
+    asked = getattr(zk, "_session_timeout", None)
+    return asked if isinstance(asked, (int, float)) and asked > 0 else None
+
+
+def kazoo_bound_handshake(zk: Any, timeout_s: float) -> None:
+    """Make *zk* (an unstarted KazooClient) wait at most *timeout_s* for the answer to its handshake (the
+    ConnectRequest; kazoo's ``ConnectionHandler._connect`` gives it the session timeout divided by the number of
+    servers), and keep the session timeout the server granted in that answer for :func:`kazoo_session_timeout_ms`.
+    kazoo builds its ``ConnectionHandler`` in ``KazooClient.__init__`` and takes no other: the instance's class
+    becomes a subclass whose ``_invoke`` (kazoo's writer of the handshake) does both."""
+    from kazoo.protocol.connection import ConnectionHandler
+    connection = _attr(zk, "_connection", "connection handler on its client", "kazoo")
+    if type(connection) is not ConnectionHandler or not callable(getattr(connection, "_invoke", None)):
+        raise IncompatibleClientError("kazoo %s: KazooClient._connection is a %s, not the ConnectionHandler with the "
+                                      "_invoke zkconsumer uses: install a version setup.cfg allows"
+                                      % (_library_version("kazoo"), type(connection).__name__))
+    connection.__class__ = _bounded_handshake_class()
+    connection._zkconsumer_handshake_s = timeout_s
+
+
+_BOUNDED_HANDSHAKE: Optional[type] = None
+
+
+def _bounded_handshake_class() -> type:
+    global _BOUNDED_HANDSHAKE
+    if _BOUNDED_HANDSHAKE is None:
+        from kazoo.protocol.connection import ConnectionHandler
+        from kazoo.protocol.serialization import Connect
+
+        class BoundedHandshake(ConnectionHandler):  # type: ignore[misc]
+            _zkconsumer_handshake_s: float
+
+            def _invoke(self, timeout: float, request: Any, xid: Any = None) -> Any:
+                if not isinstance(request, Connect):
+                    return super()._invoke(timeout, request, xid)
+                result = super()._invoke(min(timeout, self._zkconsumer_handshake_s), request, xid)
+                answer = result[0] if isinstance(result, tuple) and result else None
+                granted = getattr(answer, "time_out", None)
+                if isinstance(granted, int) and granted > 0:
+                    setattr(self.client, _GRANTED, granted)
+                return result
+        _BOUNDED_HANDSHAKE = BoundedHandshake
+    return _BOUNDED_HANDSHAKE

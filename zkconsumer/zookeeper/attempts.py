@@ -17,9 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kazoo.protocol.connection import ConnectionHandler
-from kazoo.protocol.serialization import Connect
-
 __all__ = ["ATTEMPT_FRACTION", "attempt_timeout_s", "bound_attempts"]
 
 #: the share of the session timeout one connection attempt may wait for the TCP connection, and again for the
@@ -32,20 +29,9 @@ def attempt_timeout_s(session_timeout_ms: float) -> float:
     return session_timeout_ms / 1000.0 * ATTEMPT_FRACTION
 
 
-class BoundedHandshake(ConnectionHandler):
-    """kazoo's ConnectionHandler whose handshake read waits at most :func:`attempt_timeout_s`."""
-
-    def _invoke(self, timeout: float, request: Any, xid: Any = None) -> Any:
-        if isinstance(request, Connect):
-            timeout = min(timeout, attempt_timeout_s(self.client._session_timeout))
-        return super()._invoke(timeout, request, xid)
-
-
-def bound_attempts(client: Any) -> Any:
-    """Bound the handshake wait of *client* (an unstarted KazooClient); returns *client*. Its TCP connect is bounded
-    by its handler (:class:`~zkconsumer.zookeeper.handler.PollHandler`)."""
-    if type(client._connection) is not ConnectionHandler:
-        raise TypeError("expected kazoo's own ConnectionHandler, got %r" % (client._connection,))
-    # kazoo builds its ConnectionHandler inside KazooClient.__init__ and offers no way to pass another
-    client._connection.__class__ = BoundedHandshake
+def bound_attempts(client: Any, session_timeout_ms: float) -> Any:
+    """Bound the handshake wait of *client* (an unstarted KazooClient) at :func:`attempt_timeout_s`; returns
+    *client*. Its TCP connect is bounded by its handler (:class:`~zkconsumer.zookeeper.handler.PollHandler`)."""
+    from ..kafka.internals import kazoo_bound_handshake
+    kazoo_bound_handshake(client, attempt_timeout_s(session_timeout_ms))
     return client

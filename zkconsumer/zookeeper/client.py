@@ -30,7 +30,8 @@ def make_client(zookeeper_connect, session_timeout_ms=6000, connection_timeout_m
     return bound_attempts(KazooClient(hosts=parsed.kazoo_hosts, timeout=session_timeout_ms / 1000.0, handler=handler,
                                       connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
                                       command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
-                                      read_only=read_only, **(auth or NO_AUTH).kazoo_kwargs()))
+                                      read_only=read_only, **(auth or NO_AUTH).kazoo_kwargs()),
+                          session_timeout_ms)
 
 
 _GIVE_UP = "_zkconsumer_give_up"
