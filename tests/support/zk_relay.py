@@ -107,8 +107,10 @@ class Relay(threading.Thread):
                             self.fired.set()
 
     def _drop(self, client, server):
-        if (client, server) in self.pairs:
+        try:
             self.pairs.remove((client, server))
+        except ValueError:  # dropped meanwhile by the other thread (blackhole(), sever())
+            pass
         client.close()
         server.close()
 

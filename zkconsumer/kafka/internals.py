@@ -262,9 +262,11 @@ def kazoo_session_timeout_ms(zk: Any) -> Optional[float]:
 
 
 def kazoo_bound_handshake(zk: Any, timeout_s: float) -> None:
-    """Make *zk* (an unstarted KazooClient) wait at most *timeout_s* for the answer to its handshake (the
-    ConnectRequest; kazoo's ``ConnectionHandler._connect`` gives it the session timeout divided by the number of
-    servers), and keep the session timeout the server granted in that answer for :func:`kazoo_session_timeout_ms`.
+    """Make *zk* (an unstarted KazooClient) wait at most *timeout_s* for the answer to a handshake that reconnects a
+    session (the ConnectRequest; kazoo's ``ConnectionHandler._connect`` gives it the session timeout divided by the
+    number of servers; a handshake for a new session keeps that: it has no session to lose, and a server slow to
+    answer would otherwise be left a new orphan session at every abandoned attempt), and keep the session timeout the
+    server granted in that answer for :func:`kazoo_session_timeout_ms`.
     kazoo builds its ``ConnectionHandler`` in ``KazooClient.__init__`` and takes no other: the instance's class
     becomes a subclass whose ``_invoke`` (kazoo's writer of the handshake) does both."""
     from kazoo.protocol.connection import ConnectionHandler
@@ -292,7 +294,9 @@ def _bounded_handshake_class() -> type:
             def _invoke(self, timeout: float, request: Any, xid: Any = None) -> Any:
                 if not isinstance(request, Connect):
                     return super()._invoke(timeout, request, xid)
-                result = super()._invoke(min(timeout, self._zkconsumer_handshake_s), request, xid)
+                if getattr(request, "session_id", 0):  # a session to keep: a hung attempt must not use it up
+                    timeout = min(timeout, self._zkconsumer_handshake_s)
+                result = super()._invoke(timeout, request, xid)
                 answer = result[0] if isinstance(result, tuple) and result else None
                 granted = getattr(answer, "time_out", None)
                 if isinstance(granted, int) and granted > 0:

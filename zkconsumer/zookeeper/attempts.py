@@ -5,13 +5,19 @@ counts ``T`` again from its start. kazoo 2.x gives one connection attempt up to 
 ``T / number of servers`` to answer the handshake (the ConnectRequest); the Java client's ``ClientCnxn`` gives the
 whole attempt ``T / number of servers`` (``connectTimeout``). Against one server, then, an attempt that hangs uses
 the whole session: a server restarted for 4 s under 15 s sessions (ZooKeeper 3.8.4, the server of Kafka 3.9) accepted
-a connection made while it was starting and never answered it; kazoo waited the 15 s for the answer, and by then the
-server had expired the session: the member lost its registration and owner nodes across a restart it should have
+a connection made while it was starting and never answered it; kazoo waited 15.6-16.3 s for the answer, and by then
+the server had expired the session: the member lost its registration and owner nodes across a restart it should have
 survived (3 of 160 reconnects of 20 clients over 8 restarts; ``tests/chaos/test_chaos_restarts.py``). A firewall that
 drops the packets to a powered-off server of an ensemble makes the TCP connect hang the same way.
 
-Here an attempt gets at most ``T / 3`` for each of the two (never more than kazoo gives): a hung attempt leaves at
-least two more within ``T``. With three or more servers the handshake bound is what kazoo already uses.
+Here an attempt that reconnects a session gets at most ``T / 3`` for each of the two (never more than kazoo gives):
+a hung attempt leaves a third of the session or more for another. A handshake for a new session keeps kazoo's wait
+(nothing to lose; a server slow to answer is not left an orphan session by every abandoned attempt); its TCP connect
+is bounded too. With three or more servers the handshake bound is what kazoo already uses. The steps after the
+handshake (SASL, digest credentials) keep kazoo's waits. Where the server gets the requests and its answers are
+lost (a network broken one way), every bounded retry renews the session on the server, as kazoo's and the Java
+client's retries do against three servers: the member cannot work (its lease goes stale, it delivers nothing) and
+keeps its partitions until the network is mended, where one unbounded attempt would have let the session expire.
 """
 from __future__ import annotations
 
