@@ -48,7 +48,9 @@ def relayed(services):
 
 
 def _timeout(client):
-    return client._session_timeout / 1000.0  # negotiated (what the lease uses)
+    """The session timeout the lease uses: the one the server granted (kazoo keeps only the one asked for)."""
+    from zkconsumer.kafka.internals import kazoo_session_timeout_ms
+    return kazoo_session_timeout_ms(client) / 1000.0
 
 
 def _started(lease):
