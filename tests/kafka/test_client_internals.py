@@ -106,6 +106,48 @@ def test_a_consumers_plain_connections_take_a_socket_reader_of_ours(services, un
         consumer.close()
 
 
+def test_a_consumers_poll_can_be_woken(services, unique):
+    """install_poll_wake: a 10 s poll of an idle partition ends at once with PollWoken when woken from another thread;
+    a wake that comes while no poll runs ends the next one after its first round; records are never dropped by it
+    (a round that drained records returns them); a position() after a wake still waits for its answer."""
+    import time
+    from kafka import KafkaProducer, TopicPartition
+    topic = services.create_topic(unique("internals-wake"), 1)
+    consumer = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, enable_auto_commit=False,
+                             auto_offset_reset="earliest")
+    try:
+        wake = internals.install_poll_wake(consumer)
+        assert wake is not None, "%s: KafkaConsumer._net.run/_poll_once, its _fetcher.fetch_records or its " \
+            "_manager.wait_for is gone" % _versions()
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        assert consumer.position(tp) == 0
+        threading.Timer(1.0, wake).start()
+        t0 = time.monotonic()
+        with pytest.raises(internals.PollWoken):
+            consumer.poll(timeout_ms=10000)
+        assert time.monotonic() - t0 < 5.0, "the wake did not end the poll"
+        wake()  # no poll running: a position() is not cut short by it ...
+        assert consumer.position(tp) == 0
+        producer = KafkaProducer(bootstrap_servers=services.bootstrap_servers)
+        for i in range(5):
+            producer.send(topic, b"%d" % i, partition=0)
+        producer.flush()
+        producer.close()
+        time.sleep(0.5)
+        got = []
+        for _ in range(10):  # ... and the next poll ends early, keeping every record it drained
+            try:
+                got.extend(r.offset for rs in consumer.poll(timeout_ms=2000).values() for r in rs)
+            except internals.PollWoken:
+                continue
+            if len(got) >= 5:
+                break
+        assert got == [0, 1, 2, 3, 4]
+    finally:
+        consumer.close()
+
+
 def test_kazoo_takes_our_multi_op(zk, unique):
     assert internals.kazoo_supports_call(zk), "%s: KazooClient._call is gone" % _versions()
     base = "/internals-%s" % unique("zk")

@@ -63,6 +63,13 @@ def consumer_settings(config):
     return settings
 
 
+#: how long one poll of the fetch loop waits for records when its client's poll can be woken (an assignment change or
+#: a shutdown ends it at once: :func:`~zkconsumer.kafka.internals.install_poll_wake`); kafka-python keeps fetching
+#: inside it (one Fetch per ``fetch.wait.max.ms`` while the partitions are idle)
+IDLE_POLL_MS = 500
+#: the same where a poll cannot be woken (the librdkafka engine), or while a reset point is looked for (every 0.2 s)
+SHORT_POLL_MS = 20
+
 #: how long applying an assignment waits for the reset points of partitions without a committed offset; one that
 #: is not known by then (its partition has no leader, say) is resolved by the fetch loop when it can be
 RESOLVE_WAIT_S = 2.0
@@ -83,6 +90,7 @@ class FetcherThread(threading.Thread):
         self._generation = -1
         self._stopped = False
         self._apply_error = None
+        self._wake = None           # ends the client's poll in progress (install_poll_wake), when it has one
         self._last_range_check = 0.0
         self._last_resolve = 0.0
         # some partition of the assignment may have an unresolved reset point (the fetch loop looks for it)
@@ -105,6 +113,7 @@ class FetcherThread(threading.Thread):
         with self._lock:
             self._pending = (generation, dict(work), done)
             self._lock.notify_all()
+        self._wake_poll()
         if not self.is_alive():
             self._apply_pending()
         if not done.wait(timeout):
@@ -118,6 +127,12 @@ class FetcherThread(threading.Thread):
         with self._lock:
             self._stopped = True
             self._lock.notify_all()
+        self._wake_poll()
+
+    def _wake_poll(self):
+        wake = self._wake
+        if wake is not None:
+            wake()
 
     # -- fetcher thread ----------------------------------------------------------------------------------------
     def _changing(self):
@@ -276,6 +291,12 @@ class FetcherThread(threading.Thread):
             if not fast_records.install_lazy(self._consumer):
                 fast_records.install(self._consumer)
             socket_reads.install(self._consumer)
+            from ..kafka.internals import install_poll_wake
+            self._wake = install_poll_wake(self._consumer)
+            if self._wake is None:
+                log.warning("fetcher %s: this kafka-python's poll cannot be woken (an internal install_poll_wake "
+                            "uses is missing): polling %d ms at a time, with more CPU while idle",
+                            self.name, SHORT_POLL_MS)
         return self._consumer
 
     #: consecutive fetch-loop failures after which the error is handed to the streams of the partitions
@@ -316,6 +337,7 @@ class FetcherThread(threading.Thread):
     def _loop(self):
         from kafka.consumer.fetcher import RecordTooLargeError
         from kafka.errors import KafkaError, LogTruncationError, OffsetOutOfRangeError
+        from ..kafka.internals import PollWoken
         while True:
             with self._lock:
                 while not self._stopped and self._pending is None and not self._assignment:
@@ -328,8 +350,11 @@ class FetcherThread(threading.Thread):
             if self._unresolved and time.monotonic() - self._last_resolve >= 0.2:
                 self._resolve_resets()
             polled_at = time.monotonic()
+            wait_ms = IDLE_POLL_MS if self._wake is not None and not self._unresolved else SHORT_POLL_MS
             try:
-                batches = self._consumer.poll(timeout_ms=20)  # short: assignment changes wait for this
+                batches = self._consumer.poll(timeout_ms=wait_ms)
+            except PollWoken:  # an assignment change or a shutdown: nothing was fetched in this poll
+                continue
             except OffsetOutOfRangeError as e:  # kafka-python resets nothing itself (auto_offset_reset="none")
                 for ktp, position in (e.args[0] if e.args and isinstance(e.args[0], dict) else {}).items():
                     self._reset((ktp.topic, ktp.partition), position, "OFFSET_OUT_OF_RANGE")

@@ -20,7 +20,8 @@ TP = Tuple[str, int]
 class FetchCounters:
     """What a member's fetcher threads did since they started, summed over the threads."""
 
-    #: fetch passes completed, one fetch request per broker each (Scala FetchRequestRateAndTimeMs)
+    #: fetch passes completed: one poll each, records or up to 0.5 s without any (kafka-python fetches every
+    #: fetch.wait.max.ms within it; Scala's FetchRequestRateAndTimeMs counted fetch requests)
     passes: int = 0
     #: time spent in those passes' fetch requests
     seconds: float = 0.0

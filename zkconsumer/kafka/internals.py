@@ -16,6 +16,9 @@ after NOT_COORDINATOR, and none commits as a simple consumer with per-partition 
   (``_manager.close(node)``);
 * :class:`AdminClient`: a ``KafkaAdminClient`` whose failed ``__init__`` does not leak its IO thread (it closes
   ``_client``, ``_net`` and ``_metrics``, which kafka-python leaves running);
+* :func:`install_poll_wake`: a fetcher's ``poll`` ended at once when its assignment changes (its consumer's
+  ``_net.run`` around ``_manager.wait_for``, ``_fetcher.fetch_records`` and ``_poll_once``, wrapped on the
+  instance, and ``_net.call_soon_threadsafe``);
 * :func:`wrap_header`: a request's ``_header``, so an OffsetCommit v2-v5 answer is read by zkconsumer's reader.
 
 The record decoder (:mod:`zkconsumer.kafka.fast_records`) subclasses ``Fetcher.PartitionRecords`` and reads
@@ -38,6 +41,7 @@ against a real broker and ZooKeeper, so an upgrade that changes any of it fails 
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Optional, Tuple
 
 from kafka.admin import KafkaAdminClient
@@ -45,7 +49,8 @@ from kafka.admin import KafkaAdminClient
 from ..errors import ZkConsumerError
 
 __all__ = ["IncompatibleClientError", "AdminClient", "run", "submit", "send", "add_group_coordinator",
-           "close_connection", "wrap_header", "partition_records_class", "consumer_fetcher", "records_buffer",
+           "close_connection", "PollWoken", "install_poll_wake", "wrap_header", "partition_records_class",
+           "consumer_fetcher", "records_buffer",
            "batch_data", "plain_connections", "set_socket_reader", "socket_reader_replaced", "kazoo_supports_call",
            "kazoo_call", "kazoo_observe_requests", "kazoo_transaction_requests", "kazoo_session_timeout_ms",
            "kazoo_bound_handshake"]
@@ -133,6 +138,104 @@ def add_group_coordinator(admin: Any, response: Any, group: str) -> Any:
 def close_connection(admin: Any, node_id: Any) -> None:
     """Close *admin*'s connection to *node_id* (the next :func:`send` to it opens a new one)."""
     _attr(_manager(admin), "close", "close on its connection manager")(node_id)
+
+
+def _takes(fn: Callable[..., Any], name: str) -> bool:
+    import inspect
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class PollWoken(Exception):
+    """A poll of a fetcher's KafkaConsumer ended early by its wake (:func:`install_poll_wake`), with no records."""
+
+
+def install_poll_wake(consumer: Any) -> Optional[Callable[[], None]]:
+    """Make *consumer*'s (a KafkaConsumer's) ``poll`` wakeable from another thread; returns ``wake()``, or None when
+    this kafka-python is not built as this expects (the caller then keeps its polls short).
+
+    kafka-python 3.0's ``poll(timeout_ms)`` goes round ``_poll_once`` until records come or the time is up; each round
+    sends the fetches due and waits on the IO thread (``_net.run(_manager.wait_for, wakeup, timeout)`` in
+    ``Fetcher.fetch_records``) for one to complete. ``wake()`` completes that wait's future on the IO thread
+    (``_net.call_soon_threadsafe``), or has the next one not wait; the round then ends, and when it drained no
+    records the poll raises :class:`PollWoken` (a round that drained records returns them: a wake never drops what
+    kafka-python has handed over and moved its positions past). A round with nothing to fetch or wait for (positions
+    being looked up) sleeps ``retry_backoff_ms`` in kafka-python, deaf to a wake: here it sleeps where the wake is
+    heard. Through the consumer's ``_net.run``, ``_fetcher.fetch_records`` and ``_poll_once``, wrapped on the
+    instance, and ``_net.call_soon_threadsafe``."""
+    net: Any = getattr(consumer, "_net", None)
+    manager: Any = getattr(consumer, "_manager", None)
+    fetcher: Any = getattr(consumer, "_fetcher", None)
+    run: Any = getattr(net, "run", None)
+    poll_once: Any = getattr(consumer, "_poll_once", None)
+    fetch_records: Any = getattr(fetcher, "fetch_records", None)
+    wait_for: Any = getattr(manager, "wait_for", None)
+    call_soon: Any = getattr(net, "call_soon_threadsafe", None)
+    backoff_ms: Any = (getattr(consumer, "config", None) or {}).get("retry_backoff_ms")
+    if not all(callable(f) for f in (run, poll_once, fetch_records, wait_for, call_soon)) or \
+            not isinstance(backoff_ms, (int, float)) or not _takes(fetch_records, "timeout_ms"):
+        return None
+    lock = threading.Lock()
+    woken = threading.Event()
+    # polling: inside poll's round (only its waits are ended; a position() or an offsets lookup waits as usual)
+    state: dict = {"requested": False, "future": None, "polling": None}  # polling: the polling thread's ident
+
+    def waking_fetch_records(max_records: Any = None, update_offsets: bool = True, timeout_ms: Any = None) -> Any:
+        records, idle = fetch_records(max_records, update_offsets=update_offsets, timeout_ms=timeout_ms)
+        if records or not idle or state["polling"] != threading.get_ident() or not timeout_ms:
+            return records, idle
+        # nothing to fetch or wait for (positions being looked up): kafka-python's _poll_once would sleep
+        # min(timeout, retry_backoff_ms), deaf to a wake; this sleep hears it
+        woken.wait(min(timeout_ms, backoff_ms) / 1000.0)
+        return records, False
+
+    def waking_run(coro: Any, *args: Any) -> Any:
+        if coro != wait_for or not args or state["polling"] != threading.get_ident():
+            return run(coro, *args)
+        with lock:
+            if state["requested"]:
+                return None  # a wake came first: this round does not wait
+            state["future"] = args[0]
+        try:
+            return run(coro, *args)
+        finally:
+            with lock:
+                state["future"] = None
+
+    def waking_poll_once(*args: Any, **kwargs: Any) -> Any:
+        state["polling"] = threading.get_ident()
+        try:
+            records = poll_once(*args, **kwargs)
+        finally:
+            state["polling"] = None
+        if not records:
+            with lock:
+                if state["requested"]:
+                    state["requested"] = False
+                    woken.clear()
+                    raise PollWoken("woken")
+        return records
+
+    def wake() -> None:
+        with lock:
+            state["requested"] = True
+            woken.set()
+            future = state["future"]
+        if future is not None:
+            def complete() -> None:
+                if not future.is_done:
+                    future.success(None)
+            try:
+                call_soon(complete)
+            except Exception:  # the client is closing: its poll ends anyway
+                pass
+
+    net.run = waking_run
+    fetcher.fetch_records = waking_fetch_records
+    consumer._poll_once = waking_poll_once
+    return wake
 
 
 def wrap_header(request: Any, wrap: Callable[[Any], Any]) -> None:

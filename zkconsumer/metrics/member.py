@@ -98,7 +98,8 @@ class MetricsCollector:
                   [([t, str(p)], v) for (t, p), v in sorted(m.consumer_lag.items())])
         yield series(Gauge, "zkconsumer_max_lag", "Largest ConsumerLag of this member (Scala MaxLag)", m.max_lag)
         yield series(Gauge, "zkconsumer_min_fetch_rate", "Fetch passes per second of the slowest fetcher thread "
-                     "(Scala MinFetchRate)", m.min_fetch_rate)
+                     "(Scala MinFetchRate counted fetch requests; a pass here is one poll: records, or up to 0.5 s "
+                     "without any)", m.min_fetch_rate)
         yield series(Counter, "zkconsumer_messages", "Messages fetched into the streams, all topics (Scala "
                      "MessagesPerSec, AllTopics)", m.messages)
         yield series(Counter, "zkconsumer_bytes", "Key and value bytes fetched into the streams, all topics (Scala "
@@ -108,8 +109,9 @@ class MetricsCollector:
                   "MessagesPerSec per topic)", ["topic"], [([t], n) for t, (n, _) in topics])
         yield per(Counter, "zkconsumer_topic_bytes", "Key and value bytes fetched into the streams per topic (Scala "
                   "BytesPerSec per topic)", ["topic"], [([t], b) for t, (_, b) in topics])
-        yield series(Counter, "zkconsumer_fetch_requests", "Fetch passes of the fetcher threads, one fetch request "
-                     "per broker each (Scala FetchRequestRateAndTimeMs: use rate())", m.fetch.passes)
+        yield series(Counter, "zkconsumer_fetch_requests", "Fetch passes of the fetcher threads: one poll each, which "
+                     "returns records or ends after up to 0.5 s without any (kafka-python sends a fetch request per "
+                     "broker every fetch.wait.max.ms within it; Scala FetchRequestRateAndTimeMs counted requests)", m.fetch.passes)
         yield series(Counter, "zkconsumer_fetch_request_seconds", "Time the fetcher threads spent in those fetch "
                      "passes (Scala FetchRequestRateAndTimeMs)", m.fetch.seconds)
         yield series(Gauge, "zkconsumer_fetch_queue_chunks", "Fetched chunks waiting in the streams' queues (Scala "
