@@ -172,9 +172,14 @@ def test_kafka_storage_with_dual_commit_writes_both(spark, services, zk, unique,
     try:
         batches, _ = _run_available_now(spark, opts, ckpt)
         assert sorted((p, o) for _, r in batches for p, o, _ in r) == sorted(produced_set(services, topic, 2))
-        mid = store.fetch_both([(topic, 0), (topic, 1)])
-        assert any(z is not None for z, k in mid.values())
-        assert all(z == k for z, k in mid.values()), mid           # source commits wrote both stores
+        # source commits wrote both stores. The last one is the source's stop(): Spark ends the runner process with
+        # SIGTERM and does not wait for it, so awaitTermination() can return between its Kafka and ZooKeeper writes
+        mid = {}
+
+        def agreed():
+            mid.update(store.fetch_both([(topic, 0), (topic, 1)]))
+            return any(z is not None for z, k in mid.values()) and all(z == k for z, k in mid.values())
+        wait_until(agreed, 30, message=lambda: ("both stores to hold the source's commits", mid))
         commit_batch(opts, last_committed_end(ckpt))
         both = store.fetch_both([(topic, 0), (topic, 1)])
         assert all(z == k for z, k in both.values()) and sum(k for _, k in both.values()) == 20, both
