@@ -106,6 +106,38 @@ def test_a_consumers_plain_connections_take_a_socket_reader_of_ours(services, un
         consumer.close()
 
 
+def test_fetch_responses_are_observed(services, unique):
+    """observe_fetch_responses: each Fetch response of a KafkaConsumer's fetcher is reported with the time since its
+    request; an idle partition with fetch_max_wait_ms=100 is answered every ~0.1 s, and the records still come."""
+    import time
+    from kafka import KafkaProducer, TopicPartition
+    topic = services.create_topic(unique("internals-fetchobs"), 1)
+    consumer = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, enable_auto_commit=False,
+                             auto_offset_reset="earliest", fetch_max_wait_ms=100)
+    seen = []
+    try:
+        assert internals.observe_fetch_responses(consumer, seen.append), \
+            "%s: KafkaConsumer._fetcher._handle_fetch_response(node_id, fetch_offsets, send_time, response) is " \
+            "gone" % _versions()
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end:
+            consumer.poll(timeout_ms=200)
+        assert len(seen) >= 5 and all(0 <= s < 5 for s in seen), seen
+        producer = KafkaProducer(bootstrap_servers=services.bootstrap_servers)
+        for i in range(3):
+            producer.send(topic, b"%d" % i, partition=0)
+        producer.close()
+        got = []
+        end = time.monotonic() + 30
+        while len(got) < 3 and time.monotonic() < end:
+            got.extend(r.offset for rs in consumer.poll(timeout_ms=500).values() for r in rs)
+        assert got == [0, 1, 2]
+    finally:
+        consumer.close()
+
+
 def test_a_consumers_poll_can_be_woken(services, unique):
     """install_poll_wake: a 10 s poll of an idle partition ends at once with PollWoken when woken from another thread;
     a wake that comes while no poll runs ends the next one after its first round; records are never dropped by it
@@ -207,7 +239,7 @@ def test_kazoo_takes_a_bound_on_the_handshake(zk):
     from kazoo.client import KazooClient
     client = KazooClient(hosts="127.0.0.1:1")
     internals.kazoo_bound_handshake(client, 1.5)
-    assert type(client._connection).__name__ == "BoundedHandshake" and client._connection._zkconsumer_handshake_s == 1.5
+    assert type(client._connection).__name__ == "_BoundedHandshake" and client._connection._zkconsumer_handshake_s == 1.5
     with pytest.raises(internals.IncompatibleClientError) as e:
         internals.kazoo_bound_handshake(client, 1.5)  # already bound: not kazoo's own class any more
     assert "kazoo" in str(e.value) and "ConnectionHandler" in str(e.value)

@@ -155,3 +155,26 @@ def test_member_metrics_per_topic_fetch_commit_failures_session_expiries_and_inf
                    message="the session expiry counted")
     finally:
         server.close()
+
+
+def test_fetch_request_metrics_count_requests_as_scala_did(services, unique, conns):
+    """zkconsumer_fetch_requests_total and MinFetchRate count the Fetch requests answered (Scala's
+    FetchRequestRateAndTimeMs, MinFetchRate), not the fetch loop's polls: an idle member with the defaults
+    (fetch.wait.max.ms=100) is asked again by the broker's answer every ~0.1 s, ~10 requests/s of <= ~0.1 s each
+    (its polls are ~2/s of ~0.5 s)."""
+    import time
+    topic = services.create_topic(unique("metreq"), 2)
+    a = connector(services, unique("metreq"), defaults=True)
+    conns.append(a)
+    a.create_message_streams({topic: 1})
+    wait_until(lambda: a.metrics_snapshot().fetch.requests > 0, 30, message="a first fetch answered")
+    time.sleep(1.0)
+    before, t0 = a.metrics_snapshot().fetch, time.monotonic()
+    time.sleep(5.0)
+    after, elapsed = a.metrics_snapshot().fetch, time.monotonic() - t0
+    n = after.requests - before.requests
+    mean = (after.seconds - before.seconds) / max(1, n)
+    # ~50 expected; polls would be ~10 of ~0.5 s. Bounds loose for a loaded machine, far from the polls' figures
+    assert n >= 2.5 * elapsed, "%d fetch requests in %.1f s: polls counted, not requests?" % (n, elapsed)
+    assert mean <= 0.3, "%.3f s per fetch request while idle (fetch.wait.max.ms=100): polls counted?" % mean
+    assert a.metrics()["MinFetchRate"] >= 2.0

@@ -42,7 +42,7 @@ def _exported_names():
     snapshot = MemberMetrics(
         group="g", consumer_id="g_h-1-abc", client_id="g", engine="kafka-python", state="IDLE",
         consumer_lag={("t", 0): 1}, min_fetch_rate=1.0, messages=1, bytes=2, topic_counts={"t": (1, 2)},
-        queued_chunks=1, fetch=FetchCounters(passes=1, seconds=0.1, errors=0), zookeeper_commits=1, kafka_commits=0,
+        queued_chunks=1, fetch=FetchCounters(requests=1, seconds=0.1, errors=0), zookeeper_commits=1, kafka_commits=0,
         commit_failures=0, session_expiries=0, rebalances=1, rebalance_seconds=0.1, failed_rebalance_attempts=0,
         owned_partitions=1, claim_wait_seconds=0.0, claim_wait_owners={}, offsets_degraded=False)
     conn = types.SimpleNamespace(metrics_snapshot=lambda: snapshot)

@@ -96,8 +96,12 @@ class FetcherThread(threading.Thread):
         # some partition of the assignment may have an unresolved reset point (the fetch loop looks for it)
         self._unresolved = False
         self.failures = 0           # consecutive failures of the fetch loop
-        self.fetches = 0            # fetch passes completed (metrics: MinFetchRate)
-        self.fetch_seconds = 0.0    # time spent in those passes' fetch requests (metrics)
+        # what the fetch metrics count (MinFetchRate, FetchRequestRateAndTimeMs): the Fetch responses the client
+        # received and the time from each request, as Scala's fetcher counted (counted on the client's IO thread,
+        # _count_response); where the client cannot report them (the librdkafka engine), the fetch loop's passes
+        self.fetches = 0
+        self.fetch_seconds = 0.0
+        self._counts_requests = False
         self.errors = 0             # fetch errors, retried or not (metrics)
         self.started_at = time.monotonic()
 
@@ -291,8 +295,9 @@ class FetcherThread(threading.Thread):
             if not fast_records.install_lazy(self._consumer):
                 fast_records.install(self._consumer)
             socket_reads.install(self._consumer)
-            from ..kafka.internals import install_poll_wake
+            from ..kafka.internals import install_poll_wake, observe_fetch_responses
             self._wake = install_poll_wake(self._consumer)
+            self._counts_requests = observe_fetch_responses(self._consumer, self._count_response)
             if self._wake is None:
                 log.warning("fetcher %s: this kafka-python's poll cannot be woken (an internal install_poll_wake "
                             "uses is missing): polling %d ms at a time, with more CPU while idle",
@@ -400,8 +405,14 @@ class FetcherThread(threading.Thread):
                     break  # assignment changing: the rest of this poll is dropped (it will be re-fetched)
                 part.fetched = offset_at(records, -1) + 1
             self.failures = 0  # a whole pass without failure
-            self.fetches += 1
-            self.fetch_seconds += time.monotonic() - polled_at
+            if not self._counts_requests:
+                self.fetches += 1
+                self.fetch_seconds += time.monotonic() - polled_at
+
+    def _count_response(self, seconds):
+        """A Fetch response came *seconds* after its request (the client's IO thread, the only writer then)."""
+        self.fetches += 1
+        self.fetch_seconds += seconds
 
     def _rewind(self):
         """After a failure, fetch again from what was handed over last: records polled but not put on a queue
@@ -559,11 +570,11 @@ class Fetchers(abc.ABC):
 
     @abc.abstractmethod
     def fetch_rates(self) -> List[float]:
-        """Completed fetch passes per second of each fetcher (metrics: MinFetchRate is the smallest)."""
+        """Fetch requests answered per second of each fetcher (metrics: MinFetchRate is the smallest)."""
 
     @abc.abstractmethod
     def counters(self) -> FetchCounters:
-        """Fetch passes, their time and the fetch errors since the fetchers started, summed (metrics)."""
+        """Fetch requests answered, their time and the fetch errors since the fetchers started, summed (metrics)."""
 
     @abc.abstractmethod
     def shutdown(self, timeout: float = 10.0) -> None:
@@ -633,13 +644,13 @@ class FetcherManager(Fetchers):
         return out
 
     def fetch_rates(self):
-        """Completed fetch passes per second of each fetcher thread since it started (MinFetchRate is the min)."""
+        """Fetch requests answered per second of each fetcher thread since it started (MinFetchRate is the min)."""
         now = time.monotonic()
         return [f.fetches / max(1e-3, now - f.started_at) for f in self.fetchers]
 
     def counters(self):
         """The fetcher threads' counters, summed (read without a lock: each is a plain number one thread writes)."""
-        return FetchCounters(passes=sum(f.fetches for f in self.fetchers),
+        return FetchCounters(requests=sum(f.fetches for f in self.fetchers),
                              seconds=sum(f.fetch_seconds for f in self.fetchers),
                              errors=sum(f.errors for f in self.fetchers))
 

@@ -1,7 +1,7 @@
 """What a member tells its metrics: one read-only snapshot, taken at scrape time.
 
 :meth:`ZookeeperConsumerConnector.metrics_snapshot <.connector.ZookeeperConsumerConnector.metrics_snapshot>` reads
-the plain counters the consume path keeps (per fetched chunk, per fetch pass, per commit) and the rebalancer's
+the plain counters the consume path keeps (per fetched chunk, per fetch response, per commit) and the rebalancer's
 state into a :class:`MemberMetrics`; the Prometheus collector (``zkconsumer.metrics.member``) reads nothing else of
 the member (:class:`MetricsSource` is all it needs), and ``metrics()`` gives the same figures under the Scala
 consumer's JMX names (:meth:`MemberMetrics.jmx`).
@@ -20,10 +20,11 @@ TP = Tuple[str, int]
 class FetchCounters:
     """What a member's fetcher threads did since they started, summed over the threads."""
 
-    #: fetch passes completed: one poll each, records or up to 0.5 s without any (kafka-python fetches every
-    #: fetch.wait.max.ms within it; Scala's FetchRequestRateAndTimeMs counted fetch requests)
-    passes: int = 0
-    #: time spent in those passes' fetch requests
+    #: Fetch requests answered, as Scala's FetchRequestRateAndTimeMs counted them (an idle fetcher sends one per
+    #: broker every fetch.wait.max.ms); the librdkafka engine, whose client does not report them, counts its fetch
+    #: loop's polls (records, or 20 ms without any)
+    requests: int = 0
+    #: the time from each of those requests to its answer (librdkafka engine: the polls' time)
     seconds: float = 0.0
     #: fetch errors, retried or not
     errors: int = 0
@@ -42,7 +43,7 @@ class MemberMetrics:
     state: str
     #: ``{(topic, partition): messages behind the high watermark}`` of the owned partitions (Scala ConsumerLag)
     consumer_lag: Dict[TP, int]
-    #: fetch passes per second of the slowest fetcher thread (Scala MinFetchRate)
+    #: fetch requests answered per second of the slowest fetcher thread since it started (Scala MinFetchRate)
     min_fetch_rate: float
     #: messages and their key + value bytes fetched into the streams (Scala MessagesPerSec, BytesPerSec)
     messages: int

@@ -19,6 +19,8 @@ after NOT_COORDINATOR, and none commits as a simple consumer with per-partition 
 * :func:`install_poll_wake`: a fetcher's ``poll`` ended at once when its assignment changes (its consumer's
   ``_net.run`` around ``_manager.wait_for``, ``_fetcher.fetch_records`` and ``_poll_once``, wrapped on the
   instance, and ``_net.call_soon_threadsafe``);
+* :func:`observe_fetch_responses`: each Fetch response a fetcher's client receives, and how long after its request
+  (its fetcher's ``_handle_fetch_response``, wrapped on the instance: the fetch metrics count requests, as Scala's);
 * :func:`wrap_header`: a request's ``_header``, so an OffsetCommit v2-v5 answer is read by zkconsumer's reader.
 
 The record decoder (:mod:`zkconsumer.kafka.fast_records`) subclasses ``Fetcher.PartitionRecords`` and reads
@@ -45,11 +47,13 @@ import threading
 from typing import Any, Callable, Optional, Tuple
 
 from kafka.admin import KafkaAdminClient
+from kazoo.protocol.connection import ConnectionHandler
+from kazoo.protocol.serialization import Connect
 
 from ..errors import ZkConsumerError
 
 __all__ = ["IncompatibleClientError", "AdminClient", "run", "submit", "send", "add_group_coordinator",
-           "close_connection", "PollWoken", "install_poll_wake", "wrap_header", "partition_records_class",
+           "close_connection", "PollWoken", "install_poll_wake", "observe_fetch_responses", "wrap_header", "partition_records_class",
            "consumer_fetcher", "records_buffer",
            "batch_data", "plain_connections", "set_socket_reader", "socket_reader_replaced", "kazoo_supports_call",
            "kazoo_call", "kazoo_observe_requests", "kazoo_transaction_requests", "kazoo_session_timeout_ms",
@@ -179,8 +183,9 @@ def install_poll_wake(consumer: Any) -> Optional[Callable[[], None]]:
         return None
     lock = threading.Lock()
     woken = threading.Event()
-    # polling: inside poll's round (only its waits are ended; a position() or an offsets lookup waits as usual)
-    state: dict = {"requested": False, "future": None, "polling": None}  # polling: the polling thread's ident
+    # polling: the ident of the thread inside poll's round (only that round's waits are ended; a position() or an
+    # offsets lookup waits as usual)
+    state: dict = {"requested": False, "future": None, "polling": None}
 
     def waking_fetch_records(max_records: Any = None, update_offsets: bool = True, timeout_ms: Any = None) -> Any:
         records, idle = fetch_records(max_records, update_offsets=update_offsets, timeout_ms=timeout_ms)
@@ -236,6 +241,26 @@ def install_poll_wake(consumer: Any) -> Optional[Callable[[], None]]:
     fetcher.fetch_records = waking_fetch_records
     consumer._poll_once = waking_poll_once
     return wake
+
+
+def observe_fetch_responses(consumer: Any, on_response: Callable[[float], None]) -> bool:
+    """Call ``on_response(seconds)`` for each Fetch response *consumer*'s (a KafkaConsumer's) fetcher receives,
+    *seconds* after its request was sent, on kafka-python's IO thread before the response is handled; True when
+    installed, False (nothing changed) where this kafka-python lacks ``Fetcher._handle_fetch_response(node_id,
+    fetch_offsets, send_time, response)`` (its request callback, looked up on the fetcher when each request is sent).
+    *on_response* must be quick and must not raise."""
+    import time
+    fetcher: Any = getattr(consumer, "_fetcher", None)
+    handle: Any = getattr(fetcher, "_handle_fetch_response", None)
+    if not callable(handle) or not _takes(handle, "send_time"):
+        return False
+
+    def observed(node_id: Any, fetch_offsets: Any, send_time: float, response: Any) -> Any:
+        on_response(time.monotonic() - send_time)
+        return handle(node_id, fetch_offsets, send_time, response)
+
+    fetcher._handle_fetch_response = observed
+    return True
 
 
 def wrap_header(request: Any, wrap: Callable[[Any], Any]) -> None:
@@ -372,38 +397,29 @@ def kazoo_bound_handshake(zk: Any, timeout_s: float) -> None:
     server granted in that answer for :func:`kazoo_session_timeout_ms`.
     kazoo builds its ``ConnectionHandler`` in ``KazooClient.__init__`` and takes no other: the instance's class
     becomes a subclass whose ``_invoke`` (kazoo's writer of the handshake) does both."""
-    from kazoo.protocol.connection import ConnectionHandler
     connection = _attr(zk, "_connection", "connection handler on its client", "kazoo")
     if type(connection) is not ConnectionHandler or not callable(getattr(connection, "_invoke", None)):
         raise IncompatibleClientError("kazoo %s: KazooClient._connection is a %s, not the ConnectionHandler with the "
                                       "_invoke zkconsumer uses: install a version setup.cfg allows"
                                       % (_library_version("kazoo"), type(connection).__name__))
-    connection.__class__ = _bounded_handshake_class()
+    connection.__class__ = _BoundedHandshake
     connection._zkconsumer_handshake_s = timeout_s
 
 
-_BOUNDED_HANDSHAKE: Optional[type] = None
+class _BoundedHandshake(ConnectionHandler):  # type: ignore[misc]
+    """kazoo's ConnectionHandler whose handshake for a session it reconnects waits at most
+    ``_zkconsumer_handshake_s``, and which keeps the session timeout granted (:func:`kazoo_bound_handshake`)."""
 
+    _zkconsumer_handshake_s: float
 
-def _bounded_handshake_class() -> type:
-    global _BOUNDED_HANDSHAKE
-    if _BOUNDED_HANDSHAKE is None:
-        from kazoo.protocol.connection import ConnectionHandler
-        from kazoo.protocol.serialization import Connect
-
-        class BoundedHandshake(ConnectionHandler):  # type: ignore[misc]
-            _zkconsumer_handshake_s: float
-
-            def _invoke(self, timeout: float, request: Any, xid: Any = None) -> Any:
-                if not isinstance(request, Connect):
-                    return super()._invoke(timeout, request, xid)
-                if getattr(request, "session_id", 0):  # a session to keep: a hung attempt must not use it up
-                    timeout = min(timeout, self._zkconsumer_handshake_s)
-                result = super()._invoke(timeout, request, xid)
-                answer = result[0] if isinstance(result, tuple) and result else None
-                granted = getattr(answer, "time_out", None)
-                if isinstance(granted, int) and granted > 0:
-                    setattr(self.client, _GRANTED, granted)
-                return result
-        _BOUNDED_HANDSHAKE = BoundedHandshake
-    return _BOUNDED_HANDSHAKE
+    def _invoke(self, timeout: float, request: Any, xid: Any = None) -> Any:
+        if not isinstance(request, Connect):
+            return super()._invoke(timeout, request, xid)
+        if getattr(request, "session_id", 0):  # a session to keep: a hung attempt must not use it up
+            timeout = min(timeout, self._zkconsumer_handshake_s)
+        result = super()._invoke(timeout, request, xid)
+        answer = result[0] if isinstance(result, tuple) and result else None
+        granted = getattr(answer, "time_out", None)
+        if isinstance(granted, int) and granted > 0:
+            setattr(self.client, _GRANTED, granted)
+        return result

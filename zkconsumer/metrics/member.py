@@ -2,7 +2,7 @@
 use (``kafka.consumer:type=ConsumerFetcherManager,name=MaxLag`` and friends).
 
 Everything is read from the connector at scrape time: the consume path only keeps plain counters (per fetched chunk,
-per fetch pass and per commit), so a scrape costs the consumer nothing in between. Counters carry the ``...PerSec``
+per fetch response and per commit), so a scrape costs the consumer nothing in between. Counters carry the ``...PerSec``
 meters (use ``rate()``); gauges the rest. Every series has the labels ``group``, ``client_id`` and ``host`` (this
 machine's name), which survive a restart; the generated consumer id, which does not, is a label of
 ``zkconsumer_info`` only (with ``version``, ``decoder``: c, python or kafka-python, and ``engine``: the
@@ -97,9 +97,9 @@ class MetricsCollector:
                   "ConsumerLag)", ["topic", "partition"],
                   [([t, str(p)], v) for (t, p), v in sorted(m.consumer_lag.items())])
         yield series(Gauge, "zkconsumer_max_lag", "Largest ConsumerLag of this member (Scala MaxLag)", m.max_lag)
-        yield series(Gauge, "zkconsumer_min_fetch_rate", "Fetch passes per second of the slowest fetcher thread "
-                     "(Scala MinFetchRate counted fetch requests; a pass here is one poll: records, or up to 0.5 s "
-                     "without any)", m.min_fetch_rate)
+        yield series(Gauge, "zkconsumer_min_fetch_rate", "Fetch requests answered per second by the slowest "
+                     "fetcher thread since it started (Scala MinFetchRate; an idle fetcher asks each broker every "
+                     "fetch.wait.max.ms; the librdkafka engine counts its polls)", m.min_fetch_rate)
         yield series(Counter, "zkconsumer_messages", "Messages fetched into the streams, all topics (Scala "
                      "MessagesPerSec, AllTopics)", m.messages)
         yield series(Counter, "zkconsumer_bytes", "Key and value bytes fetched into the streams, all topics (Scala "
@@ -109,11 +109,11 @@ class MetricsCollector:
                   "MessagesPerSec per topic)", ["topic"], [([t], n) for t, (n, _) in topics])
         yield per(Counter, "zkconsumer_topic_bytes", "Key and value bytes fetched into the streams per topic (Scala "
                   "BytesPerSec per topic)", ["topic"], [([t], b) for t, (_, b) in topics])
-        yield series(Counter, "zkconsumer_fetch_requests", "Fetch passes of the fetcher threads: one poll each, which "
-                     "returns records or ends after up to 0.5 s without any (kafka-python sends a fetch request per "
-                     "broker every fetch.wait.max.ms within it; Scala FetchRequestRateAndTimeMs counted requests)", m.fetch.passes)
-        yield series(Counter, "zkconsumer_fetch_request_seconds", "Time the fetcher threads spent in those fetch "
-                     "passes (Scala FetchRequestRateAndTimeMs)", m.fetch.seconds)
+        yield series(Counter, "zkconsumer_fetch_requests", "Fetch requests the fetcher threads sent and had answered "
+                     "(Scala FetchRequestRateAndTimeMs; the librdkafka engine counts its polls)", m.fetch.requests)
+        yield series(Counter, "zkconsumer_fetch_request_seconds", "Time from each of those fetch requests to its "
+                     "answer, summed (Scala FetchRequestRateAndTimeMs; at most fetch.wait.max.ms each while idle)",
+                     m.fetch.seconds)
         yield series(Gauge, "zkconsumer_fetch_queue_chunks", "Fetched chunks waiting in the streams' queues (Scala "
                      "FetchQueueSize; at most queued.max.message.chunks per stream)", m.queued_chunks)
         yield series(Counter, "zkconsumer_fetch_errors", "Fetch errors (each retried; persisting ones reach the "

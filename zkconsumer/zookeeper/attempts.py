@@ -21,9 +21,7 @@ keeps its partitions until the network is mended, where one unbounded attempt wo
 """
 from __future__ import annotations
 
-from typing import Any
-
-__all__ = ["ATTEMPT_FRACTION", "attempt_timeout_s", "bound_attempts"]
+__all__ = ["ATTEMPT_FRACTION", "attempt_timeout_s"]
 
 #: the share of the session timeout one connection attempt may wait for the TCP connection, and again for the
 #: handshake's answer
@@ -33,11 +31,3 @@ ATTEMPT_FRACTION = 1.0 / 3.0
 def attempt_timeout_s(session_timeout_ms: float) -> float:
     """Seconds one connection attempt may wait for the TCP connection, and again for the handshake's answer."""
     return session_timeout_ms / 1000.0 * ATTEMPT_FRACTION
-
-
-def bound_attempts(client: Any, session_timeout_ms: float) -> Any:
-    """Bound the handshake wait of *client* (an unstarted KazooClient) at :func:`attempt_timeout_s`; returns
-    *client*. Its TCP connect is bounded by its handler (:class:`~zkconsumer.zookeeper.handler.PollHandler`)."""
-    from ..kafka.internals import kazoo_bound_handshake
-    kazoo_bound_handshake(client, attempt_timeout_s(session_timeout_ms))
-    return client

@@ -23,15 +23,18 @@ def make_client(zookeeper_connect, session_timeout_ms=6000, connection_timeout_m
     from kazoo.client import KazooClient
     from kazoo.retry import KazooRetry
     from ..core.layout.connect import parse_zk_connect
-    from .attempts import attempt_timeout_s, bound_attempts
+    from ..kafka.internals import kazoo_bound_handshake
+    from .attempts import attempt_timeout_s
     from .handler import PollHandler
     parsed = parse_zk_connect(zookeeper_connect)
-    handler = PollHandler(connect_timeout_s=attempt_timeout_s(session_timeout_ms))
-    return bound_attempts(KazooClient(hosts=parsed.kazoo_hosts, timeout=session_timeout_ms / 1000.0, handler=handler,
-                                      connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
-                                      command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
-                                      read_only=read_only, **(auth or NO_AUTH).kazoo_kwargs()),
-                          session_timeout_ms)
+    attempt_s = attempt_timeout_s(session_timeout_ms)
+    client = KazooClient(hosts=parsed.kazoo_hosts, timeout=session_timeout_ms / 1000.0,
+                         handler=PollHandler(connect_timeout_s=attempt_s),
+                         connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
+                         command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
+                         read_only=read_only, **(auth or NO_AUTH).kazoo_kwargs())
+    kazoo_bound_handshake(client, attempt_s)
+    return client
 
 
 _GIVE_UP = "_zkconsumer_give_up"
