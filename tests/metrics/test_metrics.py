@@ -161,10 +161,12 @@ def test_fetch_request_metrics_count_requests_as_scala_did(services, unique, con
     """zkconsumer_fetch_requests_total and MinFetchRate count the Fetch requests answered (Scala's
     FetchRequestRateAndTimeMs, MinFetchRate), not the fetch loop's polls: an idle member with the defaults
     (fetch.wait.max.ms=100) is asked again by the broker's answer every ~0.1 s, ~10 requests/s of <= ~0.1 s each
-    (its polls are ~2/s of ~0.5 s)."""
+    (its polls are ~2/s of ~0.5 s). How MinFetchRate falls when a broker stops answering:
+    tests/consumer/test_min_fetch_rate.py."""
     import time
     topic = services.create_topic(unique("metreq"), 2)
-    a = connector(services, unique("metreq"), defaults=True)
+    # the kafka-python engine whatever ZKCONSUMER_TEST_FETCH_ENGINE says: the librdkafka engine counts its polls
+    a = connector(services, unique("metreq"), defaults=True, **{"fetch.engine": "kafka-python"})
     conns.append(a)
     a.create_message_streams({topic: 1})
     wait_until(lambda: a.metrics_snapshot().fetch.requests > 0, 30, message="a first fetch answered")

@@ -260,8 +260,9 @@ class ZookeeperConsumerConnector(Member):
 
     def metrics(self) -> dict:
         """The Scala consumer's metrics, by their JMX names, read now (cheap: counters kept per chunk and per
-        commit; rates are left to the scraper): ``ConsumerLag`` {(t, p): lag}, ``MaxLag``, ``MinFetchRate``
-        (fetch requests answered per second by the slowest fetcher), ``MessagesPerSec`` / ``BytesPerSec`` (totals: counters),
+        commit; rates are left to the scraper but MinFetchRate's): ``ConsumerLag`` {(t, p): lag}, ``MaxLag``,
+        ``MinFetchRate`` (the smallest one-minute rate of Fetch requests answered, per fetcher and broker; the
+        librdkafka engine's polls), ``MessagesPerSec`` / ``BytesPerSec`` (totals: counters),
         ``ZooKeeperCommitsPerSec`` / ``KafkaCommitsPerSec`` (totals), ``RebalanceRateAndTime`` (count and
         seconds), ``OwnedPartitionsCount``, plus the member's state, what a claim waits for (``ClaimWait``:
         seconds and ``{owner node path: {"owner": its data, "session": "0x..."}}``) and whether dual commit writes

@@ -26,6 +26,7 @@ import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
+from ..core.rate_meter import RateMeter
 from ..errors import ClusterUnavailableError, MessageTooLargeError, ZkConsumerError
 from .lease import NoLease
 from .member_metrics import FetchCounters
@@ -97,10 +98,12 @@ class FetcherThread(threading.Thread):
         self._unresolved = False
         self.failures = 0           # consecutive failures of the fetch loop
         # what the fetch metrics count (MinFetchRate, FetchRequestRateAndTimeMs): the Fetch responses the client
-        # received and the time from each request, as Scala's fetcher counted (counted on the client's IO thread,
-        # _count_response); where the client cannot report them (the librdkafka engine), the fetch loop's passes
+        # received, per broker, and the time from each request, as Scala's fetcher threads counted (counted on the
+        # client's IO thread, _count_response); where the client cannot report them (the librdkafka engine), the
+        # fetch loop's polls
         self.fetches = 0
         self.fetch_seconds = 0.0
+        self.broker_fetches: Dict[object, int] = {}  # node id -> Fetch responses from that broker
         self._counts_requests = False
         self.errors = 0             # fetch errors, retried or not (metrics)
         self.started_at = time.monotonic()
@@ -409,10 +412,33 @@ class FetcherThread(threading.Thread):
                 self.fetches += 1
                 self.fetch_seconds += time.monotonic() - polled_at
 
-    def _count_response(self, seconds):
-        """A Fetch response came *seconds* after its request (the client's IO thread, the only writer then)."""
+    def _count_response(self, node_id, seconds):
+        """A Fetch response came from broker *node_id* *seconds* after its request (the client's IO thread, the only
+        writer then)."""
         self.fetches += 1
         self.fetch_seconds += seconds
+        self.broker_fetches[node_id] = self.broker_fetches.get(node_id, 0) + 1
+
+    def fetch_sources(self):
+        """``{source: count}`` of what this fetcher fetches from now, for MinFetchRate (any thread may ask): each
+        broker that leads one of its partitions and the Fetch responses it has sent (a broker that stops answering
+        keeps its count); ``{None: polls}`` where the client does not count requests (the librdkafka engine); ``{}``
+        without partitions (Scala shut such fetcher threads down)."""
+        from kafka import TopicPartition
+        parts = list(self._assignment)
+        consumer = self._consumer
+        if not parts or consumer is None:
+            return {}
+        if self._counts_requests:
+            from ..kafka.internals import fetch_leaders
+            try:
+                leaders = fetch_leaders(consumer, [TopicPartition(*tp) for tp in parts])
+            except Exception:  # metadata replaced under the read: the next reading has it
+                leaders = None
+            if leaders is not None:
+                counts = dict(self.broker_fetches)
+                return {node: counts.get(node, 0) for node in leaders}
+        return {None: self.fetches}
 
     def _rewind(self):
         """After a failure, fetch again from what was handed over last: records polled but not put on a queue
@@ -570,7 +596,8 @@ class Fetchers(abc.ABC):
 
     @abc.abstractmethod
     def fetch_rates(self) -> List[float]:
-        """Fetch requests answered per second of each fetcher (metrics: MinFetchRate is the smallest)."""
+        """The one-minute rate of Fetch requests answered by each broker each fetcher fetches from (metrics:
+        MinFetchRate is the smallest)."""
 
     @abc.abstractmethod
     def counters(self) -> FetchCounters:
@@ -607,8 +634,12 @@ class FetcherManager(Fetchers):
     """``num.consumer.fetchers`` fetcher threads; partitions are spread over them by a stable hash. Each thread
     checks *lease* before it hands a chunk to a stream."""
 
-    def __init__(self, config, bootstrap_servers, on_error=None, thread_class=None, on_reset=None, lease=None):
+    def __init__(self, config, bootstrap_servers, on_error=None, thread_class=None, on_reset=None, lease=None,
+                 clock=time.monotonic):
         self.config = config
+        self._clock = clock
+        self._meters: Dict[Tuple[int, object], RateMeter] = {}  # (fetcher index, broker) -> its one-minute rate
+        self._meters_lock = threading.Lock()
         thread_class = thread_class or FETCHER_THREADS[config.fetch_engine]
         self.fetchers = [thread_class(i, bootstrap_servers, config, on_error, on_reset, lease)
                          for i in range(config.num_consumer_fetchers)]
@@ -644,9 +675,23 @@ class FetcherManager(Fetchers):
         return out
 
     def fetch_rates(self):
-        """Fetch requests answered per second of each fetcher thread since it started (MinFetchRate is the min)."""
-        now = time.monotonic()
-        return [f.fetches / max(1e-3, now - f.started_at) for f in self.fetchers]
+        """The one-minute rate (:class:`~zkconsumer.core.rate_meter.RateMeter`, Scala's ``oneMinuteRate``) of the
+        Fetch responses from each broker each fetcher thread fetches partitions from (MinFetchRate is the smallest;
+        a broker that stops answering falls towards 0 within minutes). A broker's meter starts from the fetcher's
+        start, so its first reading is the average since then."""
+        now = self._clock()
+        rates = []
+        with self._meters_lock:
+            meters = {}
+            for i, f in enumerate(self.fetchers):
+                for source, count in f.fetch_sources().items():
+                    meter = self._meters.get((i, source)) or RateMeter(0, f.started_at)
+                    meters[(i, source)] = meter
+                    rate = meter.rate(count, now)
+                    if rate is not None:
+                        rates.append(rate)
+            self._meters = meters  # brokers no longer fetched from are forgotten
+        return rates
 
     def counters(self):
         """The fetcher threads' counters, summed (read without a lock: each is a plain number one thread writes)."""

@@ -19,8 +19,10 @@ after NOT_COORDINATOR, and none commits as a simple consumer with per-partition 
 * :func:`install_poll_wake`: a fetcher's ``poll`` ended at once when its assignment changes (its consumer's
   ``_net.run`` around ``_manager.wait_for``, ``_fetcher.fetch_records`` and ``_poll_once``, wrapped on the
   instance, and ``_net.call_soon_threadsafe``);
-* :func:`observe_fetch_responses`: each Fetch response a fetcher's client receives, and how long after its request
-  (its fetcher's ``_handle_fetch_response``, wrapped on the instance: the fetch metrics count requests, as Scala's);
+* :func:`observe_fetch_responses`: each Fetch response a fetcher's client receives, from which broker and how long
+  after its request (its fetcher's ``_handle_fetch_response``, wrapped on the instance: the fetch metrics count
+  requests per broker, as Scala's fetcher threads did), and :func:`fetch_leaders`: the brokers it fetches partitions
+  from (``_manager.cluster.leader_for_partition``);
 * :func:`wrap_header`: a request's ``_header``, so an OffsetCommit v2-v5 answer is read by zkconsumer's reader.
 
 The record decoder (:mod:`zkconsumer.kafka.fast_records`) subclasses ``Fetcher.PartitionRecords`` and reads
@@ -37,7 +39,8 @@ offset store appends requests it built itself), :func:`kazoo_bound_handshake` bo
 the handshake's answer (``KazooClient._connection``'s class and its ``_invoke``) and keeps the session timeout that
 answer granted, and :func:`kazoo_session_timeout_ms` is that timeout (the session lease's length).
 
-A kafka-python or kazoo without what these functions need raises :class:`IncompatibleClientError` naming the
+kazoo's ``ConnectionHandler`` and ``Connect`` are imported with this module (a kazoo without them fails the import);
+otherwise a kafka-python or kazoo without what these functions need raises :class:`IncompatibleClientError` naming the
 library, its version and the missing attribute; ``tests/kafka/test_client_internals.py`` runs every function here
 against a real broker and ZooKeeper, so an upgrade that changes any of it fails that test by name.
 """
@@ -53,7 +56,8 @@ from kazoo.protocol.serialization import Connect
 from ..errors import ZkConsumerError
 
 __all__ = ["IncompatibleClientError", "AdminClient", "run", "submit", "send", "add_group_coordinator",
-           "close_connection", "PollWoken", "install_poll_wake", "observe_fetch_responses", "wrap_header", "partition_records_class",
+           "close_connection", "PollWoken", "install_poll_wake", "observe_fetch_responses", "fetch_leaders",
+           "wrap_header", "partition_records_class",
            "consumer_fetcher", "records_buffer",
            "batch_data", "plain_connections", "set_socket_reader", "socket_reader_replaced", "kazoo_supports_call",
            "kazoo_call", "kazoo_observe_requests", "kazoo_transaction_requests", "kazoo_session_timeout_ms",
@@ -243,24 +247,50 @@ def install_poll_wake(consumer: Any) -> Optional[Callable[[], None]]:
     return wake
 
 
-def observe_fetch_responses(consumer: Any, on_response: Callable[[float], None]) -> bool:
-    """Call ``on_response(seconds)`` for each Fetch response *consumer*'s (a KafkaConsumer's) fetcher receives,
-    *seconds* after its request was sent, on kafka-python's IO thread before the response is handled; True when
+def observe_fetch_responses(consumer: Any, on_response: Callable[[Any, float], None]) -> bool:
+    """Call ``on_response(node_id, seconds)`` for each Fetch response *consumer*'s (a KafkaConsumer's) fetcher
+    receives from broker *node_id*, *seconds* after its request was sent, on kafka-python's IO thread before the
+    response is handled (an exception from *on_response* is logged, never in the response's way); True when
     installed, False (nothing changed) where this kafka-python lacks ``Fetcher._handle_fetch_response(node_id,
-    fetch_offsets, send_time, response)`` (its request callback, looked up on the fetcher when each request is sent).
-    *on_response* must be quick and must not raise."""
+    fetch_offsets, send_time, response)`` (the callback each request is sent with, looked up on the fetcher at each
+    send; ``send_time`` from ``time.monotonic()``). A failed request (its errback) is not reported."""
+    import inspect
+    import logging
     import time
     fetcher: Any = getattr(consumer, "_fetcher", None)
     handle: Any = getattr(fetcher, "_handle_fetch_response", None)
-    if not callable(handle) or not _takes(handle, "send_time"):
+    try:
+        names = list(inspect.signature(handle).parameters) if callable(handle) else []
+    except (TypeError, ValueError):
+        names = []
+    if names != ["node_id", "fetch_offsets", "send_time", "response"]:
         return False
 
     def observed(node_id: Any, fetch_offsets: Any, send_time: float, response: Any) -> Any:
-        on_response(time.monotonic() - send_time)
+        try:
+            on_response(node_id, time.monotonic() - send_time)
+        except Exception:  # a metric must never cost a response
+            logging.getLogger(__name__).exception("observing a fetch response failed")
         return handle(node_id, fetch_offsets, send_time, response)
 
     fetcher._handle_fetch_response = observed
     return True
+
+
+def fetch_leaders(consumer: Any, partitions: Any) -> Optional[set]:
+    """The brokers (node ids) *consumer* (a KafkaConsumer) fetches *partitions* (TopicPartitions) from: their leaders
+    in its metadata (``_manager.cluster.leader_for_partition``), partitions without a known leader left out; None
+    where this kafka-python lacks that."""
+    cluster: Any = getattr(getattr(consumer, "_manager", None), "cluster", None)
+    leader_for: Any = getattr(cluster, "leader_for_partition", None)
+    if not callable(leader_for):
+        return None
+    out = set()
+    for tp in partitions:
+        leader = leader_for(tp)
+        if leader is not None and leader != -1:
+            out.add(leader)
+    return out
 
 
 def wrap_header(request: Any, wrap: Callable[[Any], Any]) -> None:

@@ -97,9 +97,9 @@ class MetricsCollector:
                   "ConsumerLag)", ["topic", "partition"],
                   [([t, str(p)], v) for (t, p), v in sorted(m.consumer_lag.items())])
         yield series(Gauge, "zkconsumer_max_lag", "Largest ConsumerLag of this member (Scala MaxLag)", m.max_lag)
-        yield series(Gauge, "zkconsumer_min_fetch_rate", "Fetch requests answered per second by the slowest "
-                     "fetcher thread since it started (Scala MinFetchRate; an idle fetcher asks each broker every "
-                     "fetch.wait.max.ms; the librdkafka engine counts its polls)", m.min_fetch_rate)
+        yield series(Gauge, "zkconsumer_min_fetch_rate", "Smallest one-minute rate of Fetch requests answered, per "
+                     "fetcher thread and broker of its partitions (Scala MinFetchRate; an idle fetcher asks each "
+                     "broker every fetch.wait.max.ms; the librdkafka engine counts its polls)", m.min_fetch_rate)
         yield series(Counter, "zkconsumer_messages", "Messages fetched into the streams, all topics (Scala "
                      "MessagesPerSec, AllTopics)", m.messages)
         yield series(Counter, "zkconsumer_bytes", "Key and value bytes fetched into the streams, all topics (Scala "
