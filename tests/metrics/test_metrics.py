@@ -69,8 +69,9 @@ def _scraped_while_consuming(services, unique, conns, a, g, t, produced, port):
     wait_until(lambda: _one(_scrape(port), "zkconsumer_rebalances_total") > before and
                _one(_scrape(port), "zkconsumer_owned_partitions") == 1, 30,
                message="the join counted as a rebalance")
-    m = a.metrics()
-    assert m["RebalanceRateAndTime"]["seconds"] > 0 and m["MinFetchRate"] > 0
+    # MinFetchRate reads 0 until a meter's first 5 s tick (a new Scala fetcher thread did too)
+    wait_until(lambda: a.metrics()["MinFetchRate"] > 0, 30, message="a fetch rate")
+    assert a.metrics()["RebalanceRateAndTime"]["seconds"] > 0
     assert _one(_scrape(port), "zkconsumer_kafka_commits_total") == 0  # ZooKeeper storage
 
 

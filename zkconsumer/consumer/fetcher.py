@@ -77,6 +77,9 @@ RESOLVE_WAIT_S = 2.0
 
 
 class FetcherThread(threading.Thread):
+    #: the clock of the fetch rates (MinFetchRate's meters)
+    clock = staticmethod(time.monotonic)
+
     def __init__(self, index, bootstrap_servers, config, on_error=None, on_reset=None, lease=None):
         super().__init__(name="zkconsumer-fetcher-%d" % index, daemon=True)
         self.bootstrap_servers = bootstrap_servers
@@ -97,14 +100,16 @@ class FetcherThread(threading.Thread):
         # some partition of the assignment may have an unresolved reset point (the fetch loop looks for it)
         self._unresolved = False
         self.failures = 0           # consecutive failures of the fetch loop
-        # what the fetch metrics count (MinFetchRate, FetchRequestRateAndTimeMs): the Fetch responses the client
-        # received, per broker, and the time from each request, as Scala's fetcher threads counted (counted on the
-        # client's IO thread, _count_response); where the client cannot report them (the librdkafka engine), the
-        # fetch loop's polls
+        # what the fetch metrics count (FetchRequestRateAndTimeMs, MinFetchRate): the Fetch responses the client
+        # received and the time from each request, and a one-minute rate of them per broker, as Scala's fetcher
+        # threads (one per broker) counted (on the client's IO thread, _count_response); where the client cannot
+        # report them (the librdkafka engine), the fetch loop's polls
         self.fetches = 0
         self.fetch_seconds = 0.0
-        self.broker_fetches: Dict[object, int] = {}  # node id -> Fetch responses from that broker
         self._counts_requests = False
+        self._broker_meters: Dict[object, RateMeter] = {}  # node id -> the rate of its Fetch responses
+        self._poll_meter = RateMeter(self.clock())
+        self._leaders: List[object] = []  # the brokers last seen leading this fetcher's partitions
         self.errors = 0             # fetch errors, retried or not (metrics)
         self.started_at = time.monotonic()
 
@@ -411,34 +416,45 @@ class FetcherThread(threading.Thread):
             if not self._counts_requests:
                 self.fetches += 1
                 self.fetch_seconds += time.monotonic() - polled_at
+                self._poll_meter.mark(self.clock())
 
     def _count_response(self, node_id, seconds):
         """A Fetch response came from broker *node_id* *seconds* after its request (the client's IO thread, the only
         writer then)."""
         self.fetches += 1
         self.fetch_seconds += seconds
-        self.broker_fetches[node_id] = self.broker_fetches.get(node_id, 0) + 1
+        self._broker_meter(node_id).mark(self.clock())
 
-    def fetch_sources(self):
-        """``{source: count}`` of what this fetcher fetches from now, for MinFetchRate (any thread may ask): each
-        broker that leads one of its partitions and the Fetch responses it has sent (a broker that stops answering
-        keeps its count); ``{None: polls}`` where the client does not count requests (the librdkafka engine); ``{}``
-        without partitions (Scala shut such fetcher threads down)."""
+    def _broker_meter(self, node_id):
+        meter = self._broker_meters.get(node_id)
+        if meter is None:  # made by the IO thread or by a reader, whichever comes first: one wins
+            meter = self._broker_meters.setdefault(node_id, RateMeter(self.clock()))
+        return meter
+
+    def fetch_rates_now(self):
+        """For MinFetchRate (any thread may ask): the one-minute rate of Fetch responses from each broker that leads
+        one of this fetcher's partitions (a broker newly fetched from reads 0 for its first 5 s, as a new Scala
+        fetcher thread did; one that stops answering falls towards 0); the rate of its polls where the client does
+        not count requests (the librdkafka engine); ``[]`` without partitions (Scala shut such threads down)."""
         from kafka import TopicPartition
         parts = list(self._assignment)
         consumer = self._consumer
         if not parts or consumer is None:
-            return {}
-        if self._counts_requests:
-            from ..kafka.internals import fetch_leaders
-            try:
-                leaders = fetch_leaders(consumer, [TopicPartition(*tp) for tp in parts])
-            except Exception:  # metadata replaced under the read: the next reading has it
-                leaders = None
-            if leaders is not None:
-                counts = dict(self.broker_fetches)
-                return {node: counts.get(node, 0) for node in leaders}
-        return {None: self.fetches}
+            return []
+        now = self.clock()
+        if not self._counts_requests:
+            return [self._poll_meter.rate(now)]
+        from ..kafka.internals import fetch_leaders
+        try:
+            leaders = fetch_leaders(consumer, [TopicPartition(*tp) for tp in parts])
+        except Exception:  # metadata replaced under the read: the brokers seen last time
+            leaders = set(self._leaders)
+        if leaders is None:  # this kafka-python cannot say: every broker that has answered
+            leaders = set(self._broker_meters)
+        self._leaders = sorted(leaders, key=str)
+        for node in [n for n in list(self._broker_meters) if n not in leaders]:
+            self._broker_meters.pop(node, None)  # fetched from again later: measured afresh, as a new Scala thread
+        return [self._broker_meter(node).rate(now) for node in self._leaders]
 
     def _rewind(self):
         """After a failure, fetch again from what was handed over last: records polled but not put on a queue
@@ -634,12 +650,8 @@ class FetcherManager(Fetchers):
     """``num.consumer.fetchers`` fetcher threads; partitions are spread over them by a stable hash. Each thread
     checks *lease* before it hands a chunk to a stream."""
 
-    def __init__(self, config, bootstrap_servers, on_error=None, thread_class=None, on_reset=None, lease=None,
-                 clock=time.monotonic):
+    def __init__(self, config, bootstrap_servers, on_error=None, thread_class=None, on_reset=None, lease=None):
         self.config = config
-        self._clock = clock
-        self._meters: Dict[Tuple[int, object], RateMeter] = {}  # (fetcher index, broker) -> its one-minute rate
-        self._meters_lock = threading.Lock()
         thread_class = thread_class or FETCHER_THREADS[config.fetch_engine]
         self.fetchers = [thread_class(i, bootstrap_servers, config, on_error, on_reset, lease)
                          for i in range(config.num_consumer_fetchers)]
@@ -675,23 +687,9 @@ class FetcherManager(Fetchers):
         return out
 
     def fetch_rates(self):
-        """The one-minute rate (:class:`~zkconsumer.core.rate_meter.RateMeter`, Scala's ``oneMinuteRate``) of the
-        Fetch responses from each broker each fetcher thread fetches partitions from (MinFetchRate is the smallest;
-        a broker that stops answering falls towards 0 within minutes). A broker's meter starts from the fetcher's
-        start, so its first reading is the average since then."""
-        now = self._clock()
-        rates = []
-        with self._meters_lock:
-            meters = {}
-            for i, f in enumerate(self.fetchers):
-                for source, count in f.fetch_sources().items():
-                    meter = self._meters.get((i, source)) or RateMeter(0, f.started_at)
-                    meters[(i, source)] = meter
-                    rate = meter.rate(count, now)
-                    if rate is not None:
-                        rates.append(rate)
-            self._meters = meters  # brokers no longer fetched from are forgotten
-        return rates
+        """Each fetcher thread's one-minute rates of Fetch responses per broker it fetches partitions from
+        (:meth:`FetcherThread.fetch_rates_now`; MinFetchRate is the smallest)."""
+        return [rate for f in self.fetchers for rate in f.fetch_rates_now()]
 
     def counters(self):
         """The fetcher threads' counters, summed (read without a lock: each is a plain number one thread writes)."""

@@ -280,7 +280,8 @@ def observe_fetch_responses(consumer: Any, on_response: Callable[[Any, float], N
 def fetch_leaders(consumer: Any, partitions: Any) -> Optional[set]:
     """The brokers (node ids) *consumer* (a KafkaConsumer) fetches *partitions* (TopicPartitions) from: their leaders
     in its metadata (``_manager.cluster.leader_for_partition``), partitions without a known leader left out; None
-    where this kafka-python lacks that."""
+    where this kafka-python lacks that. (kafka-python fetches from a preferred read replica when a broker names one,
+    which needs ``client_rack``: zkconsumer sets none, so its fetches go to the leaders.)"""
     cluster: Any = getattr(getattr(consumer, "_manager", None), "cluster", None)
     leader_for: Any = getattr(cluster, "leader_for_partition", None)
     if not callable(leader_for):
