@@ -109,7 +109,8 @@ class FetcherThread(threading.Thread):
         self._counts_requests = False
         self._broker_meters: Dict[object, RateMeter] = {}  # node id -> the rate of its Fetch responses
         self._poll_meter = RateMeter(self.clock())
-        self._leaders: List[object] = []  # the brokers last seen leading this fetcher's partitions
+        self._leaders: List[object] = []  # the brokers leading this fetcher's partitions (_refresh_leaders)
+        self._leaders_at = float("-inf")
         self.errors = 0             # fetch errors, retried or not (metrics)
         self.started_at = time.monotonic()
 
@@ -179,6 +180,7 @@ class FetcherThread(threading.Thread):
                 self._assignment = work
                 self._generation = generation
                 self._unresolved = bool(resets)
+                self._restart_meters()
                 if resets:
                     self._resolve_resets(RESOLVE_WAIT_S)
             else:
@@ -186,6 +188,7 @@ class FetcherThread(threading.Thread):
                     self._consumer.assign([])
                 self._assignment = {}
                 self._generation = generation
+                self._restart_meters()
         except Exception as e:
             log.error("fetcher %s could not apply its assignment: %r", self.name, e, exc_info=True)
             self._assignment = {}
@@ -417,6 +420,7 @@ class FetcherThread(threading.Thread):
                 self.fetches += 1
                 self.fetch_seconds += time.monotonic() - polled_at
                 self._poll_meter.mark(self.clock())
+            self._refresh_leaders()
 
     def _count_response(self, node_id, seconds):
         """A Fetch response came from broker *node_id* *seconds* after its request (the client's IO thread, the only
@@ -431,30 +435,53 @@ class FetcherThread(threading.Thread):
             meter = self._broker_meters.setdefault(node_id, RateMeter(self.clock()))
         return meter
 
-    def fetch_rates_now(self):
-        """For MinFetchRate (any thread may ask): the one-minute rate of Fetch responses from each broker that leads
-        one of this fetcher's partitions (a broker newly fetched from reads 0 for its first 5 s, as a new Scala
-        fetcher thread did; one that stops answering falls towards 0); the rate of its polls where the client does
-        not count requests (the librdkafka engine); ``[]`` without partitions (Scala shut such threads down)."""
+    def _restart_meters(self):
+        """A new assignment: MinFetchRate's meters start afresh (0 for their first 5 s), as every Scala fetcher
+        thread did, a rebalance closing them all (fetcher thread)."""
+        self._broker_meters = {}
+        self._poll_meter = RateMeter(self.clock())
+        self._leaders_at = float("-inf")
+        self._refresh_leaders()
+
+    def _refresh_leaders(self):
+        """At most once a second, on the fetcher thread: note the brokers leading this fetcher's partitions and drop
+        the meters of the others (a broker fetched from again later is measured afresh, as a new Scala fetcher
+        thread); what MinFetchRate reads does not depend on when it is read."""
+        now = self.clock()
+        if not self._counts_requests or now - self._leaders_at < 1.0:
+            return
+        self._leaders_at = now
         from kafka import TopicPartition
-        parts = list(self._assignment)
+        from ..kafka.internals import fetch_leaders
         consumer = self._consumer
-        if not parts or consumer is None:
+        parts = list(self._assignment)
+        try:
+            leaders = fetch_leaders(consumer, [TopicPartition(*tp) for tp in parts]) if parts and consumer else set()
+        except Exception:  # metadata replaced under the read: the next pass has it
+            return
+        if leaders is None:  # this kafka-python cannot say: every broker that has answered
+            leaders = set(self._broker_meters)
+        meters = self._broker_meters
+        for node in [n for n in list(meters) if n not in leaders]:
+            meters.pop(node, None)
+        for node in leaders:
+            self._broker_meter(node)  # a leader that has not answered yet is measured from now
+        self._leaders = sorted(leaders, key=str)
+
+    def fetch_rates_now(self):
+        """For MinFetchRate (any thread may ask; only reads): the one-minute rate of Fetch responses from each
+        broker leading one of this fetcher's partitions (0 for a meter's first 5 s, as a new Scala fetcher thread
+        read; one that stops answering falls towards 0); the rate of its polls where the client does not count
+        requests (the librdkafka engine: polls go on while a broker is silent, so that rate does not fall);
+        ``[]`` without partitions (Scala shut such threads down)."""
+        if not self._assignment or self._consumer is None:
             return []
         now = self.clock()
         if not self._counts_requests:
             return [self._poll_meter.rate(now)]
-        from ..kafka.internals import fetch_leaders
-        try:
-            leaders = fetch_leaders(consumer, [TopicPartition(*tp) for tp in parts])
-        except Exception:  # metadata replaced under the read: the brokers seen last time
-            leaders = set(self._leaders)
-        if leaders is None:  # this kafka-python cannot say: every broker that has answered
-            leaders = set(self._broker_meters)
-        self._leaders = sorted(leaders, key=str)
-        for node in [n for n in list(self._broker_meters) if n not in leaders]:
-            self._broker_meters.pop(node, None)  # fetched from again later: measured afresh, as a new Scala thread
-        return [self._broker_meter(node).rate(now) for node in self._leaders]
+        meters = self._broker_meters
+        return [meter.rate(now) if meter is not None else 0.0
+                for meter in (meters.get(node) for node in list(self._leaders))]
 
     def _rewind(self):
         """After a failure, fetch again from what was handed over last: records polled but not put on a queue

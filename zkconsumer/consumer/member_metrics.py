@@ -44,8 +44,9 @@ class MemberMetrics:
     #: ``{(topic, partition): messages behind the high watermark}`` of the owned partitions (Scala ConsumerLag)
     consumer_lag: Dict[TP, int]
     #: the smallest one-minute rate (per second) of Fetch requests answered, over each fetcher thread's brokers of its
-    #: partitions (Scala MinFetchRate: a broker that stops answering falls towards 0 within minutes); the
-    #: librdkafka engine's: of its fetch loop's polls; 0 without partitions
+    #: partitions (Scala MinFetchRate: a broker that stops answering falls towards 0 within minutes; 0 for 5 s after
+    #: a rebalance); the librdkafka engine's: of its fetch loop's polls (they go on while a broker is silent); 0
+    #: without partitions
     min_fetch_rate: float
     #: messages and their key + value bytes fetched into the streams (Scala MessagesPerSec, BytesPerSec)
     messages: int
