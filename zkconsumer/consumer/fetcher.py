@@ -431,7 +431,7 @@ class FetcherThread(threading.Thread):
 
     def _broker_meter(self, node_id):
         meter = self._broker_meters.get(node_id)
-        if meter is None:  # made by the IO thread or by a reader, whichever comes first: one wins
+        if meter is None:  # made by the IO thread or by the fetch loop, whichever comes first: one wins
             meter = self._broker_meters.setdefault(node_id, RateMeter(self.clock()))
         return meter
 
