@@ -221,3 +221,43 @@ def test_a_plan_reads_the_store_once_to_recheck_and_write_a_data_loss_reset(serv
         assert zk_offsets(zk, group, topic) == {0: 5} and not reader._unwritten_reset
     finally:
         reader.stop()
+
+
+_SIGTERM_FLOOD = r"""
+import signal, sys, time
+from zkconsumer.spark import leave
+signal.signal(signal.SIGTERM, leave._on_sigterm)
+print("ready", flush=True)
+end = time.monotonic() + 3.0
+while time.monotonic() < end:
+    try:
+        time.sleep(0.0005)
+    except leave.SourceStopped:
+        pass
+signal.alarm(0)
+print("done", flush=True)
+"""
+
+
+def test_sigterms_back_to_back_never_block_the_runner():
+    """Spark may end the source's runner with more than one SIGTERM: a handler that lands while the one before it
+    is still running must not block (with a lock taken inside the handler, the runner deadlocked and stop() never
+    ran, so the member kept its owner nodes while the driver lived). A process with the handler is flooded with
+    SIGTERMs and must still finish its 3 s loop."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    p = subprocess.Popen([sys.executable, "-c", _SIGTERM_FLOOD], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "ready\n"
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end and p.poll() is None:
+            for _ in range(50):
+                os.kill(p.pid, signal.SIGTERM)
+        out, _ = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 0 and "done" in out, (p.returncode, out)

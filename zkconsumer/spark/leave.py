@@ -52,14 +52,17 @@ class SourceStopped(SystemExit):
     """Raised in the runner's main thread by SIGTERM: Spark is stopping the source."""
 
 
-# SIGTERM seen; stop() under way (a SIGTERM then must not interrupt it)
-_stopping = threading.Event()
+# stop() under way (a SIGTERM then must not interrupt it); set by stop(), only read by the handler
 _in_stop = threading.Event()
+# SIGTERM seen: a plain flag the handler sets without a lock. A handler runs in the main thread between any two
+# bytecodes, so one that takes a lock (Event.set) deadlocks the process when a second SIGTERM lands while the first
+# holds it, and stop() then never runs (Spark can end the runner with SIGTERM twice)
+_stopping = [False]
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
-    first = not _stopping.is_set()
-    _stopping.set()
+    first = not _stopping[0]
+    _stopping[0] = True
     if first:
         signal.alarm(STOP_BOUND_S)
     if first and not _in_stop.is_set():
@@ -171,6 +174,6 @@ def _store_holds(member: Any, offsets: Dict[TP, int], snap: Any = None) -> bool:
 def exit_if_stopped_by_spark() -> None:
     """After ``stop()``: a process Spark asked to end exits now (the runner would only report the exception on the
     socket Spark closed)."""
-    if _stopping.is_set():
+    if _stopping[0]:
         logging.shutdown()
         os._exit(0)
