@@ -113,3 +113,26 @@ def test_a_reset_peer_is_one_error_line_without_a_traceback(caplog):
     finally:
         ours.close()
         server.close()
+
+
+def test_a_read_after_the_client_closed_its_connection_logs_no_error(services, caplog):
+    """kafka-python closes a client's connections in the thread that calls ``close()`` while its IO thread may be
+    about to read one: that read finds the socket closed (EBADF). It ends the read like any failed read, without an
+    ERROR line and traceback in an application's log (a member stopped by SIGTERM printed one)."""
+    import logging
+    from kafka import KafkaConsumer
+    c = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, group_id=None, enable_auto_commit=False)
+    try:
+        c.topics()  # connected
+        conns = []
+        internals.plain_connections(c, lambda transport, sock: conns.append((transport, sock)))
+        assert conns
+        transport, sock = conns[0]
+        transport.close()
+        with caplog.at_level(logging.DEBUG, logger=socket_reads.__name__):
+            data, err = socket_reads._sock_recv(transport, sock)
+        assert data == b"" and isinstance(err, KafkaConnectionError), (data, err)
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+        assert "closed" in caplog.text
+    finally:
+        c.close()

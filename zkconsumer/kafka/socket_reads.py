@@ -42,6 +42,13 @@ def _sock_recv(transport, sock):
             log.error("%s: Error receiving network data closing socket: %r", transport, e)
             err = KafkaConnectionError(e)
             break
+        except OSError as e:
+            if not _closed(transport):
+                log.exception("%s: Error receiving network data closing socket", transport)
+            else:  # closed by the client (its close() runs in the caller's thread) while this read was due: no error
+                log.debug("%s: read after the transport was closed: %r", transport, e)
+            err = KafkaConnectionError(e)
+            break
         except BaseException as e:
             log.exception("%s: Error receiving network data closing socket", transport)
             err = KafkaConnectionError(e)
@@ -54,3 +61,12 @@ def _sock_recv(transport, sock):
         if len(data) < READ_SIZE:  # the socket is drained for now: the event loop reads again when more arrives
             break
     return b"".join(recvd) if len(recvd) != 1 else recvd[0], err
+
+
+def _closed(transport):
+    """Whether kafka-python closed *transport* (``is_closing()``); False for anything without that method."""
+    is_closing = getattr(transport, "is_closing", None)
+    try:
+        return bool(is_closing()) if callable(is_closing) else False
+    except Exception:
+        return False
