@@ -21,7 +21,7 @@ from .common import median, process_cpu_s, spread, unique
 PARTITIONS = 1000
 SPACING_S = 1.0  # between a measured commit and the operation before it
 DEFAULT_SPACING_S = 60.0  # the same at auto.commit.interval.ms's default (DEFAULT_PAIRS pairs: 2 min a pair)
-DEFAULT_PAIRS = (3, 7)  # --quick, full
+DEFAULT_PAIRS = (5, 7)  # --quick, full (the five samples or more per client, --quick included)
 WARM_UP = 500
 CPU_COMMITS = 100
 

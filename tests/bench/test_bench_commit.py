@@ -7,7 +7,7 @@ def test_commits_are_spaced_as_auto_commit_spaces_them():
     from zkconsumer.core.config import ConsumerConfig
     default = ConsumerConfig.from_properties({"group.id": "g", "zookeeper.connect": "z"}).auto_commit_interval_ms
     assert commit.SPACING_S == 1.0 and commit.DEFAULT_SPACING_S * 1000 == default == 60000
-    assert min(commit.DEFAULT_PAIRS) >= 3
+    assert min(commit.DEFAULT_PAIRS) >= 5  # issue 30: at least 5 samples for every client
 
 
 def test_the_back_to_back_figure_is_beside_the_spaced_one_on_an_external_cluster(services, monkeypatch):
@@ -24,7 +24,7 @@ def test_the_back_to_back_figure_is_beside_the_spaced_one_on_an_external_cluster
     spaced = [r for r in got if r.key == "dual.spaced"]
     assert len(spaced) == 2
     assert "the short end" in spaced[0].metric and "auto.commit.interval.ms's default" in spaced[1].metric
-    assert "of the same 3 pairs" in spaced[1].note
+    assert "of the same 5 pairs" in spaced[1].note
     for r in spaced:
         assert r.goal.startswith("<= 1.3x ZooKeeper-only") and r.met is not None
     b2b = rows["dual.back-to-back"]
