@@ -40,20 +40,23 @@ def _group_with_offsets(services, zk, unique, name, start=3, per_partition=10):
 
 
 def _cut_over_and_consume(services, t, g, tmp_path):
-    """Cut *g* over and start a broker-coordinated consumer of *t* in it that holds its partitions and has
-    committed (the caller closes it)."""
-    from kafka import KafkaConsumer
+    """Cut *g* over and start a broker-coordinated consumer of *t* in it (confluent-kafka: librdkafka's group
+    client) that holds its partitions and has committed, as the group's new consumers do (the caller closes it)."""
+    from confluent_kafka import Consumer, TopicPartition
     zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
-    kc = KafkaConsumer(t, bootstrap_servers=services.bootstrap_servers, group_id=g, enable_auto_commit=False,
-                       auto_offset_reset="none", session_timeout_ms=10000)
+    kc = Consumer({"bootstrap.servers": services.bootstrap_servers, "group.id": g, "enable.auto.commit": False,
+                   "auto.offset.reset": "error", "session.timeout.ms": 10000})
     try:
-        # kafka-python's group join (JoinGroup, SyncGroup, the broker's initial rebalance delay) is a peer's, not
-        # what this test checks: under a loaded CI run it took over 60 s once
-        wait_until(lambda: kc.poll(200) is not None and kc.assignment(), 150, interval=0,
+        kc.subscribe([t])
+        wait_until(lambda: kc.poll(0.2) is not None or kc.assignment(), 150, interval=0,
                    message="the broker-coordinated consumer to get its partitions")
-        kc.commit()
+        wait_until(lambda: kc.assignment(), 60, interval=0.2, message="the consumer's assignment")
+        # the offsets the cutover copied, committed again by the group's member
+        committed = kc.committed([TopicPartition(t, p) for p in (0, 1)], timeout=30)
+        assert all(tp.offset >= 0 for tp in committed), committed
+        kc.commit(offsets=committed, asynchronous=False)
     except BaseException:
-        kc.close(autocommit=False)
+        kc.close()
         raise
     return kc
 
@@ -209,7 +212,7 @@ def test_rollback_is_refused_while_the_broker_coordinated_consumers_run(services
         assert state.fence_of(state.read_phase(zk, g)) is not None and not (tmp_path / "rb").exists()
         assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
     finally:
-        kc.close(autocommit=False)
+        kc.close()
     code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
                                  expect=0)
     assert rb["fence_lifted"]["changed"] and state.fence_of(state.read_phase(zk, g)) is None
@@ -241,7 +244,7 @@ def test_import_is_refused_while_the_broker_coordinated_consumers_run(services, 
         assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
         assert ZooKeeperOffsetStore(zk, other).fetch([(t, 0), (t, 1)]) == {}
     finally:
-        kc.close(autocommit=False)
+        kc.close()
     code, rep, _ = zkmigrate_json(services, "import", "--file", str(f), "--store", "zookeeper", "--execute",
                                   "--backup-dir", str(tmp_path / "imp"), expect=0)
     assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 5, (t, 1): 6}
