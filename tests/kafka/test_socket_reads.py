@@ -4,6 +4,8 @@ broker; other clients are left alone."""
 import select
 import socket
 import threading
+
+import pytest
 from kafka.errors import KafkaConnectionError
 
 from zkconsumer.kafka import internals
@@ -115,10 +117,12 @@ def test_a_reset_peer_is_one_error_line_without_a_traceback(caplog):
         server.close()
 
 
-def test_a_read_after_the_client_closed_its_connection_logs_no_error(services, caplog):
+@pytest.mark.parametrize("when", ["closed", "shut down"])
+def test_a_read_after_the_client_closed_its_connection_logs_no_error(services, caplog, when):
     """kafka-python closes a client's connections in the thread that calls ``close()`` while its IO thread may be
-    about to read one: that read finds the socket closed (EBADF). It ends the read like any failed read, without an
-    ERROR line and traceback in an application's log (a member stopped by SIGTERM printed one)."""
+    about to read one: that read finds the socket closed (EBADF), or, between the close's ``shutdown`` and its
+    ``close`` of the socket, at its end (no bytes). It ends the read like any failed read, without an ERROR line or
+    a traceback in an application's log (a member stopped by SIGTERM printed one)."""
     import logging
     from kafka import KafkaConsumer
     c = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, group_id=None, enable_auto_commit=False)
@@ -129,10 +133,33 @@ def test_a_read_after_the_client_closed_its_connection_logs_no_error(services, c
         assert conns
         transport, sock = conns[0]
         transport.close()
+        ended, peer = _pair()
+        peer.close()  # what a read between the close's shutdown and its close of the socket finds: no bytes
         with caplog.at_level(logging.DEBUG, logger=socket_reads.__name__):
-            data, err = socket_reads._sock_recv(transport, sock)
+            data, err = socket_reads._sock_recv(transport, sock if when == "closed" else ended)
+        ended.close()
         assert data == b"" and isinstance(err, KafkaConnectionError), (data, err)
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
         assert "closed" in caplog.text
     finally:
         c.close()
+
+
+def test_a_failed_read_on_an_open_connection_is_still_an_error_with_its_traceback(caplog):
+    """Only a read on a transport kafka-python already closed is quiet: a socket that fails under an open one (here
+    closed behind its back: EBADF) is an ERROR with the traceback, as in kafka-python."""
+    import logging
+
+    class Open:
+        def is_closing(self):
+            return False
+
+    ours, theirs = _pair()
+    ours.close()
+    try:
+        with caplog.at_level(logging.ERROR, logger=socket_reads.__name__):
+            data, err = socket_reads._sock_recv(Open(), ours)
+        assert data == b"" and isinstance(err, KafkaConnectionError), (data, err)
+        assert [r.levelno for r in caplog.records] == [logging.ERROR] and caplog.records[0].exc_info, caplog.text
+    finally:
+        theirs.close()

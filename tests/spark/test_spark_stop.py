@@ -10,8 +10,8 @@ import time
 import pytest
 from kazoo.exceptions import NoNodeError
 
-from tests.support.spark_support import (member_ids, owners, produced_set, set_zk_offsets, source_options,
-                                         start_collecting as _start, zk_offsets)
+from tests.support.spark_support import (log_ends, member_ids, owners, produced_set, set_zk_offsets,
+                                         source_options, start_collecting as _start, zk_offsets)
 from tests.support.waiting import wait_until
 from zkconsumer.core.layout import paths
 
@@ -265,3 +265,63 @@ def test_sigterms_back_to_back_never_block_the_runner():
             p.kill()
             p.communicate()
     assert p.returncode == 0 and out == "done\n", (p.returncode, out)
+
+
+_SIGTERM_DURING_STOP = r"""
+import json, logging, os, signal, sys, time
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+from pyspark.sql.streaming.datasource import ReadAllAvailable
+from zkconsumer.spark import leave, stream
+from zkconsumer.spark.options import parse_options
+signal.signal(signal.SIGTERM, leave._on_sigterm)
+reader = stream.ZkStreamReader(parse_options(json.loads(sys.argv[1])))
+start = reader.initialOffset()
+end = reader.latestOffset(start, ReadAllAvailable())
+reader.partitions(start, end)
+reader.latestOffset(end, ReadAllAvailable())  # batch 0 is in Spark's commit log
+probe = reader._probe
+
+
+class SigtermWhileClosing:
+    # stop() closes the log-end probe first: Spark's SIGTERM lands there
+    def close(self):
+        if probe is not None:
+            probe.close()
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(2.0)
+
+
+reader._probe = SigtermWhileClosing()
+print("stopping", flush=True)
+try:
+    raise EOFError("Spark closed the socket")  # the runner's loop ends before any SIGTERM
+finally:
+    reader.stop()
+"""
+
+
+def test_a_sigterm_while_stop_runs_does_not_interrupt_it(services, zk, unique):
+    """Spark's query.stop() interrupts the query's thread, which closes the runner's socket (a SocketChannel) when
+    it is blocked on it: the runner's loop ends by EOF and calls the reader's stop(), and Spark's SIGTERM
+    (PythonStreamingSourceRunner.stop) arrives while stop() runs. It must not end stop() before the member committed
+    and left: the runner process is a child here, the SIGTERM lands in stop()'s first step, and the owner nodes are
+    gone when the process has exited (its 60 s ZooKeeper session would otherwise keep them)."""
+    import subprocess
+    import sys
+    from zkconsumer.spark import name_member
+    topic, group = services.create_topic(unique("st"), 2), unique("g")
+    services.produce(topic, 20)
+    opts = name_member(source_options(services, group, topic, ownerReaper="false",
+                                      **{"zookeeper.session.timeout.ms": "60000"}))
+    p = subprocess.Popen([sys.executable, "-c", _SIGTERM_DURING_STOP, json.dumps(opts)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 0 and out == "stopping\n", (p.returncode, out, err[-3000:])
+    assert "and left it" in err, err[-3000:]
+    assert zk_offsets(zk, group, topic) == log_ends(services, topic, 2)  # batch 0's end, committed before leaving
+    assert not owners(zk, group, topic) and not member_ids(zk, group), err[-3000:]

@@ -53,8 +53,11 @@ def _sock_recv(transport, sock):
             log.exception("%s: Error receiving network data closing socket", transport)
             err = KafkaConnectionError(e)
             break
-        if not data:  # the peer closed the connection
-            log.error("%s: socket disconnected", transport)
+        if not data:  # the peer closed the connection, or the client did (between its shutdown and close)
+            if not _closed(transport):
+                log.error("%s: socket disconnected", transport)
+            else:
+                log.debug("%s: read after the transport was closed: socket disconnected", transport)
             err = KafkaConnectionError("socket disconnected")
             break
         recvd.append(data)

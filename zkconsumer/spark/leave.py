@@ -69,6 +69,13 @@ def _on_sigterm(signum: int, frame: Any) -> None:
         raise SourceStopped(0)
 
 
+def stop_begins() -> None:
+    """The reader's ``stop()`` has begun, whatever ended the runner's loop: a SIGTERM from now on does not interrupt
+    it (Spark may close the socket first, ending the loop, and send SIGTERM while ``stop()`` runs); the process
+    still exits once it is done (:func:`exit_if_stopped_by_spark`)."""
+    _in_stop.set()
+
+
 def stop_on_sigterm() -> bool:
     """In Spark's streaming source runner process (and its main thread) only: make SIGTERM raise
     :class:`SourceStopped`, so the runner calls the reader's ``stop()``. Returns whether it was installed."""
@@ -108,7 +115,7 @@ def leave(reader: Any) -> bool:
     store holds that end, release the member's owner nodes and registration. Returns whether the member was shut
     down. (With ``assign`` there are no owner nodes: it always is.)"""
     from .offsets import to_spark
-    _in_stop.set()
+    stop_begins()
     member, view = reader._member, reader._commit_log
     # the member's ownership, read once for the resets and the check of the store below
     snap = None

@@ -57,7 +57,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, Rea
                                               SupportsTriggerAvailableNow)
 
 from ..errors import ZkConsumerError
-from .leave import CommitLogView, exit_if_stopped_by_spark, leave, stop_on_sigterm
+from .leave import CommitLogView, exit_if_stopped_by_spark, leave, stop_begins, stop_on_sigterm
 from .offsets import from_spark, rate_limit, to_spark
 from .options import SourceOptions
 from .source import _read, _tasks
@@ -550,6 +550,7 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def stop(self):
         """Spark stops the source (see :mod:`.leave`): the last batch its commit log holds is committed, then the
         member leaves the group, unless a batch planned since may be committed too."""
+        stop_begins()
         if self._probe is not None:
             self._probe.close()
         if self._member is not None:
