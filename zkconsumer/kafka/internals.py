@@ -148,12 +148,17 @@ def close_connection(admin: Any, node_id: Any) -> None:
     _attr(_manager(admin), "close", "close on its connection manager")(node_id)
 
 
-def _takes(fn: Callable[..., Any], name: str) -> bool:
+def _parameters(fn: Any) -> list:
+    """The names of *fn*'s parameters; [] for anything whose signature cannot be read."""
     import inspect
     try:
-        return name in inspect.signature(fn).parameters
+        return list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
-        return False
+        return []
+
+
+def _takes(fn: Callable[..., Any], name: str) -> bool:
+    return name in _parameters(fn)
 
 
 class PollWoken(Exception):
@@ -254,16 +259,11 @@ def observe_fetch_responses(consumer: Any, on_response: Callable[[Any, float], N
     installed, False (nothing changed) where this kafka-python lacks ``Fetcher._handle_fetch_response(node_id,
     fetch_offsets, send_time, response)`` (the callback each request is sent with, looked up on the fetcher at each
     send; ``send_time`` from ``time.monotonic()``). A failed request (its errback) is not reported."""
-    import inspect
     import logging
     import time
     fetcher: Any = getattr(consumer, "_fetcher", None)
     handle: Any = getattr(fetcher, "_handle_fetch_response", None)
-    try:
-        names = list(inspect.signature(handle).parameters) if callable(handle) else []
-    except (TypeError, ValueError):
-        names = []
-    if names != ["node_id", "fetch_offsets", "send_time", "response"]:
+    if _parameters(handle) != ["node_id", "fetch_offsets", "send_time", "response"]:
         return False
 
     def observed(node_id: Any, fetch_offsets: Any, send_time: float, response: Any) -> Any:
