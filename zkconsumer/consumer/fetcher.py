@@ -112,7 +112,6 @@ class FetcherThread(threading.Thread):
         self._leaders: List[object] = []  # the brokers leading this fetcher's partitions (_refresh_leaders)
         self._leaders_at = float("-inf")
         self.errors = 0             # fetch errors, retried or not (metrics)
-        self.started_at = time.monotonic()
 
     # -- called by the rebalancer ------------------------------------------------------------------------------
     def assign(self, generation, work, timeout=None):
