@@ -42,15 +42,12 @@ def _sock_recv(transport, sock):
             log.error("%s: Error receiving network data closing socket: %r", transport, e)
             err = KafkaConnectionError(e)
             break
-        except OSError as e:
-            if not _closed(transport):
-                log.exception("%s: Error receiving network data closing socket", transport)
-            else:  # closed by the client (its close() runs in the caller's thread) while this read was due: no error
-                log.debug("%s: read after the transport was closed: %r", transport, e)
-            err = KafkaConnectionError(e)
-            break
         except BaseException as e:
-            log.exception("%s: Error receiving network data closing socket", transport)
+            if isinstance(e, OSError) and _closed(transport):
+                # closed by the client (its close() runs in the caller's thread) while this read was due: no error
+                log.debug("%s: read after the transport was closed: %r", transport, e)
+            else:
+                log.exception("%s: Error receiving network data closing socket", transport)
             err = KafkaConnectionError(e)
             break
         if not data:  # the peer closed the connection, or the client did (between its shutdown and close)
