@@ -113,9 +113,8 @@ def leave(reader: Any) -> bool:
     (``failOnDataLoss=false``), commit the end of the last batch Spark's commit log certainly holds (through the
     reader's ``commit``: fenced, forward only), then, when nothing planned since may be in the commit log too and the
     store holds that end, release the member's owner nodes and registration. Returns whether the member was shut
-    down. (With ``assign`` there are no owner nodes: it always is.)"""
+    down. (With ``assign`` there are no owner nodes: it always is.) The caller has called :func:`stop_begins`."""
     from .offsets import to_spark
-    stop_begins()
     member, view = reader._member, reader._commit_log
     # the member's ownership, read once for the resets and the check of the store below
     snap = None
