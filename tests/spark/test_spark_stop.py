@@ -325,3 +325,35 @@ def test_a_sigterm_while_stop_runs_does_not_interrupt_it(services, zk, unique):
     assert "and left it" in err, err[-3000:]
     assert zk_offsets(zk, group, topic) == log_ends(services, topic, 2)  # batch 0's end, committed before leaving
     assert not owners(zk, group, topic) and not member_ids(zk, group), err[-3000:]
+
+
+_LEAVE_FAILS_AFTER_SIGTERM = _SIGTERM_DURING_STOP.replace('''reader._probe = SigtermWhileClosing()''', '''reader._probe = SigtermWhileClosing()
+
+
+def failing_leave(r):
+    raise RuntimeError("the offset store is down")
+
+
+stream.leave = failing_leave''')
+
+
+def test_a_stop_that_fails_after_a_sigterm_says_why_and_ends_the_process(services, unique):
+    """Spark asked the runner to end (SIGTERM) and the reader's stop() then fails (leaving the group raised): the
+    process still ends at once, and its log says why the stop failed (Spark's runner would report the error only on
+    the socket Spark closed: pyspark.util.handle_worker_exception drops it when that write fails)."""
+    import subprocess
+    import sys
+    from zkconsumer.spark import name_member
+    topic, group = services.create_topic(unique("st"), 2), unique("g")
+    services.produce(topic, 20)
+    opts = name_member(source_options(services, group, topic, ownerReaper="false"))
+    p = subprocess.Popen([sys.executable, "-c", _LEAVE_FAILS_AFTER_SIGTERM, json.dumps(opts)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 0 and out == "stopping\n", (p.returncode, out, err[-3000:])
+    assert "stopping the source failed" in err and "the offset store is down" in err, err[-3000:]

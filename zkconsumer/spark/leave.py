@@ -177,9 +177,14 @@ def _store_holds(member: Any, offsets: Dict[TP, int], snap: Any = None) -> bool:
     return all(stored.get(tp) is not None and stored[tp] >= offsets[tp] for tp in owned)
 
 
+def stopped_by_spark() -> bool:
+    """Whether Spark has asked this process to end (a SIGTERM came)."""
+    return _stopping[0]
+
+
 def exit_if_stopped_by_spark() -> None:
     """After ``stop()``: a process Spark asked to end exits now (the runner would only report the exception on the
     socket Spark closed)."""
-    if _stopping[0]:
+    if stopped_by_spark():
         logging.shutdown()
         os._exit(0)

@@ -57,7 +57,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows, Rea
                                               SupportsTriggerAvailableNow)
 
 from ..errors import ZkConsumerError
-from .leave import CommitLogView, exit_if_stopped_by_spark, leave, stop_begins, stop_on_sigterm
+from .leave import CommitLogView, exit_if_stopped_by_spark, leave, stop_begins, stop_on_sigterm, stopped_by_spark
 from .offsets import from_spark, rate_limit, to_spark
 from .options import SourceOptions
 from .source import _read, _tasks
@@ -551,11 +551,17 @@ class ZkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Spark stops the source (see :mod:`.leave`): the last batch its commit log holds is committed, then the
         member leaves the group, unless a batch planned since may be committed too."""
         stop_begins()
-        if self._probe is not None:
-            self._probe.close()
-        if self._member is not None:
-            try:
-                leave(self)
-            finally:
-                self._member = None
-        exit_if_stopped_by_spark()
+        try:
+            if self._probe is not None:
+                self._probe.close()
+            if self._member is not None:
+                try:
+                    leave(self)
+                finally:
+                    self._member = None
+        except Exception:
+            if stopped_by_spark():  # the exit below ends the process: the error is told here or never
+                log.exception("stopping the source failed")
+            raise
+        finally:
+            exit_if_stopped_by_spark()
