@@ -182,8 +182,9 @@ def _run(cluster, n, partitions, log, key, ensemble_why="", processes=PROCESSES)
         before = procs.ask({"cmd": "stats"})
         time.sleep(1.0)
         quiet = procs.ask({"cmd": "stats"})
+        quiet_share = sum(q["cpu"] - b["cpu"] for q, b in zip(quiet, before)) * 100
         log("scale: quiet (no rebalance attempt for %.0f s) after %.1f s more; the member processes then used %.0f%% "
-            "of a core" % (QUIET_S, settled, sum(q["cpu"] - b["cpu"] for q, b in zip(quiet, before)) * 100))
+            "of a core" % (QUIET_S, settled, quiet_share))
         since = {cid: s["attempts"] for a in quiet for cid, s in a["members"].items()}
         joiner_requests = {"reads": 0, "writes": 0}
         joiner = count_requests(make_member(cluster.zookeeper_connect, cluster.bootstrap_servers, group,
@@ -242,11 +243,12 @@ def _run(cluster, n, partitions, log, key, ensemble_why="", processes=PROCESSES)
                          "ZooKeeper reads per member per attempt %.0f in the group read (%d in all); ZooKeeper "
                          "requests the group sent for the rebalance (the joiner's included): %d reads, %d writes (a "
                          "multi-op counts one); CPU while converging: the members' processes %.2f s (%.1f ms per "
-                         "attempt), ZooKeeper %s s"
+                         "attempt), ZooKeeper %s s; before the join, the idle group's processes used %.0f%% of a "
+                         "core (%d cores here)"
                          % ("goal not met: %s; " % ensemble_why if ensemble_why else "", processes,
                             _servers(cluster.zookeeper_connect), attempts, failed, waits, degraded, reads / max(attempts, 1),
                             reads, zk_requests["reads"], zk_requests["writes"], cpu, cpu / max(attempts, 1) * 1000,
-                            zk_cpu),
+                            zk_cpu, quiet_share, os.cpu_count() or 0),
                          met=failed == 0 and degraded == 0 and not ensemble_why)
     finally:
         t1 = time.perf_counter()

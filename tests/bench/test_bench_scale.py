@@ -48,4 +48,6 @@ def test_the_scale_suite_runs_its_members_in_processes(services):
     # the note is what bench/model.py reads: CPU per attempt, and the cores the members shared
     assert 0 < float(row.note.split(" ms per attempt")[0].rsplit("(", 1)[1]) < 1000
     assert model._PROCESSES_NOTE.search(row.note).group(1) == "2"
+    # what the idle group alone cost before the join (its fetchers' polls): the reason for a slow row on few cores
+    assert re.search(r"before the join, the idle group's processes used \d+% of a core \(\d+ cores here\)", row.note)
 
