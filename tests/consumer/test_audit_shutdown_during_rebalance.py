@@ -1,0 +1,102 @@
+"""Audit: shutdown() while the member's own rebalance attempt is still under way.
+
+leave_group() waits for the rebalancer thread only a quarter of the shutdown bound (3 s with the defaults), then goes
+on beside it: it takes the ownership lock (free while the attempt is in an unlocked section: a listener hook, the
+wait for the commit of the partitions leaving, starting the fetchers), stops delivery, commits the consumed
+positions, calls on_revoke, clears the registry and releases the owner nodes. Nothing stops the attempt that is
+still running: when its hook returns it re-takes the lock and goes on (releases, claims, ``start_delivery``) under
+the generation shutdown has just bumped, so the streams hand records out again AFTER shutdown's final commit, and
+go on doing so after the owner nodes are released, until ``_close`` ends the streams.
+
+The trigger here is only public API and the default settings: a listener whose ``on_revoke`` takes a few seconds (the
+documented pattern: finish the work in flight before the partitions go), a second member joining (a's rebalance),
+and a's shutdown() while that rebalance is in its on_revoke. The successor b starts the partition a kept from the
+offset a's shutdown committed, so every record a handed out after that commit is delivered twice (a hand-over
+without a crash must deliver nothing twice, README "Guarantees under the defaults"), and for a moment both members
+deliver the same partition.
+"""
+import threading
+import time
+
+from tests.support.consumer_helpers import SteadyProducer, StreamCollector, connector, owners
+from tests.support.waiting import wait_until
+from zkconsumer.consumer import RebalanceListener
+
+HOOK_S = 5.0
+
+
+class SlowRevoke(RebalanceListener):
+    """on_revoke takes HOOK_S seconds once armed (the application finishing its work in flight)."""
+
+    def __init__(self):
+        self.armed = False
+        self.calls = []            # (thread name, partitions, start, end)
+        self.entered = threading.Event()
+
+    def on_revoke(self, partitions):
+        start = time.monotonic()
+        if self.armed:
+            self.entered.set()
+            time.sleep(HOOK_S)
+        self.calls.append((threading.current_thread().name, set(partitions), start, time.monotonic()))
+
+
+def test_shutdown_during_a_rebalance_delivers_nothing_after_its_final_commit(services, zk, unique, conns):
+    g, t = unique("sdr"), services.create_topic(unique("sdr"), 2)
+    producer = SteadyProducer(services.bootstrap_servers, t, 2, pause=0.02, tag="sdr")
+    producer.start()
+    try:
+        wait_until(lambda: len(producer.produced) >= 20, 30, message="data in both partitions")
+        listener = SlowRevoke()
+        a = connector(services, g, listener=listener, defaults=True)
+        conns.append(a)
+        [sa] = a.create_message_streams({t: 1})[t]
+        ca = StreamCollector(sa, name="a")
+        ca.start()
+        wait_until(lambda: len(owners(zk, g, [t])) == 2, 30, message="a owns both partitions")
+        wait_until(lambda: {p for _, p, _ in ca.seen(t)} == {0, 1}, 30, message="a delivering both partitions")
+
+        listener.armed = True
+        b = connector(services, g, defaults=True)
+        conns.append(b)
+        b_streams = []
+        joiner = threading.Thread(target=lambda: b_streams.extend(b.create_message_streams({t: 1})[t]),
+                                  daemon=True)
+        joiner.start()
+        assert listener.entered.wait(30), "a's rebalance never reached on_revoke"
+        time.sleep(0.3)
+        shutdown_called = time.monotonic()
+        stopper = threading.Thread(target=a.shutdown, daemon=True)
+        stopper.start()
+        stopper.join(30)
+        assert not stopper.is_alive(), "a's shutdown did not return"
+        shutdown_done = time.monotonic()
+        joiner.join(30)
+        [sb] = b_streams
+        cb = StreamCollector(sb, name="b")
+        cb.start()
+        wait_until(lambda: len(b.owned_partitions()) == 2, 30, message="b owns both partitions")
+        settled = time.monotonic()
+        wait_until(lambda: {p for (_, p, _), ts in zip(cb.seen(t), cb.times) if ts > settled} == {0, 1}, 30,
+                   message="b delivering both partitions")
+        time.sleep(1.0)
+    finally:
+        producer.stop()
+
+    a_seen = set(ca.seen(t))
+    b_seen = set(cb.seen(t))
+    twice = sorted(a_seen & b_seen)
+    # what a handed out after its shutdown() was called (it had stopped delivery for its rebalance before that)
+    late = sorted(x for x, ts in zip(ca.seen(t), ca.times) if ts > shutdown_called)
+    late_by_p = {}
+    for _, p, o in late:
+        late_by_p.setdefault(p, []).append(o)
+    detail = ("a handed out %d record(s) after shutdown() was called (per partition: %s; shutdown took %.1f s); "
+              "on_revoke calls: %s" % (
+                  len(late), {p: "%d..%d" % (min(os), max(os)) for p, os in late_by_p.items()},
+                  shutdown_done - shutdown_called,
+                  [(name, sorted(ps), round(s - shutdown_called, 1), round(e - shutdown_called, 1))
+                   for name, ps, s, e in listener.calls]))
+    assert not twice, "%d record(s) delivered by both a and b after a's clean shutdown, e.g. %s; %s" % (
+        len(twice), twice[:5], detail)
+    assert not late, detail
