@@ -350,10 +350,15 @@ class ZookeeperConsumerConnector(Member):
     def start_delivery(self, parts):
         """parts: {(t, p): PartitionTopicInfo} -> fetchers running under the current generation, each partition
         from its consumed position (its reset point when it has none: recorded, and committed at once)."""
+        # the generation first, then the stop: shutdown() sets _stopped before it bumps the generation, so either
+        # this assignment is of an older generation (nothing of it is handed out) or it is not made at all
+        generation = self.generation.value
+        if self._stopped.is_set():
+            return
         for part in parts.values():
             n = int(part.thread_id.rsplit("-", 1)[1])
             part.queue = self._queues[n if self._wildcard else (part.tp[0], n)]
-        self.fetchers.assign(self.generation.value, parts)
+        self.fetchers.assign(generation, parts)
 
     def _reset_recorded(self, part):
         """A fetcher recorded a reset point: commit it now (auto-commit), not at the next interval, so a member

@@ -554,12 +554,18 @@ class Rebalancer(threading.Thread):
         self._uncertain.difference_update(stray)
 
     def _unlocked(self, fn, *args):
-        """Run fn(*args) with the ownership lock (held once by the attempt) released: see :meth:`_hook`."""
+        """Run fn(*args) with the ownership lock (held once by the attempt) released: see :meth:`_hook`.
+
+        shutdown() goes on beside an attempt that outlives its wait for this thread (a quarter of its bound): it
+        takes the lock while the attempt is here, stops delivery, commits and releases. The attempt must then go no
+        further (no release, claim or start of delivery after shutdown's final commit): it ends here."""
         self.lock.release()
         try:
             return fn(*args)
         finally:
             self.lock.acquire()
+            if self._stopping:
+                raise RebalanceError("%s: shutdown under way; the rebalance attempt ends" % self.consumer_id)
 
     def _delete_stale_owner(self, path, stat):
         try:
