@@ -91,10 +91,17 @@ def test_shutdown_during_a_rebalance_delivers_nothing_after_its_final_commit(ser
     late_by_p = {}
     for _, p, o in late:
         late_by_p.setdefault(p, []).append(o)
+    # per partition: how long a and b delivered it at the same time (a's last hand-out after b's first)
+    overlap = {}
+    for p in (0, 1):
+        a_ts = [ts for (_, q, _), ts in zip(ca.seen(t), ca.times) if q == p]
+        b_ts = [ts for (_, q, _), ts in zip(cb.seen(t), cb.times) if q == p]
+        if a_ts and b_ts and max(a_ts) > min(b_ts):
+            overlap[p] = round(max(a_ts) - min(b_ts), 3)
     detail = ("a handed out %d record(s) after shutdown() was called (per partition: %s; shutdown took %.1f s); "
-              "on_revoke calls: %s" % (
+              "a and b delivered the same partition at the same time for (s): %s; on_revoke calls: %s" % (
                   len(late), {p: "%d..%d" % (min(os), max(os)) for p, os in late_by_p.items()},
-                  shutdown_done - shutdown_called,
+                  shutdown_done - shutdown_called, overlap,
                   [(name, sorted(ps), round(s - shutdown_called, 1), round(e - shutdown_called, 1))
                    for name, ps, s, e in listener.calls]))
     assert not twice, "%d record(s) delivered by both a and b after a's clean shutdown, e.g. %s; %s" % (
