@@ -1,0 +1,71 @@
+"""Audit: shutdown()'s final commit when the session lease happens to be stale.
+
+``commit_partitions`` first waits for a ZooKeeper round trip when the lease is stale ("after a pause: a round trip
+first"), giving up when ``_stopped`` is set. shutdown() sets ``_stopped`` before anything else, so its own final
+commit never waits: with a stale lease it is skipped at once ("commit skipped: no answer from ZooKeeper under our
+session for a while"), although ZooKeeper answers and the session is the one the partitions were claimed under, and
+the owner nodes are then released: the next owner starts from the last auto-commit (with the defaults: the reset
+point, or a minute back) and delivers again what this member delivered since, after a clean shutdown.
+
+The lease is stale for a while after any ZooKeeper disconnection longer than 0.6 x the session timeout (3.6 s with
+the defaults; the session lives 6 s) until the next heartbeat (0.45 x the timeout apart) or a fetcher that wants to
+hand a chunk over renews it; a stop-the-world pause of the process does the same. Here: a member on the defaults
+behind a relay, ZooKeeper unreachable ~4 s (same session afterwards), shutdown() right after the reconnection.
+"""
+import time
+
+from kazoo.protocol.states import KazooState
+
+from tests.support.consumer_helpers import SteadyProducer, StreamCollector, connector
+from tests.support.waiting import wait_until
+from tests.support.zk_relay import Relay, zk_target
+from zkconsumer.core.layout import paths
+
+
+def test_shutdown_commits_what_was_delivered_when_the_lease_is_stale(services, zk, unique, conns):
+    g, t = unique("stl"), services.create_topic(unique("stl"), 2)
+    relay = Relay(zk_target(services))
+    relay.start()
+    producer = SteadyProducer(services.bootstrap_servers, t, 2, pause=0.02, tag="stl")
+    producer.start()
+    try:
+        wait_until(lambda: len(producer.produced) >= 20, 30, message="data in both partitions")
+        a = connector(services, g, defaults=True, **{"zookeeper.connect": relay.connect})
+        conns.append(a)
+        [sa] = a.create_message_streams({t: 1})[t]
+        ca = StreamCollector(sa, name="a")
+        ca.start()
+        wait_until(lambda: {p for _, p, _ in ca.seen(t)} == {0, 1} and len(ca.seen(t)) >= 100, 30,
+                   message="a delivering both partitions")
+        session = a.zk.client_id[0]
+
+        stale_at_shutdown = False
+        for _ in range(6):
+            # ZooKeeper unreachable for a few seconds: the session lives, the lease goes stale
+            relay.blackhole()
+            wait_until(lambda: not a.lease.fresh(), 10, message="the lease to go stale")
+            relay.release()
+            wait_until(lambda: a.zk.state == KazooState.CONNECTED, 10, message="a reconnected", interval=0.002)
+            assert a.zk.client_id[0] == session, "the session did not survive: the test proves nothing"
+            if not a.lease.fresh():  # the window this test is about: reconnected, not renewed yet
+                stale_at_shutdown = True
+                break
+            time.sleep(2.0)
+        assert stale_at_shutdown, "never reconnected before the lease was renewed: the test proves nothing"
+        a.shutdown()
+        delivered = {}
+        for _, p, o in ca.seen(t):
+            delivered[p] = max(delivered.get(p, -1), o)
+    finally:
+        producer.stop()
+        relay.close()
+
+    committed = {}
+    for p in (0, 1):
+        data, _ = zk.get(paths.partition_offset_path(g, t, p))
+        committed[p] = int(data)
+    want = {p: o + 1 for p, o in delivered.items()}
+    assert committed == want, ("after a clean shutdown the committed offsets %s are behind what a delivered (next "
+                               "offsets %s): its successor delivers %d record(s) again; the lease was %s when "
+                               "shutdown() was called" % (committed, want, sum(want[p] - committed[p] for p in want),
+                                                          "stale" if stale_at_shutdown else "fresh"))
