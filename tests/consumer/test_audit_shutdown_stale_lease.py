@@ -10,7 +10,8 @@ point, or a minute back) and delivers again what this member delivered since, af
 The lease is stale for a while after any ZooKeeper disconnection longer than 0.6 x the session timeout (3.6 s with
 the defaults; the session lives 6 s) until the next heartbeat (0.45 x the timeout apart) or a fetcher that wants to
 hand a chunk over renews it; a stop-the-world pause of the process does the same. Here: a member on the defaults
-behind a relay, ZooKeeper unreachable ~4 s (same session afterwards), shutdown() right after the reconnection.
+behind a relay delivers, the topic goes quiet, ZooKeeper is unreachable ~4 s (same session afterwards), and
+shutdown() is called right after the reconnection.
 """
 import time
 
@@ -37,6 +38,11 @@ def test_shutdown_commits_what_was_delivered_when_the_lease_is_stale(services, z
         ca.start()
         wait_until(lambda: {p for _, p, _ in ca.seen(t)} == {0, 1} and len(ca.seen(t)) >= 100, 30,
                    message="a delivering both partitions")
+        # a quiet topic from here on: nothing asks the lease for a renewal but its heartbeat (0.45 x the timeout)
+        produced = producer.stop()
+        last = {p: max(o for q, o, _ in produced if q == p) for p in (0, 1)}
+        wait_until(lambda: {(p, o) for _, p, o in ca.seen(t)} >= set(last.items()), 30,
+                   message="a to deliver the last record produced to each partition")
         session = a.zk.client_id[0]
 
         stale_at_shutdown = False
@@ -57,7 +63,8 @@ def test_shutdown_commits_what_was_delivered_when_the_lease_is_stale(services, z
         for _, p, o in ca.seen(t):
             delivered[p] = max(delivered.get(p, -1), o)
     finally:
-        producer.stop()
+        if producer.is_alive():
+            producer.stop()
         relay.close()
 
     committed = {}
