@@ -436,7 +436,7 @@ class ZookeeperConsumerConnector(Member):
             owned = list(rb.owned)
         return self.commit_partitions(owned, raise_errors=raise_errors)
 
-    def commit_partitions(self, partitions, raise_errors=False):
+    def commit_partitions(self, partitions, raise_errors=False, final=False):
         """Commit the consumed positions of *partitions* that this member owns; call it after the streams exist.
 
         The ownership lock is held only to take the offsets and the fence: the store write runs without it, so a
@@ -447,6 +447,8 @@ class ZookeeperConsumerConnector(Member):
         :param partitions: ``(topic, partition)`` pairs; those not owned, or without a known position, are left
             out.
         :param raise_errors: as for :meth:`commit_offsets`.
+        :param final: shutdown's own commit: it waits for the round trip too (other commits give up once shutdown
+            has begun; shutdown bounds this step itself).
         :returns: as :meth:`commit_offsets`.
         :raises OwnershipLostError: (*raise_errors*) as for :meth:`commit_offsets`.
         :raises OffsetStoreError: (*raise_errors*) as for :meth:`commit_offsets`.
@@ -456,7 +458,8 @@ class ZookeeperConsumerConnector(Member):
         # after a pause: a round trip first (a commit would be fenced anyway)
         if not self.lease.fresh():
             give_up = time.monotonic() + self.lease.timeout_s()
-            if not self.lease.wait_fresh(lambda: time.monotonic() > give_up or self._stopped.is_set()):
+            stopping = (lambda: False) if final else self._stopped.is_set
+            if not self.lease.wait_fresh(lambda: time.monotonic() > give_up or stopping()):
                 log.warning("commit skipped: no answer from ZooKeeper under our session for a while (the session "
                             "may have expired)")
                 return None

@@ -65,9 +65,11 @@ class Member(abc.ABC):
         consumed position."""
 
     @abc.abstractmethod
-    def commit_partitions(self, partitions: Iterable[TP], raise_errors: bool = False) -> Optional[CommitResult]:
+    def commit_partitions(self, partitions: Iterable[TP], raise_errors: bool = False,
+                          final: bool = False) -> Optional[CommitResult]:
         """Commit the consumed positions of those of *partitions* the member owns; None when nothing was written
-        (nothing to commit, or the session lease did not come back)."""
+        (nothing to commit, or the session lease did not come back). *final*: shutdown's own commit (it waits for
+        a stale lease to be renewed even though shutdown has begun)."""
 
     @abc.abstractmethod
     def listener_call(self, name: str, partitions: Set[TP]) -> None:

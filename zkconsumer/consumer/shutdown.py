@@ -77,7 +77,7 @@ def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True
         if member.config.auto_commit_enable and leaving:
             if can_write:
                 bounded("committing %d partition(s)" % len(leaving),
-                        lambda: member.commit_partitions(leaving), budget.until(0.85))
+                        lambda: member.commit_partitions(leaving, final=True), budget.until(0.85))
             else:
                 log.warning("shutdown: ZooKeeper is unreachable or the session changed: the consumed offsets "
                             "of %d partition(s) were not committed (messages delivered since the last "
