@@ -13,6 +13,7 @@ hand a chunk over renews it; a stop-the-world pause of the process does the same
 behind a relay delivers, the topic goes quiet, ZooKeeper is unreachable ~4 s (same session afterwards), and
 shutdown() is called right after the reconnection.
 """
+import threading
 import time
 
 from kazoo.protocol.states import KazooState
@@ -76,3 +77,57 @@ def test_shutdown_commits_what_was_delivered_when_the_lease_is_stale(services, z
                                "offsets %s): its successor delivers %d record(s) again; the lease was %s when "
                                "shutdown() was called" % (committed, want, sum(want[p] - committed[p] for p in want),
                                                           "stale" if stale_at_shutdown else "fresh"))
+
+
+def test_shutdown_during_a_short_zookeeper_disconnection_still_commits(services, zk, unique, conns):
+    """The same hand-over when shutdown() begins while the connection to ZooKeeper is down for a moment (a leader
+    election, a dropped connection): ZooKeeper is back 0.3 s later, well inside the shutdown's bound (12 s), with the
+    same session. leave_group() decides once, at the moment it gets there, that it cannot write (``zk.connected`` is
+    false), skips the final commit, and releases the owner nodes anyway if the connection is back by then."""
+    g, t = unique("sdz"), services.create_topic(unique("sdz"), 2)
+    relay = Relay(zk_target(services))
+    relay.start()
+    producer = SteadyProducer(services.bootstrap_servers, t, 2, pause=0.02, tag="sdz")
+    producer.start()
+    try:
+        wait_until(lambda: len(producer.produced) >= 20, 30, message="data in both partitions")
+        a = connector(services, g, defaults=True, **{"zookeeper.connect": relay.connect})
+        conns.append(a)
+        [sa] = a.create_message_streams({t: 1})[t]
+        ca = StreamCollector(sa, name="a")
+        ca.start()
+        wait_until(lambda: {p for _, p, _ in ca.seen(t)} == {0, 1} and len(ca.seen(t)) >= 100, 30,
+                   message="a delivering both partitions")
+        produced = producer.stop()
+        last = {p: max(o for q, o, _ in produced if q == p) for p in (0, 1)}
+        wait_until(lambda: {(p, o) for _, p, o in ca.seen(t)} >= set(last.items()), 30,
+                   message="a to deliver the last record produced to each partition")
+        session = a.zk.client_id[0]
+        relay.blackhole()
+        wait_until(lambda: a.zk.state != KazooState.CONNECTED, 10, message="a to see the connection drop",
+                   interval=0.005)
+        stopper = threading.Thread(target=a.shutdown, daemon=True)
+        stopper.start()
+        time.sleep(0.3)
+        relay.release()
+        stopper.join(30)
+        assert not stopper.is_alive(), "a's shutdown did not return"
+        delivered = {}
+        for _, p, o in ca.seen(t):
+            delivered[p] = max(delivered.get(p, -1), o)
+        owners_left = zk.get_children(paths.topic_owners_path(g, t)) if zk.exists(paths.topic_owners_path(g, t)) \
+            else []
+    finally:
+        if producer.is_alive():
+            producer.stop()
+        relay.close()
+
+    committed = {}
+    for p in (0, 1):
+        data, _ = zk.get(paths.partition_offset_path(g, t, p))
+        committed[p] = int(data)
+    want = {p: o + 1 for p, o in delivered.items()}
+    assert committed == want, ("after a clean shutdown begun during a 0.3 s ZooKeeper disconnection (session 0x%x "
+                               "kept), the committed offsets %s are behind what a delivered (next offsets %s): its "
+                               "successor delivers %d record(s) again; owner nodes left behind: %s"
+                               % (session, committed, want, sum(want[p] - committed[p] for p in want), owners_left))
