@@ -60,6 +60,9 @@ def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True
         rb.stop()
         rb.join(budget.until(0.25))
         member.zk.remove_listener(rb.session_listener)
+        # a connection down for a moment (a ZooKeeper leader election, a dropped connection) is waited for, within
+        # the bound: deciding at once would skip the final commit of a session that is back a moment later
+        _wait_connected(member.zk, budget.until(0.3))
         if member.registration is not None and member.zk.connected and not (
                 member.config.rebalance_leave_grace_ms > 0 and leave_grace):
             bounded("deleting the registration", lambda: deregister_first(
@@ -104,6 +107,14 @@ def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True
         else:
             log.warning("shutdown: ZooKeeper is unreachable: the owner nodes and the registration vanish "
                         "when the session expires (zookeeper.session.timeout.ms)")
+
+
+def _wait_connected(zk, seconds: float) -> bool:
+    """Wait at most *seconds* for kazoo to be connected; whether it is."""
+    deadline = time.monotonic() + seconds
+    while not zk.connected and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return bool(zk.connected)
 
 
 def bounded(what: str, fn: Callable[[], object], seconds: float) -> bool:
