@@ -436,7 +436,7 @@ class ZookeeperConsumerConnector(Member):
             owned = list(rb.owned)
         return self.commit_partitions(owned, raise_errors=raise_errors)
 
-    def commit_partitions(self, partitions, raise_errors=False, final=False):
+    def commit_partitions(self, partitions, raise_errors=False, until=None):
         """Commit the consumed positions of *partitions* that this member owns; call it after the streams exist.
 
         The ownership lock is held only to take the offsets and the fence: the store write runs without it, so a
@@ -447,8 +447,8 @@ class ZookeeperConsumerConnector(Member):
         :param partitions: ``(topic, partition)`` pairs; those not owned, or without a known position, are left
             out.
         :param raise_errors: as for :meth:`commit_offsets`.
-        :param final: shutdown's own commit: it waits for the round trip too (other commits give up once shutdown
-            has begun; shutdown bounds this step itself).
+        :param until: shutdown's own commit: the ``time.monotonic()`` until which it waits for that round trip,
+            though shutdown has begun (other commits give up then); none is made after it.
         :returns: as :meth:`commit_offsets`.
         :raises OwnershipLostError: (*raise_errors*) as for :meth:`commit_offsets`.
         :raises OffsetStoreError: (*raise_errors*) as for :meth:`commit_offsets`.
@@ -457,12 +457,15 @@ class ZookeeperConsumerConnector(Member):
         rb = self.rebalancer
         # after a pause: a round trip first (a commit would be fenced anyway)
         if not self.lease.fresh():
-            give_up = time.monotonic() + self.lease.timeout_s()
-            stopping = (lambda: False) if final else self._stopped.is_set
+            give_up = time.monotonic() + self.lease.timeout_s() if until is None else until
+            stopping = self._stopped.is_set if until is None else (lambda: False)
             if not self.lease.wait_fresh(lambda: time.monotonic() > give_up or stopping()):
                 log.warning("commit skipped: no answer from ZooKeeper under our session for a while (the session "
                             "may have expired)")
                 return None
+        if until is not None and time.monotonic() > until:
+            log.warning("commit skipped: shutdown's share of its bound for the final commit has passed")
+            return None
         with rb.lock:
             parts = rb.parts
             offsets = {tp: part.consumed for tp, part in ((tp, parts.get(tp)) for tp in partitions)

@@ -66,10 +66,10 @@ class Member(abc.ABC):
 
     @abc.abstractmethod
     def commit_partitions(self, partitions: Iterable[TP], raise_errors: bool = False,
-                          final: bool = False) -> Optional[CommitResult]:
+                          until: Optional[float] = None) -> Optional[CommitResult]:
         """Commit the consumed positions of those of *partitions* the member owns; None when nothing was written
-        (nothing to commit, or the session lease did not come back). *final*: shutdown's own commit (it waits for
-        a stale lease to be renewed even though shutdown has begun)."""
+        (nothing to commit, or the session lease did not come back). *until*: shutdown's own commit, which waits
+        for a stale lease to be renewed until that ``time.monotonic()`` though shutdown has begun."""
 
     @abc.abstractmethod
     def listener_call(self, name: str, partitions: Set[TP]) -> None:

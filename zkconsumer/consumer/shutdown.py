@@ -10,9 +10,12 @@ Bounds. Every step that talks to ZooKeeper or a store runs on a helper thread an
 connector's ``shutdown_bound_s()`` (a :class:`ShutdownBudget`) has passed: ZooKeeper may be unreachable, and owner
 nodes and the registration then vanish with the session. What could not be committed is said in the log. Each step
 has a share of the bound, so that a rebalance in progress (waiting for brokers, say) or a fetcher that cannot stop
-does not leave the final commit no time: the rebalancer gets until a quarter of it to finish, stopping the fetchers
-until half of it, the commit until 85 %, the release the rest; the connector closes its streams, fetchers, offset
-store and ZooKeeper session in what is left.
+does not leave the final commit no time: the rebalancer gets until a quarter of it to finish, a connection to
+ZooKeeper that is down for a moment until 30 % to come back, stopping the fetchers until half of it, the commit until
+85 % (it waits for a stale session lease to be renewed, within that share), the release the rest; the connector
+closes its streams, fetchers, offset store and ZooKeeper session in what is left. A rebalance attempt that outlives
+its quarter ends at its next unlocked section (a listener hook, say): nothing of it is released, claimed or
+delivered after shutdown's final commit.
 """
 import logging
 import threading
@@ -79,8 +82,10 @@ def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True
                 rb.lock.release()
         if member.config.auto_commit_enable and leaving:
             if can_write:
+                step = budget.until(0.85)
+                until = time.monotonic() + step
                 bounded("committing %d partition(s)" % len(leaving),
-                        lambda: member.commit_partitions(leaving, final=True), budget.until(0.85))
+                        lambda: member.commit_partitions(leaving, until=until), step)
             else:
                 log.warning("shutdown: ZooKeeper is unreachable or the session changed: the consumed offsets "
                             "of %d partition(s) were not committed (messages delivered since the last "

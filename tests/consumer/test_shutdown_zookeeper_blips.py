@@ -1,17 +1,16 @@
-"""Audit: shutdown()'s final commit when the session lease happens to be stale.
+"""shutdown()'s final commit after ZooKeeper was away for a moment and the session lived.
 
-``commit_partitions`` first waits for a ZooKeeper round trip when the lease is stale ("after a pause: a round trip
-first"), giving up when ``_stopped`` is set. shutdown() sets ``_stopped`` before anything else, so its own final
-commit never waits: with a stale lease it is skipped at once ("commit skipped: no answer from ZooKeeper under our
-session for a while"), although ZooKeeper answers and the session is the one the partitions were claimed under, and
-the owner nodes are then released: the next owner starts from the last auto-commit (with the defaults: the reset
-point, or a minute back) and delivers again what this member delivered since, after a clean shutdown.
+* The session lease is stale after a disconnection longer than 0.6 x the session timeout (3.6 s with the defaults)
+  until the next heartbeat renews it (0.45 x the timeout apart on a quiet topic), and after a pause of the process; a
+  commit then waits for a round trip under the session first. shutdown()'s own commit waits for it too (within its
+  share of the bound), though shutdown has begun.
+* shutdown() begun while the connection is down for a moment waits for it (until 30 % of its bound) before it
+  decides whether it can commit and release.
 
-The lease is stale for a while after any ZooKeeper disconnection longer than 0.6 x the session timeout (3.6 s with
-the defaults; the session lives 6 s) until the next heartbeat (0.45 x the timeout apart) or a fetcher that wants to
-hand a chunk over renews it; a stop-the-world pause of the process does the same. Here: a member on the defaults
-behind a relay delivers, the topic goes quiet, ZooKeeper is unreachable ~4 s (same session afterwards), and
-shutdown() is called right after the reconnection.
+Otherwise the final commit is skipped and the next owner starts from the last auto-commit (a minute back with the
+defaults, or the reset point) and delivers again what this member delivered since: after a clean shutdown, a
+hand-over delivers nothing twice (README "Guarantees under the defaults"). Members on the defaults behind a relay
+that makes ZooKeeper unreachable.
 """
 import threading
 import time

@@ -1,19 +1,14 @@
-"""Audit: shutdown() while the member's own rebalance attempt is still under way.
+"""shutdown() while the member's own rebalance attempt is still under way.
 
-leave_group() waits for the rebalancer thread only a quarter of the shutdown bound (3 s with the defaults), then goes
-on beside it: it takes the ownership lock (free while the attempt is in an unlocked section: a listener hook, the
-wait for the commit of the partitions leaving, starting the fetchers), stops delivery, commits the consumed
-positions, calls on_revoke, clears the registry and releases the owner nodes. Nothing stops the attempt that is
-still running: when its hook returns it re-takes the lock and goes on (releases, claims, ``start_delivery``) under
-the generation shutdown has just bumped, so the streams hand records out again AFTER shutdown's final commit, and
-go on doing so after the owner nodes are released, until ``_close`` ends the streams.
+leave_group() waits for the rebalancer thread a quarter of the shutdown bound (3 s with the defaults), then goes on
+beside an attempt still running (in a listener hook, say): it takes the ownership lock, stops delivery, commits the
+consumed positions, calls on_revoke and releases the owner nodes. Once that attempt has the lock back it must go no
+further (no release, claim or start of delivery after shutdown's final commit): otherwise the streams hand records
+out again after that commit, and the successor delivers them a second time.
 
-The trigger here is only public API and the default settings: a listener whose ``on_revoke`` takes a few seconds (the
-documented pattern: finish the work in flight before the partitions go), a second member joining (a's rebalance),
-and a's shutdown() while that rebalance is in its on_revoke. The successor b starts the partition a kept from the
-offset a's shutdown committed, so every record a handed out after that commit is delivered twice (a hand-over
-without a crash must deliver nothing twice, README "Guarantees under the defaults"), and for a moment both members
-deliver the same partition.
+Only public API and the defaults: a listener whose ``on_revoke`` takes a few seconds (finishing the work in flight
+before the partitions go), a second member joining, and the first member's shutdown() while its rebalance is in that
+``on_revoke``. A hand-over without a crash delivers nothing twice (README "Guarantees under the defaults").
 """
 import threading
 import time
