@@ -300,20 +300,11 @@ finally:
 """
 
 
-def test_a_sigterm_while_stop_runs_does_not_interrupt_it(services, zk, unique):
-    """Spark's query.stop() interrupts the query's thread, which closes the runner's socket (a SocketChannel) when
-    it is blocked on it: the runner's loop ends by EOF and calls the reader's stop(), and Spark's SIGTERM
-    (PythonStreamingSourceRunner.stop) arrives while stop() runs. It must not end stop() before the member committed
-    and left: the runner process is a child here, the SIGTERM lands in stop()'s first step, and the owner nodes are
-    gone when the process has exited (its 60 s ZooKeeper session would otherwise keep them)."""
+def _run_runner_like(script, opts):
+    """Run *script* (a runner-like child, given the source options as JSON) to its end: (exit code, stdout, stderr)."""
     import subprocess
     import sys
-    from zkconsumer.spark import name_member
-    topic, group = services.create_topic(unique("st"), 2), unique("g")
-    services.produce(topic, 20)
-    opts = name_member(source_options(services, group, topic, ownerReaper="false",
-                                      **{"zookeeper.session.timeout.ms": "60000"}))
-    p = subprocess.Popen([sys.executable, "-c", _SIGTERM_DURING_STOP, json.dumps(opts)], stdout=subprocess.PIPE,
+    p = subprocess.Popen([sys.executable, "-c", script, json.dumps(opts)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
         out, err = p.communicate(timeout=120)
@@ -321,7 +312,22 @@ def test_a_sigterm_while_stop_runs_does_not_interrupt_it(services, zk, unique):
         if p.poll() is None:
             p.kill()
             p.communicate()
-    assert p.returncode == 0 and out == "stopping\n", (p.returncode, out, err[-3000:])
+    return p.returncode, out, err
+
+
+def test_a_sigterm_while_stop_runs_does_not_interrupt_it(services, zk, unique):
+    """Spark's query.stop() interrupts the query's thread, which closes the runner's socket (a SocketChannel) when
+    it is blocked on it: the runner's loop ends by EOF and calls the reader's stop(), and Spark's SIGTERM
+    (PythonStreamingSourceRunner.stop) arrives while stop() runs. It must not end stop() before the member committed
+    and left: the runner process is a child here, the SIGTERM lands in stop()'s first step, and the owner nodes are
+    gone when the process has exited (its 60 s ZooKeeper session would otherwise keep them)."""
+    from zkconsumer.spark import name_member
+    topic, group = services.create_topic(unique("st"), 2), unique("g")
+    services.produce(topic, 20)
+    opts = name_member(source_options(services, group, topic, ownerReaper="false",
+                                      **{"zookeeper.session.timeout.ms": "60000"}))
+    code, out, err = _run_runner_like(_SIGTERM_DURING_STOP, opts)
+    assert code == 0 and out == "stopping\n", (code, out, err[-3000:])
     assert "and left it" in err, err[-3000:]
     assert zk_offsets(zk, group, topic) == log_ends(services, topic, 2)  # batch 0's end, committed before leaving
     assert not owners(zk, group, topic) and not member_ids(zk, group), err[-3000:]
@@ -341,19 +347,10 @@ def test_a_stop_that_fails_after_a_sigterm_says_why_and_ends_the_process(service
     """Spark asked the runner to end (SIGTERM) and the reader's stop() then fails (leaving the group raised): the
     process still ends at once, and its log says why the stop failed (Spark's runner would report the error only on
     the socket Spark closed: pyspark.util.handle_worker_exception drops it when that write fails)."""
-    import subprocess
-    import sys
     from zkconsumer.spark import name_member
     topic, group = services.create_topic(unique("st"), 2), unique("g")
     services.produce(topic, 20)
     opts = name_member(source_options(services, group, topic, ownerReaper="false"))
-    p = subprocess.Popen([sys.executable, "-c", _LEAVE_FAILS_AFTER_SIGTERM, json.dumps(opts)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
-    assert p.returncode == 0 and out == "stopping\n", (p.returncode, out, err[-3000:])
+    code, out, err = _run_runner_like(_LEAVE_FAILS_AFTER_SIGTERM, opts)
+    assert code == 0 and out == "stopping\n", (code, out, err[-3000:])
     assert "stopping the source failed" in err and "the offset store is down" in err, err[-3000:]
