@@ -44,6 +44,7 @@ import queue
 import random
 import threading
 import time
+import weakref
 from typing import TYPE_CHECKING, Any, Dict, Set, Tuple
 
 from kazoo.exceptions import NoNodeError
@@ -151,6 +152,9 @@ class Rebalancer(threading.Thread):
         self._reader = None
         self._fence = None
         self._fence_key = None
+        # every fence handed out that a commit may still hold (a store retrying across rebalances), and its lock
+        self._fences: "weakref.WeakSet[OwnershipFence]" = weakref.WeakSet()
+        self._fences_lock = threading.Lock()
         self._conflicted = False
         # {(t, p): thread id} a claim waits for (the rest of its attempt done)
         self._claim_plan = None
@@ -400,12 +404,7 @@ class Rebalancer(threading.Thread):
             if self.config.auto_commit_enable:
                 self._commit_leaving(leaving)
             self._hook("on_revoke", set(leaving))
-            # a commit in flight with the old fence must not write these any more; the next fence is a new one,
-            # even for the same partitions claimed again (a cached fence keyed by the partition set would be this
-            # withdrawn one, and refuse every commit of them)
-            if self._fence is not None:
-                self._fence.withdraw(leaving)
-                self._fence = None
+            self.withdraw(leaving)
             ownership.release(self.zk, self.group, leaving)
             for tp in leaving:
                 del self.parts[tp]
@@ -642,7 +641,22 @@ class Rebalancer(threading.Thread):
         if self._fence is None or self._fence_key != key:
             self._fence = OwnershipFence(self.session_id or 0, ownership.owner_paths(self.group, self.parts))
             self._fence_key = key
+            with self._fences_lock:
+                self._fences.add(self._fence)
         return self._fence
+
+    def withdraw(self, partitions):
+        """The member is about to delete these partitions' owner nodes itself: no commit
+        writes their offsets from now on through any fence handed out so far, the current one or an older one a
+        commit in flight still holds (a Kafka store retrying across rebalances), since the in-multi check of a
+        ZooKeeper write cannot tell our owner node from a successor's (both version 0). The next fence is a new
+        one, even for the same partitions claimed again (a cached fence keyed by the partition set would be a
+        withdrawn one, and refuse every commit of them)."""
+        with self._fences_lock:
+            fences = list(self._fences)
+        for fence in fences:
+            fence.withdraw(partitions)
+        self._fence = None
 
     def on_commit_result(self, result):
         if any(isinstance(e, OwnershipLostError) for e in result.failed.values()):

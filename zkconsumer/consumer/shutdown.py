@@ -94,6 +94,8 @@ def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True
             member.listener_call("on_revoke", set(leaving))
         locked = rb.lock.acquire(timeout=budget.left())
         try:
+            # a commit still in flight (a store slower than the bound) must not write them once they are released
+            rb.withdraw(leaving)
             rb.parts.clear()
         finally:
             if locked:
