@@ -114,3 +114,40 @@ def test_shutdown_during_a_short_zookeeper_disconnection_still_commits(services,
                                "kept), the committed offsets %s are behind what a delivered (next offsets %s): its "
                                "successor delivers %d record(s) again; owner nodes left behind: %s"
                                % (session, committed, want, sum(want[p] - committed[p] for p in want), owners_left))
+    assert not owners_left, "owner nodes left behind for the session expiry: %s" % owners_left
+
+
+def test_shutdown_while_zookeeper_is_away_stops_delivery_first(services, zk, unique, conns):
+    """shutdown() begun while ZooKeeper is unreachable stops delivery before it waits for the connection: what a
+    member hands out then cannot be committed if the connection does not come back in time, and its successor would
+    deliver it again."""
+    g, t = unique("sza"), services.create_topic(unique("sza"), 2)
+    relay = Relay(zk_target(services))
+    relay.start()
+    producer = SteadyProducer(services.bootstrap_servers, t, 2, pause=0.005, tag="sza")
+    producer.start()
+    try:
+        wait_until(lambda: len(producer.produced) >= 20, 30, message="data in both partitions")
+        a = connector(services, g, defaults=True, **{"zookeeper.connect": relay.connect})
+        conns.append(a)
+        [sa] = a.create_message_streams({t: 1})[t]
+        ca = StreamCollector(sa, name="a")
+        ca.start()
+        wait_until(lambda: {p for _, p, _ in ca.seen(t)} == {0, 1} and len(ca.seen(t)) >= 100, 30,
+                   message="a delivering both partitions")
+        relay.blackhole()
+        wait_until(lambda: a.zk.state != KazooState.CONNECTED, 10, message="a to see the connection drop",
+                   interval=0.005)
+        stopper = threading.Thread(target=a.shutdown, daemon=True)
+        called = time.monotonic()
+        stopper.start()
+        time.sleep(3.0)  # ZooKeeper away for most of the wait shutdown gives it
+        relay.release()
+        stopper.join(30)
+        assert not stopper.is_alive(), "a's shutdown did not return"
+    finally:
+        producer.stop()
+        relay.close()
+    late = [x for x, at in zip(ca.seen(t), ca.times) if at > called + 0.5]
+    assert not late, "%d record(s) handed out more than 0.5 s after shutdown() began (ZooKeeper away), e.g. %s" % (
+        len(late), late[:3])

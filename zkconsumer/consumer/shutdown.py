@@ -10,12 +10,12 @@ Bounds. Every step that talks to ZooKeeper or a store runs on a helper thread an
 connector's ``shutdown_bound_s()`` (a :class:`ShutdownBudget`) has passed: ZooKeeper may be unreachable, and owner
 nodes and the registration then vanish with the session. What could not be committed is said in the log. Each step
 has a share of the bound, so that a rebalance in progress (waiting for brokers, say) or a fetcher that cannot stop
-does not leave the final commit no time: the rebalancer gets until a quarter of it to finish, a connection to
-ZooKeeper that is down for a moment until 30 % to come back, stopping the fetchers until half of it, the commit until
-85 % (it waits for a stale session lease to be renewed, within that share), the release the rest; the connector
-closes its streams, fetchers, offset store and ZooKeeper session in what is left. A rebalance attempt that outlives
-its quarter ends at its next unlocked section (a listener hook, say): nothing of it is released, claimed or
-delivered after shutdown's final commit.
+does not leave the final commit no time: the rebalancer gets until a quarter of it to finish, stopping the fetchers
+until half of it, then (delivery stopped) a connection to ZooKeeper that is down for a moment until 60 % to come
+back, the commit until 85 % (it waits for a stale session lease to be renewed, within that share), the release the
+rest; the connector closes its streams, fetchers, offset store and ZooKeeper session in what is left. A rebalance
+attempt that outlives its quarter ends at its next unlocked section (a listener hook, say): when shutdown has the
+ownership lock meanwhile, nothing of that attempt is released, claimed or delivered after shutdown's final commit.
 """
 import logging
 import threading
@@ -63,23 +63,29 @@ def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True
         rb.stop()
         rb.join(budget.until(0.25))
         member.zk.remove_listener(rb.session_listener)
-        # a connection down for a moment (a ZooKeeper leader election, a dropped connection) is waited for, within
-        # the bound: deciding at once would skip the final commit of a session that is back a moment later
-        _wait_connected(member.zk, budget.until(0.3))
-        if member.registration is not None and member.zk.connected and not (
-                member.config.rebalance_leave_grace_ms > 0 and leave_grace):
+        deregister = member.registration is not None and not (
+            member.config.rebalance_leave_grace_ms > 0 and leave_grace)
+        if deregister and member.zk.connected:
             bounded("deleting the registration", lambda: deregister_first(
                 member.zk, member.group, member.consumer_id), budget.until(0.35))
+            deregister = False
         # the rebalancer may still hold the lock in a ZooKeeper call that waits for an unreachable server
         locked = rb.lock.acquire(timeout=budget.until(0.4))
         try:
             member.stop_delivery(timeout=budget.until(0.5))
             leaving = list(rb.owned)
-            session = member.zk.client_id[0] if member.zk.connected and member.zk.client_id else None
-            can_write = session is not None and rb.session_id == session
         finally:
             if locked:
                 rb.lock.release()
+        if not member.zk.connected:
+            # a connection down for a moment (a ZooKeeper leader election, a dropped connection) is waited for now
+            # that nothing more is delivered, within the bound: deciding at once would skip the final commit of a
+            # session that is back a moment later
+            if _wait_connected(member.zk, budget.until(0.6)) and deregister:
+                bounded("deleting the registration", lambda: deregister_first(
+                    member.zk, member.group, member.consumer_id), budget.until(0.65))
+        session = member.zk.client_id[0] if member.zk.connected and member.zk.client_id else None
+        can_write = session is not None and rb.session_id == session
         if member.config.auto_commit_enable and leaving:
             if can_write:
                 step = budget.until(0.85)
