@@ -463,10 +463,10 @@ class ZookeeperConsumerConnector(Member):
                 log.warning("commit skipped: no answer from ZooKeeper under our session for a while (the session "
                             "may have expired)")
                 return None
-        if until is not None and time.monotonic() > until:
-            log.warning("commit skipped: shutdown's share of its bound for the final commit has passed")
-            return None
         with rb.lock:
+            if until is not None and time.monotonic() > until:
+                log.warning("commit skipped: shutdown's share of its bound for the final commit has passed")
+                return None
             parts = rb.parts
             offsets = {tp: part.consumed for tp, part in ((tp, parts.get(tp)) for tp in partitions)
                        if part is not None and part.consumed is not None}

@@ -75,6 +75,13 @@ BACKOFF, DEGRADED, SUSPENDED, LOST, STOPPED = "BACKOFF", "DEGRADED", "SUSPENDED"
 AUDIT_INTERVAL_S = 30.0
 
 
+class _Stopping(RebalanceError):
+    """The rebalancer was stopped (shutdown) while an attempt ran: the attempt ends, neither done nor failed."""
+
+    def __init__(self, consumer_id: str) -> None:
+        super().__init__("%s: shutdown under way; the rebalance attempt ends" % consumer_id)
+
+
 class Rebalancer(threading.Thread):
     """The thread named ``<consumer id>_watcher_executor`` that runs a connector's rebalances (the states and
     transitions are in the module's docstring).
@@ -204,7 +211,10 @@ class Rebalancer(threading.Thread):
             now = time.monotonic()
             connected = self.zk.state == KazooState.CONNECTED
             if dirty and now >= attempt_at and connected and self.state not in (SUSPENDED,):
-                if self._attempt_safely():
+                ok = self._attempt_safely()
+                if self._stopping:
+                    break
+                if ok:
                     dirty = False
                     self.failures = 0
                     self._set_state(IDLE)
@@ -313,6 +323,9 @@ class Rebalancer(threading.Thread):
             else:
                 log.error("cannot re-register: %s", e)
             ok = False
+        except _Stopping:
+            log.info("%s: shutdown under way: the rebalance attempt ends", self.consumer_id)
+            return False
         except (GroupConflictError, SplitBrainUnknownError) as e:
             # re-registration refused: keep asking
             log.error("%s: not re-registering: %s (asking again at the next attempt)", self.consumer_id, e)
@@ -556,15 +569,18 @@ class Rebalancer(threading.Thread):
         """Run fn(*args) with the ownership lock (held once by the attempt) released: see :meth:`_hook`.
 
         shutdown() goes on beside an attempt that outlives its wait for this thread (a quarter of its bound): it
-        takes the lock while the attempt is here, stops delivery, commits and releases. The attempt must then go no
-        further (no release, claim or start of delivery after shutdown's final commit): it ends here."""
+        takes the lock while the attempt is here, stops delivery, commits and releases. The attempt goes no further
+        once the rebalancer is stopping (no hook, release, claim or start of delivery after shutdown's final
+        commit): it ends here, before *fn* or when it has the lock back (:class:`_Stopping`)."""
+        if self._stopping:
+            raise _Stopping(self.consumer_id)
         self.lock.release()
         try:
             return fn(*args)
         finally:
             self.lock.acquire()
             if self._stopping:
-                raise RebalanceError("%s: shutdown under way; the rebalance attempt ends" % self.consumer_id)
+                raise _Stopping(self.consumer_id)
 
     def _delete_stale_owner(self, path, stat):
         try:
