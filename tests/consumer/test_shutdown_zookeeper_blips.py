@@ -23,15 +23,15 @@ from tests.support.zk_relay import Relay, zk_target
 from zkconsumer.core.layout import paths
 
 
-def _quiet_member_behind_relay(services, unique, conns, tag):
-    """A member on the defaults whose ZooKeeper connection goes through a relay, after it delivered everything
-    produced to a 2-partition topic that then stays quiet (nothing asks its session lease for a renewal but its
-    heartbeat, 0.45 x the timeout apart): (group, topic, relay, member, what it delivered). The caller closes the
-    relay."""
+def _member_behind_relay(services, unique, conns, tag, quiet=True):
+    """A member on the defaults whose ZooKeeper connection goes through a relay, delivering a 2-partition topic that
+    a producer writes to: (group, topic, relay, producer, member, what it delivered). With *quiet* the producer has
+    stopped and the member has delivered everything it produced (nothing asks its session lease for a renewal but
+    its heartbeat, 0.45 x the timeout apart). The caller stops the producer and closes the relay."""
     g, t = unique(tag), services.create_topic(unique(tag), 2)
     relay = Relay(zk_target(services))
     relay.start()
-    producer = SteadyProducer(services.bootstrap_servers, t, 2, pause=0.02, tag=tag)
+    producer = SteadyProducer(services.bootstrap_servers, t, 2, pause=0.02 if quiet else 0.005, tag=tag)
     producer.start()
     try:
         wait_until(lambda: len(producer.produced) >= 20, 30, message="data in both partitions")
@@ -42,16 +42,17 @@ def _quiet_member_behind_relay(services, unique, conns, tag):
         ca.start()
         wait_until(lambda: {p for _, p, _ in ca.seen(t)} == {0, 1} and len(ca.seen(t)) >= 100, 30,
                    message="a delivering both partitions")
-        produced = producer.stop()
-        last = {p: max(o for q, o, _ in produced if q == p) for p in (0, 1)}
-        wait_until(lambda: {(p, o) for _, p, o in ca.seen(t)} >= set(last.items()), 30,
-                   message="a to deliver the last record produced to each partition")
+        if quiet:
+            produced = producer.stop()
+            last = {p: max(o for q, o, _ in produced if q == p) for p in (0, 1)}
+            wait_until(lambda: {(p, o) for _, p, o in ca.seen(t)} >= set(last.items()), 30,
+                       message="a to deliver the last record produced to each partition")
     except BaseException:
         if producer.is_alive():
             producer.stop()
         relay.close()
         raise
-    return g, t, relay, a, ca
+    return g, t, relay, producer, a, ca
 
 
 def _committed_and_delivered(zk, g, t, ca):
@@ -64,7 +65,7 @@ def _committed_and_delivered(zk, g, t, ca):
 
 
 def test_shutdown_commits_what_was_delivered_when_the_lease_is_stale(services, zk, unique, conns):
-    g, t, relay, a, ca = _quiet_member_behind_relay(services, unique, conns, "stl")
+    g, t, relay, _, a, ca = _member_behind_relay(services, unique, conns, "stl")
     try:
         session = a.zk.client_id[0]
         stale_at_shutdown = False
@@ -93,7 +94,7 @@ def test_shutdown_during_a_short_zookeeper_disconnection_still_commits(services,
     """The same hand-over when shutdown() begins while the connection to ZooKeeper is down for a moment (a leader
     election, a dropped connection): ZooKeeper is back 0.3 s later, well inside the shutdown's bound (12 s), with the
     same session. shutdown() waits for it before it decides whether it can commit and release."""
-    g, t, relay, a, ca = _quiet_member_behind_relay(services, unique, conns, "sdz")
+    g, t, relay, _, a, ca = _member_behind_relay(services, unique, conns, "sdz")
     try:
         session = a.zk.client_id[0]
         relay.blackhole()
@@ -121,27 +122,15 @@ def test_shutdown_while_zookeeper_is_away_stops_delivery_first(services, zk, uni
     """shutdown() begun while ZooKeeper is unreachable stops delivery before it waits for the connection: what a
     member hands out then cannot be committed if the connection does not come back in time, and its successor would
     deliver it again."""
-    g, t = unique("sza"), services.create_topic(unique("sza"), 2)
-    relay = Relay(zk_target(services))
-    relay.start()
-    producer = SteadyProducer(services.bootstrap_servers, t, 2, pause=0.005, tag="sza")
-    producer.start()
+    g, t, relay, producer, a, ca = _member_behind_relay(services, unique, conns, "sza", quiet=False)
     try:
-        wait_until(lambda: len(producer.produced) >= 20, 30, message="data in both partitions")
-        a = connector(services, g, defaults=True, **{"zookeeper.connect": relay.connect})
-        conns.append(a)
-        [sa] = a.create_message_streams({t: 1})[t]
-        ca = StreamCollector(sa, name="a")
-        ca.start()
-        wait_until(lambda: {p for _, p, _ in ca.seen(t)} == {0, 1} and len(ca.seen(t)) >= 100, 30,
-                   message="a delivering both partitions")
         relay.blackhole()
         wait_until(lambda: a.zk.state != KazooState.CONNECTED, 10, message="a to see the connection drop",
                    interval=0.005)
         stopper = threading.Thread(target=a.shutdown, daemon=True)
         called = time.monotonic()
         stopper.start()
-        time.sleep(3.0)  # ZooKeeper away for most of the wait shutdown gives it
+        time.sleep(3.0)  # ZooKeeper away for 3 s (shutdown waits for it until 60 % of its 12 s bound)
         relay.release()
         stopper.join(30)
         assert not stopper.is_alive(), "a's shutdown did not return"
