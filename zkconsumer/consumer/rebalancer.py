@@ -405,6 +405,7 @@ class Rebalancer(threading.Thread):
             # peer could claim it while we deliver. Stop, forget the partition and claim it again from the store.
             log.warning("owner node(s) of %s missing or not ours: %s; claiming them again", self.consumer_id,
                         ", ".join("%s-%d" % tp for tp in sorted(lost)))
+            self.withdraw(lost)
             for tp in lost:
                 del self.parts[tp]
         self.stats["rebalances"] += 1
@@ -465,6 +466,8 @@ class Rebalancer(threading.Thread):
             self._need_register = True
             raise RebalanceError("ZooKeeper session changed during the rebalance (registered under 0x%x, now 0x%x)"
                                  % (self._registered_session or 0, session))
+        if self._stopping:  # shutdown went on without the lock (an attempt that held it past its share)
+            raise _Stopping(self.consumer_id)
         # settled below, unless the claim's outcome cannot be known
         self._uncertain.update(coming)
         conflicts = ownership.claim(self.zk, self.group, coming)
@@ -669,9 +672,11 @@ class Rebalancer(threading.Thread):
         one, even for the same partitions claimed again (a cached fence keyed by the partition set would be a
         withdrawn one, and refuse every commit of them)."""
         with self._fences_lock:
-            fences = list(self._fences)
-        for fence in fences:
-            fence.withdraw(partitions)
+            # one C-level copy of the weak references (iterating the WeakSet could meet a fence dying meanwhile)
+            for ref in list(self._fences.data):
+                fence = ref()
+                if fence is not None:
+                    fence.withdraw(partitions)
         self._fence = None
 
     def on_commit_result(self, result):

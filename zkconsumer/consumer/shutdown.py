@@ -77,13 +77,13 @@ def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True
         finally:
             if locked:
                 rb.lock.release()
-        if not member.zk.connected:
-            # a connection down for a moment (a ZooKeeper leader election, a dropped connection) is waited for now
-            # that nothing more is delivered, within the bound: deciding at once would skip the final commit of a
-            # session that is back a moment later
-            if _wait_connected(member.zk, budget.until(0.6)) and deregister:
-                bounded("deleting the registration", lambda: deregister_first(
-                    member.zk, member.group, member.consumer_id), budget.until(0.65))
+        # a connection down for a moment (a ZooKeeper leader election, a dropped connection) is waited for now that
+        # nothing more is delivered, within the bound: deciding at once would skip the final commit of a session
+        # that is back a moment later
+        _wait_connected(member.zk, budget.until(0.6))
+        if deregister and member.zk.connected:
+            bounded("deleting the registration", lambda: deregister_first(
+                member.zk, member.group, member.consumer_id), budget.until(0.65))
         session = member.zk.client_id[0] if member.zk.connected and member.zk.client_id else None
         can_write = session is not None and rb.session_id == session
         if member.config.auto_commit_enable and leaving:
