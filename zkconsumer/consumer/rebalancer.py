@@ -75,8 +75,9 @@ BACKOFF, DEGRADED, SUSPENDED, LOST, STOPPED = "BACKOFF", "DEGRADED", "SUSPENDED"
 AUDIT_INTERVAL_S = 30.0
 
 
-class _Stopping(RebalanceError):
-    """The rebalancer was stopped (shutdown) while an attempt ran: the attempt ends, neither done nor failed."""
+class _Stopping(Exception):
+    """The rebalancer was stopped (shutdown) while an attempt ran: the attempt ends, neither done nor failed (never
+    leaves the rebalancer: not one of zkconsumer's errors)."""
 
     def __init__(self, consumer_id: str) -> None:
         super().__init__("%s: shutdown under way; the rebalance attempt ends" % consumer_id)
