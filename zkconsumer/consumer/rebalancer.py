@@ -666,11 +666,11 @@ class Rebalancer(threading.Thread):
         return self._fence
 
     def withdraw(self, partitions):
-        """The member is about to delete these partitions' owner nodes itself: no commit
-        writes their offsets from now on through any fence handed out so far, the current one or an older one a
-        commit in flight still holds (a Kafka store retrying across rebalances), since the in-multi check of a
-        ZooKeeper write cannot tell our owner node from a successor's (both version 0). The next fence is a new
-        one, even for the same partitions claimed again (a cached fence keyed by the partition set would be a
+        """No commit writes these partitions' offsets from now on through any fence handed out so far: the current
+        one, or an older one a commit in flight still holds (a Kafka store retrying across rebalances), since the
+        in-multi check of a ZooKeeper write cannot tell our owner node from a successor's (both version 0). Called
+        when the member is about to release them, or found their owner nodes gone or not ours. The next fence is a
+        new one, even for the same partitions claimed again (a cached fence keyed by the partition set would be a
         withdrawn one, and refuse every commit of them)."""
         with self._fences_lock:
             # one C-level copy of the weak references (iterating the WeakSet could meet a fence dying meanwhile)
