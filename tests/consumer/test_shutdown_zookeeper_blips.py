@@ -17,10 +17,10 @@ import time
 
 from kazoo.protocol.states import KazooState
 
-from tests.support.consumer_helpers import SteadyProducer, StreamCollector, connector
+from tests.support.consumer_helpers import SteadyProducer, StreamCollector, connector, owners
+from tests.support.spark_support import zk_offsets
 from tests.support.waiting import wait_until
 from tests.support.zk_relay import Relay, zk_target
-from zkconsumer.core.layout import paths
 
 
 def _member_behind_relay(services, unique, conns, tag, quiet=True):
@@ -60,7 +60,7 @@ def _committed_and_delivered(zk, g, t, ca):
     delivered = {}
     for _, p, o in ca.seen(t):
         delivered[p] = max(delivered.get(p, -1), o)
-    committed = {p: int(zk.get(paths.partition_offset_path(g, t, p))[0]) for p in (0, 1)}
+    committed = zk_offsets(zk, g, t)
     return committed, {p: o + 1 for p, o in delivered.items()}
 
 
@@ -106,8 +106,7 @@ def test_shutdown_during_a_short_zookeeper_disconnection_still_commits(services,
         relay.release()
         stopper.join(30)
         assert not stopper.is_alive(), "a's shutdown did not return"
-        owners_left = zk.get_children(paths.topic_owners_path(g, t)) if zk.exists(paths.topic_owners_path(g, t)) \
-            else []
+        owners_left = sorted(owners(zk, g, [t]))
     finally:
         relay.close()
     committed, want = _committed_and_delivered(zk, g, t, ca)
