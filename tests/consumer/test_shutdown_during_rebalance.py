@@ -9,6 +9,9 @@ out again after that commit, and the successor delivers them a second time.
 Only public API and the defaults: a listener whose ``on_revoke`` takes a few seconds (finishing the work in flight
 before the partitions go), a second member joining, and the first member's shutdown() while its rebalance is in that
 ``on_revoke``. A hand-over without a crash delivers nothing twice (README "Guarantees under the defaults").
+
+The listener hears of each partition once per assignment: ``on_revoke`` only for partitions it was given with
+``on_assign`` and not revoked since, whether the attempt or shutdown revokes them.
 """
 import threading
 import time
@@ -26,9 +29,14 @@ class SlowRevoke(RebalanceListener):
     def __init__(self):
         self.armed = False
         self.calls = []            # (thread name, partitions, start, end)
+        self.hooks = []            # (hook, partitions) in the order they began
         self.entered = threading.Event()
 
+    def on_assign(self, partitions):
+        self.hooks.append(("on_assign", set(partitions)))
+
     def on_revoke(self, partitions):
+        self.hooks.append(("on_revoke", set(partitions)))
         start = time.monotonic()
         if self.armed:
             self.entered.set()
@@ -102,3 +110,55 @@ def test_shutdown_during_a_rebalance_delivers_nothing_after_its_final_commit(ser
     assert not twice, "%d record(s) delivered by both a and b after a's clean shutdown, e.g. %s; %s" % (
         len(twice), twice[:5], detail)
     assert not late, detail
+    assert_hooks_in_order(listener.hooks)
+
+
+def test_shutdown_between_a_claim_and_on_assign_revokes_only_what_was_assigned(services, zk, unique, conns):
+    """a's rebalance has claimed a partition (b left) and is reading its offset when a's shutdown() begins: the
+    attempt ends before on_assign, so shutdown's on_revoke names only the partition a was given, and still releases
+    both owner nodes."""
+    g, t = unique("sda"), services.create_topic(unique("sda"), 2)
+    listener = SlowRevoke()
+    a = connector(services, g, listener=listener, defaults=True)
+    conns.append(a)
+    a.create_message_streams({t: 1})
+    wait_until(lambda: len(owners(zk, g, [t])) == 2, 30, message="a owns both partitions")
+    b = connector(services, g, defaults=True)
+    conns.append(b)
+    b.create_message_streams({t: 1})
+    wait_until(lambda: len(a.owned_partitions()) == 1 and len(b.owned_partitions()) == 1, 30,
+               message="a and b own a partition each")
+
+    # a's next read of committed offsets (the partition it claims from b) takes FETCH_S seconds
+    reading = threading.Event()
+    fetch = a.offset_store.fetch
+
+    def slow_fetch(partitions, *args, **kwargs):
+        if not reading.is_set():
+            reading.set()
+            time.sleep(FETCH_S)
+        return fetch(partitions, *args, **kwargs)
+    a.offset_store.fetch = slow_fetch
+    b.shutdown()
+    assert reading.wait(30), "a's rebalance never read the offset of the partition it claimed"
+    time.sleep(0.3)
+    a.shutdown()
+    assert owners(zk, g, [t]) == {}, "owner nodes left after a's shutdown: %s" % owners(zk, g, [t])
+    assert_hooks_in_order(listener.hooks)
+
+
+FETCH_S = 4.0
+
+
+def assert_hooks_in_order(hooks):
+    """Every on_revoke names only partitions assigned (the last on_assign) and not revoked since; by the end (the
+    member has shut down) every partition assigned was revoked."""
+    held = set()
+    for name, parts in hooks:
+        if name == "on_assign":
+            held = set(parts)
+            continue
+        assert parts <= held, "on_revoke(%s) for partition(s) %s not assigned or already revoked; hooks in order: %s" % (
+            sorted(parts), sorted(parts - held), hooks)
+        held -= parts
+    assert not held, "partition(s) %s assigned and never revoked; hooks in order: %s" % (sorted(held), hooks)

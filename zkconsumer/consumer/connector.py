@@ -47,6 +47,9 @@ class RebalanceListener:
     * ``on_assign``: after the owner nodes are claimed and offsets read, before fetching starts;
     * ``on_lost``: the ZooKeeper session expired; these partitions may already belong to someone else (no commit
       is possible for them any more).
+
+    ``on_assign`` gets the whole assignment; ``on_revoke`` and ``on_lost`` name only partitions the last
+    ``on_assign`` gave and no hook has taken back since (shutdown included), so each is revoked once.
     """
 
     def on_revoke(self, partitions):

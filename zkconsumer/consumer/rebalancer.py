@@ -45,7 +45,7 @@ import random
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, Dict, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, Set, Tuple
 
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import KazooState
@@ -131,6 +131,8 @@ class Rebalancer(threading.Thread):
         self.parts: Dict[TP, PartitionTopicInfo] = {}
         # the same, read as (t, p) -> thread id
         self.owned = OwnedThreads(self.parts)
+        # the partitions the listener was given (on_assign) and not revoked or lost since: the hooks name only these
+        self.announced: FrozenSet[TP] = frozenset()
         self.session_id = None
         # the session our registration was created under
         self._registered_session = None
@@ -618,8 +620,28 @@ class Rebalancer(threading.Thread):
         """Call a listener hook WITHOUT holding the ownership lock (held once by the attempt), so that a hook may
         wait for application threads that call commit_offsets() (the documented on_revoke pattern: finish the
         work in flight, commit it, then let the partitions go). Delivery has stopped, and only this thread changes
-        ownership, so what a commit sees meanwhile is consistent."""
+        ownership, so what a commit sees meanwhile is consistent.
+
+        ``on_assign`` announces *partitions* (the whole assignment); ``on_revoke`` is called only for those of
+        *partitions* announced and not revoked since (none left: no call), and they are taken out of ``announced``
+        before the hook begins, so shutdown, going on beside a hook that outlives its wait, does not revoke them
+        a second time."""
+        if self._stopping:
+            raise _Stopping(self.consumer_id)
+        if name == "on_assign":
+            self.announced = frozenset(partitions)
+        else:
+            partitions = self.take_announced(partitions)
+            if not partitions:
+                return
         self._unlocked(self.c.listener_call, name, partitions)
+
+    def take_announced(self, partitions):
+        """Those of *partitions* the listener was given with ``on_assign`` and not revoked since, taken out of
+        ``announced``: the ones an ``on_revoke`` or ``on_lost`` about to be called may name (under ``lock``)."""
+        told = self.announced.intersection(partitions)
+        self.announced = self.announced - told
+        return set(told)
 
     def _revoke_lost(self):
         self.stats["session_expiries"] += 1
@@ -629,6 +651,7 @@ class Rebalancer(threading.Thread):
             self.c.stop_delivery()
             self.fetching = False
             lost = set(self.parts)
+            told = self.take_announced(lost)
             self.parts.clear()
             # their nodes died with the session, unless some were made under a new one
             self._uncertain |= lost
@@ -637,8 +660,8 @@ class Rebalancer(threading.Thread):
             self._need_register = True
             # the watches that kept its cache true died with the session
             self._reader = None
-        if lost:
-            self.c.listener_call("on_lost", lost)
+        if told:
+            self.c.listener_call("on_lost", told)
 
     def _schedule_ghost_expiry(self, expiry_ms):
         """A member in its leave grace keeps its partitions unassigned until it is back; rebalance when the grace

@@ -20,7 +20,7 @@ ownership lock meanwhile, nothing of that attempt is released, claimed or delive
 import logging
 import threading
 import time
-from typing import Callable, List
+from typing import Callable, List, Set
 
 from ..core.layout import paths
 from .leave_grace import announce_leave
@@ -58,6 +58,7 @@ def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True
     auto-commit thread and closes the member's resources afterwards."""
     rb = member.rebalancer
     leaving: List = []
+    revoking: Set = set()
     reg_path = paths.consumer_registration_path(member.group, member.consumer_id)
     if rb is not None:
         rb.stop()
@@ -74,6 +75,8 @@ def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True
         try:
             member.stop_delivery(timeout=budget.until(0.5))
             leaving = list(rb.owned)
+            # not those an attempt's on_revoke named already, nor those claimed but never given with on_assign
+            revoking = rb.take_announced(leaving)
         finally:
             if locked:
                 rb.lock.release()
@@ -96,8 +99,8 @@ def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True
                 log.warning("shutdown: ZooKeeper is unreachable or the session changed: the consumed offsets "
                             "of %d partition(s) were not committed (messages delivered since the last "
                             "commit will be delivered again)", len(leaving))
-        if leaving:
-            member.listener_call("on_revoke", set(leaving))
+        if revoking:
+            member.listener_call("on_revoke", revoking)
         locked = rb.lock.acquire(timeout=budget.left())
         try:
             # a commit still in flight (a store slower than the bound) must not write them once they are released
