@@ -2,6 +2,8 @@
 
 * an owner node deleted out of band (an operator, a buggy tool): the member notices (its commits are fenced, or
   the periodic audit) and claims the partition again within seconds; committed offsets advance again;
+* an owner node taken by another session meanwhile: the listener hears ``on_lost`` for that partition (its
+  delivery has stopped and it may belong to someone else), and ``on_assign`` again once it is claimed back;
 * ``release`` never deletes an owner node of another session at the same path.
 """
 import threading
@@ -9,7 +11,7 @@ import threading
 from tests.support.consumer_helpers import BackgroundProducer, StreamCollector, connector
 from tests.support.waiting import wait_until
 from zkconsumer.zookeeper import client as zkmod
-from zkconsumer.consumer import ownership
+from zkconsumer.consumer import RebalanceListener, ownership
 from zkconsumer.core.layout import paths
 
 
@@ -36,6 +38,44 @@ def test_owner_node_deleted_out_of_band_is_claimed_again(services, zk, unique, c
         produced = producer.stop()
     want = {(t, p, o) for p, o, _ in produced}
     wait_until(lambda: want <= set(col.seen(t)), 20, message="nothing lost")
+
+
+class Hooks(RebalanceListener):
+    def __init__(self):
+        self.calls = []
+
+    def on_assign(self, partitions):
+        self.calls.append(("on_assign", set(partitions)))
+
+    def on_revoke(self, partitions):
+        self.calls.append(("on_revoke", set(partitions)))
+
+    def on_lost(self, partitions):
+        self.calls.append(("on_lost", set(partitions)))
+
+
+def test_an_owner_node_taken_out_of_band_is_reported_lost(services, zk, unique, conns):
+    g, t = unique("lst"), services.create_topic(unique("lst"), 2)
+    hooks = Hooks()
+    conn = connector(services, g, listener=hooks)
+    conns.append(conn)
+    conn.create_message_streams({t: 1})
+    wait_until(lambda: len(conn.owned_partitions()) == 2, 20, message="both partitions owned")
+    path = paths.partition_owner_path(g, t, 0)
+    squatter = zkmod.connect(services.zookeeper_connect)
+    try:
+        zk.delete(path)  # out of band, and another session takes the node at once
+        squatter.create(path, b"somebody-else-0", ephemeral=True)
+        conn.rebalancer._verify_owners = True  # the audit's check, now rather than in 30 s
+        conn.rebalancer.request("test: audit")
+        wait_until(lambda: ("on_lost", {(t, 0)}) in hooks.calls, 15, message="on_lost for the taken partition")
+        assert (t, 0) not in conn.owned_partitions()
+        squatter.delete(path)
+        wait_until(lambda: (t, 0) in conn.owned_partitions(), 15, message="the partition claimed back")
+        wait_until(lambda: hooks.calls[-1] == ("on_assign", {(t, 0), (t, 1)}), 15, message="on_assign again")
+    finally:
+        zkmod.close(squatter)
+    assert [name for name, _ in hooks.calls] == ["on_assign", "on_lost", "on_assign"], hooks.calls
 
 
 def test_release_never_deletes_another_sessions_node(services, zk, unique):

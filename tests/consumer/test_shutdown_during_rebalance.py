@@ -17,6 +17,7 @@ import threading
 import time
 
 from tests.support.consumer_helpers import SteadyProducer, StreamCollector, connector, owners
+from tests.support.spark_support import zk_offsets
 from tests.support.waiting import wait_until
 from zkconsumer.consumer import RebalanceListener
 
@@ -148,6 +149,67 @@ def test_shutdown_between_a_claim_and_on_assign_revokes_only_what_was_assigned(s
 
 
 FETCH_S = 4.0
+
+
+class CommitInRevoke(RebalanceListener):
+    """Auto-commit off: on_revoke commits the partitions it is given (the documented pattern), taking HOOK_S seconds
+    first once armed."""
+
+    def __init__(self):
+        self.conn = None
+        self.armed = False
+        self.entered = threading.Event()
+        self.hooks = []            # (hook, partitions) in the order they began
+        self.committed = []        # (partitions, what the store said it committed)
+
+    def on_assign(self, partitions):
+        self.hooks.append(("on_assign", set(partitions)))
+
+    def on_revoke(self, partitions):
+        self.hooks.append(("on_revoke", set(partitions)))
+        if self.armed:
+            self.armed = False
+            self.entered.set()
+            time.sleep(HOOK_S)
+        result = self.conn.commit_partitions(list(partitions))
+        self.committed.append((sorted(partitions), sorted(result.committed) if result is not None else None))
+
+
+def test_shutdown_waits_for_the_rebalances_on_revoke_before_it_releases(services, zk, unique, conns):
+    """Auto-commit off, the application commits in on_revoke. a's rebalance (b joins) is in its slow on_revoke for
+    the partition moving to b when a's shutdown() begins: shutdown revokes the other partition itself, waits for the
+    running hook, and only then releases, so the hook's commit lands and b starts where a stopped."""
+    g, t = unique("sdw"), services.create_topic(unique("sdw"), 2)
+    manual = {"auto.commit.enable": "false"}
+    producer = SteadyProducer(services.bootstrap_servers, t, 2, pause=0.02, tag="sdw")
+    producer.start()
+    try:
+        wait_until(lambda: len(producer.produced) >= 20, 30, message="data in both partitions")
+        listener = CommitInRevoke()
+        a = connector(services, g, listener=listener, defaults=True, **manual)
+        listener.conn = a
+        conns.append(a)
+        [sa] = a.create_message_streams({t: 1})[t]
+        ca = StreamCollector(sa, name="a")
+        ca.start()
+        wait_until(lambda: {p for _, p, _ in ca.seen(t)} == {0, 1}, 30, message="a delivering both partitions")
+        listener.armed = True
+        b = connector(services, g, defaults=True, **manual)
+        conns.append(b)
+        threading.Thread(target=lambda: b.create_message_streams({t: 1}), daemon=True).start()
+        assert listener.entered.wait(30), "a's rebalance never reached on_revoke"
+        time.sleep(0.3)
+        a.shutdown()
+    finally:
+        producer.stop()
+    delivered = {}
+    for _, p, o in ca.seen(t):
+        delivered[p] = max(delivered.get(p, -1), o)
+    want = {p: o + 1 for p, o in delivered.items()}
+    assert zk_offsets(zk, g, t) == want, (
+        "committed %s, a delivered up to (next offset) %s: b delivers the difference again; on_revoke's commits: "
+        "%s; hooks: %s" % (zk_offsets(zk, g, t), want, listener.committed, listener.hooks))
+    assert_hooks_in_order(listener.hooks)
 
 
 def assert_hooks_in_order(hooks):

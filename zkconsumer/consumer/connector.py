@@ -45,8 +45,9 @@ class RebalanceListener:
     * ``on_revoke``: before ownership of these partitions is released — delivery has stopped, so this is the place
       to commit (``connector.commit_offsets()``) when ``auto.commit.enable=false``;
     * ``on_assign``: after the owner nodes are claimed and offsets read, before fetching starts;
-    * ``on_lost``: the ZooKeeper session expired; these partitions may already belong to someone else (no commit
-      is possible for them any more).
+    * ``on_lost``: the ZooKeeper session expired, or a rebalance found owner nodes of ours gone or not ours
+      (deleted out of band); these partitions may already belong to someone else (no commit is possible for them
+      any more).
 
     ``on_assign`` gets the whole assignment; ``on_revoke`` and ``on_lost`` name only partitions the last
     ``on_assign`` gave and no hook has taken back since (shutdown included), so each is revoked once.

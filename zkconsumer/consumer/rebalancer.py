@@ -133,6 +133,10 @@ class Rebalancer(threading.Thread):
         self.owned = OwnedThreads(self.parts)
         # the partitions the listener was given (on_assign) and not revoked or lost since: the hooks name only these
         self.announced: FrozenSet[TP] = frozenset()
+        self._announced_lock = threading.Lock()
+        # set while no listener hook of an attempt runs (shutdown waits for one before it releases)
+        self.hook_idle = threading.Event()
+        self.hook_idle.set()
         self.session_id = None
         # the session our registration was created under
         self._registered_session = None
@@ -411,11 +415,16 @@ class Rebalancer(threading.Thread):
             self.withdraw(lost)
             for tp in lost:
                 del self.parts[tp]
+        else:
+            lost = set()
         self.stats["rebalances"] += 1
         # RELEASING
         self._set_state(RELEASING)
         c.stop_delivery()
         self.fetching = False
+        if lost:
+            # taken from us out of band: no commit is possible for them any more, as after a session expiry
+            self._hook("on_lost", lost)
         leaving = {tp for tp, part in self.parts.items() if new.get(tp) != part.thread_id}
         if leaving:
             if self.config.auto_commit_enable:
@@ -571,14 +580,15 @@ class Rebalancer(threading.Thread):
             ownership.release(self.zk, self.group, list(ours))
         self._uncertain.difference_update(stray)
 
-    def _unlocked(self, fn, *args):
+    def _unlocked(self, fn, *args, checked=False):
         """Run fn(*args) with the ownership lock (held once by the attempt) released: see :meth:`_hook`.
 
         shutdown() goes on beside an attempt that outlives its wait for this thread (a quarter of its bound): it
         takes the lock while the attempt is here, stops delivery, commits and releases. The attempt goes no further
         once the rebalancer is stopping (no hook, release, claim or start of delivery after shutdown's final
-        commit): it ends here, before *fn* or when it has the lock back (:class:`_Stopping`)."""
-        if self._stopping:
+        commit): it ends here, before *fn* (unless the caller has just *checked*, under the lock) or when it has the
+        lock back (:class:`_Stopping`)."""
+        if self._stopping and not checked:
             raise _Stopping(self.consumer_id)
         self.lock.release()
         try:
@@ -620,27 +630,35 @@ class Rebalancer(threading.Thread):
         """Call a listener hook WITHOUT holding the ownership lock (held once by the attempt), so that a hook may
         wait for application threads that call commit_offsets() (the documented on_revoke pattern: finish the
         work in flight, commit it, then let the partitions go). Delivery has stopped, and only this thread changes
-        ownership, so what a commit sees meanwhile is consistent.
+        ownership (shutdown, going on beside an attempt, waits for a hook under way before it releases anything:
+        ``hook_idle``), so what a commit sees meanwhile is consistent.
 
-        ``on_assign`` announces *partitions* (the whole assignment); ``on_revoke`` is called only for those of
-        *partitions* announced and not revoked since (none left: no call), and they are taken out of ``announced``
-        before the hook begins, so shutdown, going on beside a hook that outlives its wait, does not revoke them
-        a second time."""
+        ``on_assign`` announces *partitions* (the whole assignment); ``on_revoke`` and ``on_lost`` are called only
+        for those of *partitions* announced and not taken back since (none left: no call), and they are taken out
+        of ``announced`` before the hook begins, so shutdown does not revoke them a second time. Nothing between
+        that bookkeeping and the call can end the attempt: a stop is seen before it, or when the hook returns."""
         if self._stopping:
             raise _Stopping(self.consumer_id)
         if name == "on_assign":
-            self.announced = frozenset(partitions)
+            with self._announced_lock:
+                self.announced = frozenset(partitions)
         else:
             partitions = self.take_announced(partitions)
             if not partitions:
                 return
-        self._unlocked(self.c.listener_call, name, partitions)
+        self.hook_idle.clear()
+        try:
+            self._unlocked(self.c.listener_call, name, partitions, checked=True)
+        finally:
+            self.hook_idle.set()
 
     def take_announced(self, partitions):
-        """Those of *partitions* the listener was given with ``on_assign`` and not revoked since, taken out of
-        ``announced``: the ones an ``on_revoke`` or ``on_lost`` about to be called may name (under ``lock``)."""
-        told = self.announced.intersection(partitions)
-        self.announced = self.announced - told
+        """Those of *partitions* the listener was given with ``on_assign`` and not revoked or lost since, taken out
+        of ``announced`` (atomically: a caller without the ownership lock, shutdown past its wait, and this thread
+        never both get one): the ones an ``on_revoke`` or ``on_lost`` about to be called may name."""
+        with self._announced_lock:
+            told = self.announced.intersection(partitions)
+            self.announced = self.announced - told
         return set(told)
 
     def _revoke_lost(self):

@@ -12,10 +12,15 @@ nodes and the registration then vanish with the session. What could not be commi
 has a share of the bound, so that a rebalance in progress (waiting for brokers, say) or a fetcher that cannot stop
 does not leave the final commit no time: the rebalancer gets until a quarter of it to finish, stopping the fetchers
 until half of it, then (delivery stopped) a connection to ZooKeeper that is down for a moment until 60 % to come
-back, the commit until 85 % (it waits for a stale session lease to be renewed, within that share), the release the
-rest; the connector closes its streams, fetchers, offset store and ZooKeeper session in what is left. A rebalance
-attempt that outlives its quarter ends at its next unlocked section (a listener hook, say): when shutdown has the
-ownership lock meanwhile, nothing of that attempt is released, claimed or delivered after shutdown's final commit.
+back, the commit until 85 % (it waits for a stale session lease to be renewed, within that share), a listener hook
+of a rebalance attempt still under way until 90 %, the release the rest; the connector closes its streams,
+fetchers, offset store and ZooKeeper session in what is left. A rebalance attempt that outlives its quarter ends at
+its next unlocked section (a listener hook, say): when shutdown has the ownership lock meanwhile, nothing of that
+attempt is released, claimed or delivered after shutdown's final commit.
+
+Hooks. Shutdown's ``on_revoke`` names the partitions the listener was given (``on_assign``) and no hook has taken
+back: not those an attempt's ``on_revoke`` under way already names (shutdown waits for that hook before it releases
+them, so a commit made in it still lands), nor those an attempt claimed but never announced.
 """
 import logging
 import threading
@@ -99,6 +104,11 @@ def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True
                 log.warning("shutdown: ZooKeeper is unreachable or the session changed: the consumed offsets "
                             "of %d partition(s) were not committed (messages delivered since the last "
                             "commit will be delivered again)", len(leaving))
+        # a hook of the attempt still under way (a slow on_revoke committing its partitions) ends before anything
+        # is released, within the bound
+        if not rb.hook_idle.wait(budget.until(0.9)):
+            log.warning("shutdown: a rebalance listener hook still runs after %.0f s; releasing the partitions anyway",
+                        time.monotonic() - budget.start)
         if revoking:
             member.listener_call("on_revoke", revoking)
         locked = rb.lock.acquire(timeout=budget.left())

@@ -52,7 +52,7 @@ class _Listener(RebalanceListener):
         self.member._forget(partitions, "revoked")
 
     def on_lost(self, partitions):
-        self.member._forget(partitions, "lost (ZooKeeper session expired)")
+        self.member._forget(partitions, "lost (ZooKeeper session expired, or owner node gone or not ours)")
 
 
 class GroupMember(ZookeeperConsumerConnector):
