@@ -15,12 +15,12 @@ class SlowOnce:
         self.store, self.seconds, self.armed = store, seconds, False
         self.entered = threading.Event()
 
-    def commit(self, offsets, fence=None):
+    def commit(self, offsets, fence=None, **kw):
         if self.armed:
             self.armed = False
             self.entered.set()
             time.sleep(self.seconds)
-        return self.store.commit(offsets, fence=fence)
+        return self.store.commit(offsets, fence=fence, **kw)
 
     def __getattr__(self, name):
         return getattr(self.store, name)

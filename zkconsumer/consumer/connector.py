@@ -20,12 +20,12 @@ import logging
 import queue
 import threading
 import time
-from typing import Dict, Tuple
+from typing import Dict, Iterable, Optional, Tuple
 
 from ..errors import ConfigError, ZkConsumerError
 from ..core.layout import codecs, paths
 from ..core.layout.names import validate_topic
-from ..offsets import make_offset_store
+from ..offsets import CommitResult, make_offset_store
 from ..zookeeper import client as zkmod
 from ..zookeeper import auth as zk_auth
 from . import join_guards
@@ -101,8 +101,10 @@ class ZookeeperConsumerConnector(Member):
 
     Locks. ``rebalancer.lock`` guards the registry of owned partitions, the ZooKeeper session they were claimed
     under and the commit fence: the rebalancer holds it through an attempt, and a commit takes it only to read the
-    consumed positions and the fence (the store is written without it, so a slow store never holds a rebalance
-    up). The ZooKeeper and Kafka offset stores each hold a lock of their own around a call's requests;
+    consumed positions, the fence and its sequence number (the store is written without it, so a slow store never
+    holds a rebalance up). The ZooKeeper and Kafka offset stores each hold a lock of their own around a call's
+    requests, and under it leave out a partition for which a commit with a higher sequence was written: commits
+    reach the store in any order, never an older position after a newer one;
     ``_shutdown_lock`` makes :meth:`shutdown` run once. The hot path takes no lock: a stream checks the generation
     around each hand-out and the rebalancer bumps the generation and waits for every stream's in-flight flag
     (:meth:`KafkaStream.fence <.stream.KafkaStream.fence>`) before ownership changes. The metrics counters
@@ -138,6 +140,8 @@ class ZookeeperConsumerConnector(Member):
         self._commit_soon = threading.Event()
         # (t, p) -> PartitionTopicInfo whose reset point awaits its commit
         self._reset_partitions = {}
+        # the last commit's sequence number, taken with its positions under the rebalancer's lock
+        self._commit_sequence = 0
         self._stopped = threading.Event()
         self._shutdown_lock = threading.Lock()
         self._closed = False
@@ -394,6 +398,8 @@ class ZookeeperConsumerConnector(Member):
         # the lease was not fresh: nothing was written
         if result is None:
             return True
+        # a superseded one stays: the newer commit that covers it may yet fail, and the next try writes the then
+        # position (no older than the reset point) under a newer sequence
         for tp in ready:
             if tp in result.committed or isinstance(result.failed.get(tp), OwnershipLostError):
                 pending.pop(tp, None)
@@ -417,7 +423,7 @@ class ZookeeperConsumerConnector(Member):
         return self._last_fetch_error
 
     # -- offsets -----------------------------------------------------------------------------------------------
-    def commit_offsets(self, raise_errors=False):
+    def commit_offsets(self, raise_errors: bool = False) -> Optional[CommitResult]:
         """Commit the consumed positions of every owned partition (the ZooKeeper store writes only changed ones).
 
         A position counts as consumed once a stream has handed its record out. Safe to call from any thread,
@@ -425,8 +431,10 @@ class ZookeeperConsumerConnector(Member):
 
         :param raise_errors: raise when a partition could not be committed, instead of only reporting it.
         :returns: the store's :class:`~zkconsumer.offsets.CommitResult` (``committed``, ``failed`` with the
-            reasons), or None when nothing was committed: no streams yet, nothing owned with a known position, or
-            ZooKeeper did not confirm the session within its timeout (after a pause: see :meth:`commit_partitions`).
+            reasons, ``superseded``: left out because a commit that read its positions later, from another thread,
+            was written first), or None when nothing was committed: no streams yet, nothing owned with a known
+            position, or ZooKeeper did not confirm the session within its timeout (after a pause: see
+            :meth:`commit_partitions`).
         :raises OwnershipLostError: (*raise_errors*) every failure is a partition this member no longer owns.
         :raises OffsetStoreError: (*raise_errors*) the store failed for some partition; the exception's ``result``
             is the :class:`~zkconsumer.offsets.CommitResult`.
@@ -440,13 +448,19 @@ class ZookeeperConsumerConnector(Member):
             owned = list(rb.owned)
         return self.commit_partitions(owned, raise_errors=raise_errors)
 
-    def commit_partitions(self, partitions, raise_errors=False, until=None):
+    def commit_partitions(self, partitions: Iterable[Tuple[str, int]], raise_errors: bool = False,
+                          until: Optional[float] = None) -> Optional[CommitResult]:
         """Commit the consumed positions of *partitions* that this member owns; call it after the streams exist.
 
-        The ownership lock is held only to take the offsets and the fence: the store write runs without it, so a
-        slow store (the Kafka offset manager retrying for a minute) never delays suspension, session loss or a
-        rebalance; the fence refuses what we no longer own, re-checked before every attempt. When the session
-        lease is stale (the process was paused, say) a ZooKeeper round trip under our session comes first.
+        The ownership lock is held only to take the offsets, the fence and the commit's sequence number: the store
+        write runs without it, so a slow store (the Kafka offset manager retrying for a minute) never delays
+        suspension, session loss or a rebalance; the fence refuses what we no longer own, re-checked before every
+        attempt. The sequence orders commits made by several threads (the auto-commit thread, the application,
+        the commit of the partitions leaving, shutdown's): the store does not write a partition for which it has
+        written a commit with a higher one (``superseded`` in the result), so an older position never lands after
+        a newer one; a position that moved back (a reset point, a partition claimed again) is read later, so it
+        is written. When the session lease is stale (the process was paused, say) a ZooKeeper round trip under our
+        session comes first.
 
         :param partitions: ``(topic, partition)`` pairs; those not owned, or without a known position, are left
             out.
@@ -459,6 +473,8 @@ class ZookeeperConsumerConnector(Member):
         :raises OffsetManagerUnavailableError: as for :meth:`commit_offsets`.
         """
         rb = self.rebalancer
+        if rb is None:
+            return None
         # after a pause: a round trip first (a commit would be fenced anyway)
         if not self.lease.fresh():
             give_up = time.monotonic() + self.lease.timeout_s() if until is None else until
@@ -477,7 +493,9 @@ class ZookeeperConsumerConnector(Member):
             if not offsets:
                 return None
             fence = rb.fence()
-        result = self.offset_store.commit(offsets, fence=fence)
+            self._commit_sequence += 1
+            sequence = self._commit_sequence
+        result = self.offset_store.commit(offsets, fence=fence, sequence=sequence)
         if result.committed:
             kind = self.offset_store.name
             if kind in ("zookeeper", "dual"):
@@ -489,6 +507,8 @@ class ZookeeperConsumerConnector(Member):
             log.warning("offset commit failed for %d partition(s): %s", len(result.failed),
                         "; ".join("%s-%d: %s" % (t, p, e) for (t, p), e in sorted(result.failed.items())[:5]))
             rb.on_commit_result(result)
+        if result.superseded:
+            log.debug("offset commit #%d: %d partition(s) left to a newer commit", sequence, len(result.superseded))
         if raise_errors:
             result.raise_for_errors()
         return result

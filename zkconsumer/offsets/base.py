@@ -3,7 +3,8 @@
 A store is bound to one consumer group at construction; offsets are always the *next* offset to consume (what
 Kafka 1.1.1 ``ZookeeperConsumerConnector.commitOffsets`` commits: ``PartitionTopicInfo.getConsumeOffset``), keyed
 by ``(topic, partition)``. The fence makes a commit for a partition this consumer no longer owns fail instead of
-overwriting its next owner's progress.
+overwriting its next owner's progress; a commit's sequence (:class:`CommitOrder`) makes one that read its positions
+before another be dropped instead of overwriting the newer one's offset.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Dict, Iterable, Mapping, Optional, Set, Tuple, Type, Union
 from ..errors import OffsetStoreError, OwnershipLostError
 from ..core.layout._json import MAX_INT64
 
-__all__ = ["TopicPartitionKey", "OffsetStore", "CommitResult", "OwnershipFence", "NormalizedOffsets",
+__all__ = ["TopicPartitionKey", "OffsetStore", "CommitResult", "OwnershipFence", "CommitOrder", "NormalizedOffsets",
            "normalize_offsets", "normalize_partitions"]
 
 log = logging.getLogger(__name__)
@@ -69,12 +70,16 @@ class CommitResult:
     * ``unchanged`` - subset of ``committed`` skipped because the store already held that value (the ZooKeeper
       store, as Kafka 1.1.1 ``ZookeeperConsumerConnector.commitOffsetToZooKeeper`` skips them);
     * ``failed`` - ``{(t, p): exception}``: :class:`OwnershipLostError` when a fence refused the partition,
-      :class:`OffsetStoreError` (or a Kafka error class instance) otherwise.
+      :class:`OffsetStoreError` (or a Kafka error class instance) otherwise;
+    * ``superseded`` - partitions not written because the store has written, or is writing, a commit with a newer
+      sequence for them (see :class:`CommitOrder`): that commit read the positions later and covers this one. They
+      are neither committed nor failed.
     """
 
     committed: Dict[TopicPartitionKey, int] = dataclasses.field(default_factory=dict)
     failed: Dict[TopicPartitionKey, Exception] = dataclasses.field(default_factory=dict)
     unchanged: Set[TopicPartitionKey] = dataclasses.field(default_factory=set)
+    superseded: Set[TopicPartitionKey] = dataclasses.field(default_factory=set)
     #: the dual store committed to ZooKeeper alone (Kafka down past dual.commit.kafka.outage.ms): the reason
     degraded: Optional[str] = None
 
@@ -83,18 +88,33 @@ class CommitResult:
         return not self.failed
 
     def merge(self, other: "CommitResult") -> "CommitResult":
+        """Add *other*'s outcome (of the same partitions in another store, or of others): a failure in either
+        wins, then a superseded write in either (a newer commit covers that store), then committed."""
         self.committed.update(other.committed)
         self.unchanged |= other.unchanged
         self.failed.update(other.failed)
+        self.superseded |= other.superseded
+        for tp in self.superseded:
+            self.committed.pop(tp, None)
+            self.unchanged.discard(tp)
         for tp in other.failed:
             self.committed.pop(tp, None)
             self.unchanged.discard(tp)
+            self.superseded.discard(tp)
         return self
 
     def fail(self, tp: TopicPartitionKey, exc: Exception) -> None:
         self.committed.pop(tp, None)
         self.unchanged.discard(tp)
+        self.superseded.discard(tp)
         self.failed[tp] = exc
+
+    def supersede(self, tp: TopicPartitionKey) -> None:
+        """*tp* was not written: a commit with a newer sequence covers it (a failure already recorded stays)."""
+        if tp not in self.failed:
+            self.committed.pop(tp, None)
+            self.unchanged.discard(tp)
+            self.superseded.add(tp)
 
     def raise_for_errors(self) -> "CommitResult":
         """Return self when nothing failed.  Otherwise raise :class:`OwnershipLostError` if every failure is a
@@ -209,6 +229,74 @@ class OwnershipFence:
         return refused
 
 
+class CommitOrder:
+    """Per partition, the newest commit sequence a store has written or may have written: what keeps commits made
+    by several threads from landing out of order.
+
+    A member numbers its commits (the sequence is taken with the consumed positions, under its ownership lock), so a
+    higher sequence carries positions read later. Committers reach the store's lock in any order; a write whose
+    sequence is lower than one already admitted for the partition would put an older position over a newer one,
+    and is dropped instead (``superseded``). Sequences, not offset values, are compared: a position that moved back
+    legitimately (a reset point, a partition claimed again from the store's offset) comes with a newer sequence and
+    is written. A write without a sequence (tools, ``force``) is not ordered and leaves the record alone.
+
+    The store calls it under the lock that serializes its writes, so a check and the write it admits are one step:
+    :meth:`admit` before the write is sent, :meth:`withdraw` when the store knows the write did not happen (the
+    older commit may then still be written); an outcome the store cannot know (a lost connection) keeps the record.
+    Not thread-safe by itself.
+    """
+
+    def __init__(self) -> None:
+        self._newest: Dict[TopicPartitionKey, int] = {}
+
+    def newest(self, tp: TopicPartitionKey) -> Optional[int]:
+        """The newest sequence admitted for *tp*, or None."""
+        return self._newest.get(tp)
+
+    def superseded(self, partitions: Iterable[TopicPartitionKey], sequence: Optional[int]) -> Set[TopicPartitionKey]:
+        """Those of *partitions* for which a newer sequence than *sequence* was admitted (none without one)."""
+        if sequence is None:
+            return set()
+        newest = self._newest
+        return {tp for tp in partitions if newest.get(tp, sequence) > sequence}
+
+    def admit(self, partitions: Iterable[TopicPartitionKey],
+              sequence: Optional[int]) -> Dict[TopicPartitionKey, Optional[int]]:
+        """Record *sequence* for *partitions*, about to be written (call :meth:`superseded` first); returns what was
+        recorded before, for :meth:`withdraw`."""
+        if sequence is None:
+            return {}
+        newest = self._newest
+        before: Dict[TopicPartitionKey, Optional[int]] = {}
+        for tp in partitions:
+            old = newest.get(tp)
+            before[tp] = old
+            if old is None or old < sequence:
+                newest[tp] = sequence
+        return before
+
+    def withdraw(self, before: Mapping[TopicPartitionKey, Optional[int]], sequence: Optional[int]) -> None:
+        """The writes of *sequence* for the partitions of *before* (what :meth:`admit` returned for them) did not
+        happen: their previous sequence counts again, unless a newer one was admitted since."""
+        if sequence is None:
+            return
+        newest = self._newest
+        for tp, old in before.items():
+            if newest.get(tp) == sequence:
+                if old is None:
+                    del newest[tp]
+                else:
+                    newest[tp] = old
+
+    def forget(self, partitions: Optional[Iterable[TopicPartitionKey]] = None) -> None:
+        """Drop the record (of *partitions*, or all of it)."""
+        if partitions is None:
+            self._newest.clear()
+        else:
+            for tp in partitions:
+                self._newest.pop(tp, None)
+
+
 class OffsetStore(abc.ABC):
     """Interface of the ZooKeeper, Kafka and dual offset stores (``offsets.storage``, ``dual.commit.enabled``).
 
@@ -218,7 +306,8 @@ class OffsetStore(abc.ABC):
 
     ``name`` is ``"zookeeper"``, ``"kafka"`` or ``"dual"``; ``group`` the group the store is bound to. A consumer
     calls its store from several threads (the auto-commit thread, the rebalancer, the application's commits); the
-    ZooKeeper and Kafka stores each hold a lock of their own around a call's requests.
+    ZooKeeper and Kafka stores each hold a lock of their own around a call's requests, and check a commit's
+    sequence against their :class:`CommitOrder` under it.
     """
 
     #: which store: "zookeeper", "kafka" or "dual" (the member counts its commits per store by it)
@@ -239,12 +328,17 @@ class OffsetStore(abc.ABC):
         """
 
     @abc.abstractmethod
-    def commit(self, offsets, fence: Optional[OwnershipFence] = None) -> CommitResult:
+    def commit(self, offsets, fence: Optional[OwnershipFence] = None, *,
+               sequence: Optional[int] = None) -> CommitResult:
         """Store *offsets* for the group.
 
         :param offsets: ``{(topic, partition): next offset to consume}`` (kafka-python ``TopicPartition`` keys too).
         :param fence: when given, partitions whose ownership it does not confirm are refused, not written.
-        :returns: a :class:`CommitResult`: what was stored, and per partition what failed and why.
+        :param sequence: the commit's number, taken with the positions (see :class:`CommitOrder`): a partition for
+            which this store has admitted a commit with a higher one is not written (``superseded``). None: the
+            write is not ordered (tools).
+        :returns: a :class:`CommitResult`: what was stored, what a newer commit covers, and per partition what
+            failed and why.
         :raises ValueError: an offset is not an integer from 0 to 2^63-1 (nothing is written).
         :raises OffsetStoreError: the store cannot be used at all (the Kafka store: no broker answered); the
             ZooKeeper and dual stores report every failure in the result instead.

@@ -17,6 +17,11 @@ again at the next commit, ZooKeeper being ahead for that moment, which is a stat
 too when Kafka fails just after a commit. After any Kafka failure the order is sequential again (Kafka first,
 ZooKeeper only for what Kafka acknowledged) until Kafka acknowledges a whole commit, so during an outage
 ZooKeeper is not written ahead (``dual.commit.kafka.outage.ms`` decides when it is).
+
+Order among commits. A commit's sequence (:class:`~.base.CommitOrder`) is checked by each store under its own
+lock, just before its write: neither store takes an older commit's value after a newer one's, whichever path each
+commit took. A partition one store left out as superseded is reported superseded (a failure in the other store
+still wins): that store holds, or is being given, a newer value, and reads take the maximum.
 """
 
 from __future__ import annotations
@@ -86,7 +91,8 @@ class DualOffsetStore(OffsetStore):
         self.zookeeper_only = False
         self._kafka_failing_since = None
 
-    def commit(self, offsets, fence: Optional[OwnershipFence] = None) -> CommitResult:
+    def commit(self, offsets, fence: Optional[OwnershipFence] = None, *,
+               sequence: Optional[int] = None) -> CommitResult:
         """One Kafka OffsetCommit for all partitions, and ZooKeeper (only what changed, fenced).
 
         The fence is checked *before* Kafka (the Scala consumer had no fence) so a consumer that lost a partition
@@ -98,9 +104,12 @@ class DualOffsetStore(OffsetStore):
 
         :param offsets: ``{(topic, partition): next offset to consume}`` (``TopicPartition`` keys too).
         :param fence: an :class:`OwnershipFence`; partitions it refuses are written to neither store.
+        :param sequence: the commit's number: each store leaves out a partition for which it has a newer one (see
+            the module's docstring).
         :returns: a :class:`CommitResult`: a partition is in ``committed`` only when both stores hold it; errors of
-            either store (Kafka unreachable included) are in ``failed``, never raised; ``degraded`` says why when
-            ZooKeeper alone was written.
+            either store (Kafka unreachable included) are in ``failed``, never raised; a partition either store
+            left out for a newer commit is in ``superseded``; ``degraded`` says why when ZooKeeper alone was
+            written.
         :raises ValueError: an offset is not an integer from 0 to 2^63-1 (nothing is written).
         """
         offsets = normalize_offsets(offsets)
@@ -112,24 +121,27 @@ class DualOffsetStore(OffsetStore):
         if not offsets:
             return result
         if self._kafka_healthy and not self.zookeeper_only:
-            return self._overlapped(offsets, fence, result)
+            return self._overlapped(offsets, fence, result, sequence)
         self.stats["sequential"] += 1
         try:
-            kafka_result = self.kafka_store.commit(offsets, fence=fence)
+            kafka_result = self.kafka_store.commit(offsets, fence=fence, **_ordered(sequence))
         except OffsetStoreError as e:
             self._kafka_healthy = False
             if self._kafka_failed(e):
-                return self._zookeeper_alone(offsets, fence, result, e)
+                return self._zookeeper_alone(offsets, fence, result, e, sequence)
             for tp in offsets:
                 result.fail(tp, OffsetStoreError("not committed (Kafka first, ZooKeeper skipped): %s" % e))
             return result
         if self._kafka_outcome(kafka_result):
-            return self._zookeeper_alone(offsets, fence, result, next(iter(kafka_result.failed.values())))
+            return self._zookeeper_alone(offsets, fence, result, next(iter(kafka_result.failed.values())),
+                                         sequence)
         for tp, exc in kafka_result.failed.items():
             result.fail(tp, exc)
+        for tp in kafka_result.superseded:
+            result.supersede(tp)
         acked = {tp: off for tp, off in kafka_result.committed.items()}
         if acked:
-            result.merge(self.zk_store.commit(acked, fence=fence))
+            result.merge(self.zk_store.commit(acked, fence=fence, **_ordered(sequence)))
         return result
 
     def _kafka_outcome(self, kafka_result: CommitResult) -> bool:
@@ -141,7 +153,7 @@ class DualOffsetStore(OffsetStore):
         return not any(isinstance(e, OwnershipLostError) for e in kafka_result.failed.values()) and \
             self._kafka_failed(next(iter(kafka_result.failed.values())))
 
-    def _overlapped(self, offsets, fence, result) -> CommitResult:
+    def _overlapped(self, offsets, fence, result, sequence: Optional[int]) -> CommitResult:
         """ZooKeeper's multi-op handed to its client first, Kafka's OffsetCommit sent while ZooKeeper works."""
         self.stats["overlapped"] += 1
         started: List[Callable[[], CommitResult]] = []
@@ -149,11 +161,11 @@ class DualOffsetStore(OffsetStore):
         # called by the ZooKeeper store once its requests are on their way
         def start_kafka() -> None:
             try:
-                started.append(self.kafka_store.begin_commit(offsets, fence=fence))
+                started.append(self.kafka_store.begin_commit(offsets, fence=fence, **_ordered(sequence)))
             except Exception as e:
                 # raised from finish() below, after ZooKeeper's answers are in
                 started.append(functools.partial(_reraise, e))
-        zk_result = self.zk_store.commit(offsets, fence=fence, sent=start_kafka)
+        zk_result = self.zk_store.commit(offsets, fence=fence, sent=start_kafka, **_ordered(sequence))
         finish = started[0]
         try:
             kafka_result = finish()
@@ -168,10 +180,12 @@ class DualOffsetStore(OffsetStore):
         result.merge(zk_result)
         for tp, exc in kafka_result.failed.items():
             result.fail(tp, exc)
+        for tp in kafka_result.superseded:
+            result.supersede(tp)
         return result
 
-    def _zookeeper_alone(self, offsets, fence, result, why) -> CommitResult:
-        result.merge(self.zk_store.commit(offsets, fence=fence))
+    def _zookeeper_alone(self, offsets, fence, result, why, sequence: Optional[int] = None) -> CommitResult:
+        result.merge(self.zk_store.commit(offsets, fence=fence, **_ordered(sequence)))
         result.degraded = "committed to ZooKeeper alone: Kafka's offset manager down (%s)" % why
         return result
 
@@ -209,3 +223,9 @@ class DualOffsetStore(OffsetStore):
 
 def _reraise(e: BaseException) -> NoReturn:
     raise e
+
+
+def _ordered(sequence: Optional[int]) -> Dict[str, int]:
+    """The keyword a store's commit is given for *sequence*: none for an unordered commit, so that a store (or a
+    wrapper of one) that predates sequences is called as before."""
+    return {} if sequence is None else {"sequence": sequence}

@@ -36,7 +36,7 @@ from zkconsumer.kafka import internals
 from zkconsumer.kafka.internals import AdminClient as _AdminClient
 from zkconsumer.errors import OffsetManagerUnavailableError, OffsetStoreError
 from zkconsumer.core.layout import validate_group
-from zkconsumer.offsets.base import CommitResult, OffsetStore, normalize_offsets, normalize_partitions
+from zkconsumer.offsets.base import CommitOrder, CommitResult, OffsetStore, normalize_offsets, normalize_partitions
 from zkconsumer.kafka.protocol.offset_commit import OffsetCommitResult, make_request as make_commit_request
 
 __all__ = ["KafkaOffsetStore"]
@@ -58,6 +58,11 @@ _REFIND = (Errors.NotCoordinatorError, Errors.CoordinatorNotAvailableError)
 _WAIT = (Errors.CoordinatorLoadInProgressError,)
 # Not worth retrying although kafka-python marks some of them retriable (reported per partition at once).
 _PERMANENT = (Errors.UnknownTopicOrPartitionError, Errors.OffsetMetadataTooLargeError)
+
+
+class _Superseded(Exception):
+    """A retry left out: a commit with a newer sequence was sent for the partition meanwhile (reported in
+    ``CommitResult.superseded``, not as a failure)."""
 
 
 class KafkaOffsetStore(OffsetStore):
@@ -97,6 +102,8 @@ class KafkaOffsetStore(OffsetStore):
         self._node = None
         self._lock = threading.RLock()
         self._closed = False
+        # the newest commit sequence sent per partition (under _lock)
+        self._order = CommitOrder()
 
     # ---- connection -------------------------------------------------------------------------------------------
 
@@ -254,7 +261,7 @@ class KafkaOffsetStore(OffsetStore):
 
     # ---- commit -----------------------------------------------------------------------------------------------
 
-    def commit(self, offsets, fence=None) -> CommitResult:
+    def commit(self, offsets, fence=None, *, sequence: Optional[int] = None) -> CommitResult:
         """OffsetCommit of all *offsets* in one request, empty metadata: every value is sent, changed or not (as
         Kafka 1.1.1 ``ZookeeperConsumerConnector.commitOffsets`` does; only its ZooKeeper writes skip unchanged
         values).
@@ -262,8 +269,11 @@ class KafkaOffsetStore(OffsetStore):
         :param offsets: ``{(topic, partition): next offset to consume}`` (``TopicPartition`` keys too).
         :param fence: an :class:`~.base.OwnershipFence`; with a ``zk`` client, partitions it refuses are not sent,
             and every retry is fenced again.
+        :param sequence: the commit's number (:class:`~.base.CommitOrder`): a partition for which an OffsetCommit
+            with a higher one was sent is left out (``superseded``), at the first attempt and at every retry. A
+            sent request counts whatever its outcome (the broker may have applied it).
         :returns: a :class:`CommitResult`; per-partition errors (the broker's, a fence's refusal) are in its
-            ``failed``, never raised.
+            ``failed``, never raised; partitions a newer commit covers in ``superseded``.
         :raises OffsetManagerUnavailableError: no broker or coordinator answered (the next call tries again).
         :raises OffsetStoreError: the store is closed.
         :raises ValueError: an offset is not an integer from 0 to 2^63-1.
@@ -275,23 +285,34 @@ class KafkaOffsetStore(OffsetStore):
                 for tp, exc in fence.precheck(self.zk, list(offsets)).items():
                     result.fail(tp, exc)
                     offsets.pop(tp)
+            for tp in self._order.superseded(offsets, sequence):
+                del offsets[tp]
+                result.superseded.add(tp)
             if not offsets:
                 return result
-            done, failed, _ = self._attempts(self._async_commit, offsets, "commit", self._refence(fence))
+            self._order.admit(offsets, sequence)
+            done, failed, _ = self._attempts(self._async_commit, offsets, "commit", self._refence(fence, sequence))
         return self._commit_result(offsets, done, failed, result)
 
-    def _refence(self, fence):
-        """``refence(pending) -> {tp: OwnershipLostError}`` for the retries of a fenced commit (None without a
-        fence): every retry is fenced again, every owner node read again, as ownership may have moved while the
-        commit waited (a late retry must not overwrite a successor's offset with an older one)."""
-        if fence is None or self.zk is None:
+    def _refence(self, fence, sequence: Optional[int] = None):
+        """``refence(pending) -> {tp: exception}`` for the retries of a commit (None when there is nothing to
+        check): partitions for which a commit with a newer *sequence* was sent meanwhile are left out; with a
+        fence, every retry is fenced again, every owner node read again, as ownership may have moved while the
+        commit waited (a late retry must not overwrite a successor's offset with an older one). Called under the
+        store's lock."""
+        fenced = fence is not None and self.zk is not None
+        if not fenced and sequence is None:
             return None
 
-        def refence(pending):
-            return fence.precheck(self.zk, list(pending), fresh=True)
+        def refence(pending: Dict) -> Dict:
+            refused: Dict = {tp: _Superseded() for tp in self._order.superseded(pending, sequence)}
+            rest = [tp for tp in pending if tp not in refused]
+            if fenced and rest:
+                refused.update(fence.precheck(self.zk, rest, fresh=True))
+            return refused
         return refence
 
-    def begin_commit(self, offsets, fence=None) -> Callable[[], CommitResult]:
+    def begin_commit(self, offsets, fence=None, *, sequence: Optional[int] = None) -> Callable[[], CommitResult]:
         """Send the OffsetCommit of *offsets* now and return a function that waits for its answer (and does what
         :meth:`commit` does after the first attempt: retries, errors) and returns the :class:`CommitResult`.
 
@@ -299,22 +320,34 @@ class KafkaOffsetStore(OffsetStore):
         the request leaves from the calling thread's hand-off to the client's IO thread, not from another thread
         of ours, which would wait up to the interpreter's switch interval (5 ms) for the interpreter lock. The
         first attempt is not fenced here (the dual store checks the *fence* just before); every retry is. The
-        returned function raises like :meth:`commit`. When the coordinator cannot be found now, or kafka-python
-        runs no IO thread, it is :meth:`commit` itself (with the fence), run when called.
+        *sequence* is checked and the request handed off under the store's lock, as :meth:`commit` sends. The
+        returned function raises like :meth:`commit`. When the coordinator cannot be found now, kafka-python
+        runs no IO thread, the store's lock is busy (another call's requests: a commit retrying, say) or a newer
+        commit was sent for one of the partitions, it is :meth:`commit` itself (with the fence and the sequence),
+        run when called.
         """
         offsets = normalize_offsets(offsets)
         if not offsets:
             return lambda: CommitResult()
+        if not self._lock.acquire(blocking=False):
+            return lambda: self.commit(offsets, fence=fence, sequence=sequence)
         try:
+            superseded = self._order.superseded(offsets, sequence)
+            if superseded:
+                # the ordinary path reports them (a newer commit's record is never taken back)
+                return lambda: self.commit(offsets, fence=fence, sequence=sequence)
             admin = self._client()
             node = self._coordinator()
             # our own copy: nobody changes it
             future = internals.submit(admin, self._async_commit, node, offsets)
             if future is None:
                 raise LookupError("kafka-python runs no IO thread here")
+            self._order.admit(offsets, sequence)
         except Exception:
             # the ordinary path, in the caller's time
-            return lambda: self.commit(offsets, fence=fence)
+            return lambda: self.commit(offsets, fence=fence, sequence=sequence)
+        finally:
+            self._lock.release()
         answered = threading.Event()
         future.add_both(lambda _: answered.set())
 
@@ -329,8 +362,8 @@ class KafkaOffsetStore(OffsetStore):
 
         def finish() -> CommitResult:
             with self._lock:
-                done, failed, _ = self._attempts(self._async_commit, offsets, "commit", self._refence(fence),
-                                                 first=(node, wait))
+                done, failed, _ = self._attempts(self._async_commit, offsets, "commit",
+                                                 self._refence(fence, sequence), first=(node, wait))
             return self._commit_result(offsets, done, failed, CommitResult())
         return finish
 
@@ -342,7 +375,10 @@ class KafkaOffsetStore(OffsetStore):
             for tp in done:
                 result.committed[tp] = offsets[tp]
         for tp, exc in failed.items():
-            result.fail(tp, exc)
+            if isinstance(exc, _Superseded):
+                result.supersede(tp)
+            else:
+                result.fail(tp, exc)
         return result
 
     async def _async_commit(self, node, offsets):

@@ -26,7 +26,7 @@ from ..errors import OffsetStoreError, OwnershipLostError, ZnodeFormatError
 from ..core.layout import decode_offset, encode_offset, partition_offset_path, topic_offsets_path, validate_group
 from ..kafka.internals import kazoo_transaction_requests
 from ..zookeeper import multi as zk_multi
-from .base import CommitResult, OffsetStore, OwnershipFence, normalize_offsets, normalize_partitions
+from .base import CommitOrder, CommitResult, OffsetStore, OwnershipFence, normalize_offsets, normalize_partitions
 
 __all__ = ["ZooKeeperOffsetStore"]
 
@@ -84,6 +84,8 @@ class ZooKeeperOffsetStore(OffsetStore):
         self._set_prefixes: Dict = {}
         # owner node path -> its check(path, 0) operation's bytes
         self._check_ops: Dict = {}
+        # the newest commit sequence written (or perhaps written) per partition
+        self._order = CommitOrder()
 
     def _path(self, tp) -> str:
         path = self._paths.get(tp)
@@ -146,8 +148,8 @@ class ZooKeeperOffsetStore(OffsetStore):
     # ---- commit -----------------------------------------------------------------------------------------------
 
     def commit(self, offsets, fence: Optional[OwnershipFence] = None, force: bool = False,
-               sent: Optional[Callable[[], None]] = None) -> CommitResult:
-        """Write the changed offsets in a few multi-ops, optionally fenced.
+               sent: Optional[Callable[[], None]] = None, *, sequence: Optional[int] = None) -> CommitResult:
+        """Write the changed offsets in a few multi-ops, optionally fenced and ordered.
 
         :param offsets: ``{(topic, partition): next offset to consume}`` (``TopicPartition`` keys too).
         :param fence: an :class:`OwnershipFence`: each write is paired with a check of the partition's owner node,
@@ -156,20 +158,28 @@ class ZooKeeperOffsetStore(OffsetStore):
         :param sent: called once, as soon as the first requests are handed to the client (before their answers),
             or before returning when nothing was sent: the dual store starts Kafka's OffsetCommit there, so that
             ZooKeeper's longer path starts first.
+        :param sequence: the commit's number (:class:`~.base.CommitOrder`): under the store's lock, a partition
+            this store has written (or may have written: the answer was lost) with a higher one is left out, as
+            ``superseded``. A write ZooKeeper refused or rolled back does not count.
         :returns: a :class:`CommitResult`: values already stored are in ``committed`` and ``unchanged``; ZooKeeper
-            errors and fence refusals are in ``failed``, per partition, never raised.
+            errors and fence refusals are in ``failed``, per partition, never raised; partitions a newer commit
+            covers in ``superseded``.
         :raises ValueError: an offset is not an integer from 0 to 2^63-1 (nothing is written).
         """
         once = _Once(sent)
         try:
-            return self._commit(offsets, fence, force, once)
+            return self._commit(offsets, fence, force, once, sequence)
         finally:
             once()
 
-    def _commit(self, offsets, fence: Optional[OwnershipFence], force: bool, sent: _Once) -> CommitResult:
+    def _commit(self, offsets, fence: Optional[OwnershipFence], force: bool, sent: _Once,
+                sequence: Optional[int]) -> CommitResult:
         offsets = normalize_offsets(offsets)
         result = CommitResult()
         with self._lock:
+            for tp in self._order.superseded(offsets, sequence):
+                del offsets[tp]
+                result.superseded.add(tp)
             todo = {}
             for tp, off in offsets.items():
                 if not force and self._checkpoint.get(tp) == off:
@@ -186,11 +196,18 @@ class ZooKeeperOffsetStore(OffsetStore):
                 for tp, exc in refused.items():
                     result.fail(tp, exc)
                     todo.pop(tp, None)
+            before = self._order.admit([tp for tp in offsets if tp not in result.failed], sequence)
+            uncertain: Set = set()
             if todo:
-                self._write(todo, fence, result, sent)
+                self._write(todo, fence, result, sent, uncertain)
+            self._order.withdraw({tp: old for tp, old in before.items()
+                                  if tp in result.failed and tp not in uncertain}, sequence)
         return result
 
-    def _write(self, todo: Dict, fence: Optional[OwnershipFence], result: CommitResult, sent: _Once) -> None:
+    def _write(self, todo: Dict, fence: Optional[OwnershipFence], result: CommitResult, sent: _Once,
+               uncertain: Set) -> None:
+        """Write *todo*; partitions whose outcome cannot be known (the connection lost with their multi-op on its
+        way) are added to *uncertain*."""
         # Decide set vs create: the cache knows for nodes we read or wrote; otherwise one get_children per topic.
         exists = {tp: self._checkpoint[tp] is not _ABSENT for tp in todo if tp in self._checkpoint}
         unknown = [tp for tp in todo if tp not in exists]
@@ -239,6 +256,7 @@ class ZooKeeperOffsetStore(OffsetStore):
                     results = res.get()
                 except Exception as e:
                     # connection loss: the outcome is unknown
+                    uncertain.update(chunk)
                     for tp in chunk:
                         self._checkpoint.pop(tp, None)
                         result.fail(tp, OffsetStoreError("ZooKeeper multi-op failed for offset node %s: %r"
