@@ -212,6 +212,66 @@ def test_shutdown_waits_for_the_rebalances_on_revoke_before_it_releases(services
     assert_hooks_in_order(listener.hooks)
 
 
+class ShutdownInRevoke(RebalanceListener):
+    """on_revoke calls the connector's shutdown() once armed (an application that stops when it loses partitions)."""
+
+    def __init__(self):
+        self.conn = None
+        self.armed = False
+        self.hooks = []
+        self.errors = []
+        self.took = None
+
+    def on_assign(self, partitions):
+        self.hooks.append(("on_assign", set(partitions)))
+
+    def on_revoke(self, partitions):
+        self.hooks.append(("on_revoke", set(partitions)))
+        if self.armed:
+            self.armed = False
+            start = time.monotonic()
+            try:
+                self.conn.shutdown()
+            except Exception as e:
+                self.errors.append(e)
+            self.took = time.monotonic() - start
+
+
+def test_shutdown_called_from_on_revoke_commits_and_releases(services, zk, unique, conns):
+    """The listener's on_revoke (on the rebalancer's own thread, b joining) calls shutdown(): it neither waits for
+    its own thread nor fails joining it; it commits what a delivered, revokes the partition a keeps, and releases
+    both, within its bound."""
+    g, t = unique("sdh"), services.create_topic(unique("sdh"), 2)
+    producer = SteadyProducer(services.bootstrap_servers, t, 2, pause=0.02, tag="sdh")
+    producer.start()
+    try:
+        wait_until(lambda: len(producer.produced) >= 20, 30, message="data in both partitions")
+        listener = ShutdownInRevoke()
+        a = connector(services, g, listener=listener, defaults=True)
+        listener.conn = a
+        conns.append(a)
+        [sa] = a.create_message_streams({t: 1})[t]
+        ca = StreamCollector(sa, name="a")
+        ca.start()
+        wait_until(lambda: {p for _, p, _ in ca.seen(t)} == {0, 1}, 30, message="a delivering both partitions")
+        listener.armed = True
+        b = connector(services, g, defaults=True)
+        conns.append(b)
+        threading.Thread(target=lambda: b.create_message_streams({t: 1}), daemon=True).start()
+        wait_until(lambda: listener.took is not None, 60, message="a's shutdown() from on_revoke returned")
+    finally:
+        producer.stop()
+    assert not listener.errors, "shutdown() from on_revoke raised %r" % listener.errors
+    bound = a.shutdown_bound_s()
+    assert listener.took < bound + 5.0, "shutdown() from on_revoke took %.1f s (bound %.0f s)" % (listener.took, bound)
+    delivered = {}
+    for _, p, o in ca.seen(t):
+        delivered[p] = max(delivered.get(p, -1), o + 1)
+    assert zk_offsets(zk, g, t) == delivered, "committed %s, a delivered up to (next offset) %s; hooks: %s" % (
+        zk_offsets(zk, g, t), delivered, listener.hooks)
+    assert_hooks_in_order(listener.hooks)
+
+
 def assert_hooks_in_order(hooks):
     """Every on_revoke names only partitions assigned (the last on_assign) and not revoked since; by the end (the
     member has shut down) every partition assigned was revoked."""

@@ -412,6 +412,9 @@ class Rebalancer(threading.Thread):
             # peer could claim it while we deliver. Stop, forget the partition and claim it again from the store.
             log.warning("owner node(s) of %s missing or not ours: %s; claiming them again", self.consumer_id,
                         ", ".join("%s-%d" % tp for tp in sorted(lost)))
+            if self._stopping:
+                # shutdown (past its wait for the lock) revokes them with the rest
+                raise _Stopping(self.consumer_id)
             self.withdraw(lost)
             for tp in lost:
                 del self.parts[tp]

@@ -59,15 +59,20 @@ class ShutdownBudget:
 def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True) -> None:
     """*member* leaves its group (see the module's docstring): its rebalancer stops, delivery stops, the consumed
     positions are committed, the listener's ``on_revoke`` is called, and the owner nodes, the registration and the
-    member info node go (or a leave-grace marker announces that the member comes back). The caller has stopped the
-    auto-commit thread and closes the member's resources afterwards."""
+    member info node go (or a leave-grace marker announces that the member comes back). The caller has told the
+    auto-commit thread to end (a commit it has begun may still finish meanwhile) and closes the member's resources
+    afterwards. Called from a listener hook (on the rebalancer's own thread), it waits neither for that thread nor
+    for the hook."""
     rb = member.rebalancer
     leaving: List = []
     revoking: Set = set()
     reg_path = paths.consumer_registration_path(member.group, member.consumer_id)
+    # shutdown() called from a listener hook runs on the rebalancer's own thread: nothing to wait for there
+    on_rebalancer = threading.current_thread() is rb
     if rb is not None:
         rb.stop()
-        rb.join(budget.until(0.25))
+        if not on_rebalancer:
+            rb.join(budget.until(0.25))
         member.zk.remove_listener(rb.session_listener)
         deregister = member.registration is not None and not (
             member.config.rebalance_leave_grace_ms > 0 and leave_grace)
@@ -106,7 +111,7 @@ def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True
                             "commit will be delivered again)", len(leaving))
         # a hook of the attempt still under way (a slow on_revoke committing its partitions) ends before anything
         # is released, within the bound
-        if not rb.hook_idle.wait(budget.until(0.9)):
+        if not on_rebalancer and not rb.hook_idle.wait(budget.until(0.9)):
             log.warning("shutdown: a rebalance listener hook still runs after %.0f s; releasing the partitions anyway",
                         time.monotonic() - budget.start)
         if revoking:
