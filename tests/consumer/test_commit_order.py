@@ -5,7 +5,7 @@ the store in the other order than they read: an application thread's commit_offs
 before shutdown's final commit (or before the commit of the partitions a rebalance takes away), and got to the store
 after it, wrote its older offsets over the newer ones, and the partitions' next owner delivered again what was
 between them, after a clean hand-over. Each commit now carries a sequence number taken with its positions; the
-store leaves out a partition it has written with a newer one (``superseded``).
+store leaves out a partition whose write with a newer one it confirmed (``superseded``).
 
 Members on the defaults; the application's commit is held between its read of the positions and its store write by
 a wrapper around the member's own offset store, and let go from ``on_revoke`` (the documented place to wait for
@@ -136,3 +136,21 @@ def test_an_application_commit_read_before_the_leaving_commit_does_not_write_ove
     assert (t, 1) in result.superseded and (t, 1) not in result.committed and not result.failed, result
     # partition 0 stays with a: the held commit's value for it is the newest written, so it is written
     assert result.committed == {(t, 0): early[0]}
+
+
+def test_a_reset_point_covered_by_a_newer_confirmed_commit_is_done():
+    """``superseded`` means the store confirmed a commit that read the partition's position later (at or past the
+    reset point): the reset point is not retried after the backoff."""
+    import types
+
+    from zkconsumer.consumer.connector import ZookeeperConsumerConnector
+    from zkconsumer.offsets import CommitResult
+
+    covered, failed = ("t", 0), ("t", 1)
+    parts = {tp: types.SimpleNamespace(reset_to=None, consumed=5) for tp in (covered, failed)}
+    member = types.SimpleNamespace(
+        rebalancer=types.SimpleNamespace(lock=threading.Lock(), parts=parts),
+        commit_partitions=lambda tps: CommitResult(superseded={covered}, failed={failed: OSError("down")}))
+    pending = dict(parts)
+    assert ZookeeperConsumerConnector._commit_reset_points(member, pending) is True
+    assert list(pending) == [failed]

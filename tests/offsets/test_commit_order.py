@@ -1,69 +1,98 @@
 """Commit sequences: a store does not write a partition's offset from a commit older (by sequence, not by value)
-than one it has written or is writing for that partition.
+than one whose write it confirmed for that partition; while the newer write is in flight or of unknown outcome, the
+older commit writes the newer one's offset; a newer write that did not happen does not count.
 
 The ordering itself (:class:`~zkconsumer.offsets.base.CommitOrder`) is pure; the stores are checked against a real
 ZooKeeper and broker.
 """
 import pytest
+from kafka import errors as Errors
+from kazoo.exceptions import ConnectionLoss
 
 from tests.support.waiting import wait_until
 from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.core.layout import partition_offset_path, partition_owner_path
-from zkconsumer.errors import OffsetStoreError, OwnershipLostError
+from zkconsumer.errors import OffsetManagerUnavailableError, OffsetStoreError, OwnershipLostError
 from zkconsumer.offsets import CommitResult, OwnershipFence, ZooKeeperOffsetStore
 from zkconsumer.offsets.base import CommitOrder
 from zkconsumer.offsets.dual import DualOffsetStore
 from zkconsumer.offsets.kafka import KafkaOffsetStore
+from zkconsumer.zookeeper import multi as zk_multi
 
 A, B = ("t", 0), ("t", 1)
 
 
 # -- the ordering (pure) -----------------------------------------------------------------------------------------
 
-def test_an_older_sequence_is_superseded_per_partition():
+def _landed(order, offsets, sequence):
+    ticket = order.begin(offsets, sequence)
+    order.settle(ticket, ticket.write)
+    return ticket
+
+
+def test_an_older_sequence_is_superseded_only_by_a_confirmed_newer_write():
     order = CommitOrder()
-    assert order.superseded([A, B], 5) == set()
-    order.admit([A], 5)
-    assert order.superseded([A, B], 4) == {A}
+    _landed(order, {A: 20}, 5)
+    t = order.begin({A: 10, B: 10}, 4)
+    assert t.superseded == {A} and t.write == {B: 10}
     # the same sequence again (the dual store hands one commit to both stores) and newer ones pass
-    assert order.superseded([A, B], 5) == set() and order.superseded([A, B], 6) == set()
-    order.admit([A, B], 7)
-    assert order.superseded([A, B], 6) == {A, B} and order.newest(A) == 7
+    assert order.begin({A: 20}, 5).write == {A: 20} and order.begin({A: 30}, 6).write == {A: 30}
 
 
-def test_admitting_an_older_sequence_never_lowers_the_record():
+def test_an_older_commit_writes_the_offset_of_a_newer_one_in_flight_or_of_unknown_outcome():
     order = CommitOrder()
-    order.admit([A], 9)
-    assert order.admit([A], 3) == {A: 9}
-    assert order.newest(A) == 9
+    _landed(order, {A: 10}, 1)
+    newer = order.begin({A: 50}, 3)
+    older = order.begin({A: 40, B: 7}, 2)
+    assert older.write == {A: 50, B: 7} and not older.superseded
+    # the newer one's answer was lost; the older one landed: the newest position is confirmed
+    order.settle(newer, {}, uncertain={A})
+    order.settle(older, older.write)
+    assert order.newest(A) == (3, 50, True) and order.newest(B) == (2, 7, True)
+    assert order.begin({A: 45}, 2).superseded == {A}
 
 
-def test_a_write_that_did_not_happen_is_withdrawn_and_an_older_one_may_write_again():
+def test_a_newer_write_that_did_not_happen_is_withdrawn_and_the_older_one_writes_its_own():
     order = CommitOrder()
-    order.admit([A, B], 2)
-    before = order.admit([A, B], 5)
-    assert before == {A: 2, B: 2}
-    order.withdraw({A: before[A]}, 5)  # A's write of 5 was refused; B's went through
-    assert order.newest(A) == 2 and order.newest(B) == 5
-    assert order.superseded([A, B], 4) == {B}
+    _landed(order, {A: 10, B: 10}, 1)
+    newer = order.begin({A: 50, B: 50}, 3)
+    # A not sent (or refused, rolled back); B's outcome unknown
+    order.settle(newer, {}, uncertain={B})
+    assert order.newest(A) == (1, 10, True) and order.newest(B) == (3, 50, False)
+    older = order.begin({A: 40, B: 40}, 2)
+    assert older.write == {A: 40, B: 50} and not older.superseded
 
 
-def test_withdrawing_keeps_a_newer_sequence_admitted_meanwhile():
+def test_withdrawing_keeps_a_newer_commit_admitted_meanwhile_and_a_first_record_goes():
     order = CommitOrder()
-    before = order.admit([A], 5)
-    order.admit([A], 8)
-    order.withdraw(before, 5)
-    assert order.newest(A) == 8
+    first = order.begin({A: 5}, 5)
+    order.begin({A: 8}, 8)
+    order.settle(first, {})
+    assert order.newest(A) == (8, 8, False)
     fresh = CommitOrder()
-    fresh.withdraw(fresh.admit([A], 1), 1)
+    fresh.settle(fresh.begin({A: 1}, 1), {})
     assert fresh.newest(A) is None
+
+
+def test_a_retry_follows_the_commits_admitted_meanwhile():
+    order = CommitOrder()
+    older = order.begin({A: 10, B: 10}, 1)
+    newer = order.begin({A: 20}, 2)
+    assert order.replan(older, [A, B]) == ({A: 20, B: 10}, set())
+    order.settle(newer, newer.write)
+    assert order.replan(older, [A, B]) == ({B: 10}, {A})
+    # the older call's write of B lands; A, superseded, is neither confirmed nor withdrawn by it
+    order.settle(older, {B: 10})
+    assert order.newest(A) == (2, 20, True) and order.newest(B) == (1, 10, True)
 
 
 def test_writes_without_a_sequence_are_not_ordered():
     order = CommitOrder()
-    order.admit([A], 5)
-    assert order.superseded([A], None) == set()
-    assert order.admit([A], None) == {} and order.newest(A) == 5
+    _landed(order, {A: 5}, 5)
+    t = order.begin({A: 1}, None)
+    assert t.write == {A: 1} and not t.superseded
+    order.settle(t, t.write)
+    assert order.newest(A) == (5, 5, True)
 
 
 def test_a_superseded_partition_is_neither_committed_nor_failed_and_a_failure_wins():
@@ -184,5 +213,143 @@ def test_dual_store_drops_an_older_commit_in_both_stores(services, zk, unique, h
         dual._kafka_healthy = healthy
         assert dual.commit({tp: 7}, sequence=3).committed == {tp: 7}
         assert dual.fetch_both([tp]) == {tp: (7, 7)}
+    finally:
+        dual.close()
+
+
+# -- a newer commit that failed does not cost an older one its write -------------------------------------------------
+
+class _AnswerLost:
+    """A kazoo result whose answer never comes: the connection was lost (the request was never sent, which the
+    store cannot tell from one ZooKeeper applied)."""
+
+    def get(self, *args, **kwargs):
+        raise ConnectionLoss()
+
+
+def test_zookeeper_store_an_older_commit_writes_the_offset_of_a_newer_one_whose_answer_was_lost(
+        zk, unique, monkeypatch):
+    g, t = unique("g"), unique("t")
+    tp = (t, 0)
+    store = ZooKeeperOffsetStore(zk, g)
+    store.commit({tp: 10}, sequence=1).raise_for_errors()
+    with monkeypatch.context() as m:
+        m.setattr(zk_multi, "submit", lambda zk_, request: _AnswerLost())
+        assert isinstance(store.commit({tp: 60}, sequence=3).failed[tp], OffsetStoreError)
+    # the older commit (shutdown's final one, say) is not dropped: whichever landed, the newest position is stored
+    r = store.commit({tp: 50}, sequence=2)
+    assert r.committed == {tp: 60} and not r.superseded, r
+    assert ZooKeeperOffsetStore(zk, g).fetch([tp]) == {tp: 60}
+    assert store.commit({tp: 55}, sequence=2).superseded == {tp}
+
+
+def test_zookeeper_store_a_newer_commit_that_raised_before_sending_does_not_supersede(zk, unique, monkeypatch):
+    g, t = unique("g"), unique("t")
+    tp = (t, 0)
+    store = ZooKeeperOffsetStore(zk, g)
+    store.commit({tp: 10}, sequence=1).raise_for_errors()
+
+    def refuse(zk_, request):
+        raise RuntimeError("simulated: the request could not be queued")
+    with monkeypatch.context() as m:
+        m.setattr(zk_multi, "submit", refuse)
+        with pytest.raises(RuntimeError):
+            store.commit({tp: 60}, sequence=3)
+    r = store.commit({tp: 50}, sequence=2)
+    assert r.committed == {tp: 50} and not r.superseded, r
+    assert ZooKeeperOffsetStore(zk, g).fetch([tp]) == {tp: 50}
+
+
+class _Flaky(KafkaOffsetStore):
+    """The Kafka store with failures injected around our own calls: the coordinator lookup (``down``), or the
+    OffsetCommit of one offset value (``refuse`` with a broker error code, ``lose`` raising a transport error
+    without sending), ``times`` times."""
+    down = False
+    refuse = lose = None
+    times = 1 << 30
+
+    def _coordinator(self):
+        if self.down:
+            raise OffsetManagerUnavailableError("no broker answered (simulated)")
+        return super()._coordinator()
+
+    async def _async_commit(self, node, offsets):
+        tp = next(iter(offsets))
+        if self.times > 0 and offsets[tp] in (self.refuse, self.lose):
+            self.times -= 1
+            if offsets[tp] == self.refuse:
+                return {k: (Errors.OffsetMetadataTooLargeError, None) for k in offsets}
+            raise Errors.KafkaConnectionError("simulated: connection lost, no answer")
+        return await super()._async_commit(node, offsets)
+
+
+@pytest.fixture
+def flaky(services, unique):
+    t = services.create_topic(unique("kf"), 1)
+    g = unique("kf")
+    store = _Flaky(services.bootstrap_servers, g, _config(g))
+    wait_until(lambda: _fetch_works(store, (t, 0)), 60, interval=0.5, message="the group's coordinator")
+    store.commit({(t, 0): 10}, sequence=1).raise_for_errors()
+    yield store, (t, 0)
+    store.close()
+
+
+def test_kafka_store_a_newer_commit_not_sent_does_not_supersede(flaky):
+    store, tp = flaky
+    store.down = True
+    with pytest.raises(OffsetStoreError):
+        store.commit({tp: 60}, sequence=3)
+    store.down = False
+    r = store.commit({tp: 50}, sequence=2)
+    assert r.committed == {tp: 50} and not r.superseded, r
+    assert store.fetch([tp]) == {tp: 50}
+
+
+def test_kafka_store_a_newer_commit_the_broker_refused_does_not_supersede(flaky):
+    store, tp = flaky
+    store.refuse = 60
+    assert isinstance(store.commit({tp: 60}, sequence=3).failed[tp], OffsetStoreError)
+    r = store.commit({tp: 50}, sequence=2)
+    assert r.committed == {tp: 50} and not r.superseded, r
+    assert store.fetch([tp]) == {tp: 50}
+
+
+def test_kafka_store_an_older_commit_writes_the_offset_of_a_newer_one_without_an_answer(flaky):
+    store, tp = flaky
+    store.lose = 60
+    assert isinstance(store.commit({tp: 60}, sequence=3).failed[tp], OffsetStoreError)
+    store.lose = None
+    r = store.commit({tp: 50}, sequence=2)
+    assert r.committed == {tp: 60} and not r.superseded, r
+    assert store.fetch([tp]) == {tp: 60}
+
+
+def test_kafka_store_an_older_commit_writes_the_offset_of_a_newer_one_in_flight(flaky):
+    """The dual store's overlapped path sends outside the store's lock: a newer commit in flight, refused by the
+    broker once the older one has gone through, leaves the newest position stored."""
+    store, tp = flaky
+    store.refuse, store.times = 60, 1
+    finish = store.begin_commit({tp: 60}, sequence=3)
+    r = store.commit({tp: 50}, sequence=2)
+    assert r.committed == {tp: 60} and not r.superseded, r
+    assert isinstance(finish().failed[tp], OffsetStoreError)
+    assert store.fetch([tp]) == {tp: 60}
+
+
+def test_dual_store_sequential_a_newer_commit_kafka_did_not_take_does_not_supersede(services, zk, unique):
+    t = services.create_topic(unique("dn"), 1)
+    tp = (t, 0)
+    g = unique("dn")
+    dual = DualOffsetStore(ZooKeeperOffsetStore(zk, g), _Flaky(services.bootstrap_servers, g, _config(g)))
+    try:
+        wait_until(lambda: _fetch_works(dual.kafka_store, tp), 60, interval=0.5, message="the group's coordinator")
+        assert dual.commit({tp: 10}, sequence=1).committed == {tp: 10}
+        dual._kafka_healthy = False
+        dual.kafka_store.down = True
+        assert dual.commit({tp: 60}, sequence=3).failed
+        dual.kafka_store.down = False
+        r = dual.commit({tp: 50}, sequence=2)
+        assert r.committed == {tp: 50} and not r.superseded, r
+        assert dual.fetch_both([tp]) == {tp: (50, 50)}
     finally:
         dual.close()

@@ -103,8 +103,8 @@ class ZookeeperConsumerConnector(Member):
     under and the commit fence: the rebalancer holds it through an attempt, and a commit takes it only to read the
     consumed positions, the fence and its sequence number (the store is written without it, so a slow store never
     holds a rebalance up). The ZooKeeper and Kafka offset stores each hold a lock of their own around a call's
-    requests, and under it leave out a partition for which a commit with a higher sequence was written: commits
-    reach the store in any order, never an older position after a newer one;
+    requests, and under it order commits by sequence (:class:`~zkconsumer.offsets.CommitOrder`): commits reach
+    the store in any order, never an older position after a newer one;
     ``_shutdown_lock`` makes :meth:`shutdown` run once. The hot path takes no lock: a stream checks the generation
     around each hand-out and the rebalancer bumps the generation and waits for every stream's in-flight flag
     (:meth:`KafkaStream.fence <.stream.KafkaStream.fence>`) before ownership changes. The metrics counters
@@ -398,10 +398,11 @@ class ZookeeperConsumerConnector(Member):
         # the lease was not fresh: nothing was written
         if result is None:
             return True
-        # a superseded one stays: the newer commit that covers it may yet fail, and the next try writes the then
-        # position (no older than the reset point) under a newer sequence
+        # superseded: the store confirmed a newer commit's position, read later from the same partition info, so
+        # at or past the reset point
         for tp in ready:
-            if tp in result.committed or isinstance(result.failed.get(tp), OwnershipLostError):
+            if tp in result.committed or tp in result.superseded \
+                    or isinstance(result.failed.get(tp), OwnershipLostError):
                 pending.pop(tp, None)
         return any(tp in pending for tp in ready)
 
@@ -431,10 +432,11 @@ class ZookeeperConsumerConnector(Member):
 
         :param raise_errors: raise when a partition could not be committed, instead of only reporting it.
         :returns: the store's :class:`~zkconsumer.offsets.CommitResult` (``committed``, ``failed`` with the
-            reasons, ``superseded``: left out because a commit that read its positions later, from another thread,
-            was written first), or None when nothing was committed: no streams yet, nothing owned with a known
-            position, or ZooKeeper did not confirm the session within its timeout (after a pause: see
-            :meth:`commit_partitions`).
+            reasons, ``superseded``: left out because the store confirmed the write of a commit that read their
+            positions later, from another thread, so they are not failures: what is stored covers them), or None
+            when nothing was committed: no streams yet, nothing owned with a known position, or ZooKeeper did not
+            confirm the session within its timeout (after a pause: see :meth:`commit_partitions`). With
+            *raise_errors*, a return means every partition is stored (``committed``, or covered: ``superseded``).
         :raises OwnershipLostError: (*raise_errors*) every failure is a partition this member no longer owns.
         :raises OffsetStoreError: (*raise_errors*) the store failed for some partition; the exception's ``result``
             is the :class:`~zkconsumer.offsets.CommitResult`.
@@ -457,9 +459,10 @@ class ZookeeperConsumerConnector(Member):
         suspension, session loss or a rebalance; the fence refuses what we no longer own, re-checked before every
         attempt. The sequence orders commits made by several threads (the auto-commit thread, the application,
         the commit of the partitions leaving, shutdown's): the store does not write a partition for which it has
-        written a commit with a higher one (``superseded`` in the result), so an older position never lands after
-        a newer one; a position that moved back (a reset point, a partition claimed again) is read later, so it
-        is written. When the session lease is stale (the process was paused, say) a ZooKeeper round trip under our
+        confirmed a commit with a higher one (``superseded`` in the result), and for one whose higher commit is in
+        flight or of unknown outcome it writes that commit's position instead, so an older position never lands
+        after a newer one and a newer commit that fails does not cost an older one its write; a position that moved
+        back (a reset point, a partition claimed again) is read later, so it is written. When the session lease is stale (the process was paused, say) a ZooKeeper round trip under our
         session comes first.
 
         :param partitions: ``(topic, partition)`` pairs; those not owned, or without a known position, are left

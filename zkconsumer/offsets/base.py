@@ -3,8 +3,8 @@
 A store is bound to one consumer group at construction; offsets are always the *next* offset to consume (what
 Kafka 1.1.1 ``ZookeeperConsumerConnector.commitOffsets`` commits: ``PartitionTopicInfo.getConsumeOffset``), keyed
 by ``(topic, partition)``. The fence makes a commit for a partition this consumer no longer owns fail instead of
-overwriting its next owner's progress; a commit's sequence (:class:`CommitOrder`) makes one that read its positions
-before another be dropped instead of overwriting the newer one's offset.
+overwriting its next owner's progress; a commit's sequence (:class:`CommitOrder`) keeps one that read its positions
+before another from overwriting the newer one's offset.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Dict, Iterable, Mapping, Optional, Set, Tuple, Type, Union
 from ..errors import OffsetStoreError, OwnershipLostError
 from ..core.layout._json import MAX_INT64
 
-__all__ = ["TopicPartitionKey", "OffsetStore", "CommitResult", "OwnershipFence", "CommitOrder", "NormalizedOffsets",
-           "normalize_offsets", "normalize_partitions"]
+__all__ = ["TopicPartitionKey", "OffsetStore", "CommitResult", "OwnershipFence", "CommitOrder", "CommitTicket",
+           "NormalizedOffsets", "normalize_offsets", "normalize_partitions"]
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +71,10 @@ class CommitResult:
       store, as Kafka 1.1.1 ``ZookeeperConsumerConnector.commitOffsetToZooKeeper`` skips them);
     * ``failed`` - ``{(t, p): exception}``: :class:`OwnershipLostError` when a fence refused the partition,
       :class:`OffsetStoreError` (or a Kafka error class instance) otherwise;
-    * ``superseded`` - partitions not written because the store has written, or is writing, a commit with a newer
-      sequence for them (see :class:`CommitOrder`): that commit read the positions later and covers this one. They
-      are neither committed nor failed.
+    * ``superseded`` - partitions not written because the store has confirmed the write of a commit with a newer
+      sequence for them (see :class:`CommitOrder`): that commit read the positions later, its offset is stored and
+      covers this one. They are neither committed nor failed. (A partition written with a newer commit's offset, that
+      commit's outcome being unknown, is in ``committed`` with that offset.)
     """
 
     committed: Dict[TopicPartitionKey, int] = dataclasses.field(default_factory=dict)
@@ -229,72 +230,127 @@ class OwnershipFence:
         return refused
 
 
+class _Record:
+    """A partition's newest admitted commit: its sequence, the offset it writes, whether the store knows it
+    landed."""
+    __slots__ = ("sequence", "offset", "confirmed")
+
+    def __init__(self, sequence: int, offset: int, confirmed: bool = False):
+        self.sequence, self.offset, self.confirmed = sequence, offset, confirmed
+
+    def __repr__(self):
+        return "_Record(%d, %d%s)" % (self.sequence, self.offset, ", confirmed" if self.confirmed else "")
+
+
+class CommitTicket:
+    """One call's plan (:meth:`CommitOrder.begin`): ``write`` ``{tp: offset}`` to send, ``superseded`` the
+    partitions left out. Settled once with :meth:`CommitOrder.settle`."""
+    __slots__ = ("sequence", "write", "superseded", "sequences", "before")
+
+    def __init__(self, sequence: Optional[int]):
+        self.sequence = sequence
+        #: {tp: offset} to send: the call's own, or the newest admitted commit's (see CommitOrder)
+        self.write: Dict[TopicPartitionKey, int] = {}
+        self.superseded: Set[TopicPartitionKey] = set()
+        # {tp: the sequence whose offset is in write}
+        self.sequences: Dict[TopicPartitionKey, int] = {}
+        # {tp: the record this call's admission replaced (None: there was none)}
+        self.before: Dict[TopicPartitionKey, Optional[_Record]] = {}
+
+
 class CommitOrder:
-    """Per partition, the newest commit sequence a store has written or may have written: what keeps commits made
-    by several threads from landing out of order.
+    """Per partition, the newest commit a store has admitted (sequence, offset, confirmed or not): what keeps
+    commits made by several threads from landing out of order, and from being lost to a newer one that failed.
 
     A member numbers its commits (the sequence is taken with the consumed positions, under its ownership lock), so a
-    higher sequence carries positions read later. Committers reach the store's lock in any order; a write whose
-    sequence is lower than one already admitted for the partition would put an older position over a newer one,
-    and is dropped instead (``superseded``). Sequences, not offset values, are compared: a position that moved back
-    legitimately (a reset point, a partition claimed again from the store's offset) comes with a newer sequence and
-    is written. A write without a sequence (tools, ``force``) is not ordered and leaves the record alone.
+    higher sequence carries positions read later. Committers reach the store's lock in any order. For a call with
+    sequence S and a partition whose newest admitted sequence N is higher:
 
-    The store calls it under the lock that serializes its writes, so a check and the write it admits are one step:
-    :meth:`admit` before the write is sent, :meth:`withdraw` when the store knows the write did not happen (the
-    older commit may then still be written); an outcome the store cannot know (a lost connection) keeps the record.
-    Not thread-safe by itself.
+    * N is *confirmed* (the store knows its offset landed): the partition is ``superseded``, not written; the store
+      holds a position read later than S's;
+    * N is not confirmed (in flight, or its outcome unknown: a lost connection): the call writes N's offset instead
+      of its own, fenced as its own. Whichever lands, the store ends with the newest position; a newer write that
+      fails cannot make the older one be dropped.
+
+    Otherwise the call's own offset is admitted (recorded, unconfirmed) and written. Sequences, not offset values,
+    are compared: a position that moved back legitimately (a reset point, a partition claimed again from the store's
+    offset) comes with a newer sequence and is written. A write without a sequence (tools, ``force``) is not
+    ordered and leaves the record alone.
+
+    The store calls it under the lock that serializes its writes: :meth:`begin` before sending, :meth:`replan`
+    before a retry, :meth:`settle` once the outcome is known (in a ``finally``): a write that landed is confirmed,
+    the record of one the store knows did not happen (not sent, refused, rolled back) is withdrawn, one whose
+    outcome is unknown stays unconfirmed. Not thread-safe by itself.
     """
 
     def __init__(self) -> None:
-        self._newest: Dict[TopicPartitionKey, int] = {}
+        self._records: Dict[TopicPartitionKey, _Record] = {}
 
-    def newest(self, tp: TopicPartitionKey) -> Optional[int]:
-        """The newest sequence admitted for *tp*, or None."""
-        return self._newest.get(tp)
+    def newest(self, tp: TopicPartitionKey) -> Optional[Tuple[int, int, bool]]:
+        """``(sequence, offset, confirmed)`` of the newest commit admitted for *tp*, or None."""
+        rec = self._records.get(tp)
+        return None if rec is None else (rec.sequence, rec.offset, rec.confirmed)
 
-    def superseded(self, partitions: Iterable[TopicPartitionKey], sequence: Optional[int]) -> Set[TopicPartitionKey]:
-        """Those of *partitions* for which a newer sequence than *sequence* was admitted (none without one)."""
+    def begin(self, offsets: Mapping[TopicPartitionKey, int], sequence: Optional[int]) -> CommitTicket:
+        """Plan a call writing *offsets* with *sequence*, admitting those it writes as the newest."""
+        ticket = CommitTicket(sequence)
         if sequence is None:
-            return set()
-        newest = self._newest
-        return {tp for tp in partitions if newest.get(tp, sequence) > sequence}
+            ticket.write = dict(offsets)
+            return ticket
+        records = self._records
+        for tp, offset in offsets.items():
+            rec = records.get(tp)
+            if rec is None or rec.sequence <= sequence:
+                ticket.write[tp] = offset
+                ticket.sequences[tp] = sequence
+                ticket.before[tp] = rec
+                records[tp] = _Record(sequence, offset)
+            elif rec.confirmed:
+                ticket.superseded.add(tp)
+            else:
+                ticket.write[tp] = rec.offset
+                ticket.sequences[tp] = rec.sequence
+        return ticket
 
-    def admit(self, partitions: Iterable[TopicPartitionKey],
-              sequence: Optional[int]) -> Dict[TopicPartitionKey, Optional[int]]:
-        """Record *sequence* for *partitions*, about to be written (call :meth:`superseded` first); returns what was
-        recorded before, for :meth:`withdraw`."""
-        if sequence is None:
-            return {}
-        newest = self._newest
-        before: Dict[TopicPartitionKey, Optional[int]] = {}
-        for tp in partitions:
-            old = newest.get(tp)
-            before[tp] = old
-            if old is None or old < sequence:
-                newest[tp] = sequence
-        return before
+    def replan(self, ticket: CommitTicket,
+               pending: Iterable[TopicPartitionKey]) -> Tuple[Dict[TopicPartitionKey, int], Set[TopicPartitionKey]]:
+        """Before a retry of *pending*: ``({tp: offset to send now}, {tp superseded now})``, as :meth:`begin`
+        would decide against the commits admitted meanwhile; *ticket* follows."""
+        write: Dict[TopicPartitionKey, int] = {}
+        superseded: Set[TopicPartitionKey] = set()
+        for tp in pending:
+            rec = self._records.get(tp)
+            if ticket.sequence is not None and rec is not None:
+                if rec.confirmed and rec.sequence > ticket.sequence:
+                    superseded.add(tp)
+                    continue
+                if rec.sequence > ticket.sequences[tp]:
+                    ticket.write[tp] = rec.offset
+                    ticket.sequences[tp] = rec.sequence
+            write[tp] = ticket.write[tp]
+        return write, superseded
 
-    def withdraw(self, before: Mapping[TopicPartitionKey, Optional[int]], sequence: Optional[int]) -> None:
-        """The writes of *sequence* for the partitions of *before* (what :meth:`admit` returned for them) did not
-        happen: their previous sequence counts again, unless a newer one was admitted since."""
-        if sequence is None:
+    def settle(self, ticket: CommitTicket, written: Mapping[TopicPartitionKey, int],
+               uncertain: Iterable[TopicPartitionKey] = ()) -> None:
+        """The outcome of *ticket*'s writes: *written* ``{tp: offset}`` landed (the store knows it), *uncertain*
+        may have; the others did not happen (not sent, refused, rolled back): this call's admission of them is
+        withdrawn (the record before it counts again, unless a newer commit was admitted since)."""
+        if ticket.sequence is None:
             return
-        newest = self._newest
-        for tp, old in before.items():
-            if newest.get(tp) == sequence:
-                if old is None:
-                    del newest[tp]
+        records = self._records
+        uncertain = set(uncertain)
+        for tp, seq in ticket.sequences.items():
+            rec = records.get(tp)
+            if tp in written and written[tp] == ticket.write[tp]:
+                if rec is not None and rec.sequence == seq and rec.offset == written[tp]:
+                    rec.confirmed = True
+            elif tp not in uncertain and tp in ticket.before and rec is not None \
+                    and rec.sequence == ticket.sequence and not rec.confirmed:
+                before = ticket.before[tp]
+                if before is None:
+                    del records[tp]
                 else:
-                    newest[tp] = old
-
-    def forget(self, partitions: Optional[Iterable[TopicPartitionKey]] = None) -> None:
-        """Drop the record (of *partitions*, or all of it)."""
-        if partitions is None:
-            self._newest.clear()
-        else:
-            for tp in partitions:
-                self._newest.pop(tp, None)
+                    records[tp] = before
 
 
 class OffsetStore(abc.ABC):
@@ -335,8 +391,9 @@ class OffsetStore(abc.ABC):
         :param offsets: ``{(topic, partition): next offset to consume}`` (kafka-python ``TopicPartition`` keys too).
         :param fence: when given, partitions whose ownership it does not confirm are refused, not written.
         :param sequence: the commit's number, taken with the positions (see :class:`CommitOrder`): a partition for
-            which this store has admitted a commit with a higher one is not written (``superseded``). None: the
-            write is not ordered (tools).
+            which this store has confirmed a commit with a higher one is not written (``superseded``); one for which
+            such a commit is in flight or of unknown outcome is written with that commit's offset. None: the write is
+            not ordered (tools).
         :returns: a :class:`CommitResult`: what was stored, what a newer commit covers, and per partition what
             failed and why.
         :raises ValueError: an offset is not an integer from 0 to 2^63-1 (nothing is written).

@@ -21,7 +21,9 @@ ZooKeeper is not written ahead (``dual.commit.kafka.outage.ms`` decides when it 
 Order among commits. A commit's sequence (:class:`~.base.CommitOrder`) is checked by each store under its own
 lock, just before its write: neither store takes an older commit's value after a newer one's, whichever path each
 commit took. A partition one store left out as superseded is reported superseded (a failure in the other store
-still wins): that store holds, or is being given, a newer value, and reads take the maximum.
+still wins): that store confirmed a newer value, and reads take the maximum. In the sequential order a partition
+Kafka left out as superseded is still given to ZooKeeper, which decides by its own record (Kafka holding a newer
+value, ZooKeeper is not written ahead).
 """
 
 from __future__ import annotations
@@ -104,11 +106,11 @@ class DualOffsetStore(OffsetStore):
 
         :param offsets: ``{(topic, partition): next offset to consume}`` (``TopicPartition`` keys too).
         :param fence: an :class:`OwnershipFence`; partitions it refuses are written to neither store.
-        :param sequence: the commit's number: each store leaves out a partition for which it has a newer one (see
-            the module's docstring).
+        :param sequence: the commit's number: each store leaves out a partition for which it confirmed a newer one
+            (see the module's docstring).
         :returns: a :class:`CommitResult`: a partition is in ``committed`` only when both stores hold it; errors of
             either store (Kafka unreachable included) are in ``failed``, never raised; a partition either store
-            left out for a newer commit is in ``superseded``; ``degraded`` says why when ZooKeeper alone was
+            left out for a newer commit it confirmed is in ``superseded``; ``degraded`` says why when ZooKeeper alone was
             written.
         :raises ValueError: an offset is not an integer from 0 to 2^63-1 (nothing is written).
         """
@@ -140,6 +142,7 @@ class DualOffsetStore(OffsetStore):
         for tp in kafka_result.superseded:
             result.supersede(tp)
         acked = {tp: off for tp, off in kafka_result.committed.items()}
+        acked.update((tp, offsets[tp]) for tp in kafka_result.superseded)
         if acked:
             result.merge(self.zk_store.commit(acked, fence=fence, **_ordered(sequence)))
         return result

@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Set, Tuple
 
 import kafka.errors as Errors
 from kafka.protocol.consumer import OffsetFetchRequest
@@ -36,7 +36,8 @@ from zkconsumer.kafka import internals
 from zkconsumer.kafka.internals import AdminClient as _AdminClient
 from zkconsumer.errors import OffsetManagerUnavailableError, OffsetStoreError
 from zkconsumer.core.layout import validate_group
-from zkconsumer.offsets.base import CommitOrder, CommitResult, OffsetStore, normalize_offsets, normalize_partitions
+from zkconsumer.offsets.base import (CommitOrder, CommitResult, CommitTicket, OffsetStore, normalize_offsets,
+                                     normalize_partitions)
 from zkconsumer.kafka.protocol.offset_commit import OffsetCommitResult, make_request as make_commit_request
 
 __all__ = ["KafkaOffsetStore"]
@@ -61,8 +62,8 @@ _PERMANENT = (Errors.UnknownTopicOrPartitionError, Errors.OffsetMetadataTooLarge
 
 
 class _Superseded(Exception):
-    """A retry left out: a commit with a newer sequence was sent for the partition meanwhile (reported in
-    ``CommitResult.superseded``, not as a failure)."""
+    """A retry left out: the broker acknowledged a commit with a newer sequence for the partition meanwhile
+    (reported in ``CommitResult.superseded``, not as a failure)."""
 
 
 class KafkaOffsetStore(OffsetStore):
@@ -102,7 +103,7 @@ class KafkaOffsetStore(OffsetStore):
         self._node = None
         self._lock = threading.RLock()
         self._closed = False
-        # the newest commit sequence sent per partition (under _lock)
+        # per partition, the newest commit admitted (under _lock)
         self._order = CommitOrder()
 
     # ---- connection -------------------------------------------------------------------------------------------
@@ -166,7 +167,7 @@ class KafkaOffsetStore(OffsetStore):
                 pass
         self._node = None
 
-    def _attempts(self, fn, pending: Dict, what: str, refence=None, first=None):
+    def _attempts(self, fn, pending: Dict, what: str, refence=None, first=None, uncertain: Optional[Set] = None):
         """Run ``fn(node, pending) -> {tp: (error_class, value)}`` (or ``ALL_COMMITTED``) with the retry budget of
         Kafka 1.1.1 ``ZookeeperConsumerConnector.commitOffsets`` (1 + ``offsets.commit.max.retries`` attempts,
         ``offsets.channel.backoff.ms`` apart), re-finding the coordinator after NOT_COORDINATOR /
@@ -175,7 +176,10 @@ class KafkaOffsetStore(OffsetStore):
         read: None, or the offsets sent), *exhausted* being the partitions that still had a retriable error when
         the budget ran out. Transport failures stop retrying once ``offsets.channel.socket.timeout.ms`` has passed;
         if the broker never answered, raises :class:`OffsetStoreError`. *first*, when given, is ``(node, wait)``:
-        the first attempt already sent to *node*, ``wait()`` returning its outcome (:meth:`begin_commit`)."""
+        the first attempt already sent to *node*, ``wait()`` returning its outcome (:meth:`begin_commit`).
+        ``refence(pending) -> ({tp: exception}, {tp: value})``, before each retry: partitions not sent any more,
+        and new values for others. *uncertain*, when given, gets the partitions of every request that may have
+        been sent and got no answer (the broker may have applied it)."""
         done: Dict = {}
         failed: Dict = {}
         last: Dict = {}
@@ -184,26 +188,30 @@ class KafkaOffsetStore(OffsetStore):
         for attempt in range(1 + self.max_retries):
             if attempt:
                 time.sleep(self.backoff_ms / 1000.0)
-                # ``refence(pending) -> {tp: exception}``: not sent any more
                 if refence is not None:
-                    for tp, exc in refence(pending).items():
-                        failed[tp] = exc
-                        pending = {k: v for k, v in pending.items() if k != tp}
+                    refused, values = refence(pending)
+                    failed.update(refused)
+                    pending = {k: values.get(k, v) for k, v in pending.items() if k not in refused}
                     if not pending:
                         break
+            sending = False
             try:
                 if attempt == 0 and first is not None:
                     node, wait = first
-                    answered = True
+                    answered = sending = True
                     errs = wait()
                 else:
                     node = self._coordinator()
                     answered = True
-                    errs = internals.run(self._client(), fn, node, pending)
-            except OffsetStoreError:
-                # bootstrap failed: unreachable
-                raise
-            except Errors.KafkaError as e:
+                    client = self._client()
+                    sending = True
+                    errs = internals.run(client, fn, node, pending)
+            except BaseException as e:
+                if sending and uncertain is not None:
+                    uncertain.update(pending)
+                if not isinstance(e, Errors.KafkaError):
+                    # OffsetStoreError: bootstrap failed (unreachable)
+                    raise
                 last_exc = e
                 log.warning("offset %s for group %s failed (attempt %d): %r", what, self.group, attempt + 1, e)
                 if isinstance(e, _REFIND + _WAIT):
@@ -269,11 +277,13 @@ class KafkaOffsetStore(OffsetStore):
         :param offsets: ``{(topic, partition): next offset to consume}`` (``TopicPartition`` keys too).
         :param fence: an :class:`~.base.OwnershipFence`; with a ``zk`` client, partitions it refuses are not sent,
             and every retry is fenced again.
-        :param sequence: the commit's number (:class:`~.base.CommitOrder`): a partition for which an OffsetCommit
-            with a higher one was sent is left out (``superseded``), at the first attempt and at every retry. A
-            sent request counts whatever its outcome (the broker may have applied it).
+        :param sequence: the commit's number (:class:`~.base.CommitOrder`), checked at the first attempt and at
+            every retry: a partition for which the broker acknowledged an OffsetCommit with a higher one is left
+            out (``superseded``); one for which such a request is in flight, or got no answer, is sent with that
+            request's offset. A request that was not sent, or that the broker answered with an error, does not
+            count.
         :returns: a :class:`CommitResult`; per-partition errors (the broker's, a fence's refusal) are in its
-            ``failed``, never raised; partitions a newer commit covers in ``superseded``.
+            ``failed``, never raised; partitions a newer acknowledged commit covers in ``superseded``.
         :raises OffsetManagerUnavailableError: no broker or coordinator answered (the next call tries again).
         :raises OffsetStoreError: the store is closed.
         :raises ValueError: an offset is not an integer from 0 to 2^63-1.
@@ -285,31 +295,40 @@ class KafkaOffsetStore(OffsetStore):
                 for tp, exc in fence.precheck(self.zk, list(offsets)).items():
                     result.fail(tp, exc)
                     offsets.pop(tp)
-            for tp in self._order.superseded(offsets, sequence):
-                del offsets[tp]
-                result.superseded.add(tp)
-            if not offsets:
-                return result
-            self._order.admit(offsets, sequence)
-            done, failed, _ = self._attempts(self._async_commit, offsets, "commit", self._refence(fence, sequence))
-        return self._commit_result(offsets, done, failed, result)
+            ticket = self._order.begin(offsets, sequence)
+            result.superseded |= ticket.superseded
+            return self._send(ticket, fence, result)
 
-    def _refence(self, fence, sequence: Optional[int] = None):
-        """``refence(pending) -> {tp: exception}`` for the retries of a commit (None when there is nothing to
-        check): partitions for which a commit with a newer *sequence* was sent meanwhile are left out; with a
-        fence, every retry is fenced again, every owner node read again, as ownership may have moved while the
-        commit waited (a late retry must not overwrite a successor's offset with an older one). Called under the
-        store's lock."""
+    def _send(self, ticket: CommitTicket, fence, result: CommitResult, first=None,
+              uncertain: Optional[Set] = None) -> CommitResult:
+        """The attempts of *ticket*'s OffsetCommit (under the store's lock), settled in the commit order whatever
+        happens; *first* and *uncertain* as for :meth:`_attempts`."""
+        uncertain = set() if uncertain is None else uncertain
+        done: Dict = {}
+        try:
+            if ticket.write:
+                done, failed, _ = self._attempts(self._async_commit, dict(ticket.write), "commit",
+                                                 self._refence(fence, ticket), first=first, uncertain=uncertain)
+                self._commit_result(ticket.write, done, failed, result)
+        finally:
+            self._order.settle(ticket, {tp: ticket.write[tp] for tp in done}, uncertain)
+        return result
+
+    def _refence(self, fence, ticket: CommitTicket):
+        """``refence(pending) -> ({tp: exception}, {tp: offset})`` for the retries of a commit: partitions for which
+        a commit with a newer sequence was acknowledged meanwhile are left out, and one admitted meanwhile, not yet
+        acknowledged, gives its offset (:meth:`CommitOrder.replan`); with a fence, every retry is fenced again,
+        every owner node read again, as ownership may have moved while the commit waited (a late retry must not
+        overwrite a successor's offset with an older one). Called under the store's lock."""
         fenced = fence is not None and self.zk is not None
-        if not fenced and sequence is None:
-            return None
 
-        def refence(pending: Dict) -> Dict:
-            refused: Dict = {tp: _Superseded() for tp in self._order.superseded(pending, sequence)}
+        def refence(pending: Dict) -> Tuple[Dict, Dict]:
+            values, superseded = self._order.replan(ticket, pending)
+            refused: Dict = {tp: _Superseded() for tp in superseded}
             rest = [tp for tp in pending if tp not in refused]
             if fenced and rest:
                 refused.update(fence.precheck(self.zk, rest, fresh=True))
-            return refused
+            return refused, values
         return refence
 
     def begin_commit(self, offsets, fence=None, *, sequence: Optional[int] = None) -> Callable[[], CommitResult]:
@@ -320,30 +339,34 @@ class KafkaOffsetStore(OffsetStore):
         the request leaves from the calling thread's hand-off to the client's IO thread, not from another thread
         of ours, which would wait up to the interpreter's switch interval (5 ms) for the interpreter lock. The
         first attempt is not fenced here (the dual store checks the *fence* just before); every retry is. The
-        *sequence* is checked and the request handed off under the store's lock, as :meth:`commit` sends. The
+        *sequence* is checked, and the request handed off, under the store's lock, as :meth:`commit` sends; the
+        request counts as in flight (:class:`~.base.CommitOrder`) until the returned function has its answer. The
         returned function raises like :meth:`commit`. When the coordinator cannot be found now, kafka-python
         runs no IO thread, the store's lock is busy (another call's requests: a commit retrying, say) or a newer
-        commit was sent for one of the partitions, it is :meth:`commit` itself (with the fence and the sequence),
-        run when called.
+        commit was admitted for one of the partitions, it is :meth:`commit` itself (with the fence and the
+        sequence), run when called.
         """
         offsets = normalize_offsets(offsets)
         if not offsets:
             return lambda: CommitResult()
         if not self._lock.acquire(blocking=False):
             return lambda: self.commit(offsets, fence=fence, sequence=sequence)
+        ticket = None
         try:
-            superseded = self._order.superseded(offsets, sequence)
-            if superseded:
-                # the ordinary path reports them (a newer commit's record is never taken back)
-                return lambda: self.commit(offsets, fence=fence, sequence=sequence)
+            ticket = self._order.begin(offsets, sequence)
+            if ticket.write != offsets:
+                # the ordinary path decides again when called
+                raise LookupError("a newer commit was admitted")
             admin = self._client()
             node = self._coordinator()
             # our own copy: nobody changes it
-            future = internals.submit(admin, self._async_commit, node, offsets)
+            future = internals.submit(admin, self._async_commit, node, dict(ticket.write))
             if future is None:
                 raise LookupError("kafka-python runs no IO thread here")
-            self._order.admit(offsets, sequence)
         except Exception:
+            if ticket is not None:
+                # nothing was sent
+                self._order.settle(ticket, {})
             # the ordinary path, in the caller's time
             return lambda: self.commit(offsets, fence=fence, sequence=sequence)
         finally:
@@ -362,9 +385,7 @@ class KafkaOffsetStore(OffsetStore):
 
         def finish() -> CommitResult:
             with self._lock:
-                done, failed, _ = self._attempts(self._async_commit, offsets, "commit",
-                                                 self._refence(fence, sequence), first=(node, wait))
-            return self._commit_result(offsets, done, failed, CommitResult())
+                return self._send(ticket, fence, CommitResult(), first=(node, wait))
         return finish
 
     @staticmethod

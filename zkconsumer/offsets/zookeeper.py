@@ -84,7 +84,7 @@ class ZooKeeperOffsetStore(OffsetStore):
         self._set_prefixes: Dict = {}
         # owner node path -> its check(path, 0) operation's bytes
         self._check_ops: Dict = {}
-        # the newest commit sequence written (or perhaps written) per partition
+        # per partition, the newest commit admitted (under _lock)
         self._order = CommitOrder()
 
     def _path(self, tp) -> str:
@@ -159,8 +159,9 @@ class ZooKeeperOffsetStore(OffsetStore):
             or before returning when nothing was sent: the dual store starts Kafka's OffsetCommit there, so that
             ZooKeeper's longer path starts first.
         :param sequence: the commit's number (:class:`~.base.CommitOrder`): under the store's lock, a partition
-            this store has written (or may have written: the answer was lost) with a higher one is left out, as
-            ``superseded``. A write ZooKeeper refused or rolled back does not count.
+            this store has written with a higher one (ZooKeeper confirmed it) is left out, as ``superseded``; one
+            whose newer write's outcome is unknown (the answer was lost) is written with that write's offset. A
+            write ZooKeeper refused or rolled back, or that was never handed to the client, does not count.
         :returns: a :class:`CommitResult`: values already stored are in ``committed`` and ``unchanged``; ZooKeeper
             errors and fence refusals are in ``failed``, per partition, never raised; partitions a newer commit
             covers in ``superseded``.
@@ -177,37 +178,40 @@ class ZooKeeperOffsetStore(OffsetStore):
         offsets = normalize_offsets(offsets)
         result = CommitResult()
         with self._lock:
-            for tp in self._order.superseded(offsets, sequence):
-                del offsets[tp]
-                result.superseded.add(tp)
-            todo = {}
-            for tp, off in offsets.items():
-                if not force and self._checkpoint.get(tp) == off:
-                    result.committed[tp] = off
-                    result.unchanged.add(tp)
-                else:
-                    todo[tp] = off
-            if fence is not None:
-                if not fence.session_matches(self.zk):
-                    # a changed session also refuses the unchanged ones: we must not claim them as ours
-                    refused = fence.precheck(self.zk, list(offsets))
-                else:
-                    refused = fence.precheck(self.zk, list(todo))
-                for tp, exc in refused.items():
-                    result.fail(tp, exc)
-                    todo.pop(tp, None)
-            before = self._order.admit([tp for tp in offsets if tp not in result.failed], sequence)
+            ticket = self._order.begin(offsets, sequence)
+            result.superseded |= ticket.superseded
             uncertain: Set = set()
-            if todo:
-                self._write(todo, fence, result, sent, uncertain)
-            self._order.withdraw({tp: old for tp, old in before.items()
-                                  if tp in result.failed and tp not in uncertain}, sequence)
+            try:
+                self._commit_planned(ticket.write, fence, force, sent, result, uncertain)
+            finally:
+                self._order.settle(ticket, result.committed, uncertain)
         return result
+
+    def _commit_planned(self, offsets: Dict, fence: Optional[OwnershipFence], force: bool, sent: _Once,
+                        result: CommitResult, uncertain: Set) -> None:
+        todo = {}
+        for tp, off in offsets.items():
+            if not force and self._checkpoint.get(tp) == off:
+                result.committed[tp] = off
+                result.unchanged.add(tp)
+            else:
+                todo[tp] = off
+        if fence is not None:
+            if not fence.session_matches(self.zk):
+                # a changed session also refuses the unchanged ones: we must not claim them as ours
+                refused = fence.precheck(self.zk, list(offsets))
+            else:
+                refused = fence.precheck(self.zk, list(todo))
+            for tp, exc in refused.items():
+                result.fail(tp, exc)
+                todo.pop(tp, None)
+        if todo:
+            self._write(todo, fence, result, sent, uncertain)
 
     def _write(self, todo: Dict, fence: Optional[OwnershipFence], result: CommitResult, sent: _Once,
                uncertain: Set) -> None:
-        """Write *todo*; partitions whose outcome cannot be known (the connection lost with their multi-op on its
-        way) are added to *uncertain*."""
+        """Write *todo*; *uncertain* holds the partitions whose outcome cannot be known: a multi-op handed to the
+        client and not answered (the connection lost with it on its way, or an exception escaping meanwhile)."""
         # Decide set vs create: the cache knows for nodes we read or wrote; otherwise one get_children per topic.
         exists = {tp: self._checkpoint[tp] is not _ABSENT for tp in todo if tp in self._checkpoint}
         unknown = [tp for tp in todo if tp not in exists]
@@ -243,10 +247,12 @@ class ZooKeeperOffsetStore(OffsetStore):
             if fast:
                 for chunk, request in self._set_data_multis([tp for tp in pending if exists[tp]], pending, fence):
                     inflight.append((chunk, zk_multi.submit(self.zk, request)))
+                    uncertain.update(chunk)
                     self.stats["transactions"] += 1
             # nodes to create: kazoo's transactions
             for chunk in self._chunks(slow, fence):
                 inflight.append((chunk, self._transaction(chunk, pending, exists, fence).commit_async()))
+                uncertain.update(chunk)
                 self.stats["transactions"] += 1
             # the first requests are on their way (a no-op after the first time)
             sent()
@@ -255,13 +261,14 @@ class ZooKeeperOffsetStore(OffsetStore):
                 try:
                     results = res.get()
                 except Exception as e:
-                    # connection loss: the outcome is unknown
-                    uncertain.update(chunk)
+                    # connection loss: the outcome is unknown (the chunk stays in uncertain)
                     for tp in chunk:
                         self._checkpoint.pop(tp, None)
                         result.fail(tp, OffsetStoreError("ZooKeeper multi-op failed for offset node %s: %r"
                                                          % (self._path(tp), e)))
                     continue
+                # answered: applied as a whole or not at all
+                uncertain.difference_update(chunk)
                 if zk_multi.all_ok(results):
                     done = {tp: pending[tp] for tp in chunk}
                     self._checkpoint.update(done)
