@@ -280,7 +280,7 @@ def assert_hooks_in_order(hooks):
         if name == "on_assign":
             held = set(parts)
             continue
-        assert parts <= held, "on_revoke(%s) for partition(s) %s not assigned or already revoked; hooks in order: %s" % (
-            sorted(parts), sorted(parts - held), hooks)
+        assert parts <= held, "%s(%s) for partition(s) %s not assigned or already revoked; hooks in order: %s" % (
+            name, sorted(parts), sorted(parts - held), hooks)
         held -= parts
     assert not held, "partition(s) %s assigned and never revoked; hooks in order: %s" % (sorted(held), hooks)

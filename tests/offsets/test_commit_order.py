@@ -149,6 +149,24 @@ def test_zookeeper_store_a_refused_newer_commit_does_not_supersede_an_older_one(
     assert store.fetch([tp]) == {tp: 10}
 
 
+def test_zookeeper_store_refuses_rather_than_supersedes_a_partition_its_fence_gave_up(zk, unique):
+    """An older commit of a partition released since (withdrawn from its fence), after the partition was claimed
+    again and committed with a newer sequence: a fence refusal (the partition is not ours in that generation), not
+    a write covered by the newer one."""
+    g, t = unique("g"), unique("t")
+    tp = (t, 0)
+    owner = partition_owner_path(g, t, 0)
+    zk.create(owner, b"us-0", ephemeral=True, makepath=True)
+    store = ZooKeeperOffsetStore(zk, g)
+    old = OwnershipFence(zk.client_id[0], {tp: owner})
+    old.withdraw([tp])
+    new = OwnershipFence(zk.client_id[0], {tp: owner})
+    assert store.commit({tp: 90}, fence=new, sequence=9).committed == {tp: 90}
+    r = store.commit({tp: 100}, fence=old, sequence=5)
+    assert isinstance(r.failed.get(tp), OwnershipLostError) and not r.superseded, r
+    assert store.fetch([tp]) == {tp: 90}
+
+
 # -- the Kafka and dual stores -------------------------------------------------------------------------------------
 
 def _config(group):
@@ -334,6 +352,48 @@ def test_kafka_store_an_older_commit_writes_the_offset_of_a_newer_one_in_flight(
     assert r.committed == {tp: 60} and not r.superseded, r
     assert isinstance(finish().failed[tp], OffsetStoreError)
     assert store.fetch([tp]) == {tp: 60}
+
+
+class _PartlyAcknowledged(KafkaOffsetStore):
+    """The OffsetCommit carrying ``mark``: the broker takes its first partition, the others answer NOT_COORDINATOR;
+    then the coordinator lookup of the retry fails with an error that is not Kafka's (the store closing under it)."""
+    mark = None
+    broken = False
+
+    def _coordinator(self):
+        if self.broken:
+            raise OffsetStoreError("the store is closed (simulated)")
+        return super()._coordinator()
+
+    async def _async_commit(self, node, offsets):
+        if self.mark is None or self.mark not in offsets.values():
+            return await super()._async_commit(node, offsets)
+        self.mark = None
+        first, *rest = sorted(offsets)
+        await super()._async_commit(node, {first: offsets[first]})
+        self.broken = True
+        return {first: (Errors.NoError, None), **{tp: (Errors.NotCoordinatorError, None) for tp in rest}}
+
+
+def test_kafka_store_keeps_what_the_broker_acknowledged_before_a_commit_raised(services, unique):
+    """A commit that raises at a retry after the broker took some of its partitions: those stay the newest
+    confirmed write (an older commit reaching the store later leaves them alone); the others were not taken."""
+    t = services.create_topic(unique("kp"), 2)
+    g = unique("kp")
+    a, b = (t, 0), (t, 1)
+    store = _PartlyAcknowledged(services.bootstrap_servers, g, _config(g))
+    try:
+        wait_until(lambda: _fetch_works(store, a), 60, interval=0.5, message="the group's coordinator")
+        store.commit({a: 10, b: 10}, sequence=1).raise_for_errors()
+        store.mark = 100
+        with pytest.raises(OffsetStoreError):
+            store.commit({a: 100, b: 100}, sequence=5)
+        store.broken = False
+        r = store.commit({a: 50, b: 50}, sequence=4)
+        assert r.superseded == {a} and r.committed == {b: 50}, r
+        assert store.fetch([a, b]) == {a: 100, b: 50}
+    finally:
+        store.close()
 
 
 def test_dual_store_sequential_a_newer_commit_kafka_did_not_take_does_not_supersede(services, zk, unique):

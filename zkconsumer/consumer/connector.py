@@ -462,8 +462,8 @@ class ZookeeperConsumerConnector(Member):
         confirmed a commit with a higher one (``superseded`` in the result), and for one whose higher commit is in
         flight or of unknown outcome it writes that commit's position instead, so an older position never lands
         after a newer one and a newer commit that fails does not cost an older one its write; a position that moved
-        back (a reset point, a partition claimed again) is read later, so it is written. When the session lease is stale (the process was paused, say) a ZooKeeper round trip under our
-        session comes first.
+        back (a reset point, a partition claimed again) is read later, so it is written. When the session lease is
+        stale (the process was paused, say) a ZooKeeper round trip under our session comes first.
 
         :param partitions: ``(topic, partition)`` pairs; those not owned, or without a known position, are left
             out.

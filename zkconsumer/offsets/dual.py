@@ -110,8 +110,8 @@ class DualOffsetStore(OffsetStore):
             (see the module's docstring).
         :returns: a :class:`CommitResult`: a partition is in ``committed`` only when both stores hold it; errors of
             either store (Kafka unreachable included) are in ``failed``, never raised; a partition either store
-            left out for a newer commit it confirmed is in ``superseded``; ``degraded`` says why when ZooKeeper alone was
-            written.
+            left out for a newer commit it confirmed is in ``superseded``; ``degraded`` says why when ZooKeeper
+            alone was written.
         :raises ValueError: an offset is not an integer from 0 to 2^63-1 (nothing is written).
         """
         offsets = normalize_offsets(offsets)
@@ -141,7 +141,8 @@ class DualOffsetStore(OffsetStore):
             result.fail(tp, exc)
         for tp in kafka_result.superseded:
             result.supersede(tp)
-        acked = {tp: off for tp, off in kafka_result.committed.items()}
+        # this commit's own offsets (Kafka may have sent a newer commit's in their place): ZooKeeper's order decides
+        acked = {tp: offsets[tp] for tp in kafka_result.committed}
         acked.update((tp, offsets[tp]) for tp in kafka_result.superseded)
         if acked:
             result.merge(self.zk_store.commit(acked, fence=fence, **_ordered(sequence)))

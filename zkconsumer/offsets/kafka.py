@@ -167,7 +167,8 @@ class KafkaOffsetStore(OffsetStore):
                 pass
         self._node = None
 
-    def _attempts(self, fn, pending: Dict, what: str, refence=None, first=None, uncertain: Optional[Set] = None):
+    def _attempts(self, fn, pending: Dict, what: str, refence=None, first=None, uncertain: Optional[Set] = None,
+                  done: Optional[Dict] = None):
         """Run ``fn(node, pending) -> {tp: (error_class, value)}`` (or ``ALL_COMMITTED``) with the retry budget of
         Kafka 1.1.1 ``ZookeeperConsumerConnector.commitOffsets`` (1 + ``offsets.commit.max.retries`` attempts,
         ``offsets.channel.backoff.ms`` apart), re-finding the coordinator after NOT_COORDINATOR /
@@ -179,8 +180,9 @@ class KafkaOffsetStore(OffsetStore):
         the first attempt already sent to *node*, ``wait()`` returning its outcome (:meth:`begin_commit`).
         ``refence(pending) -> ({tp: exception}, {tp: value})``, before each retry: partitions not sent any more,
         and new values for others. *uncertain*, when given, gets the partitions of every request that may have
-        been sent and got no answer (the broker may have applied it)."""
-        done: Dict = {}
+        been sent and got no answer (the broker may have applied it). *done*, when given, is filled in place (the
+        returned one): what was acknowledged stays known to the caller when an exception escapes a later attempt."""
+        done = {} if done is None else done
         failed: Dict = {}
         last: Dict = {}
         answered, last_exc = False, None
@@ -222,11 +224,7 @@ class KafkaOffsetStore(OffsetStore):
                 continue
             # every partition sent answered NONE (the usual commit)
             if errs is ALL_COMMITTED:
-                if done:
-                    done.update(pending)
-                else:
-                    # a commit's values in done are never read (_commit_result takes offsets')
-                    done = pending
+                done.update(pending)
                 pending = {}
                 break
             retry = {}
@@ -307,8 +305,9 @@ class KafkaOffsetStore(OffsetStore):
         done: Dict = {}
         try:
             if ticket.write:
-                done, failed, _ = self._attempts(self._async_commit, dict(ticket.write), "commit",
-                                                 self._refence(fence, ticket), first=first, uncertain=uncertain)
+                _, failed, _ = self._attempts(self._async_commit, dict(ticket.write), "commit",
+                                              self._refence(fence, ticket), first=first, uncertain=uncertain,
+                                              done=done)
                 self._commit_result(ticket.write, done, failed, result)
         finally:
             self._order.settle(ticket, {tp: ticket.write[tp] for tp in done}, uncertain)

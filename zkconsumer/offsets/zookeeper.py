@@ -182,6 +182,10 @@ class ZooKeeperOffsetStore(OffsetStore):
             result.superseded |= ticket.superseded
             uncertain: Set = set()
             try:
+                if fence is not None and ticket.superseded:
+                    # a partition we no longer own is refused, not reported as covered by a newer commit
+                    for tp, exc in fence.precheck(self.zk, sorted(ticket.superseded)).items():
+                        result.fail(tp, exc)
                 self._commit_planned(ticket.write, fence, force, sent, result, uncertain)
             finally:
                 self._order.settle(ticket, result.committed, uncertain)
