@@ -345,3 +345,22 @@ def test_a_member_that_cannot_read_the_fence_does_not_join(services, zk, unique,
         assert again.seen() == [] and not group_members(zk, g) and not owners(zk, g, [t])
     finally:
         zk.set_acls(record, [ACL(Permissions.ALL, Id("world", "anyone"))])
+
+
+def test_a_dry_run_cutover_does_not_call_an_unfenced_group_ready(services, zk, unique, tmp_path):
+    """A group whose Kafka offsets are up to date (the Kafka phase, or a cutover --execute that exited 3 after its
+    copy: 'run the command's dry run again') and which is not fenced: the dry run must not tell the operator that it
+    is READY for broker-coordinated consumers without saying that nothing is fenced (the old deployment, a Scala one
+    included, can still join)."""
+    from zkconsumer_migrate.fence import fenced_ids_node
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fd")
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.commit({(t, 0): 3, (t, 1): 3}).ok
+    finally:
+        ks.close()
+    code, out, err = zkmigrate(services, "cutover", "--group", g, "--backup-dir", str(tmp_path))
+    assert state.fence_of(state.read_phase(zk, g)) is None and fenced_ids_node(zk, g) is None
+    ready = [line for line in out.splitlines() if "READY" in line]
+    assert ready and all("--execute" in line for line in ready), (code, out, err)
