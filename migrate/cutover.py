@@ -119,6 +119,11 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
         return out
     if not execute:
         out["ready"] = True
+        # ready to be cut over: only --execute fences it (a re-run after a completed cutover finds it fenced)
+        from .fence import fenced_ids_node
+        out["dry_run"] = True
+        out["fenced"] = state.fence_of(state.read_phase(zk, group)) is not None or \
+            (acl_fence and fenced_ids_node(zk, group) is not None)
         return out
     # members that came back while the offsets were copied: their commits since are not in Kafka
     if _came_back(zk, group, out, "during the copy; nothing was fenced"):

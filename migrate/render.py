@@ -137,8 +137,14 @@ def cutover_result(out: dict) -> None:
     for t, o in sorted(out["to_copy"].items()):
         click.echo("  %s %s -> %d" % ("copied" if t in out["copied"] else "to copy", t, o))
     refusals(out)
-    click.echo("cutover %s: %s" % (out["group"], "READY for broker-coordinated consumers" if out["ready"]
-                                   else "NOT ready: %s" % out.get("reason")))
+    if out["ready"] and out.get("dry_run") and not out.get("fenced"):
+        verdict = ("READY to be cut over (dry run: nothing is fenced, ZooKeeper members can still join; run again "
+                   "with --execute before starting broker-coordinated consumers)")
+    elif out["ready"]:
+        verdict = "READY for broker-coordinated consumers"
+    else:
+        verdict = "NOT ready: %s" % out.get("reason")
+    click.echo("cutover %s: %s" % (out["group"], verdict))
     backup_paths(out.get("backup") or [])
     warnings(out)
 
