@@ -364,3 +364,15 @@ def test_a_dry_run_cutover_does_not_call_an_unfenced_group_ready(services, zk, u
     assert state.fence_of(state.read_phase(zk, g)) is None and fenced_ids_node(zk, g) is None
     ready = [line for line in out.splitlines() if "READY" in line]
     assert ready and all("--execute" in line for line in ready), (code, out, err)
+
+
+def test_status_does_not_say_members_cannot_join_while_the_ids_node_grants_create(services, zk, unique, tmp_path):
+    """A fence recorded without its ACL half (cutover --no-acl-fence, or a rollback interrupted after it gave the
+    create right back and before it cleared the record): JVM (Scala) members can register. status must not tell
+    the operator that ZooKeeper members cannot join."""
+    t, g = _group_with_offsets(services, zk, unique, "fs")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--no-acl-fence", "--backup-dir", str(tmp_path),
+                   expect=0)
+    code, out, _ = zkmigrate(services, "status", "--group", g, expect=0)
+    [line] = [ln for ln in out.splitlines() if ln.startswith("Cutover fence")]
+    assert "ZooKeeper members cannot join" not in line and "JVM" in line, line
