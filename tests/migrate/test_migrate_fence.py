@@ -376,3 +376,25 @@ def test_status_does_not_say_members_cannot_join_while_the_ids_node_grants_creat
     code, out, _ = zkmigrate(services, "status", "--group", g, expect=0)
     [line] = [ln for ln in out.splitlines() if ln.startswith("Cutover fence")]
     assert "ZooKeeper members cannot join" not in line and "JVM" in line, line
+
+
+def test_cutover_is_not_ready_when_the_broker_coordinated_consumers_started_first(services, zk, unique, tmp_path):
+    """The ZooKeeper members have stopped, but the new (broker-coordinated) consumers were started before cutover
+    said READY: the group held no Kafka offsets, so they began at auto.offset.reset (latest) and committed there,
+    past records the group never consumed (ZooKeeper: 3). cutover must not report READY (the broker-side group is
+    active and Kafka's offsets did not come from ZooKeeper's)."""
+    from confluent_kafka import Consumer, TopicPartition
+    t, g = _group_with_offsets(services, zk, unique, "fe")
+    kc = Consumer({"bootstrap.servers": services.bootstrap_servers, "group.id": g, "enable.auto.commit": False,
+                   "auto.offset.reset": "latest", "session.timeout.ms": 10000})
+    try:
+        kc.subscribe([t])
+        wait_until(lambda: kc.poll(0.2) is not None or kc.assignment(), 150, interval=0,
+                   message="the broker-coordinated consumer to get its partitions")
+        wait_until(lambda: kc.assignment(), 60, interval=0.2, message="the consumer's assignment")
+        # it began at the log end (10) and commits there
+        kc.commit(offsets=[TopicPartition(t, p, 10) for p in (0, 1)], asynchronous=False)
+        code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    finally:
+        kc.close()
+    assert code != 0 and not out["ready"], out
