@@ -84,8 +84,9 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
             out["reason"] = ("broker-coordinated consumers already run in group %s (%s, state %s, %d member(s)) "
                              "although it is not cut over: they started before cutover was READY, from Kafka's "
                              "offsets or auto.offset.reset, not from ZooKeeper's; nothing was written. Stop them, "
-                             "compare with 'zkmigrate status --group %s' (set their position with 'zkmigrate "
-                             "reset-offsets --store kafka' if they skipped), then run cutover again"
+                             "run 'zkmigrate copy --group %s --allow-rewind --execute' (Kafka's offsets set to "
+                             "ZooKeeper's, also backwards: records they skipped are read, what they read is read "
+                             "again), then cutover again"
                              % (group, broker.describe_protocol(), broker.state, len(broker.members), group))
             return out
     both, gone = split_gone(zk, gofs.read_all(topics))

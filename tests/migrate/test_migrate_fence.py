@@ -398,3 +398,16 @@ def test_cutover_is_not_ready_when_the_broker_coordinated_consumers_started_firs
     finally:
         kc.close()
     assert code != 0 and not out["ready"], out
+    # what the refusal says to do, once the consumers are stopped: Kafka set back to ZooKeeper's offsets, cutover again
+    import re
+    import shlex
+    [command] = re.findall(r"'(zkmigrate copy [^']*)'", out["reason"])
+    wait_until(lambda: zkmigrate_json(services, *shlex.split(command)[1:])[0] == 0, 60, interval=1.0,
+               message="%s to go through once the broker-side group is empty" % command)
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 0 and out["ready"], out
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
+    finally:
+        ks.close()
