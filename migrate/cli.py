@@ -4,6 +4,7 @@ Every command is read-only or a dry run unless ``--execute``; every command has 
 Kafka's tools: ``--group G`` (repeatable), ``--all-groups``, or ``--groups-matching REGEX``; several groups run on
 ``--parallel`` threads and give one report (``{"groups": [...], "ok": ..., "exit_code": ...}`` under ``--json``).
 """
+import contextlib
 import sys
 
 import click
@@ -232,26 +233,26 @@ def import_cmd(zookeeper, bootstrap, path, group, store, execute, allow_rewind, 
         # both stores are backed up; the broker-side group is asked
         bs = resolve_bootstrap(bootstrap, zk=zk)
         security = kafka_security()
-        # every group of the file checked before the first write
-        for name in data:
-            transfer.check_no_live_members(zk, name, force, "import")
-            probe = GroupOffsets(zk, bs, name, security=security)
-            try:
-                transfer.check_no_broker_consumers(probe, "import")
-            finally:
-                probe.close()
-        for name, offs in sorted(data.items()):
-            gofs = GroupOffsets(zk, bs, name, security=security)
-            try:
-                if execute:
-                    with GroupLock(zk, name, "import", lock_wait) as gofs.lock:
-                        result["groups"][name] = transfer.import_group(gofs, offs, store, execute, allow_rewind,
-                                                                       backup_dir)
-                else:
+        with contextlib.ExitStack() as held:
+            # every group of the file locked (in one order: two imports cannot deadlock) and checked before the
+            # first write: a group another operator holds refuses the whole import, nothing written
+            locks = {name: held.enter_context(GroupLock(zk, name, "import", lock_wait))
+                     for name in sorted(data)} if execute else {}
+            for name in data:
+                transfer.check_no_live_members(zk, name, force, "import")
+                probe = GroupOffsets(zk, bs, name, security=security)
+                try:
+                    transfer.check_no_broker_consumers(probe, "import")
+                finally:
+                    probe.close()
+            for name, offs in sorted(data.items()):
+                gofs = GroupOffsets(zk, bs, name, security=security)
+                gofs.lock = locks.get(name)
+                try:
                     result["groups"][name] = transfer.import_group(gofs, offs, store, execute, allow_rewind,
                                                                    backup_dir)
-            finally:
-                gofs.close()
+                finally:
+                    gofs.close()
     finally:
         zkmod.close(zk)
     left_behind = any(g["failed"] or g["skipped_rewind"] or g["unreadable"] for g in result["groups"].values())

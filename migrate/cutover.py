@@ -75,6 +75,20 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
         out["ready"] = False
         out["reason"] = "ZooKeeper members still own partitions after %.0f s; stop them first" % timeout
         return out
+    # the new consumers must start only once this is READY: running already (and the group not yet cut over), they
+    # began where Kafka's offsets said, or at auto.offset.reset where it had none, not where ZooKeeper's say
+    if gofs.bootstrap_servers and _not_fenced_yet(zk, group):
+        broker = describe_broker_group(gofs.bootstrap_servers, group, security=gofs.security)
+        if broker.active:
+            out["ready"] = False
+            out["reason"] = ("broker-coordinated consumers already run in group %s (%s, state %s, %d member(s)) "
+                             "although it is not cut over: they started before cutover was READY, from Kafka's "
+                             "offsets or auto.offset.reset, not from ZooKeeper's; nothing was written. Stop them, "
+                             "run 'zkmigrate copy --group %s --allow-rewind --execute' (Kafka's offsets set to "
+                             "ZooKeeper's, also backwards: records they skipped are read, what they read is read "
+                             "again), then cutover again"
+                             % (group, broker.describe_protocol(), broker.state, len(broker.members), group))
+            return out
     both, gone = split_gone(zk, gofs.read_all(topics))
     out.update(skipped_report(gofs, gone))
     out["unreadable"] = gofs.unreadable_report()
@@ -119,6 +133,11 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
         return out
     if not execute:
         out["ready"] = True
+        # ready to be cut over: only --execute fences it (a re-run after a completed cutover finds it fenced)
+        from .fence import fenced_ids_node
+        out["dry_run"] = True
+        out["fenced"] = state.fence_of(state.read_phase(zk, group)) is not None or \
+            (acl_fence and fenced_ids_node(zk, group) is not None)
         return out
     # members that came back while the offsets were copied: their commits since are not in Kafka
     if _came_back(zk, group, out, "during the copy; nothing was fenced"):
@@ -147,6 +166,13 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
         return out
     out["ready"] = True
     return out
+
+
+def _not_fenced_yet(zk, group) -> bool:
+    """Neither the recorded fence nor the ACL one (a re-run of a cutover that finished, or stopped between its two
+    writes, finds the new consumers running, as it should)."""
+    from .fence import fenced_ids_node
+    return state.fence_of(state.read_phase(zk, group)) is None and fenced_ids_node(zk, group) is None
 
 
 def _came_back(zk, group, out, when) -> bool:

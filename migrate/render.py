@@ -54,10 +54,15 @@ def status(st: dict) -> None:
     else:
         click.echo("Recorded phase: (none: no verify has passed yet)")
     fence = st.get("fence")
-    if fence:
-        click.echo("Cutover fence: since %s (%s): ZooKeeper members cannot join%s; 'zkmigrate rollback --execute' "
-                   "lifts it" % (fence.get("since"), fence.get("by"), " (%s has no create right)" % st["fence_acl"]
-                                 if st.get("fence_acl") else ""))
+    if fence and st.get("fence_acl"):
+        click.echo("Cutover fence: since %s (%s): ZooKeeper members cannot join (%s has no create right); 'zkmigrate "
+                   "rollback --execute' lifts it" % (fence.get("since"), fence.get("by"), st["fence_acl"]))
+    elif fence:
+        # the record alone: zkconsumer members read it, JVM members only meet the ACL
+        click.echo("Cutover fence: since %s (%s), recorded only: zkconsumer members refuse to join, but the group's "
+                   "ids node grants the create right, so JVM (Scala) members can join ('zkmigrate cutover --execute' "
+                   "takes it off, 'zkmigrate rollback --execute' lifts the fence)" % (fence.get("since"),
+                                                                                      fence.get("by")))
     b = st["broker_group"]
     click.echo("Broker-side group: state %s, %d member(s)%s%s" % (
         b.get("state"), len(b.get("members") or []),
@@ -137,8 +142,14 @@ def cutover_result(out: dict) -> None:
     for t, o in sorted(out["to_copy"].items()):
         click.echo("  %s %s -> %d" % ("copied" if t in out["copied"] else "to copy", t, o))
     refusals(out)
-    click.echo("cutover %s: %s" % (out["group"], "READY for broker-coordinated consumers" if out["ready"]
-                                   else "NOT ready: %s" % out.get("reason")))
+    if out["ready"] and out.get("dry_run") and not out.get("fenced"):
+        verdict = ("READY to be cut over (dry run: nothing is fenced, ZooKeeper members can still join; run again "
+                   "with --execute before starting broker-coordinated consumers)")
+    elif out["ready"]:
+        verdict = "READY for broker-coordinated consumers"
+    else:
+        verdict = "NOT ready: %s" % out.get("reason")
+    click.echo("cutover %s: %s" % (out["group"], verdict))
     backup_paths(out.get("backup") or [])
     warnings(out)
 

@@ -74,6 +74,8 @@ WHERE = {
                                                               "refresh --every)",
     "zkmigrate verify --groups-matching 'orders-.*' --phase dual --to kafka --parallel 8": HERE,
     "zkmigrate cutover --group G --execute --timeout 900": HERE,
+    "zkmigrate copy --group G --allow-rewind --execute": "tests/migrate/test_migrate_fence.py::test_cutover_is_not_ready_"
+    "when_the_broker_coordinated_consumers_started_first (the command cutover's refusal prints, run as printed)",
     "zkmigrate rollback --group G --execute": HERE,
     "zkconsumer groups verify --group G": HERE,
     "zkconsumer local up --broker kraft --kafka4": "not run here: it starts an Apache Kafka 4.1 KRaft node beside the "

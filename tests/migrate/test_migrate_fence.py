@@ -345,3 +345,69 @@ def test_a_member_that_cannot_read_the_fence_does_not_join(services, zk, unique,
         assert again.seen() == [] and not group_members(zk, g) and not owners(zk, g, [t])
     finally:
         zk.set_acls(record, [ACL(Permissions.ALL, Id("world", "anyone"))])
+
+
+def test_a_dry_run_cutover_does_not_call_an_unfenced_group_ready(services, zk, unique, tmp_path):
+    """A group whose Kafka offsets are up to date (the Kafka phase, or a cutover --execute that exited 3 after its
+    copy: 'run the command's dry run again') and which is not fenced: the dry run must not tell the operator that it
+    is READY for broker-coordinated consumers without saying that nothing is fenced (the old deployment, a Scala one
+    included, can still join)."""
+    from zkconsumer_migrate.fence import fenced_ids_node
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fd")
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.commit({(t, 0): 3, (t, 1): 3}).ok
+    finally:
+        ks.close()
+    code, out, err = zkmigrate(services, "cutover", "--group", g, "--backup-dir", str(tmp_path))
+    assert state.fence_of(state.read_phase(zk, g)) is None and fenced_ids_node(zk, g) is None
+    ready = [line for line in out.splitlines() if "READY" in line]
+    assert ready and all("--execute" in line for line in ready), (code, out, err)
+
+
+def test_status_does_not_say_members_cannot_join_while_the_ids_node_grants_create(services, zk, unique, tmp_path):
+    """A fence recorded without its ACL half (cutover --no-acl-fence, or a rollback interrupted after it gave the
+    create right back and before it cleared the record): JVM (Scala) members can register. status must not tell
+    the operator that ZooKeeper members cannot join."""
+    t, g = _group_with_offsets(services, zk, unique, "fs")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--no-acl-fence", "--backup-dir", str(tmp_path),
+                   expect=0)
+    code, out, _ = zkmigrate(services, "status", "--group", g, expect=0)
+    [line] = [ln for ln in out.splitlines() if ln.startswith("Cutover fence")]
+    assert "ZooKeeper members cannot join" not in line and "JVM" in line, line
+
+
+def test_cutover_is_not_ready_when_the_broker_coordinated_consumers_started_first(services, zk, unique, tmp_path):
+    """The ZooKeeper members have stopped, but the new (broker-coordinated) consumers were started before cutover
+    said READY: the group held no Kafka offsets, so they began at auto.offset.reset (latest) and committed there,
+    past records the group never consumed (ZooKeeper: 3). cutover must not report READY (the broker-side group is
+    active and Kafka's offsets did not come from ZooKeeper's)."""
+    from confluent_kafka import Consumer, TopicPartition
+    t, g = _group_with_offsets(services, zk, unique, "fe")
+    kc = Consumer({"bootstrap.servers": services.bootstrap_servers, "group.id": g, "enable.auto.commit": False,
+                   "auto.offset.reset": "latest", "session.timeout.ms": 10000})
+    try:
+        kc.subscribe([t])
+        wait_until(lambda: kc.poll(0.2) is not None or kc.assignment(), 150, interval=0,
+                   message="the broker-coordinated consumer to get its partitions")
+        wait_until(lambda: kc.assignment(), 60, interval=0.2, message="the consumer's assignment")
+        # it began at the log end (10) and commits there
+        kc.commit(offsets=[TopicPartition(t, p, 10) for p in (0, 1)], asynchronous=False)
+        code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    finally:
+        kc.close()
+    assert code != 0 and not out["ready"], out
+    # what the refusal says to do, once the consumers are stopped: Kafka set back to ZooKeeper's offsets, cutover again
+    import re
+    import shlex
+    [command] = re.findall(r"'(zkmigrate copy [^']*)'", out["reason"])
+    wait_until(lambda: zkmigrate_json(services, *shlex.split(command)[1:])[0] == 0, 60, interval=1.0,
+               message="%s to go through once the broker-side group is empty" % command)
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 0 and out["ready"], out
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
+    finally:
+        ks.close()

@@ -218,3 +218,25 @@ def test_a_command_that_failed_with_its_connection_gone_reports_its_own_error(se
     finally:
         zkmod.close(own)
     wait_until(lambda: not contenders(zk, g), 30, message="the lock to go with the closed session")
+
+
+def test_an_import_refused_for_a_locked_group_of_its_file_writes_no_other_group(services, zk, unique, tmp_path):
+    """import checks every group of the file before anything is written: one of them locked by another operator
+    refuses the import as a whole (nothing written), as a group with live members does; or at least its report says
+    what it wrote for the others."""
+    from zkconsumer_migrate.lock import GroupLock
+    t = services.create_topic(unique("li"), 1)
+    produce_tracked(services.bootstrap_servers, t, 20, partitions=1)
+    g1, g2 = unique("li-a"), unique("li-b")
+    for g in (g1, g2):
+        assert ZooKeeperOffsetStore(zk, g).commit({(t, 0): 5}).ok
+    path = tmp_path / "offsets.txt"
+    path.write_text("/consumers/%s/offsets/%s/0:10\n/consumers/%s/offsets/%s/0:10\n" % (g1, t, g2, t))
+    from zkconsumer_migrate.cli import cli
+    with GroupLock(zk, g2, "reset-offsets"):
+        code, out, err = run_cli(cli, ["import", "--file", str(path), "--store", "zookeeper", "--execute",
+                                       "--backup-dir", str(tmp_path), "--zookeeper", services.zookeeper_connect,
+                                       "--bootstrap-server", services.bootstrap_servers])
+    assert code != 0
+    written = ZooKeeperOffsetStore(zk, g1).fetch([(t, 0)])[(t, 0)]
+    assert written == 5 or g1 in out + err, (written, out, err)
