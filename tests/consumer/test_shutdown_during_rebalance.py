@@ -24,49 +24,83 @@ from zkconsumer.consumer import RebalanceListener
 HOOK_S = 5.0
 
 
-class SlowRevoke(RebalanceListener):
-    """on_revoke takes HOOK_S seconds once armed (the application finishing its work in flight)."""
+class HookLog(RebalanceListener):
+    """Records each hook as it begins (``hooks``: (hook, partitions), in order); the first ``on_revoke`` after
+    ``armed`` is set gets ``revoked(partitions, armed=True)`` (what the application does then), the others
+    ``armed=False``."""
 
     def __init__(self):
+        self.conn = None
         self.armed = False
-        self.calls = []            # (thread name, partitions, start, end)
-        self.hooks = []            # (hook, partitions) in the order they began
         self.entered = threading.Event()
+        self.hooks = []
 
     def on_assign(self, partitions):
         self.hooks.append(("on_assign", set(partitions)))
 
     def on_revoke(self, partitions):
         self.hooks.append(("on_revoke", set(partitions)))
-        start = time.monotonic()
-        if self.armed:
+        armed, self.armed = self.armed, False
+        if armed:
             self.entered.set()
+        self.revoked(set(partitions), armed)
+
+    def revoked(self, partitions, armed):
+        pass
+
+
+class SlowRevoke(HookLog):
+    """on_revoke takes HOOK_S seconds once armed (the application finishing its work in flight)."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []            # (thread name, partitions, start, end)
+
+    def revoked(self, partitions, armed):
+        start = time.monotonic()
+        if armed:
             time.sleep(HOOK_S)
-        self.calls.append((threading.current_thread().name, set(partitions), start, time.monotonic()))
+        self.calls.append((threading.current_thread().name, partitions, start, time.monotonic()))
 
 
-def test_shutdown_during_a_rebalance_delivers_nothing_after_its_final_commit(services, zk, unique, conns):
-    g, t = unique("sdr"), services.create_topic(unique("sdr"), 2)
-    producer = SteadyProducer(services.bootstrap_servers, t, 2, pause=0.02, tag="sdr")
+def _a_delivering_both(services, zk, unique, conns, name, listener, **props):
+    """(group, topic, producer, a, a's collector): a 2-partition topic produced to all along, and member a (the
+    defaults + *props*, *listener*) delivering both partitions. The caller stops the producer."""
+    g, t = unique(name), services.create_topic(unique(name), 2)
+    producer = SteadyProducer(services.bootstrap_servers, t, 2, pause=0.02, tag=name)
     producer.start()
     try:
         wait_until(lambda: len(producer.produced) >= 20, 30, message="data in both partitions")
-        listener = SlowRevoke()
-        a = connector(services, g, listener=listener, defaults=True)
+        a = connector(services, g, listener=listener, defaults=True, **props)
+        listener.conn = a
         conns.append(a)
         [sa] = a.create_message_streams({t: 1})[t]
         ca = StreamCollector(sa, name="a")
         ca.start()
         wait_until(lambda: len(owners(zk, g, [t])) == 2, 30, message="a owns both partitions")
         wait_until(lambda: {p for _, p, _ in ca.seen(t)} == {0, 1}, 30, message="a delivering both partitions")
+    except BaseException:
+        producer.stop()
+        raise
+    return g, t, producer, a, ca
 
+
+def _b_joins(services, conns, g, t, **props):
+    """(b, its streams once created, the thread creating them): member b joins *g* (the defaults + *props*)."""
+    b = connector(services, g, defaults=True, **props)
+    conns.append(b)
+    streams = []
+    joiner = threading.Thread(target=lambda: streams.extend(b.create_message_streams({t: 1})[t]), daemon=True)
+    joiner.start()
+    return b, streams, joiner
+
+
+def test_shutdown_during_a_rebalance_delivers_nothing_after_its_final_commit(services, zk, unique, conns):
+    listener = SlowRevoke()
+    g, t, producer, a, ca = _a_delivering_both(services, zk, unique, conns, "sdr", listener)
+    try:
         listener.armed = True
-        b = connector(services, g, defaults=True)
-        conns.append(b)
-        b_streams = []
-        joiner = threading.Thread(target=lambda: b_streams.extend(b.create_message_streams({t: 1})[t]),
-                                  daemon=True)
-        joiner.start()
+        b, b_streams, joiner = _b_joins(services, conns, g, t)
         assert listener.entered.wait(30), "a's rebalance never reached on_revoke"
         time.sleep(0.3)
         shutdown_called = time.monotonic()
@@ -119,7 +153,7 @@ def test_shutdown_between_a_claim_and_on_assign_revokes_only_what_was_assigned(s
     attempt ends before on_assign, so shutdown's on_revoke names only the partition a was given, and still releases
     both owner nodes."""
     g, t = unique("sda"), services.create_topic(unique("sda"), 2)
-    listener = SlowRevoke()
+    listener = HookLog()
     a = connector(services, g, listener=listener, defaults=True)
     conns.append(a)
     a.create_message_streams({t: 1})
@@ -151,25 +185,16 @@ def test_shutdown_between_a_claim_and_on_assign_revokes_only_what_was_assigned(s
 FETCH_S = 4.0
 
 
-class CommitInRevoke(RebalanceListener):
+class CommitInRevoke(HookLog):
     """Auto-commit off: on_revoke commits the partitions it is given (the documented pattern), taking HOOK_S seconds
     first once armed."""
 
     def __init__(self):
-        self.conn = None
-        self.armed = False
-        self.entered = threading.Event()
-        self.hooks = []            # (hook, partitions) in the order they began
+        super().__init__()
         self.committed = []        # (partitions, what the store said it committed)
 
-    def on_assign(self, partitions):
-        self.hooks.append(("on_assign", set(partitions)))
-
-    def on_revoke(self, partitions):
-        self.hooks.append(("on_revoke", set(partitions)))
-        if self.armed:
-            self.armed = False
-            self.entered.set()
+    def revoked(self, partitions, armed):
+        if armed:
             time.sleep(HOOK_S)
         result = self.conn.commit_partitions(list(partitions))
         self.committed.append((sorted(partitions), sorted(result.committed) if result is not None else None))
@@ -179,56 +204,34 @@ def test_shutdown_waits_for_the_rebalances_on_revoke_before_it_releases(services
     """Auto-commit off, the application commits in on_revoke. a's rebalance (b joins) is in its slow on_revoke for
     the partition moving to b when a's shutdown() begins: shutdown revokes the other partition itself, waits for the
     running hook, and only then releases, so the hook's commit lands and b starts where a stopped."""
-    g, t = unique("sdw"), services.create_topic(unique("sdw"), 2)
     manual = {"auto.commit.enable": "false"}
-    producer = SteadyProducer(services.bootstrap_servers, t, 2, pause=0.02, tag="sdw")
-    producer.start()
+    listener = CommitInRevoke()
+    g, t, producer, a, ca = _a_delivering_both(services, zk, unique, conns, "sdw", listener, **manual)
     try:
-        wait_until(lambda: len(producer.produced) >= 20, 30, message="data in both partitions")
-        listener = CommitInRevoke()
-        a = connector(services, g, listener=listener, defaults=True, **manual)
-        listener.conn = a
-        conns.append(a)
-        [sa] = a.create_message_streams({t: 1})[t]
-        ca = StreamCollector(sa, name="a")
-        ca.start()
-        wait_until(lambda: {p for _, p, _ in ca.seen(t)} == {0, 1}, 30, message="a delivering both partitions")
         listener.armed = True
-        b = connector(services, g, defaults=True, **manual)
-        conns.append(b)
-        threading.Thread(target=lambda: b.create_message_streams({t: 1}), daemon=True).start()
+        _b_joins(services, conns, g, t, **manual)
         assert listener.entered.wait(30), "a's rebalance never reached on_revoke"
         time.sleep(0.3)
         a.shutdown()
     finally:
         producer.stop()
-    delivered = {}
-    for _, p, o in ca.seen(t):
-        delivered[p] = max(delivered.get(p, -1), o)
-    want = {p: o + 1 for p, o in delivered.items()}
+    want = _next_offsets(ca, t)
     assert zk_offsets(zk, g, t) == want, (
         "committed %s, a delivered up to (next offset) %s: b delivers the difference again; on_revoke's commits: "
         "%s; hooks: %s" % (zk_offsets(zk, g, t), want, listener.committed, listener.hooks))
     assert_hooks_in_order(listener.hooks)
 
 
-class ShutdownInRevoke(RebalanceListener):
+class ShutdownInRevoke(HookLog):
     """on_revoke calls the connector's shutdown() once armed (an application that stops when it loses partitions)."""
 
     def __init__(self):
-        self.conn = None
-        self.armed = False
-        self.hooks = []
+        super().__init__()
         self.errors = []
         self.took = None
 
-    def on_assign(self, partitions):
-        self.hooks.append(("on_assign", set(partitions)))
-
-    def on_revoke(self, partitions):
-        self.hooks.append(("on_revoke", set(partitions)))
-        if self.armed:
-            self.armed = False
+    def revoked(self, partitions, armed):
+        if armed:
             start = time.monotonic()
             try:
                 self.conn.shutdown()
@@ -241,35 +244,29 @@ def test_shutdown_called_from_on_revoke_commits_and_releases(services, zk, uniqu
     """The listener's on_revoke (on the rebalancer's own thread, b joining) calls shutdown(): it neither waits for
     its own thread nor fails joining it; it commits what a delivered, revokes the partition a keeps, and releases
     both, within its bound."""
-    g, t = unique("sdh"), services.create_topic(unique("sdh"), 2)
-    producer = SteadyProducer(services.bootstrap_servers, t, 2, pause=0.02, tag="sdh")
-    producer.start()
+    listener = ShutdownInRevoke()
+    g, t, producer, a, ca = _a_delivering_both(services, zk, unique, conns, "sdh", listener)
     try:
-        wait_until(lambda: len(producer.produced) >= 20, 30, message="data in both partitions")
-        listener = ShutdownInRevoke()
-        a = connector(services, g, listener=listener, defaults=True)
-        listener.conn = a
-        conns.append(a)
-        [sa] = a.create_message_streams({t: 1})[t]
-        ca = StreamCollector(sa, name="a")
-        ca.start()
-        wait_until(lambda: {p for _, p, _ in ca.seen(t)} == {0, 1}, 30, message="a delivering both partitions")
         listener.armed = True
-        b = connector(services, g, defaults=True)
-        conns.append(b)
-        threading.Thread(target=lambda: b.create_message_streams({t: 1}), daemon=True).start()
+        _b_joins(services, conns, g, t)
         wait_until(lambda: listener.took is not None, 60, message="a's shutdown() from on_revoke returned")
     finally:
         producer.stop()
     assert not listener.errors, "shutdown() from on_revoke raised %r" % listener.errors
     bound = a.shutdown_bound_s()
     assert listener.took < bound + 5.0, "shutdown() from on_revoke took %.1f s (bound %.0f s)" % (listener.took, bound)
-    delivered = {}
-    for _, p, o in ca.seen(t):
-        delivered[p] = max(delivered.get(p, -1), o + 1)
+    delivered = _next_offsets(ca, t)
     assert zk_offsets(zk, g, t) == delivered, "committed %s, a delivered up to (next offset) %s; hooks: %s" % (
         zk_offsets(zk, g, t), delivered, listener.hooks)
     assert_hooks_in_order(listener.hooks)
+
+
+def _next_offsets(collector, topic):
+    """{partition: the offset after the last record *collector* handed out}: what a clean stop commits."""
+    after = {}
+    for _, p, o in collector.seen(topic):
+        after[p] = max(after.get(p, 0), o + 1)
+    return after
 
 
 def assert_hooks_in_order(hooks):

@@ -39,18 +39,30 @@ def _group_with_offsets(services, zk, unique, name, start=3, per_partition=10):
     return t, g
 
 
-def _cut_over_and_consume(services, t, g, tmp_path):
-    """Cut *g* over and start a broker-coordinated consumer of *t* in it (confluent-kafka: librdkafka's group
-    client) that holds its partitions and has committed, as the group's new consumers do (the caller closes it)."""
-    from confluent_kafka import Consumer, TopicPartition
-    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+def _broker_consumer(services, g, t, reset):
+    """A broker-coordinated consumer of *t* in group *g* (confluent-kafka: librdkafka's group client,
+    ``auto.offset.reset`` *reset*) that holds its partitions (the caller closes it)."""
+    from confluent_kafka import Consumer
     kc = Consumer({"bootstrap.servers": services.bootstrap_servers, "group.id": g, "enable.auto.commit": False,
-                   "auto.offset.reset": "error", "session.timeout.ms": 10000})
+                   "auto.offset.reset": reset, "session.timeout.ms": 10000})
     try:
         kc.subscribe([t])
         wait_until(lambda: kc.poll(0.2) is not None or kc.assignment(), 150, interval=0,
                    message="the broker-coordinated consumer to get its partitions")
         wait_until(lambda: kc.assignment(), 60, interval=0.2, message="the consumer's assignment")
+    except BaseException:
+        kc.close()
+        raise
+    return kc
+
+
+def _cut_over_and_consume(services, t, g, tmp_path):
+    """Cut *g* over and start a broker-coordinated consumer of *t* in it (confluent-kafka: librdkafka's group
+    client) that holds its partitions and has committed, as the group's new consumers do (the caller closes it)."""
+    from confluent_kafka import TopicPartition
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    kc = _broker_consumer(services, g, t, "error")
+    try:
         # the offsets the cutover copied, committed again by the group's member
         committed = kc.committed([TopicPartition(t, p) for p in (0, 1)], timeout=30)
         assert all(tp.offset >= 0 for tp in committed), committed
@@ -383,15 +395,10 @@ def test_cutover_is_not_ready_when_the_broker_coordinated_consumers_started_firs
     said READY: the group held no Kafka offsets, so they began at auto.offset.reset (latest) and committed there,
     past records the group never consumed (ZooKeeper: 3). cutover must not report READY (the broker-side group is
     active and Kafka's offsets did not come from ZooKeeper's)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
     t, g = _group_with_offsets(services, zk, unique, "fe")
-    kc = Consumer({"bootstrap.servers": services.bootstrap_servers, "group.id": g, "enable.auto.commit": False,
-                   "auto.offset.reset": "latest", "session.timeout.ms": 10000})
+    kc = _broker_consumer(services, g, t, "latest")
     try:
-        kc.subscribe([t])
-        wait_until(lambda: kc.poll(0.2) is not None or kc.assignment(), 150, interval=0,
-                   message="the broker-coordinated consumer to get its partitions")
-        wait_until(lambda: kc.assignment(), 60, interval=0.2, message="the consumer's assignment")
         # it began at the log end (10) and commits there
         kc.commit(offsets=[TopicPartition(t, p, 10) for p in (0, 1)], asynchronous=False)
         code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))

@@ -5,11 +5,13 @@ older commit writes the newer one's offset; a newer write that did not happen do
 The ordering itself (:class:`~zkconsumer.offsets.base.CommitOrder`) is pure; the stores are checked against a real
 ZooKeeper and broker.
 """
+import contextlib
+
 import pytest
 from kafka import errors as Errors
 from kazoo.exceptions import ConnectionLoss
 
-from tests.support.waiting import wait_until
+from tests.support.waiting import wait_for_coordinator
 from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.core.layout import partition_offset_path, partition_owner_path
 from zkconsumer.errors import OffsetManagerUnavailableError, OffsetStoreError, OwnershipLostError
@@ -175,14 +177,6 @@ def _config(group):
          "offsets.channel.socket.timeout.ms": "3000"}, require_zookeeper=False)
 
 
-def _fetch_works(store, tp):
-    try:
-        store.fetch([tp])
-        return True
-    except OffsetStoreError:
-        return False
-
-
 def test_kafka_store_drops_an_older_commit_at_its_first_attempt_and_at_a_retry(services, unique):
     """A commit whose first attempt (sent by begin_commit, as the dual store sends it) met a retriable error does
     not send its retry once a newer commit was sent meanwhile: its older value would land last."""
@@ -202,7 +196,7 @@ def test_kafka_store_drops_an_older_commit_at_its_first_attempt_and_at_a_retry(s
 
     store = LoadingOnce(services.bootstrap_servers, g, _config(g))
     try:
-        wait_until(lambda: _fetch_works(store, tp), 60, interval=0.5, message="the group's coordinator")
+        wait_for_coordinator(store, tp)
         finish = store.begin_commit({tp: 10}, sequence=1)
         assert store.commit({tp: 20}, sequence=2).committed == {tp: 20}
         r = finish()
@@ -215,14 +209,22 @@ def test_kafka_store_drops_an_older_commit_at_its_first_attempt_and_at_a_retry(s
         store.close()
 
 
+@contextlib.contextmanager
+def _dual_store(services, zk, unique, name, kafka_class=KafkaOffsetStore):
+    """(a dual store of a new group whose coordinator answers, its 1-partition topic's partition); closed after."""
+    t = services.create_topic(unique(name), 1)
+    g = unique(name)
+    dual = DualOffsetStore(ZooKeeperOffsetStore(zk, g), kafka_class(services.bootstrap_servers, g, _config(g)))
+    try:
+        wait_for_coordinator(dual.kafka_store, (t, 0))
+        yield dual, (t, 0)
+    finally:
+        dual.close()
+
+
 @pytest.mark.parametrize("healthy", [True, False], ids=["overlapped", "sequential"])
 def test_dual_store_drops_an_older_commit_in_both_stores(services, zk, unique, healthy):
-    t = services.create_topic(unique("do"), 1)
-    tp = (t, 0)
-    g = unique("do")
-    dual = DualOffsetStore(ZooKeeperOffsetStore(zk, g), KafkaOffsetStore(services.bootstrap_servers, g, _config(g)))
-    try:
-        wait_until(lambda: _fetch_works(dual.kafka_store, tp), 60, interval=0.5, message="the group's coordinator")
+    with _dual_store(services, zk, unique, "do") as (dual, tp):
         assert dual.commit({tp: 20}, sequence=2).committed == {tp: 20}
         dual._kafka_healthy = healthy
         r = dual.commit({tp: 10}, sequence=1)
@@ -231,8 +233,6 @@ def test_dual_store_drops_an_older_commit_in_both_stores(services, zk, unique, h
         dual._kafka_healthy = healthy
         assert dual.commit({tp: 7}, sequence=3).committed == {tp: 7}
         assert dual.fetch_both([tp]) == {tp: (7, 7)}
-    finally:
-        dual.close()
 
 
 # -- a newer commit that failed does not cost an older one its write -------------------------------------------------
@@ -306,10 +306,17 @@ def flaky(services, unique):
     t = services.create_topic(unique("kf"), 1)
     g = unique("kf")
     store = _Flaky(services.bootstrap_servers, g, _config(g))
-    wait_until(lambda: _fetch_works(store, (t, 0)), 60, interval=0.5, message="the group's coordinator")
+    wait_for_coordinator(store, (t, 0))
     store.commit({(t, 0): 10}, sequence=1).raise_for_errors()
     yield store, (t, 0)
     store.close()
+
+
+def _older_commit_lands(store, tp, stored):
+    """The older commit (sequence 2, offset 50) is written, not superseded, and the store then holds *stored*."""
+    r = store.commit({tp: 50}, sequence=2)
+    assert r.committed == {tp: stored} and not r.superseded, r
+    assert store.fetch([tp]) == {tp: stored}
 
 
 def test_kafka_store_a_newer_commit_not_sent_does_not_supersede(flaky):
@@ -318,18 +325,14 @@ def test_kafka_store_a_newer_commit_not_sent_does_not_supersede(flaky):
     with pytest.raises(OffsetStoreError):
         store.commit({tp: 60}, sequence=3)
     store.down = False
-    r = store.commit({tp: 50}, sequence=2)
-    assert r.committed == {tp: 50} and not r.superseded, r
-    assert store.fetch([tp]) == {tp: 50}
+    _older_commit_lands(store, tp, 50)
 
 
 def test_kafka_store_a_newer_commit_the_broker_refused_does_not_supersede(flaky):
     store, tp = flaky
     store.refuse = 60
     assert isinstance(store.commit({tp: 60}, sequence=3).failed[tp], OffsetStoreError)
-    r = store.commit({tp: 50}, sequence=2)
-    assert r.committed == {tp: 50} and not r.superseded, r
-    assert store.fetch([tp]) == {tp: 50}
+    _older_commit_lands(store, tp, 50)
 
 
 def test_kafka_store_an_older_commit_writes_the_offset_of_a_newer_one_without_an_answer(flaky):
@@ -337,9 +340,7 @@ def test_kafka_store_an_older_commit_writes_the_offset_of_a_newer_one_without_an
     store.lose = 60
     assert isinstance(store.commit({tp: 60}, sequence=3).failed[tp], OffsetStoreError)
     store.lose = None
-    r = store.commit({tp: 50}, sequence=2)
-    assert r.committed == {tp: 60} and not r.superseded, r
-    assert store.fetch([tp]) == {tp: 60}
+    _older_commit_lands(store, tp, 60)
 
 
 def test_kafka_store_an_older_commit_writes_the_offset_of_a_newer_one_in_flight(flaky):
@@ -383,7 +384,7 @@ def test_kafka_store_keeps_what_the_broker_acknowledged_before_a_commit_raised(s
     a, b = (t, 0), (t, 1)
     store = _PartlyAcknowledged(services.bootstrap_servers, g, _config(g))
     try:
-        wait_until(lambda: _fetch_works(store, a), 60, interval=0.5, message="the group's coordinator")
+        wait_for_coordinator(store, a)
         store.commit({a: 10, b: 10}, sequence=1).raise_for_errors()
         store.mark = 100
         with pytest.raises(OffsetStoreError):
@@ -397,12 +398,7 @@ def test_kafka_store_keeps_what_the_broker_acknowledged_before_a_commit_raised(s
 
 
 def test_dual_store_sequential_a_newer_commit_kafka_did_not_take_does_not_supersede(services, zk, unique):
-    t = services.create_topic(unique("dn"), 1)
-    tp = (t, 0)
-    g = unique("dn")
-    dual = DualOffsetStore(ZooKeeperOffsetStore(zk, g), _Flaky(services.bootstrap_servers, g, _config(g)))
-    try:
-        wait_until(lambda: _fetch_works(dual.kafka_store, tp), 60, interval=0.5, message="the group's coordinator")
+    with _dual_store(services, zk, unique, "dn", _Flaky) as (dual, tp):
         assert dual.commit({tp: 10}, sequence=1).committed == {tp: 10}
         dual._kafka_healthy = False
         dual.kafka_store.down = True
@@ -411,5 +407,3 @@ def test_dual_store_sequential_a_newer_commit_kafka_did_not_take_does_not_supers
         r = dual.commit({tp: 50}, sequence=2)
         assert r.committed == {tp: 50} and not r.superseded, r
         assert dual.fetch_both([tp]) == {tp: (50, 50)}
-    finally:
-        dual.close()

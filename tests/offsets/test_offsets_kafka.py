@@ -9,7 +9,7 @@ from zkconsumer.kafka import internals as client_internals
 from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.errors import OffsetStoreError
 from zkconsumer.offsets.kafka import KafkaOffsetStore
-from tests.support.waiting import wait_until
+from tests.support.waiting import wait_for_coordinator, wait_until
 
 
 def _config(group, **over):
@@ -115,14 +115,6 @@ def test_begin_commit_sends_before_its_answer_is_asked_for(services, unique, top
     down.close()
 
 
-def _fetch_works(store, tp):
-    try:
-        store.fetch([tp])
-        return True
-    except OffsetStoreError:
-        return False
-
-
 def test_every_retry_is_fenced_again(services, unique, topic, zk):
     """A Kafka commit that must retry (coordinator loading) re-reads the owner nodes before every retry: when
     ownership moved meanwhile (our node released, a successor's created in the same session window), the retry is
@@ -153,7 +145,7 @@ def test_every_retry_is_fenced_again(services, unique, topic, zk):
     theirs = KafkaOffsetStore(services.bootstrap_servers, g, _config(g))
     store = LoadingOnce(services.bootstrap_servers, g, _config(g), zk=zk)
     try:
-        wait_until(lambda: _fetch_works(theirs, tp), 60, interval=0.5, message="the group's coordinator")
+        wait_for_coordinator(theirs, tp)
         fence = OwnershipFence(zk.client_id[0], {tp: owner})
         assert fence.verify(zk) == {}  # verified once, as the rebalancer does right after claiming
         result = store.commit({tp: 7}, fence=fence)

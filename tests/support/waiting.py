@@ -51,3 +51,17 @@ def end_process(proc: subprocess.Popen, timeout: float = 30.0,
             proc.kill()
             proc.wait(10)
     return proc.returncode
+
+
+def wait_for_coordinator(store: Any, tp: Any, timeout: float = 60.0) -> None:
+    """Wait until a Kafka offset store (``zkconsumer.offsets.kafka.KafkaOffsetStore``) reads *tp*'s offset: its
+    group's coordinator is found and loaded."""
+    from zkconsumer.errors import OffsetStoreError
+
+    def fetch_works() -> bool:
+        try:
+            store.fetch([tp])
+            return True
+        except OffsetStoreError:
+            return False
+    wait_until(fetch_works, timeout, interval=0.5, message="the group's coordinator")
