@@ -10,6 +10,13 @@
    members included; skipped with ``acl_fence=False``) and the phase record gets the fence (zkconsumer members
    refuse to join, ``cutover.fence``); then look once more (a member that registered before the ACL changed);
 4. ready = no owner, no member, nothing left to copy (and, with ``execute``, the fence in place).
+
+A group not yet fenced in which broker-coordinated consumers run, or have run and left Kafka's offsets ahead of
+ZooKeeper's, is not ready: they started before cutover said READY, so not from ZooKeeper's offsets. The second
+test reads the broker-side group's protocol type, which ZooKeeper members committing to Kafka
+(``offsets.storage=kafka``) never set: a group that had broker-coordinated consumers once, was rolled back, and then
+ran ZooKeeper members on Kafka storage is refused too (``copy --allow-rewind`` then re-reads from ZooKeeper's frozen
+offsets: duplicates, not loss).
 """
 from __future__ import annotations
 
@@ -77,6 +84,7 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
         return out
     # the new consumers must start only once this is READY: running already (and the group not yet cut over), they
     # began where Kafka's offsets said, or at auto.offset.reset where it had none, not where ZooKeeper's say
+    broker = None
     if gofs.bootstrap_servers and _not_fenced_yet(zk, group):
         broker = describe_broker_group(gofs.bootstrap_servers, group, security=gofs.security)
         if broker.active:
@@ -92,6 +100,22 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
     both, gone = split_gone(zk, gofs.read_all(topics))
     out.update(skipped_report(gofs, gone))
     out["unreadable"] = gofs.unreadable_report()
+    # stopped since, they left Kafka's offsets past ZooKeeper's: a cutover now would fence and hand the group over
+    # at the records they skipped
+    early = {tp: (z, k) for tp, (z, k) in both.items() if z is not None and k is not None and k > z}
+    if broker is not None and broker.consumers_joined and early:
+        out["ready"] = False
+        out["kafka_ahead"] = {"%s-%d" % tp: {"zookeeper": z, "kafka": k} for tp, (z, k) in sorted(early.items())}
+        out["reason"] = ("broker-coordinated consumers have run in group %s (%s, state %s now) although it is not cut "
+                         "over, and Kafka's offsets of %d partition(s) are ahead of ZooKeeper's (%s): they started "
+                         "before cutover was READY, from Kafka's offsets or auto.offset.reset, not from ZooKeeper's, "
+                         "and may have skipped records; nothing was written. Keep them stopped, run 'zkmigrate copy "
+                         "--group %s --allow-rewind --execute' (Kafka's offsets set to ZooKeeper's, also backwards: "
+                         "records they skipped are read, what they read is read again), then cutover again"
+                         % (group, broker.describe_protocol(), broker.state, len(early), ", ".join(
+                             "%s-%d: Kafka %d, ZooKeeper %d" % (tp + (k, z)) for tp, (z, k) in sorted(early.items())[:3]),
+                            group))
+        return out
     source = {tp: z for tp, (z, k) in both.items() if z is not None}
     plan = plan_copy(source, {tp: k for tp, (z, k) in both.items()}, allow_rewind=False)
     todo = plan["write"]

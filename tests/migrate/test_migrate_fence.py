@@ -418,3 +418,47 @@ def test_cutover_is_not_ready_when_the_broker_coordinated_consumers_started_firs
         assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
     finally:
         ks.close()
+
+
+def test_cutover_is_not_ready_when_broker_coordinated_consumers_ran_and_stopped_before_it(services, zk, unique,
+                                                                                         tmp_path):
+    """The new consumers were started before cutover (at auto.offset.reset=latest: they committed the log end, 10,
+    past ZooKeeper's 3) and stopped again before cutover ran, or after its refusal. The broker-side group is Empty:
+    cutover must still not fence and say READY over the records 3..9 they skipped. Its printed command, then cutover
+    again: READY at ZooKeeper's offsets. Kafka ahead of ZooKeeper from commits alone (ZooKeeper members with
+    offsets.storage=kafka, no broker-coordinated consumer) stays READY."""
+    import re
+    import shlex
+    from confluent_kafka import TopicPartition
+    from zkconsumer.kafka.broker_group import describe_broker_group
+    from zkconsumer_migrate import state
+    from zkconsumer_migrate.fence import fenced_ids_node
+    t, g = _group_with_offsets(services, zk, unique, "fs")
+    kc = _broker_consumer(services, g, t, "latest")
+    try:
+        kc.commit(offsets=[TopicPartition(t, p, 10) for p in (0, 1)], asynchronous=False)
+    finally:
+        kc.close()
+    wait_until(lambda: not describe_broker_group(services.bootstrap_servers, g).active, 60, interval=0.5,
+               message="the broker-side group to be empty")
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code != 0 and not out["ready"] and "Kafka 10, ZooKeeper 3" in out["reason"], out
+    assert state.fence_of(state.read_phase(zk, g)) is None and fenced_ids_node(zk, g) is None
+    [command] = re.findall(r"'(zkmigrate copy [^']*)'", out["reason"])
+    zkmigrate_json(services, *shlex.split(command)[1:], expect=0)
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 0 and out["ready"], out
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
+    finally:
+        ks.close()
+    # the Kafka phase: ZooKeeper-coordinated members commit to Kafka only, past ZooKeeper's frozen offsets
+    t2, g2 = _group_with_offsets(services, zk, unique, "fz")
+    ks = KafkaOffsetStore(services.bootstrap_servers, g2)
+    try:
+        ks.commit({(t2, 0): 7, (t2, 1): 7}).raise_for_errors()
+    finally:
+        ks.close()
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g2, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 0 and out["ready"], out
