@@ -418,3 +418,26 @@ def test_cutover_is_not_ready_when_the_broker_coordinated_consumers_started_firs
         assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
     finally:
         ks.close()
+
+
+def test_a_rollback_after_a_partial_cutover_lifts_the_fence(services, zk, unique, tmp_path):
+    """A member registered just before the fence (cutover: not ready, the fence stays) consumed on and committed to
+    ZooKeeper; the operator stops it and gives the cutover up with a rollback: it must lift the fence and leave
+    ZooKeeper where the member stopped (ahead of what the cutover copied to Kafka), not refuse as a rewind."""
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fp")
+    cid = g + "_back-1-abcdef12"
+
+    def on_message(msg):
+        if msg.startswith("fencing") and not group_members(zk, g):
+            _register(zk, g, t, cid)
+    out = _cutover_with(services, zk, g, on_message, tmp_path)
+    assert out["ready"] is False and "came back" in out["reason"], out
+    assert state.fence_of(state.read_phase(zk, g)) is not None
+    # the member that came back consumes and commits (ZooKeeper storage), then is stopped
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 8, (t, 1): 9}).raise_for_errors()
+    zk.delete(paths.consumer_registration_path(g, cid))
+    code, out, err = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 0 and out["ok"], (code, out)
+    assert state.fence_of(state.read_phase(zk, g)) is None
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 9}
