@@ -441,3 +441,38 @@ def test_a_rollback_after_a_partial_cutover_lifts_the_fence(services, zk, unique
     assert code == 0 and out["ok"], (code, out)
     assert state.fence_of(state.read_phase(zk, g)) is None
     assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 9}
+
+
+def test_undoing_a_rollback_keeps_the_old_deployment_out(services, zk, unique, procs, jvm_cp, tmp_path):
+    """After a cutover the new consumers consume on (Kafka ahead of ZooKeeper's frozen offsets); a rollback copies
+    their offsets into ZooKeeper and lifts the fence, and prints how to undo it. Undoing it ('zkmigrate restore' of
+    the backup it printed: the group goes back to the broker-coordinated consumers) puts ZooKeeper's frozen offsets
+    back: the group must be fenced again (or the restore refused), or an old Scala deployment restarting joins and
+    consumes again everything the new consumers consumed."""
+    t, g = _group_with_offsets(services, zk, unique, "fu")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    # the new consumers consumed every record and stopped (the broker-side group is Empty)
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.commit({(t, 0): 10, (t, 1): 10}).ok
+    finally:
+        ks.close()
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    assert rb["fence_lifted"]["changed"]
+    manifest = [p for p in rb["backup"] if p.endswith(".json")][0]
+    code, rs, _ = zkmigrate_json(services, "restore", manifest, "--execute", "--backup-dir", str(tmp_path))
+    from zkconsumer_migrate.fence import fenced_ids_node
+    from zkconsumer_migrate import state
+    fenced = state.fence_of(state.read_phase(zk, g)) is not None or fenced_ids_node(zk, g) is not None
+    zk_now = ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)])
+    # the old Scala deployment restarts
+    old = JvmMember(services, g, [t], jvm_cp, consumer_id="jvm", props=DEFAULTS, workdir=str(tmp_path))
+    procs.append(old)
+    wait_until(lambda: len(old.seen(t)) >= 14 or any("NoAuth" in ln for ln in old.log) or not old.alive(), 90,
+               message="the Scala member to join or be refused")
+    seen = sorted(old.seen(t))
+    old.kill()
+    assert (code != 0 or fenced) and not seen, (
+        "restore exit %d, fenced %s, ZooKeeper offsets %s; the Scala member consumed again %d record(s) the new "
+        "consumers had consumed: %s" % (code, fenced, zk_now, len(seen), seen))
