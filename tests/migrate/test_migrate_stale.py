@@ -129,3 +129,32 @@ def test_frozen_zookeeper_offsets_after_the_kafka_offsets_expired(own, unique, t
         zkmigrate_json(own, "verify", "--group", recorded, "--phase", "zookeeper", expect=0)
     finally:
         zkmod.close(zk)
+
+
+def test_undoing_a_cutover_whose_offsets_expired_before_the_new_consumers_started(own, unique, tmp_path):
+    """migration.md, "After cutover": the new consumers never started, and the offsets the cutover wrote to Kafka
+    expired meanwhile (offsets.retention.minutes=1 here, 7 days by default; cutover warns when). The runbook that
+    undoes the cutover (restore the backup it printed, then rollback --execute) must give the group back to its
+    ZooKeeper members at the offsets they stopped at: nobody consumed since, ZooKeeper's offsets are not frozen
+    (the removed Kafka offsets were the very same values the cutover copied from them)."""
+    t = own.create_topic(unique("uc"), 2)
+    from zkconsumer.local import tools
+    for p in (0, 1):
+        tools.produce(own.bootstrap_servers, t, 20, partition=p)
+    zk = zkmod.connect(own.zookeeper_connect)
+    g = unique("uc-g")
+    try:
+        # a stopped group on ZooKeeper storage, cut over
+        ZooKeeperOffsetStore(zk, g).commit({(t, 0): 7, (t, 1): 9}).raise_for_errors()
+        code, co, _ = zkmigrate_json(own, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                     expect=0)
+        manifest = [p for p in co["backup"] if p.endswith(".json")][0]
+        wait_until(lambda: all(r["kafka_offset"] is None
+                               for r in zkmigrate_json(own, "status", "--group", g, expect=0)[1]["partitions"]),
+                   150, "the Kafka offsets to expire (offsets.retention.minutes=1)", interval=2)
+        zkmigrate_json(own, "restore", manifest, "--execute", "--backup-dir", str(tmp_path), expect=0)
+        code, rb, _ = zkmigrate_json(own, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+        assert code == 0 and rb.get("fence_lifted"), (code, rb.get("refused"), rb.get("warnings"))
+        assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 7, (t, 1): 9}
+    finally:
+        zkmod.close(zk)
