@@ -222,6 +222,13 @@ def restore_result(out: dict) -> None:
                                                                            out["deleted"]))
     else:
         click.echo("dry run: %d change(s), nothing written (add --execute)" % n)
+    put_back = out.get("fence_put_back")
+    if put_back and out["execute"] and "fence" in put_back:
+        click.echo("put back the cutover fence of group %s that the rollback lifted: %s ('zkmigrate rollback --group "
+                   "%s --execute' lifts it)" % (out["group"], ", ".join(
+                       h for h, on in (("%s has no create right" % put_back["path"], put_back["changed"]),
+                                       ("the fence recorded", put_back["record"])) if on) or "in place already",
+                                                out["group"]))
     backup_paths(out["backup"])
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)

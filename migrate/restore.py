@@ -23,8 +23,11 @@ offset node's ``mtime``; Kafka: the commit's timestamp in the group's partition 
 commit after the backup's ``taken_at``, or one whose time cannot be read, refuses the whole restore (nothing written)
 unless *discard_newer*: each such offset is listed in ``newer`` with its time and what the restore would do to it.
 
-The cutover fence is not changed: after restoring a backup taken before ``cutover``, the group is still marked cut
-over until a ``zkmigrate rollback --execute`` lifts the mark (the report warns). A restore that deleted Kafka
+The cutover fence is not lifted: after restoring a backup taken before ``cutover``, the group is still marked cut
+over until a ``zkmigrate rollback --execute`` lifts the mark (the report warns). A backup taken by a rollback that
+lifted the fence (its ``lifts_fence``) puts it back, as cutover sets it (:func:`_put_fence_back`): undoing that
+rollback gives the group back to the broker-coordinated consumers, and ZooKeeper's frozen offsets it restores must
+not be joined by an old member. A restore that deleted Kafka
 offsets records the phase ``restore`` (fence kept): the recorded Kafka phase said that every partition has kept a
 Kafka offset since then (:func:`~.state.kafka_only_since`, the stale-offset checks' evidence), which is no longer
 so; left in place, it would make that rollback refuse the ZooKeeper offsets the restore left as "frozen".
@@ -162,6 +165,16 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         out["warnings"].append("group %s is still marked cut over (ZooKeeper members refuse to join it): "
                                "'zkmigrate rollback --group %s --execute' lifts the mark" % (gofs.group, gofs.group))
     refused = bool(out["newer"]) and not discard_newer
+    refence = _fence_to_put_back(gofs, backup)
+    if refence:
+        out["fence_put_back"] = {"execute": execute, "ids_acl": refence["ids_acl"], "record": refence["record"]}
+        if not execute:
+            out["warnings"].append("group %s: the backup was taken by a rollback that lifted the cutover fence; "
+                                   "--execute puts it back (%s)" % (gofs.group, _halves(gofs.group, refence)))
+    if execute and not refused and refence:
+        gofs.check_lock()
+        # fenced before the offsets go back: no member may join at the offsets being restored
+        out["fence_put_back"].update(_put_fence_back(gofs, backup, refence))
     if execute and not refused and any(plan[s]["set"] or plan[s]["delete"] for s in STORES):
         gofs.check_lock()
         out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, current,
@@ -180,7 +193,44 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                     out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "restore", "zkmigrate restore")
             out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
         _remove_empty_topic_nodes(gofs, backup)
+    if execute and not refused and refence and refence["record"]:
+        # recorded after the offsets were written: the run of Kafka-only records starts after ZooKeeper's last write
+        # (ZooKeeper offsets written before it, without a Kafka one, count as frozen again)
+        out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "cutover", "zkmigrate restore",
+                                                   fence=out["fence_put_back"]["fence"])
     out["ok"] = not (out["failed"] or out["unreadable"] or refused)
+    return out
+
+
+def _fence_to_put_back(gofs, backup: Backup) -> Optional[dict]:
+    """The halves of the fence the backed-up rollback lifted that the group lacks now: ``{"ids_acl": bool,
+    "record": bool}``, or None."""
+    from .fence import fenced_ids_node
+    lifted = backup.lifts_fence
+    if not lifted:
+        return None
+    want = {"ids_acl": bool(lifted["ids_acl"]) and fenced_ids_node(gofs.zk, gofs.group) is None,
+            "record": lifted["record"] is not None and state.fence_of(state.read_phase(gofs.zk, gofs.group)) is None}
+    return want if any(want.values()) else None
+
+
+def _halves(group: str, want: dict) -> str:
+    return " and ".join(h for h, on in (("the create right taken off /consumers/%s/ids" % group, want["ids_acl"]),
+                                         ("the fence recorded", want["record"])) if on)
+
+
+def _put_fence_back(gofs, backup: Backup, want: dict) -> dict:
+    """Take the create right off ``ids`` (if the backup says it was off) and return the fence to record: the one
+    the rollback lifted, with the ACL saved now when this changed it. FenceError when ZooKeeper refuses."""
+    from .fence import set_fence
+    fence = dict(backup.lifts_fence["record"] or {})
+    out = {"path": None, "changed": False}
+    if want["ids_acl"]:
+        acl = set_fence(gofs.zk, gofs.group)
+        out.update(path=acl["path"], changed=acl["changed"])
+        if acl["ids_acl"] is not None:
+            fence["ids_acl"] = acl["ids_acl"]
+    out["fence"] = fence or None
     return out
 
 

@@ -100,13 +100,16 @@ def apply_copy(store, offsets: Dict[TP, int], progress: Optional[Callable[[int],
 
 
 def backup_and_write(gofs, both: Dict[TP, Tuple[Optional[int], Optional[int]]], writes: Dict[str, Dict[TP, int]],
-                     backup_dir: Optional[str] = None) -> Tuple[list, Dict[str, Dict[TP, str]]]:
+                     backup_dir: Optional[str] = None,
+                     lifts_fence: Optional[dict] = None) -> Tuple[list, Dict[str, Dict[TP, str]]]:
     """The write step of every command that changes offsets: back up both stores (*both*, as read before planning)
     to *backup_dir* (default: :func:`state.default_backup_dir`), then write ``writes`` (``{store name: {tp:
-    offset}}``) store by store. Returns (the backup's paths, ``{store name: {tp: error}}`` for each store written)."""
+    offset}}``) store by store (*lifts_fence*: the fence the command lifts after, kept in the backup). Returns (the
+    backup's paths, ``{store name: {tp: error}}`` for each store written)."""
     gofs.check_lock()
     backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both,
-                          by="zkmigrate %s" % gofs.lock.command if gofs.lock is not None else None, writes=writes)
+                          by="zkmigrate %s" % gofs.lock.command if gofs.lock is not None else None, writes=writes,
+                          lifts_fence=lifts_fence)
     return backup, {name: apply_copy(gofs.store(name), todo) for name, todo in writes.items() if todo}
 
 
@@ -115,10 +118,11 @@ def _name(tp: TP) -> str:
 
 
 def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bool = False, force: bool = False,
-               backup_dir: Optional[str] = None, topics=(), allow_stale: bool = False) -> dict:
+               backup_dir: Optional[str] = None, topics=(), allow_stale: bool = False,
+               lifts_fence: Optional[dict] = None) -> dict:
     """Copy the group's offsets from store *src* to store *dst* (``zookeeper`` or ``kafka``) under the rules above;
-    a dry run unless *execute*. ``ok`` is false when anything was left behind (a skipped rewind, a failed write, a
-    refused stale offset)."""
+    a dry run unless *execute* (*lifts_fence*: what the rollback lifts after, for the backup). ``ok`` is false when
+    anything was left behind (a skipped rewind, a failed write, a refused stale offset)."""
     from .stale import check_to_kafka, check_to_zookeeper
     what = "copy" if dst == "kafka" else "roll back"
     members = check_no_live_members(gofs.zk, gofs.group, force, what)
@@ -143,7 +147,7 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
         out["refused"] = {_name(tp): why for tp, why in check.refused.items()}
         out["unchecked"] = [_name(tp) for tp in check.unchecked]
     if execute and todo and not out["refused"]:
-        out["backup"], errors = backup_and_write(gofs, both, {dst: todo}, backup_dir)
+        out["backup"], errors = backup_and_write(gofs, both, {dst: todo}, backup_dir, lifts_fence)
         failed = errors[dst]
         out["failed"] = {_name(tp): e for tp, e in failed.items()}
         out["written"] = len(todo) - len(failed)
@@ -160,11 +164,14 @@ def rollback_group(gofs, execute: bool = False, allow_rewind: bool = False, forc
     (:mod:`.fence`) and ZooKeeper members may join again. The dry run says whether it would lift one."""
     from .fence import fenced_ids_node, lift_fence
     from .status import unrecorded_fence_warning
-    out = copy_group(gofs, "kafka", "zookeeper", execute, allow_rewind, force, backup_dir, topics, allow_stale)
     fence = state.fence_of(state.read_phase(gofs.zk, gofs.group))
+    ids = fenced_ids_node(gofs.zk, gofs.group)
+    # the backup keeps the fence lifted below: restoring it (undoing this rollback) puts the fence back
+    lifts = {"record": fence, "ids_acl": ids is not None} if fence is not None or ids else None
+    out = copy_group(gofs, "kafka", "zookeeper", execute, allow_rewind, force, backup_dir, topics, allow_stale, lifts)
     out["fence"] = fence
     # an ACL fence without a recorded one: a cutover that stopped between its two writes; lifted all the same
-    acl_only = fence is None and fenced_ids_node(gofs.zk, gofs.group)
+    acl_only = ids if fence is None else None
     if not execute:
         if fence is not None:
             out["warnings"].append("group %s is fenced (cut over %s by %s): 'rollback --execute' lifts the fence "
