@@ -100,6 +100,9 @@ def copy_result(out: dict) -> None:
     for t, r in sorted(out["skipped_rewind"].items()):
         click.echo("  skipped %s: %s has %d, source %d (would move backwards; --allow-rewind)"
                    % (t, out["to"], r["destination"], r["source"]), err=True)
+    for t, r in sorted((out.get("kept_ahead") or {}).items()):
+        click.echo("  kept %s: zookeeper has %d, ahead of kafka's %d (where the group stopped last)"
+                   % (t, r["zookeeper"], r["kafka"]))
     backup_paths(out["backup"])
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)

@@ -176,10 +176,12 @@ def to_kafka_refusals(group: str, todo: Dict[TP, int], both: Dict[TP, tuple], ev
 def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], frozen_since: Optional[int],
                           retention: Optional[Retention], now_ms: Optional[float] = None,
                           keep: str = "--allow-stale to roll back anyway",
-                          restored_at: Optional[int] = None) -> Dict[TP, str]:
+                          restored_at: Optional[int] = None, keep_ahead: bool = False) -> Dict[TP, str]:
     """Of the partitions a rollback (Kafka -> ZooKeeper) handles, the ones refused, with why: a Kafka offset beyond
-    the log end, or a ZooKeeper offset kept (no Kafka offset) that is frozen, older than the retention (when it is
-    not known, the assumed shortest one), or of an earlier topic.
+    the log end, a ZooKeeper offset kept (no Kafka offset) that is frozen, older than the retention (when it is
+    not known, the assumed shortest one), or of an earlier topic, and (*keep_ahead*) a ZooKeeper offset kept ahead
+    of Kafka's that is beyond the log end or of an earlier topic (Kafka's own offset is smaller: ZooKeeper's is not
+    frozen behind it).
 
     *restored_at*: when a restore last put the group's offsets back (:func:`.state.restored_since`). Within one
     retention of it, a Kafka offset committed since would still be there, so a missing one did not expire and the
@@ -196,6 +198,17 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
         if kafka is not None and e.log_end is not None and kafka > e.log_end:
             why = ("group %s, %s-%d: its Kafka offset %d is beyond the log end %d (the topic was created again, or "
                    "the log truncated): the consumers would reset" % (group, tp[0], tp[1], kafka, e.log_end))
+        elif keep_ahead and kafka is not None and zk_off is not None and zk_off > kafka:
+            if e.log_end is not None and zk_off > e.log_end:
+                why = ("group %s, %s-%d: its ZooKeeper offset %d, kept ahead of Kafka's %d, is beyond the log end %d "
+                       "(the topic was created again, or the log truncated): the consumers would reset"
+                       % (group, tp[0], tp[1], zk_off, kafka, e.log_end))
+            else:
+                why = _predates(group, tp, zk_off, e)
+            if why is not None:
+                out[tp] = "%s. %s" % (why, _ways(group, tp, "zookeeper", keep, "'--allow-rewind' to take Kafka's "
+                                                 "offset %d, " % kafka))
+                continue
         elif kafka is None and zk_off is not None:
             why = _predates(group, tp, zk_off, e)
             if why is None and frozen_since is not None and e.zk_mtime is not None and e.zk_mtime < frozen_since:
@@ -278,9 +291,10 @@ def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleChe
     return StaleCheck(to_kafka_refusals(gofs.group, todo, both, ev, frozen_since, unchecked), notes, sorted(unchecked))
 
 
-def check_to_zookeeper(gofs, both: Dict[TP, tuple]) -> StaleCheck:
-    """The refusals of a rollback of the partitions *both* (Kafka -> ZooKeeper); when the retention cannot be read,
-    the shortest default is taken (more ZooKeeper offsets count as too old to keep) and a note says so."""
+def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> StaleCheck:
+    """The refusals of a rollback of the partitions *both* (Kafka -> ZooKeeper; *keep_ahead*: ZooKeeper offsets
+    ahead of Kafka's are kept, without ``--allow-rewind``); when the retention cannot be read, the shortest default
+    is taken (more ZooKeeper offsets count as too old to keep) and a note says so."""
     from zkconsumer.tools import groups as zkgroups
     from . import state
     if not both:
@@ -291,5 +305,5 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple]) -> StaleCheck:
     kept = [tp for tp, (z, k) in both.items() if k is None and z is not None]
     retention = _retention(gofs) if kept else None
     refused = to_zookeeper_refusals(gofs.group, both, ev, state.kafka_only_since(rec), retention,
-                                    restored_at=state.restored_since(rec))
+                                    restored_at=state.restored_since(rec), keep_ahead=keep_ahead)
     return StaleCheck(refused, _retention_note(retention) if retention is not None else [], [])

@@ -3,7 +3,9 @@
 Rules (all checked before anything is written):
 
 * never move an offset backwards: a partition whose destination offset is greater than the source's is skipped
-  (reported in ``skipped_rewind``) unless ``allow_rewind``;
+  (reported in ``skipped_rewind``) unless ``allow_rewind``; for a rollback that is no failure: a ZooKeeper offset
+  ahead of Kafka's is kept (``kept_ahead``: the consumers that return resume where the group stopped last, in
+  either store) unless it is stale (beyond the log end, of an earlier topic);
 * refuse (:class:`GroupConflictError`) while ZooKeeper members are live (children of ``/consumers/G/ids``): they
   commit concurrently and one of the two writes would be lost; ``force`` overrides;
 * ``copy``, ``rollback`` and ``import`` refuse while the broker-side group is active (broker-coordinated consumers
@@ -133,16 +135,21 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
     decision = plan_copy(source, {tp: v[j] for tp, v in both.items()}, allow_rewind)
     todo = decision["write"]
     rewind = decision["rewind"]
+    ahead: Dict[TP, Tuple[int, int]] = {}
+    if dst == "zookeeper" and not allow_rewind:
+        # ZooKeeper is where the group stopped last (a member on ZooKeeper storage ran after Kafka's last commit)
+        ahead, rewind = rewind, {}
     out = {"group": gofs.group, "from": src, "to": dst, "execute": execute, "live_members": members,
            "to_write": {_name(tp): o for tp, o in todo.items()},
            "unchanged": len(decision["unchanged"]),
            "skipped_rewind": {} if allow_rewind else
            {_name(tp): {"destination": d, "source": s} for tp, (d, s) in rewind.items()},
            "rewound": {_name(tp): {"from": d, "to": s} for tp, (d, s) in rewind.items()} if allow_rewind else {},
+           "kept_ahead": {_name(tp): {"zookeeper": d, "kafka": s} for tp, (d, s) in ahead.items()},
            "backup": [], "failed": {}, "written": 0, "refused": {}, "unreadable": gofs.unreadable_report()}
     out.update(skipped_report(gofs, gone))
     if not allow_stale:
-        check = check_to_kafka(gofs, todo, both) if dst == "kafka" else check_to_zookeeper(gofs, both)
+        check = check_to_kafka(gofs, todo, both) if dst == "kafka" else check_to_zookeeper(gofs, both, keep_ahead=not allow_rewind)
         out["warnings"] += check.notes
         out["refused"] = {_name(tp): why for tp, why in check.refused.items()}
         out["unchecked"] = [_name(tp) for tp in check.unchecked]

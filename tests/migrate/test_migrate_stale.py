@@ -73,6 +73,24 @@ def test_a_recreated_topic_keeps_its_old_offsets_out(services, zk, unique, tmp_p
         ks.close()
 
 
+def test_a_rollback_keeps_a_zookeeper_offset_ahead_of_kafka_only_when_it_is_not_stale():
+    """ZooKeeper ahead of Kafka (a member on ZooKeeper storage ran after Kafka's last commit): the rollback keeps it;
+    beyond the log end, or written before the topic was created, it is refused, naming --allow-rewind (take
+    Kafka's) besides the usual ways out; with --allow-rewind (keep_ahead off) only Kafka's offset is checked."""
+    from zkconsumer_migrate.stale import Evidence, to_zookeeper_refusals
+    both = {("t", 0): (8, 5), ("t", 1): (40, 5), ("t", 2): (9, 5)}
+    ev = {("t", 0): Evidence(zk_mtime=2000, topic_ctime=1000, log_end=30),
+          ("t", 1): Evidence(zk_mtime=2000, topic_ctime=1000, log_end=30),
+          ("t", 2): Evidence(zk_mtime=500, topic_ctime=1000, log_end=30)}
+    refused = to_zookeeper_refusals("g", both, ev, None, None, keep_ahead=True)
+    assert set(refused) == {("t", 1), ("t", 2)}, refused
+    assert "ZooKeeper offset 40, kept ahead of Kafka's 5, is beyond the log end 30" in refused[("t", 1)]
+    assert "before topic t was created" in refused[("t", 2)]
+    for why in refused.values():
+        assert "'--allow-rewind' to take Kafka's offset 5" in why and "--allow-stale" in why, why
+    assert to_zookeeper_refusals("g", both, ev, None, None, keep_ahead=False) == {}
+
+
 own = own_cluster_fixture("stale", broker_config={"offsets.retention.minutes": 1,
                                                    "offsets.retention.check.interval.ms": 1000})
 
