@@ -183,6 +183,10 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
     of Kafka's that is beyond the log end or of an earlier topic (Kafka's own offset is smaller: ZooKeeper's is not
     frozen behind it).
 
+    A frozen or old ZooKeeper offset is kept all the same when *ev* holds the Kafka offset the broker removed (its last
+    commit in ``__consumer_offsets``) and it is not greater: Kafka never went past ZooKeeper's offset (a cutover whose
+    copies expired before any consumer committed).
+
     *restored_at*: when a restore last put the group's offsets back (:func:`.state.restored_since`). Within one
     retention of it, a Kafka offset committed since would still be there, so a missing one did not expire and the
     ZooKeeper offset the restore left is kept whatever its age (the runbook that undoes a cutover: restore, then
@@ -211,12 +215,15 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
                 continue
         elif kafka is None and zk_off is not None:
             why = _predates(group, tp, zk_off, e)
-            if why is None and frozen_since is not None and e.zk_mtime is not None and e.zk_mtime < frozen_since:
+            if why is None and e.removed is not None and e.removed[0] is not None and e.removed[0] <= zk_off:
+                # the last Kafka commit the broker removed was not past ZooKeeper's offset: Kafka never moved on
+                pass
+            elif why is None and frozen_since is not None and e.zk_mtime is not None and e.zk_mtime < frozen_since:
                 why = ("group %s, %s-%d: Kafka holds no offset for it, although the group has kept every offset in "
                        "Kafka since %s (recorded phase); ZooKeeper keeps %d, last written %s: frozen since then, and "
                        "the rollback would resume there" % (group, tp[0], tp[1], iso(frozen_since), zk_off,
                                                             iso(e.zk_mtime)))
-            if why is None and retention_ms is not None and e.zk_mtime is not None \
+            elif why is None and retention_ms is not None and e.zk_mtime is not None \
                     and now - e.zk_mtime > retention_ms:
                 why = ("group %s, %s-%d: Kafka holds no offset for it and ZooKeeper keeps %d, last written %s (%s "
                        "ago, longer than %s): if the group committed to Kafka since, that offset expired, and the "
@@ -304,6 +311,19 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
     ev = evidence(gofs, both, end)
     kept = [tp for tp, (z, k) in both.items() if k is None and z is not None]
     retention = _retention(gofs) if kept else None
-    refused = to_zookeeper_refusals(gofs.group, both, ev, state.kafka_only_since(rec), retention,
-                                    restored_at=state.restored_since(rec), keep_ahead=keep_ahead)
+    args = (state.kafka_only_since(rec), retention)
+    kw = dict(restored_at=state.restored_since(rec), keep_ahead=keep_ahead)
+    refused = to_zookeeper_refusals(gofs.group, both, ev, *args, **kw)
+    doubted = [tp for tp in kept if tp in refused]
+    if doubted:
+        # the Kafka offsets the broker removed may show that Kafka never went past ZooKeeper's; unread, the
+        # refusals stand
+        from zkconsumer.errors import ClusterUnavailableError
+        from zkconsumer.offsets.expiry import read_commit_log
+        try:
+            removed = read_commit_log(gofs.bootstrap_servers, gofs.group, doubted, security=gofs.security)
+        except ClusterUnavailableError:
+            removed = {}
+        if any(c.removed and c.offset is not None for c in removed.values()):
+            refused = to_zookeeper_refusals(gofs.group, both, evidence(gofs, both, end, removed), *args, **kw)
     return StaleCheck(refused, _retention_note(retention) if retention is not None else [], [])

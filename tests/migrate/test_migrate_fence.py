@@ -298,13 +298,15 @@ def test_a_verify_of_another_phase_keeps_the_fenced_groups_kafka_evidence(servic
         code, rep, _ = zkmigrate_json(services, "verify", "--groups-matching", g, "--phase", *phase, expect=0)
         assert rep["groups"][0]["recorded_phase"]["phase"] == phase[0]
         assert state.fence_of(state.read_phase(zk, g)) is not None
-        # the group's Kafka offsets are removed (as after offsets.retention.minutes without a commit)
+        # the new consumers commit past ZooKeeper's offsets and stop; then the group's Kafka offsets are removed (as
+        # after offsets.retention.minutes without a commit)
         ks = KafkaOffsetStore(services.bootstrap_servers, g)
         try:
+            assert ks.commit({(t, 0): 8, (t, 1): 9}).ok
             assert set(ks.delete_offsets(parts).committed) == set(parts) and ks.fetch(parts) == {}
         finally:
             ks.close()
-        # ZooKeeper still holds the offsets of before the cutover: how far the new consumers got is unknown
+        # ZooKeeper still holds the offsets of before the cutover, frozen behind what the new consumers committed
         code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir",
                                      str(tmp_path), expect=1)
         assert set(rb["refused"]) == {"%s-0" % t, "%s-1" % t}, (phase, rb)

@@ -91,6 +91,28 @@ def test_a_rollback_keeps_a_zookeeper_offset_ahead_of_kafka_only_when_it_is_not_
     assert to_zookeeper_refusals("g", both, ev, None, None, keep_ahead=False) == {}
 
 
+def test_a_removed_kafka_offset_not_past_zookeeper_clears_a_frozen_looking_one():
+    """A rollback finds no Kafka offset and a ZooKeeper offset that the phase record (or its age) calls frozen: the
+    Kafka offset the broker removed, read from __consumer_offsets, decides. Not greater than ZooKeeper's (a cutover's
+    copy that expired unused): kept. Greater (consumers went on in Kafka): refused. Not known: refused."""
+    from zkconsumer.offsets.expiry import Retention
+    from zkconsumer_migrate.stale import Evidence, to_zookeeper_refusals
+    now, day = 1767225600000, 86400000
+    both = {("t", 0): (7, None)}
+
+    def refused(removed, frozen_since=now - day, retention=None):
+        ev = {("t", 0): Evidence(zk_mtime=now - 2 * day, topic_ctime=now - 3 * day, log_end=20, removed=removed)}
+        return to_zookeeper_refusals("g", both, ev, frozen_since, retention, now_ms=now)
+    assert refused((7, now - 2 * day)) == {}
+    assert refused((7, now - 2 * day), None, Retention(day)) == {}
+    assert "frozen since then" in refused((15, now - day))[("t", 0)]
+    assert "frozen since then" in refused(None)[("t", 0)]
+    assert "frozen since then" in refused((None, None))[("t", 0)]
+    assert "longer than" in refused(None, None, Retention(day))[("t", 0)]
+    early = {("t", 0): Evidence(zk_mtime=now - 2 * day, topic_ctime=now - day, removed=(7, now))}
+    assert "earlier topic" in to_zookeeper_refusals("g", both, early, None, None, now_ms=now)[("t", 0)]
+
+
 own = own_cluster_fixture("stale", broker_config={"offsets.retention.minutes": 1,
                                                    "offsets.retention.check.interval.ms": 1000})
 
