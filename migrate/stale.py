@@ -214,7 +214,12 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
                                                  "offset %d, " % kafka))
                 continue
         elif kafka is None and zk_off is not None:
-            why = _predates(group, tp, zk_off, e)
+            if e.log_end is not None and zk_off > e.log_end:
+                why = ("group %s, %s-%d: Kafka holds no offset for it and its ZooKeeper offset %d is beyond the log "
+                       "end %d (the topic was created again, or the log truncated): the consumers would reset"
+                       % (group, tp[0], tp[1], zk_off, e.log_end))
+            if why is None:
+                why = _predates(group, tp, zk_off, e)
             if why is None and e.removed is not None and e.removed[0] is not None and e.removed[0] <= zk_off:
                 # the last Kafka commit the broker removed was not past ZooKeeper's offset: Kafka never moved on
                 pass

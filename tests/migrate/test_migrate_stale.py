@@ -198,3 +198,13 @@ def test_undoing_a_cutover_whose_offsets_expired_before_the_new_consumers_starte
         assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 7, (t, 1): 9}
     finally:
         zkmod.close(zk)
+
+
+def test_a_kept_zookeeper_offset_beyond_the_log_end_is_refused_whatever_kafka_removed():
+    """No Kafka offset, ZooKeeper at 3, the log ending at 2: a removed Kafka commit not past 3 clears the frozen
+    evidence, not the log end (the consumers would reset)."""
+    from zkconsumer_migrate.stale import Evidence, to_zookeeper_refusals
+    now, day = 1767225600000, 86400000
+    ev = {("t", 0): Evidence(zk_mtime=now - 2 * day, topic_ctime=now - 3 * day, log_end=2, removed=(3, now - day))}
+    refused = to_zookeeper_refusals("g", {("t", 0): (3, None)}, ev, now - day, None, now_ms=now)
+    assert "beyond the log end 2" in refused[("t", 0)], refused
