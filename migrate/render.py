@@ -98,8 +98,9 @@ def copy_result(out: dict) -> None:
     for t, o in sorted(out["to_write"].items()):
         click.echo("  %s -> %d" % (t, o))
     for t, r in sorted(out["skipped_rewind"].items()):
-        click.echo("  skipped %s: %s has %d, source %d (would move backwards; --allow-rewind)"
-                   % (t, out["to"], r["destination"], r["source"]), err=True)
+        click.echo("  skipped %s: %s has %d, source %d (would move backwards; --allow-rewind)%s"
+                   % (t, out["to"], r["destination"], r["source"], ": %s" % r["why"] if r.get("why") else ""),
+                   err=True)
     for t, r in sorted((out.get("kept_ahead") or {}).items()):
         click.echo("  kept %s: zookeeper has %d, ahead of kafka's %d (where the group stopped last)"
                    % (t, r["zookeeper"], r["kafka"]))

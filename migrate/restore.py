@@ -175,6 +175,7 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         gofs.check_lock()
         # fenced before the offsets go back: no member may join at the offsets being restored
         out["fence_put_back"].update(_put_fence_back(gofs, backup, refence))
+    kafka_changed = False
     if execute and not refused and any(plan[s]["set"] or plan[s]["delete"] for s in STORES):
         gofs.check_lock()
         out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, current,
@@ -189,10 +190,14 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                 res = store.delete_offsets(plan[s]["delete"])
                 failed.update({tp: str(e) for tp, e in res.failed.items()})
                 out["deleted"] += len(res.committed)
-                if s == "kafka" and res.committed:
-                    out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "restore", "zkmigrate restore")
+                kafka_changed = kafka_changed or (s == "kafka" and bool(res.committed))
+            if s == "kafka" and set(plan[s]["set"]) - set(failed):
+                kafka_changed = True
             out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
         _remove_empty_topic_nodes(gofs, backup)
+        if kafka_changed:
+            # the Kafka offsets put back end the recorded Kafka-only run
+            out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "restore", "zkmigrate restore")
     if execute and not refused and refence and refence["record"]:
         # recorded after the offsets were written: the run of Kafka-only records starts after ZooKeeper's last write
         # (ZooKeeper offsets written before it, without a Kafka one, count as frozen again)

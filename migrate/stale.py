@@ -240,12 +240,39 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
     return out
 
 
+def frozen_ahead(both: Dict[TP, tuple], ev: Dict[TP, Evidence], frozen_since: Optional[int],
+                 kafka_committed: Optional[Dict[TP, int]] = None) -> Dict[TP, str]:
+    """Of the ZooKeeper offsets ahead of Kafka's, the ones that are not where the group stopped last, with why: their
+    offset node was last written before the group went Kafka-only (*frozen_since*, :func:`~.state.kafka_only_since`)
+    and not after Kafka's last commit (*kafka_committed*: ``{tp: committed ms}`` from ``__consumer_offsets``, where
+    read). Kafka was set below them since (a ``reset-offsets --store kafka`` to reprocess, consumers that went on and
+    were reset): a rollback that kept ZooKeeper's would skip the records between. Without a Kafka-only record none
+    is (pure)."""
+    out = {}
+    for tp, (zk_off, kafka) in sorted(both.items()):
+        if zk_off is None or kafka is None or zk_off <= kafka:
+            continue
+        mtime = ev.get(tp, Evidence()).zk_mtime
+        committed = (kafka_committed or {}).get(tp)
+        if mtime is None:
+            continue
+        if frozen_since is None or mtime > frozen_since or (committed is not None and mtime > committed):
+            continue
+        out[tp] = ("ZooKeeper's %d was last written %s, before the group went Kafka-only (%s, recorded phase)%s: it is "
+                   "frozen there, not where the group stopped, and Kafka's %d was set since"
+                   % (zk_off, iso(mtime), iso(frozen_since),
+                      " and Kafka's last commit (%s)" % iso(committed) if committed is not None else "", kafka))
+    return out
+
+
 class StaleCheck(NamedTuple):
     """What :func:`check_to_kafka` and :func:`check_to_zookeeper` found: ``refused`` {tp: why}, ``notes`` for the
-    report, and ``unchecked``: the refused partitions whose staleness could not be checked (not shown stale)."""
+    report, ``unchecked``: the refused partitions whose staleness could not be checked (not shown stale), and
+    (rollback) ``frozen_ahead`` {tp: why}: ZooKeeper offsets ahead of Kafka's that are not kept (skipped rewinds)."""
     refused: Dict[TP, str]
     notes: list
     unchecked: list
+    frozen_ahead: Dict[TP, str] = {}
 
 
 def _retention(gofs) -> Retention:
@@ -314,21 +341,44 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
     _, end, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(both), security=gofs.security)
     rec = state.read_phase(gofs.zk, gofs.group)
     ev = evidence(gofs, both, end)
-    kept = [tp for tp, (z, k) in both.items() if k is None and z is not None]
+    from zkconsumer.errors import ClusterUnavailableError
+    from zkconsumer.offsets.expiry import read_commit_log
+    frozen_since = state.kafka_only_since(rec)
+    notes: List[str] = []
+    ahead: Dict[TP, str] = {}
+    if keep_ahead:
+        ahead = frozen_ahead(both, ev, frozen_since)
+        if ahead:
+            # a Kafka commit older than ZooKeeper's offset: ZooKeeper was written after it, where the group stopped
+            try:
+                log = read_commit_log(gofs.bootstrap_servers, gofs.group, list(ahead), security=gofs.security)
+            except ClusterUnavailableError as e:
+                notes.append("%s could not be read (%s): ZooKeeper offsets ahead of Kafka's written before the "
+                             "recorded Kafka-only phase are not kept (grant this Kafka identity Read on topic %s to "
+                             "compare them with Kafka's last commit)" % (OFFSETS_TOPIC, e, OFFSETS_TOPIC))
+            else:
+                committed = {tp: c.committed_ms for tp, c in log.items()
+                             if not c.removed and c.committed_ms is not None}
+                ahead = frozen_ahead({tp: both[tp] for tp in ahead}, ev, frozen_since, committed)
+    checked = {tp: v for tp, v in both.items() if tp not in ahead}
+    kept = [tp for tp, (z, k) in checked.items() if k is None and z is not None]
     retention = _retention(gofs) if kept else None
-    args = (state.kafka_only_since(rec), retention)
+    args = (frozen_since, retention)
     kw = dict(restored_at=state.restored_since(rec), keep_ahead=keep_ahead)
-    refused = to_zookeeper_refusals(gofs.group, both, ev, *args, **kw)
+    refused = to_zookeeper_refusals(gofs.group, checked, ev, *args, **kw)
     doubted = [tp for tp in kept if tp in refused]
     if doubted:
         # the Kafka offsets the broker removed may show that Kafka never went past ZooKeeper's; unread, the
         # refusals stand
-        from zkconsumer.errors import ClusterUnavailableError
-        from zkconsumer.offsets.expiry import read_commit_log
         try:
             removed = read_commit_log(gofs.bootstrap_servers, gofs.group, doubted, security=gofs.security)
         except ClusterUnavailableError:
             removed = {}
         if any(c.removed and c.offset is not None for c in removed.values()):
-            refused = to_zookeeper_refusals(gofs.group, both, evidence(gofs, both, end, removed), *args, **kw)
-    return StaleCheck(refused, _retention_note(retention) if retention is not None else [], [])
+            refused = to_zookeeper_refusals(gofs.group, checked, evidence(gofs, checked, end, removed), *args, **kw)
+    if ahead:
+        # not kept, so ZooKeeper stays as it is: only Kafka's offset is checked
+        kw["keep_ahead"] = False
+        refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in ahead}, ev, *args, **kw))
+    notes += _retention_note(retention) if retention is not None else []
+    return StaleCheck(refused, notes, [], ahead)

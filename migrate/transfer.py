@@ -153,6 +153,11 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
         out["warnings"] += check.notes
         out["refused"] = {_name(tp): why for tp, why in check.refused.items()}
         out["unchecked"] = [_name(tp) for tp in check.unchecked]
+        for tp, why in check.frozen_ahead.items():
+            # a frozen ZooKeeper offset Kafka was set below since: keeping it would skip what lies between
+            zk_off, kafka = ahead.pop(tp)
+            out["skipped_rewind"][_name(tp)] = {"destination": zk_off, "source": kafka, "why": why}
+        out["kept_ahead"] = {_name(tp): {"zookeeper": d, "kafka": s} for tp, (d, s) in ahead.items()}
     if execute and todo and not out["refused"]:
         out["backup"], errors = backup_and_write(gofs, both, {dst: todo}, backup_dir, lifts_fence)
         failed = errors[dst]

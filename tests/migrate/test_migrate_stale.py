@@ -208,3 +208,13 @@ def test_a_kept_zookeeper_offset_beyond_the_log_end_is_refused_whatever_kafka_re
     ev = {("t", 0): Evidence(zk_mtime=now - 2 * day, topic_ctime=now - 3 * day, log_end=2, removed=(3, now - day))}
     refused = to_zookeeper_refusals("g", {("t", 0): (3, None)}, ev, now - day, None, now_ms=now)
     assert "beyond the log end 2" in refused[("t", 0)], refused
+
+
+def test_a_zookeeper_offset_ahead_is_kept_only_when_written_after_the_kafka_only_record_or_kafkas_last_commit():
+    from zkconsumer_migrate.stale import Evidence, frozen_ahead
+    both = {("t", 0): (8, 2), ("t", 1): (9, 3), ("t", 2): (5, 5)}
+    ev = {tp: Evidence(zk_mtime=1000) for tp in both}
+    assert frozen_ahead(both, ev, None) == {}
+    assert frozen_ahead(both, ev, 500) == {}
+    assert set(frozen_ahead(both, ev, 2000)) == {("t", 0), ("t", 1)}
+    assert set(frozen_ahead(both, ev, 2000, {("t", 0): 900, ("t", 1): 3000})) == {("t", 1)}
