@@ -158,9 +158,11 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
             zk_off, kafka = ahead.pop(tp)
             out["skipped_rewind"][_name(tp)] = {"destination": zk_off, "source": kafka, "why": why}
         out["kept_ahead"] = {_name(tp): {"zookeeper": d, "kafka": s} for tp, (d, s) in ahead.items()}
-    if execute and todo and not out["refused"]:
+    left_behind = out["skipped_rewind"] or out["refused"] or out["unreadable"]
+    # a rollback that lifts the fence leaves a backup even when it writes nothing: its restore puts the fence back
+    if execute and not out["refused"] and (todo or (lifts_fence and not left_behind)):
         out["backup"], errors = backup_and_write(gofs, both, {dst: todo}, backup_dir, lifts_fence)
-        failed = errors[dst]
+        failed = errors.get(dst, {})
         out["failed"] = {_name(tp): e for tp, e in failed.items()}
         out["written"] = len(todo) - len(failed)
         if dst == "kafka" and out["written"]:

@@ -564,3 +564,35 @@ def test_a_rollback_does_not_keep_a_frozen_zookeeper_offset_above_a_deliberate_k
     code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--allow-rewind", "--backup-dir",
                                  str(tmp_path), expect=0)
     assert rb["fence_lifted"] and ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 2, (t, 1): 2}
+
+
+def _partial_cutover(services, zk, g, t, tmp_path):
+    """A member registered just before the fence and committed ZooKeeper 8 and 9 (ahead of what the cutover copied
+    to Kafka), then stopped."""
+    cid = g + "_back-1-abcdef12"
+
+    def on_message(msg):
+        if msg.startswith("fencing") and not group_members(zk, g):
+            _register(zk, g, t, cid)
+    out = _cutover_with(services, zk, g, on_message, tmp_path)
+    assert out["ready"] is False and "came back" in out["reason"], out
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 8, (t, 1): 9}).raise_for_errors()
+    zk.delete(paths.consumer_registration_path(g, cid))
+
+def test_a_rollback_that_writes_nothing_but_lifts_the_fence_can_be_undone(services, zk, unique, tmp_path):
+    """Only kept ZooKeeper offsets (ahead of Kafka): the rollback writes no offset but lifts the fence. It leaves a
+    backup and prints its undo line all the same, and that line puts the fence back."""
+    import shlex
+    from zkconsumer_migrate import state
+    from zkconsumer_migrate.fence import fenced_ids_node
+    t, g = _group_with_offsets(services, zk, unique, "fw")
+    _partial_cutover(services, zk, g, t, tmp_path)
+    code, out, err = zkmigrate(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                               expect=0)
+    assert "wrote 0 offset(s)" in out and "lifted the cutover fence" in out, (out, err)
+    assert state.fence_of(state.read_phase(zk, g)) is None and fenced_ids_node(zk, g) is None
+    undo = [ln for ln in err.splitlines() if ln.startswith("undo: zkmigrate restore ")]
+    assert len(undo) == 1, err
+    zkmigrate(services, *shlex.split(undo[0])[2:], "--backup-dir", str(tmp_path), expect=0)
+    assert state.fence_of(state.read_phase(zk, g)) is not None and fenced_ids_node(zk, g) is not None
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 9}
