@@ -38,7 +38,9 @@ from typing import Dict, List, Optional, Tuple
 
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
+from zkconsumer.consumer.registration import live_members
 from zkconsumer.core.layout import paths
+from zkconsumer.errors import GroupConflictError
 
 from . import state
 from .backup import STORES, Backup, write_backup
@@ -132,12 +134,15 @@ def newer_commits(gofs, backup: Backup, plan: Dict[str, dict], current: Both) ->
 
 
 def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = False,
-                  backup_dir: Optional[str] = None, discard_newer: bool = False) -> dict:
+                  backup_dir: Optional[str] = None, discard_newer: bool = False, no_fence: bool = False) -> dict:
     """Restore *backup* into the group's stores (see the module docstring); returns the report the command prints.
     ``ok`` is false when a write or delete failed, or offsets committed since the backup refused it (nothing
     written; *discard_newer* restores them all the same)."""
     if backup.group != gofs.group:
         raise ValueError("backup %s is of group %s, not %s" % (backup.path, backup.group, gofs.group))
+    refence = None if no_fence else _fence_to_put_back(gofs, backup)
+    if refence:
+        _check_no_members_under_the_fence(gofs, backup)
     members = check_no_live_members(gofs.zk, gofs.group, force, "restore")
     check_no_broker_consumers(gofs, "restore")
     extra = sorted(set(gofs.partitions()) - set(backup.partitions))
@@ -165,7 +170,10 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         out["warnings"].append("group %s is still marked cut over (ZooKeeper members refuse to join it): "
                                "'zkmigrate rollback --group %s --execute' lifts the mark" % (gofs.group, gofs.group))
     refused = bool(out["newer"]) and not discard_newer
-    refence = _fence_to_put_back(gofs, backup)
+    if no_fence and backup.lifts_fence:
+        out["warnings"].append("group %s: the backup was taken by a rollback that lifted the cutover fence; "
+                               "--no-fence: it is not put back (ZooKeeper members may join at the offsets restored)"
+                               % gofs.group)
     if refence:
         out["fence_put_back"] = {"execute": execute, "ids_acl": refence["ids_acl"], "record": refence["record"]}
         if not execute:
@@ -205,6 +213,19 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                                                    fence=out["fence_put_back"]["fence"])
     out["ok"] = not (out["failed"] or out["unreadable"] or refused)
     return out
+
+
+def _check_no_members_under_the_fence(gofs, backup: Backup) -> None:
+    """Refuse (:class:`GroupConflictError`, ``--force`` or not) to put a rollback's fence back over ZooKeeper members
+    that are registered: they consume the group (it came back to them, or the backup is of another rollback than the
+    operator thinks), and the fence would shut out each one that restarts or loses its session."""
+    members = sorted(live_members(gofs.zk, gofs.group))
+    if members:
+        raise GroupConflictError(
+            "refusing to restore %s: it was taken by a rollback that lifted the cutover fence of group %s, and "
+            "restoring it puts the fence back, but %d ZooKeeper member(s) are registered (%s): stop them first (the "
+            "group goes back to the broker-coordinated consumers), or pass --no-fence to restore the offsets without "
+            "the fence; nothing written" % (backup.path, gofs.group, len(members), ", ".join(members[:3])))
 
 
 def _fence_to_put_back(gofs, backup: Backup) -> Optional[dict]:

@@ -596,3 +596,28 @@ def test_a_rollback_that_writes_nothing_but_lifts_the_fence_can_be_undone(servic
     zkmigrate(services, *shlex.split(undo[0])[2:], "--backup-dir", str(tmp_path), expect=0)
     assert state.fence_of(state.read_phase(zk, g)) is not None and fenced_ids_node(zk, g) is not None
     assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 9}
+
+
+def test_a_restore_does_not_put_the_fence_back_over_registered_members(services, zk, unique, tmp_path):
+    """Undoing a rollback (its backup lifted the fence) while ZooKeeper members are registered, --force or not: the
+    fence would shut each of them out at its next session; refused, naming the ways out, nothing written. With
+    --no-fence the offsets go back and the group stays unfenced."""
+    from zkconsumer_migrate import state
+    from zkconsumer_migrate.fence import fenced_ids_node
+    t, g = _group_with_offsets(services, zk, unique, "fm")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    manifest = [p for p in rb["backup"] if p.endswith(".json")][0]
+    _register(zk, g, t, g + "_live-1-abcdef12")
+    for force in ((), ("--force",)):
+        code, out, err = zkmigrate(services, "restore", manifest, "--execute", *force, "--backup-dir", str(tmp_path),
+                                   expect=1)
+        assert "puts the fence back" in out + err and "--no-fence" in out + err, (out, err)
+        assert state.fence_of(state.read_phase(zk, g)) is None and fenced_ids_node(zk, g) is None
+        assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 10, (t, 1): 10}
+    zkmigrate(services, "restore", manifest, "--execute", "--force", "--no-fence", "--backup-dir", str(tmp_path),
+              expect=0)
+    assert state.fence_of(state.read_phase(zk, g)) is None and fenced_ids_node(zk, g) is None
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
