@@ -203,14 +203,14 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                 kafka_changed = True
             out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
         _remove_empty_topic_nodes(gofs, backup)
-        if kafka_changed:
-            # the Kafka offsets put back end the recorded Kafka-only run
-            out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "restore", "zkmigrate restore")
-    if execute and not refused and refence and refence["record"]:
-        # recorded after the offsets were written: the run of Kafka-only records starts after ZooKeeper's last write
-        # (ZooKeeper offsets written before it, without a Kafka one, count as frozen again)
-        out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "cutover", "zkmigrate restore",
-                                                   fence=out["fence_put_back"]["fence"])
+    put_back = execute and not refused and refence and refence["record"]
+    if kafka_changed or put_back:
+        # the Kafka offsets put back (written or deleted) end the recorded Kafka-only run ("restore"); a fence put back
+        # alone is recorded as cutover set it, after the offsets were written: the run of Kafka-only records starts
+        # after ZooKeeper's last write (ZooKeeper offsets written before it, without a Kafka one, count as frozen)
+        out["recorded_phase"] = state.record_phase(
+            gofs.zk, gofs.group, "restore" if kafka_changed else "cutover", "zkmigrate restore",
+            fence=out["fence_put_back"]["fence"] if put_back else state.KEEP)
     out["ok"] = not (out["failed"] or out["unreadable"] or refused)
     return out
 

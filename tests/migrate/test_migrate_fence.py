@@ -621,3 +621,23 @@ def test_a_restore_does_not_put_the_fence_back_over_registered_members(services,
               expect=0)
     assert state.fence_of(state.read_phase(zk, g)) is None and fenced_ids_node(zk, g) is None
     assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
+
+
+def test_a_restore_that_puts_the_fence_back_keeps_its_own_restore_record(services, zk, unique, tmp_path):
+    """A rollback's backup restored after Kafka moved (here: reset below it): the restore writes Kafka back and puts
+    the fence back. Its record is the phase restore with the fence (restored_since: the offsets it left are
+    kept by a later rollback within one retention), not a cutover record that hides it."""
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fk")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    manifest = [p for p in rb["backup"] if p.endswith(".json")][0]
+    zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "kafka", "--to-offset", "5",
+                   "--execute", "--backup-dir", str(tmp_path), expect=0)
+    code, rs, _ = zkmigrate_json(services, "restore", manifest, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    rec = state.read_phase(zk, g)
+    assert rec["phase"] == "restore" and state.fence_of(rec) is not None, rec
+    assert state.restored_since(rec) is not None, rec
