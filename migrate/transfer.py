@@ -157,7 +157,8 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
             # a frozen ZooKeeper offset Kafka was set below since: keeping it would skip what lies between
             zk_off, kafka = ahead.pop(tp)
             out["skipped_rewind"][_name(tp)] = {"destination": zk_off, "source": kafka, "why": why}
-        out["kept_ahead"] = {_name(tp): {"zookeeper": d, "kafka": s} for tp, (d, s) in ahead.items()}
+        out["kept_ahead"] = {_name(tp): {"zookeeper": d, "kafka": s} for tp, (d, s) in ahead.items()
+                             if _name(tp) not in out["refused"]}
     left_behind = out["skipped_rewind"] or out["refused"] or out["unreadable"]
     # a rollback that lifts the fence leaves a backup even when it writes nothing: its restore puts the fence back
     if execute and not out["refused"] and (todo or (lifts_fence and not left_behind)):

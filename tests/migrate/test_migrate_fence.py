@@ -641,3 +641,15 @@ def test_a_restore_that_puts_the_fence_back_keeps_its_own_restore_record(service
     rec = state.read_phase(zk, g)
     assert rec["phase"] == "restore" and state.fence_of(rec) is not None, rec
     assert state.restored_since(rec) is not None, rec
+
+
+def test_a_zookeeper_offset_kept_ahead_but_refused_is_not_reported_kept(services, zk, unique, tmp_path):
+    """ZooKeeper ahead of Kafka and beyond the log end: refused, and not also listed as kept."""
+    t, g = _group_with_offsets(services, zk, unique, "fb")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 15}).raise_for_errors()
+    code, out, err = zkmigrate(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                               expect=1)
+    assert "REFUSED %s-0" % t in err and "kept %s-0" % t not in out, (out, err)
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--backup-dir", str(tmp_path), expect=1)
+    assert "%s-0" % t in rb["refused"] and "%s-0" % t not in rb["kept_ahead"], rb
