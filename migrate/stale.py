@@ -367,18 +367,25 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
     kw = dict(restored_at=state.restored_since(rec), keep_ahead=keep_ahead)
     refused = to_zookeeper_refusals(gofs.group, checked, ev, *args, **kw)
     doubted = [tp for tp in kept if tp in refused]
+    unchecked: List[TP] = []
     if doubted:
         # the Kafka offsets the broker removed may show that Kafka never went past ZooKeeper's; unread, the
-        # refusals stand
+        # refusals stand, saying so
         try:
             removed = read_commit_log(gofs.bootstrap_servers, gofs.group, doubted, security=gofs.security)
-        except ClusterUnavailableError:
-            removed = {}
-        if any(c.removed and c.offset is not None for c in removed.values()):
-            refused = to_zookeeper_refusals(gofs.group, checked, evidence(gofs, checked, end, removed), *args, **kw)
+        except ClusterUnavailableError as e:
+            for tp in doubted:
+                refused[tp] = refused[tp].replace(
+                    ". Ways out: ", "; whether Kafka ever went past it could not be checked: %s could not be read "
+                    "(%s). Ways out: %s" % (OFFSETS_TOPIC, e, GRANT_READ), 1)
+            unchecked = sorted(doubted)
+        else:
+            if any(c.removed and c.offset is not None for c in removed.values()):
+                refused = to_zookeeper_refusals(gofs.group, checked, evidence(gofs, checked, end, removed), *args,
+                                                **kw)
     if ahead:
         # not kept, so ZooKeeper stays as it is: only Kafka's offset is checked
         kw["keep_ahead"] = False
         refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in ahead}, ev, *args, **kw))
     notes += _retention_note(retention) if retention is not None else []
-    return StaleCheck(refused, notes, [], ahead)
+    return StaleCheck(refused, notes, unchecked, ahead)

@@ -653,3 +653,27 @@ def test_a_zookeeper_offset_kept_ahead_but_refused_is_not_reported_kept(services
     assert "REFUSED %s-0" % t in err and "kept %s-0" % t not in out, (out, err)
     code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--backup-dir", str(tmp_path), expect=1)
     assert "%s-0" % t in rb["refused"] and "%s-0" % t not in rb["kept_ahead"], rb
+
+
+def test_a_frozen_refusal_says_when_the_removed_kafka_offset_could_not_be_read(services, zk, unique, tmp_path,
+                                                                               monkeypatch):
+    """A ZooKeeper offset without a Kafka one, frozen by the cutover record: the rollback reads __consumer_offsets
+    to see whether Kafka went past it. When that read fails the refusal says so and names the Read right."""
+    from zkconsumer.errors import ClusterUnavailableError
+    from zkconsumer.offsets import expiry
+    t, g = _group_with_offsets(services, zk, unique, "fn")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.delete_offsets([(t, 0), (t, 1)]).ok
+    finally:
+        ks.close()
+
+    def unreadable(*a, **kw):
+        raise ClusterUnavailableError("TOPIC_AUTHORIZATION_FAILED")
+    monkeypatch.setattr(expiry, "read_commit_log", unreadable)
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=1)
+    why = rb["refused"]["%s-0" % t]
+    assert "frozen" in why and "could not be read (TOPIC_AUTHORIZATION_FAILED)" in why, why
+    assert "Read on topic __consumer_offsets" in why, why
