@@ -27,10 +27,12 @@ The cutover fence is not lifted: after restoring a backup taken before ``cutover
 over until a ``zkmigrate rollback --execute`` lifts the mark (the report warns). A backup taken by a rollback that
 lifted the fence (its ``lifts_fence``) puts it back, as cutover sets it (:func:`_put_fence_back`): undoing that
 rollback gives the group back to the broker-coordinated consumers, and ZooKeeper's frozen offsets it restores must
-not be joined by an old member. A restore that deleted Kafka
-offsets records the phase ``restore`` (fence kept): the recorded Kafka phase said that every partition has kept a
-Kafka offset since then (:func:`~.state.kafka_only_since`, the stale-offset checks' evidence), which is no longer
-so; left in place, it would make that rollback refuse the ZooKeeper offsets the restore left as "frozen".
+not be joined by an old member; while ZooKeeper members are registered that is refused, ``force`` or not
+(:func:`_check_no_members_under_the_fence`; *no_fence* restores the offsets without the fence). A restore that
+wrote or deleted Kafka offsets records the phase ``restore`` (the fence kept, or the one it put back): the
+recorded Kafka phase said that every partition has kept a Kafka offset since then (:func:`~.state.kafka_only_since`,
+the stale-offset checks' evidence), which is no longer so; left in place, it would make that rollback refuse the
+ZooKeeper offsets the restore left as "frozen".
 """
 from __future__ import annotations
 

@@ -178,8 +178,8 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
                           keep: str = "--allow-stale to roll back anyway",
                           restored_at: Optional[int] = None, keep_ahead: bool = False) -> Dict[TP, str]:
     """Of the partitions a rollback (Kafka -> ZooKeeper) handles, the ones refused, with why: a Kafka offset beyond
-    the log end, a ZooKeeper offset kept (no Kafka offset) that is frozen, older than the retention (when it is
-    not known, the assumed shortest one), or of an earlier topic, and (*keep_ahead*) a ZooKeeper offset kept ahead
+    the log end, a ZooKeeper offset kept (no Kafka offset) that is beyond the log end, frozen, older than the
+    retention (when it is not known, the assumed shortest one), or of an earlier topic, and (*keep_ahead*) a ZooKeeper offset kept ahead
     of Kafka's that is beyond the log end or of an earlier topic (Kafka's own offset is smaller: ZooKeeper's is not
     frozen behind it).
 

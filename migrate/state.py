@@ -2,9 +2,9 @@
 
 The phase record is a persistent node of our own, ``/consumers/[g]/zkconsumer/migration`` (JSON), written by
 ``verify`` when it passes (unless ``--no-record``), by ``cutover --execute`` when the group is ready, by
-``rollback --execute`` when it lifts the fence and by ``restore --execute`` when it deleted Kafka offsets (phase
-``restore``) or restored a rollback's backup (phase ``cutover``, the fence that rollback lifted), and shown by
-``status``::
+``rollback --execute`` when it lifts the fence and by ``restore --execute`` when it wrote or deleted Kafka offsets
+(phase ``restore``) or restored a rollback's backup (the fence that rollback lifted, with the phase ``cutover``, or
+``restore`` when Kafka offsets changed), and shown by ``status``::
 
     {"version": 1, "phase": "kafka", "to": null, "since": "2026-11-23T06:50:00Z", "by": "zkmigrate verify",
      "fence": {"since": "2026-11-23T06:40:00Z", "by": "zkmigrate cutover", "ids_acl": [...]},

@@ -5,12 +5,15 @@ Rules (all checked before anything is written):
 * never move an offset backwards: a partition whose destination offset is greater than the source's is skipped
   (reported in ``skipped_rewind``) unless ``allow_rewind``; for a rollback that is no failure: a ZooKeeper offset
   ahead of Kafka's is kept (``kept_ahead``: the consumers that return resume where the group stopped last, in
-  either store) unless it is stale (beyond the log end, of an earlier topic);
+  either store) unless it is stale (beyond the log end, of an earlier topic) or frozen (written before the
+  recorded Kafka-only phase and before Kafka's last commit: Kafka was set below it since; a skipped rewind,
+  :func:`.stale.frozen_ahead`);
 * refuse (:class:`GroupConflictError`) while ZooKeeper members are live (children of ``/consumers/G/ids``): they
   commit concurrently and one of the two writes would be lost; ``force`` overrides;
 * ``copy``, ``rollback`` and ``import`` refuse while the broker-side group is active (broker-coordinated consumers
   commit on their own; a rollback would copy offsets they are already past and lift the cutover fence under them);
-* before the first write, a backup of **both** stores (:mod:`.backup`: ExportZkOffsets files and a manifest that
+* before the first write (and for a rollback that lifts the cutover fence, also when it writes nothing), a backup
+  of **both** stores (:mod:`.backup`: ExportZkOffsets files and a manifest that
   also lists the partitions without an offset, for ``zkmigrate restore``) is written to the backup directory;
 * writes only the partitions that differ, so a second run (or a run after a crash half-way) changes nothing more;
 * partitions of topics that no longer exist are skipped with a warning (:mod:`.leftovers`), and ``--exclude-topic``
