@@ -168,7 +168,7 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         out["warnings"].append("%s has no manifest (written before zkmigrate restore existed): only the partitions "
                                "it lists are restored, and offsets of partitions it does not list are not deleted"
                                % backup.path)
-    if state.fence_of(state.read_phase(gofs.zk, gofs.group)) is not None:
+    if state.fence_of(state.read_phase(gofs.zk, gofs.group)) is not None and not refence:
         out["warnings"].append("group %s is still marked cut over (ZooKeeper members refuse to join it): "
                                "'zkmigrate rollback --group %s --execute' lifts the mark" % (gofs.group, gofs.group))
     refused = bool(out["newer"]) and not discard_newer
@@ -180,7 +180,8 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         out["fence_put_back"] = {"execute": execute, "ids_acl": refence["ids_acl"], "record": refence["record"]}
         if not execute:
             out["warnings"].append("group %s: the backup was taken by a rollback that lifted the cutover fence; "
-                                   "--execute puts it back (%s)" % (gofs.group, _halves(gofs.group, refence)))
+                                   "--execute puts it back (%s); --no-fence restores the offsets without it"
+                                   % (gofs.group, _halves(gofs.group, refence)))
     if execute and not refused and refence:
         gofs.check_lock()
         # fenced before the offsets go back: no member may join at the offsets being restored

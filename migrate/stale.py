@@ -240,28 +240,47 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
     return out
 
 
-def frozen_ahead(both: Dict[TP, tuple], ev: Dict[TP, Evidence], frozen_since: Optional[int],
-                 kafka_committed: Optional[Dict[TP, int]] = None) -> Dict[TP, str]:
-    """Of the ZooKeeper offsets ahead of Kafka's, the ones that are not where the group stopped last, with why: their
-    offset node was last written before the group went Kafka-only (*frozen_since*, :func:`~.state.kafka_only_since`)
-    and not after Kafka's last commit (*kafka_committed*: ``{tp: committed ms}`` from ``__consumer_offsets``, where
-    read). Kafka was set below them since (a ``reset-offsets --store kafka`` to reprocess, consumers that went on and
-    were reset): a rollback that kept ZooKeeper's would skip the records between. Without a Kafka-only record none
-    is (pure)."""
+def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence],
+                 kafka_committed: Optional[Dict[TP, int]], restored_at: Optional[int] = None, unread: Optional[str] = None) -> Dict[TP, str]:
+    """Of the ZooKeeper offsets ahead of Kafka's, the ones not shown to be where the group stopped last, with why
+    (pure). One is kept (not returned) only on evidence:
+
+    * its offset node was last written after Kafka's last commit of the partition (*kafka_committed*: ``{tp:
+      committed ms}`` from ``__consumer_offsets``): a member on ZooKeeper storage ran after the group last committed
+      to Kafka (back from the dual phase, or one that came back before the cutover fence);
+    * or the last offset change recorded is a ``restore`` (*restored_at*, :func:`~.state.restored_since`) and Kafka's
+      last commit is not after it: the restore put the stores back as they were before the command it undid.
+
+    Otherwise Kafka's last commit is the later one (Kafka was set below ZooKeeper since: ``reset-offsets --store
+    kafka`` to reprocess, or consumers that went on and were reset; keeping ZooKeeper's would skip the records
+    between), or the times are not known (*unread*: why ``__consumer_offsets`` could not be read): a skipped rewind.
+    ZooKeeper's mtime comes from the ZooKeeper servers' clock and the commit time from the broker's: clocks apart by
+    more than the time between the two writes decide wrongly."""
+    keep = "to keep ZooKeeper's, copy it to Kafka first ('zkmigrate copy --group %s --execute')" % group
     out = {}
     for tp, (zk_off, kafka) in sorted(both.items()):
         if zk_off is None or kafka is None or zk_off <= kafka:
             continue
         mtime = ev.get(tp, Evidence()).zk_mtime
         committed = (kafka_committed or {}).get(tp)
-        if mtime is None:
+        if mtime is not None and committed is not None and mtime > committed:
             continue
-        if frozen_since is None or mtime > frozen_since or (committed is not None and mtime > committed):
+        if restored_at is not None and committed is not None and committed <= restored_at + 999:
             continue
-        out[tp] = ("ZooKeeper's %d was last written %s, before the group went Kafka-only (%s, recorded phase)%s: it is "
-                   "frozen there, not where the group stopped, and Kafka's %d was set since"
-                   % (zk_off, iso(mtime), iso(frozen_since),
-                      " and Kafka's last commit (%s)" % iso(committed) if committed is not None else "", kafka))
+        if mtime is not None and committed is not None:
+            why = ("ZooKeeper's %d was last written %s, before Kafka's last commit (%s): Kafka's %d was set since, "
+                   "and keeping ZooKeeper's would skip the records between (%s)"
+                   % (zk_off, iso(mtime), iso(committed), kafka, keep))
+        elif unread is not None:
+            why = ("whether ZooKeeper's %d was written after Kafka's last commit (then it is where the group stopped) "
+                   "could not be checked: %s could not be read (%s); %s%s"
+                   % (zk_off, OFFSETS_TOPIC, unread, GRANT_READ, keep))
+        else:
+            missing = ("its offset node's mtime is not known" if mtime is None else
+                       "Kafka's last commit of it was not found in %s" % OFFSETS_TOPIC)
+            why = ("whether ZooKeeper's %d was written after Kafka's last commit (then it is where the group stopped) "
+                   "could not be checked: %s; %s" % (zk_off, missing, keep))
+        out[tp] = why
     return out
 
 
@@ -332,8 +351,11 @@ def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleChe
 
 def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> StaleCheck:
     """The refusals of a rollback of the partitions *both* (Kafka -> ZooKeeper; *keep_ahead*: ZooKeeper offsets
-    ahead of Kafka's are kept, without ``--allow-rewind``); when the retention cannot be read, the shortest default
-    is taken (more ZooKeeper offsets count as too old to keep) and a note says so."""
+    ahead of Kafka's are kept, without ``--allow-rewind``, where :func:`frozen_ahead` finds them written after Kafka's
+    last commit; the others are returned in ``frozen_ahead``, skipped rewinds); when the retention cannot be read, the
+    shortest default is taken (more ZooKeeper offsets count as too old to keep) and a note says so. The group's
+    partition of ``__consumer_offsets`` is read once, for the partitions ahead and those a removed Kafka offset may
+    clear."""
     from zkconsumer.tools import groups as zkgroups
     from . import state
     if not both:
@@ -344,48 +366,42 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
     from zkconsumer.errors import ClusterUnavailableError
     from zkconsumer.offsets.expiry import read_commit_log
     frozen_since = state.kafka_only_since(rec)
+    restored_at = state.restored_since(rec)
     notes: List[str] = []
-    ahead: Dict[TP, str] = {}
-    if keep_ahead:
-        ahead = frozen_ahead(both, ev, frozen_since)
-        if ahead:
-            # a Kafka commit older than ZooKeeper's offset: ZooKeeper was written after it, where the group stopped
-            try:
-                log = read_commit_log(gofs.bootstrap_servers, gofs.group, list(ahead), security=gofs.security)
-            except ClusterUnavailableError as e:
-                notes.append("%s could not be read (%s): ZooKeeper offsets ahead of Kafka's written before the "
-                             "recorded Kafka-only phase are not kept (grant this Kafka identity Read on topic %s to "
-                             "compare them with Kafka's last commit)" % (OFFSETS_TOPIC, e, OFFSETS_TOPIC))
-            else:
-                committed = {tp: c.committed_ms for tp, c in log.items()
-                             if not c.removed and c.committed_ms is not None}
-                ahead = frozen_ahead({tp: both[tp] for tp in ahead}, ev, frozen_since, committed)
-    checked = {tp: v for tp, v in both.items() if tp not in ahead}
-    kept = [tp for tp, (z, k) in checked.items() if k is None and z is not None]
+    ahead = [tp for tp, (z, k) in both.items() if keep_ahead and z is not None and k is not None and z > k]
+    rest = {tp: v for tp, v in both.items() if tp not in ahead}
+    kept = [tp for tp, (z, k) in both.items() if k is None and z is not None]
     retention = _retention(gofs) if kept else None
     args = (frozen_since, retention)
-    kw = dict(restored_at=state.restored_since(rec), keep_ahead=keep_ahead)
-    refused = to_zookeeper_refusals(gofs.group, checked, ev, *args, **kw)
+    kw = dict(restored_at=restored_at, keep_ahead=False)
+    refused = to_zookeeper_refusals(gofs.group, rest, ev, *args, **kw)
     doubted = [tp for tp in kept if tp in refused]
-    unchecked: List[TP] = []
-    if doubted:
-        # the Kafka offsets the broker removed may show that Kafka never went past ZooKeeper's; unread, the
-        # refusals stand, saying so
+    log: Dict = {}
+    unread: Optional[str] = None
+    if ahead or doubted:
+        # ahead: Kafka's last commit says whether ZooKeeper was written after it; doubted: the Kafka offset the broker
+        # removed may show that Kafka never went past ZooKeeper's
         try:
-            removed = read_commit_log(gofs.bootstrap_servers, gofs.group, doubted, security=gofs.security)
+            log = read_commit_log(gofs.bootstrap_servers, gofs.group, sorted(set(ahead) | set(doubted)),
+                                  security=gofs.security)
         except ClusterUnavailableError as e:
-            for tp in doubted:
-                refused[tp] = refused[tp].replace(
-                    ". Ways out: ", "; whether Kafka ever went past it could not be checked: %s could not be read "
-                    "(%s). Ways out: %s" % (OFFSETS_TOPIC, e, GRANT_READ), 1)
-            unchecked = sorted(doubted)
-        else:
-            if any(c.removed and c.offset is not None for c in removed.values()):
-                refused = to_zookeeper_refusals(gofs.group, checked, evidence(gofs, checked, end, removed), *args,
-                                                **kw)
-    if ahead:
-        # not kept, so ZooKeeper stays as it is: only Kafka's offset is checked
-        kw["keep_ahead"] = False
-        refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in ahead}, ev, *args, **kw))
+            unread = str(e)
+    unchecked: List[TP] = []
+    if doubted and unread is not None:
+        for tp in doubted:
+            refused[tp] = refused[tp].replace(
+                ". Ways out: ", "; whether Kafka ever went past it could not be checked: %s could not be read "
+                "(%s). Ways out: %s" % (OFFSETS_TOPIC, unread, GRANT_READ), 1)
+        unchecked = sorted(doubted)
+    elif doubted and any(log[tp].removed and log[tp].offset is not None for tp in doubted if tp in log):
+        refused = to_zookeeper_refusals(gofs.group, rest, evidence(gofs, rest, end, log), *args, **kw)
+    committed = {tp: c.committed_ms for tp, c in log.items() if not c.removed and c.committed_ms is not None}
+    frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev, committed, restored_at, unread)
+    # kept ahead: ZooKeeper's offset must still fit the log; not kept: ZooKeeper stays as it is, Kafka's is checked
+    kw["keep_ahead"] = True
+    refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in ahead if tp not in frozen}, ev, *args,
+                                         **kw))
+    kw["keep_ahead"] = False
+    refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in frozen}, ev, *args, **kw))
     notes += _retention_note(retention) if retention is not None else []
-    return StaleCheck(refused, notes, unchecked, ahead)
+    return StaleCheck(refused, notes, unchecked, frozen)

@@ -5,9 +5,10 @@ Rules (all checked before anything is written):
 * never move an offset backwards: a partition whose destination offset is greater than the source's is skipped
   (reported in ``skipped_rewind``) unless ``allow_rewind``; for a rollback that is no failure: a ZooKeeper offset
   ahead of Kafka's is kept (``kept_ahead``: the consumers that return resume where the group stopped last, in
-  either store) unless it is stale (beyond the log end, of an earlier topic) or frozen (written before the
-  recorded Kafka-only phase and before Kafka's last commit: Kafka was set below it since; a skipped rewind,
-  :func:`.stale.frozen_ahead`);
+  either store) only when its offset node was written after Kafka's last commit (``__consumer_offsets``; or the
+  stores are as a ``restore`` left them), else it is a skipped rewind (Kafka was set below it since, or that could
+  not be checked: :func:`.stale.frozen_ahead`), also with ``allow_stale``; a kept one beyond the log end or of an
+  earlier topic is refused as stale;
 * refuse (:class:`GroupConflictError`) while ZooKeeper members are live (children of ``/consumers/G/ids``): they
   commit concurrently and one of the two writes would be lost; ``force`` overrides;
 * ``copy``, ``rollback`` and ``import`` refuse while the broker-side group is active (broker-coordinated consumers
@@ -151,15 +152,18 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
            "kept_ahead": {_name(tp): {"zookeeper": d, "kafka": s} for tp, (d, s) in ahead.items()},
            "backup": [], "failed": {}, "written": 0, "refused": {}, "unreadable": gofs.unreadable_report()}
     out.update(skipped_report(gofs, gone))
-    if not allow_stale:
+    # a rollback always checks the ZooKeeper offsets it would keep ahead of Kafka's: --allow-stale lets stale
+    # offsets through, not a rewind skipped over
+    if not allow_stale or ahead:
         check = check_to_kafka(gofs, todo, both) if dst == "kafka" else check_to_zookeeper(gofs, both, keep_ahead=not allow_rewind)
-        out["warnings"] += check.notes
-        out["refused"] = {_name(tp): why for tp, why in check.refused.items()}
-        out["unchecked"] = [_name(tp) for tp in check.unchecked]
         for tp, why in check.frozen_ahead.items():
-            # a frozen ZooKeeper offset Kafka was set below since: keeping it would skip what lies between
+            # ZooKeeper's offset not shown to be where the group stopped last: keeping it may skip what lies between
             zk_off, kafka = ahead.pop(tp)
             out["skipped_rewind"][_name(tp)] = {"destination": zk_off, "source": kafka, "why": why}
+        if not allow_stale:
+            out["warnings"] += check.notes
+            out["refused"] = {_name(tp): why for tp, why in check.refused.items()}
+            out["unchecked"] = [_name(tp) for tp in check.unchecked]
         out["kept_ahead"] = {_name(tp): {"zookeeper": d, "kafka": s} for tp, (d, s) in ahead.items()
                              if _name(tp) not in out["refused"]}
     left_behind = out["skipped_rewind"] or out["refused"] or out["unreadable"]

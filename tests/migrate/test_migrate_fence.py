@@ -9,6 +9,7 @@
   the group kept its offsets in Kafka since the cutover: a rollback after its Kafka offsets were removed still
   refuses the frozen ZooKeeper offsets.
 """
+import time
 import pytest
 
 from tests.support.consumer_helpers import CliConsumer, group_members, owners
@@ -480,61 +481,6 @@ def test_undoing_a_rollback_keeps_the_old_deployment_out(services, zk, unique, p
         "consumers had consumed: %s" % (code, fenced, zk_now, len(seen), seen))
 
 
-
-
-def test_a_dry_run_cutover_does_not_call_an_unfenced_group_ready(services, zk, unique, tmp_path):
-    """A group whose Kafka offsets are up to date (the Kafka phase, or a cutover --execute that exited 3 after its
-    copy: 'run the command's dry run again') and which is not fenced: the dry run must not tell the operator that it
-    is READY for broker-coordinated consumers without saying that nothing is fenced (the old deployment, a Scala one
-    included, can still join)."""
-    from zkconsumer_migrate.fence import fenced_ids_node
-    from zkconsumer_migrate import state
-    t, g = _group_with_offsets(services, zk, unique, "fd")
-    ks = KafkaOffsetStore(services.bootstrap_servers, g)
-    try:
-        assert ks.commit({(t, 0): 3, (t, 1): 3}).ok
-    finally:
-        ks.close()
-    code, out, err = zkmigrate(services, "cutover", "--group", g, "--backup-dir", str(tmp_path))
-    assert state.fence_of(state.read_phase(zk, g)) is None and fenced_ids_node(zk, g) is None
-    ready = [line for line in out.splitlines() if "READY" in line]
-    assert ready and all("--execute" in line for line in ready), (code, out, err)
-
-
-def test_status_does_not_say_members_cannot_join_while_the_ids_node_grants_create(services, zk, unique, tmp_path):
-    """A fence recorded without its ACL half (cutover --no-acl-fence, or a rollback interrupted after it gave the
-    create right back and before it cleared the record): JVM (Scala) members can register. status must not tell
-    the operator that ZooKeeper members cannot join."""
-    t, g = _group_with_offsets(services, zk, unique, "fs")
-    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--no-acl-fence", "--backup-dir", str(tmp_path),
-                   expect=0)
-    code, out, _ = zkmigrate(services, "status", "--group", g, expect=0)
-    [line] = [ln for ln in out.splitlines() if ln.startswith("Cutover fence")]
-    assert "ZooKeeper members cannot join" not in line and "JVM" in line, line
-
-
-def test_cutover_is_not_ready_when_the_broker_coordinated_consumers_started_first(services, zk, unique, tmp_path):
-    """The ZooKeeper members have stopped, but the new (broker-coordinated) consumers were started before cutover
-    said READY: the group held no Kafka offsets, so they began at auto.offset.reset (latest) and committed there,
-    past records the group never consumed (ZooKeeper: 3). cutover must not report READY (the broker-side group is
-    active and Kafka's offsets did not come from ZooKeeper's)."""
-    from confluent_kafka import Consumer, TopicPartition
-    t, g = _group_with_offsets(services, zk, unique, "fe")
-    kc = Consumer({"bootstrap.servers": services.bootstrap_servers, "group.id": g, "enable.auto.commit": False,
-                   "auto.offset.reset": "latest", "session.timeout.ms": 10000})
-    try:
-        kc.subscribe([t])
-        wait_until(lambda: kc.poll(0.2) is not None or kc.assignment(), 150, interval=0,
-                   message="the broker-coordinated consumer to get its partitions")
-        wait_until(lambda: kc.assignment(), 60, interval=0.2, message="the consumer's assignment")
-        # it began at the log end (10) and commits there
-        kc.commit(offsets=[TopicPartition(t, p, 10) for p in (0, 1)], asynchronous=False)
-        code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
-    finally:
-        kc.close()
-    assert code != 0 and not out["ready"], out
-
-
 def _kafka_commit(services, g, offsets):
     ks = KafkaOffsetStore(services.bootstrap_servers, g)
     try:
@@ -555,16 +501,42 @@ def test_a_rollback_does_not_keep_a_frozen_zookeeper_offset_above_a_deliberate_k
     _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
     zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "kafka", "--to-offset", "2",
                    "--execute", "--backup-dir", str(tmp_path), expect=0)
-    code, out, err = zkmigrate(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
-    assert code == 1, (out, err)
-    assert "kept " not in out and "skipped %s-0: zookeeper has 8, source 2" % t in err, (out, err)
-    assert "--allow-rewind" in err and "frozen" in err, err
-    assert state.fence_of(state.read_phase(zk, g)) is not None
-    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+    # --allow-stale (which every stale refusal names) lets stale offsets through, not this rewind
+    for extra in ((), ("--allow-stale",)):
+        code, out, err = zkmigrate(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                   *extra)
+        assert code == 1, (extra, out, err)
+        assert "kept " not in out and "skipped %s-0: zookeeper has 8, source 2" % t in err, (extra, out, err)
+        assert "--allow-rewind" in err and "before Kafka's last commit" in err, err
+        assert state.fence_of(state.read_phase(zk, g)) is not None
+        assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
     code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--allow-rewind", "--backup-dir",
                                  str(tmp_path), expect=0)
     assert rb["fence_lifted"] and ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 2, (t, 1): 2}
 
+
+def test_a_rollback_keeps_a_zookeeper_offset_ahead_only_when_written_after_kafkas_last_commit(services, zk, unique,
+                                                                                             tmp_path):
+    """No phase record (never verified, never cut over). A member on ZooKeeper storage committed 8 after Kafka's
+    last commit (3): ZooKeeper is where the group stopped, kept. Then the group committed 10 to Kafka and the
+    operator reset Kafka to 2 to reprocess: ZooKeeper's 8 is now older than Kafka's last commit, and keeping it would
+    skip 2..7; a skipped rewind, with --allow-stale too (exit 1, ZooKeeper unchanged)."""
+    t, g = _group_with_offsets(services, zk, unique, "fk", start=1)
+    _kafka_commit(services, g, {(t, 0): 3, (t, 1): 3})
+    time.sleep(0.2)
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 8, (t, 1): 8}).raise_for_errors()
+    out = zkmigrate_json(services, "rollback", "--group", g, "--backup-dir", str(tmp_path), expect=0)[1]
+    assert set(out["kept_ahead"]) == {"%s-0" % t, "%s-1" % t} and not out["skipped_rewind"], out
+    time.sleep(0.2)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "kafka", "--to-offset", "2",
+                   "--execute", "--backup-dir", str(tmp_path), expect=0)
+    for extra in ((), ("--allow-stale",)):
+        code, out, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                      *extra)
+        assert code == 1 and not out["kept_ahead"], (extra, out)
+        assert set(out["skipped_rewind"]) == {"%s-0" % t, "%s-1" % t}, (extra, out)
+        assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
 
 def _partial_cutover(services, zk, g, t, tmp_path):
     """A member registered just before the fence and committed ZooKeeper 8 and 9 (ahead of what the cutover copied

@@ -210,11 +210,21 @@ def test_a_kept_zookeeper_offset_beyond_the_log_end_is_refused_whatever_kafka_re
     assert "beyond the log end 2" in refused[("t", 0)], refused
 
 
-def test_a_zookeeper_offset_ahead_is_kept_only_when_written_after_the_kafka_only_record_or_kafkas_last_commit():
+def test_a_zookeeper_offset_ahead_is_kept_only_when_written_after_kafkas_last_commit():
     from zkconsumer_migrate.stale import Evidence, frozen_ahead
     both = {("t", 0): (8, 2), ("t", 1): (9, 3), ("t", 2): (5, 5)}
     ev = {tp: Evidence(zk_mtime=1000) for tp in both}
-    assert frozen_ahead(both, ev, None) == {}
-    assert frozen_ahead(both, ev, 500) == {}
-    assert set(frozen_ahead(both, ev, 2000)) == {("t", 0), ("t", 1)}
-    assert set(frozen_ahead(both, ev, 2000, {("t", 0): 900, ("t", 1): 3000})) == {("t", 1)}
+    # Kafka's last commit before ZooKeeper's write: ZooKeeper is where the group stopped
+    assert frozen_ahead("g", both, ev, {("t", 0): 900, ("t", 1): 900}) == {}
+    # after it: Kafka was set below ZooKeeper since, whatever the phase record says
+    frozen = frozen_ahead("g", both, ev, {("t", 0): 900, ("t", 1): 3000})
+    assert set(frozen) == {("t", 1)} and "before Kafka's last commit" in frozen[("t", 1)], frozen
+    assert "zkmigrate copy --group g --execute" in frozen[("t", 1)]
+    # not known: not kept
+    assert set(frozen_ahead("g", both, ev, {})) == {("t", 0), ("t", 1)}
+    assert set(frozen_ahead("g", both, {}, {("t", 0): 900, ("t", 1): 900})) == {("t", 0), ("t", 1)}
+    unread = frozen_ahead("g", both, ev, {}, unread="no Read right")
+    assert "could not be read (no Read right)" in unread[("t", 0)], unread
+    # a restore since which Kafka was not committed to: the stores are as before the command it undid
+    assert frozen_ahead("g", both, ev, {("t", 0): 3000, ("t", 1): 3000}, restored_at=2500) == {}
+    assert set(frozen_ahead("g", both, ev, {("t", 0): 3000, ("t", 1): 5000}, restored_at=2500)) == {("t", 1)}
