@@ -23,11 +23,16 @@ offset node's ``mtime``; Kafka: the commit's timestamp in the group's partition 
 commit after the backup's ``taken_at``, or one whose time cannot be read, refuses the whole restore (nothing written)
 unless *discard_newer*: each such offset is listed in ``newer`` with its time and what the restore would do to it.
 
-The cutover fence is not changed: after restoring a backup taken before ``cutover``, the group is still marked cut
-over until a ``zkmigrate rollback --execute`` lifts the mark (the report warns). A restore that deleted Kafka
-offsets records the phase ``restore`` (fence kept): the recorded Kafka phase said that every partition has kept a
-Kafka offset since then (:func:`~.state.kafka_only_since`, the stale-offset checks' evidence), which is no longer
-so; left in place, it would make that rollback refuse the ZooKeeper offsets the restore left as "frozen".
+The cutover fence is not lifted: after restoring a backup taken before ``cutover``, the group is still marked cut
+over until a ``zkmigrate rollback --execute`` lifts the mark (the report warns). A backup taken by a rollback that
+lifted the fence (its ``lifts_fence``) puts it back, as cutover sets it (:func:`_put_fence_back`): undoing that
+rollback gives the group back to the broker-coordinated consumers, and ZooKeeper's frozen offsets it restores must
+not be joined by an old member; while ZooKeeper members are registered that is refused, ``force`` or not
+(:func:`_check_no_members_under_the_fence`; *no_fence* restores the offsets without the fence). A restore that
+wrote or deleted Kafka offsets records the phase ``restore`` (the fence kept, or the one it put back): the
+recorded Kafka phase said that every partition has kept a Kafka offset since then (:func:`~.state.kafka_only_since`,
+the stale-offset checks' evidence), which is no longer so; left in place, it would make that rollback refuse the
+ZooKeeper offsets the restore left as "frozen".
 """
 from __future__ import annotations
 
@@ -35,7 +40,9 @@ from typing import Dict, List, Optional, Tuple
 
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
+from zkconsumer.consumer.registration import live_members
 from zkconsumer.core.layout import paths
+from zkconsumer.errors import GroupConflictError
 
 from . import state
 from .backup import STORES, Backup, write_backup
@@ -129,12 +136,15 @@ def newer_commits(gofs, backup: Backup, plan: Dict[str, dict], current: Both) ->
 
 
 def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = False,
-                  backup_dir: Optional[str] = None, discard_newer: bool = False) -> dict:
+                  backup_dir: Optional[str] = None, discard_newer: bool = False, no_fence: bool = False) -> dict:
     """Restore *backup* into the group's stores (see the module docstring); returns the report the command prints.
     ``ok`` is false when a write or delete failed, or offsets committed since the backup refused it (nothing
     written; *discard_newer* restores them all the same)."""
     if backup.group != gofs.group:
         raise ValueError("backup %s is of group %s, not %s" % (backup.path, backup.group, gofs.group))
+    refence = None if no_fence else _fence_to_put_back(gofs, backup)
+    if refence:
+        _check_no_members_under_the_fence(gofs, backup)
     members = check_no_live_members(gofs.zk, gofs.group, force, "restore")
     check_no_broker_consumers(gofs, "restore")
     extra = sorted(set(gofs.partitions()) - set(backup.partitions))
@@ -158,10 +168,25 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         out["warnings"].append("%s has no manifest (written before zkmigrate restore existed): only the partitions "
                                "it lists are restored, and offsets of partitions it does not list are not deleted"
                                % backup.path)
-    if state.fence_of(state.read_phase(gofs.zk, gofs.group)) is not None:
+    if state.fence_of(state.read_phase(gofs.zk, gofs.group)) is not None and not refence:
         out["warnings"].append("group %s is still marked cut over (ZooKeeper members refuse to join it): "
                                "'zkmigrate rollback --group %s --execute' lifts the mark" % (gofs.group, gofs.group))
     refused = bool(out["newer"]) and not discard_newer
+    if no_fence and backup.lifts_fence:
+        out["warnings"].append("group %s: the backup was taken by a rollback that lifted the cutover fence; "
+                               "--no-fence: it is not put back (ZooKeeper members may join at the offsets restored)"
+                               % gofs.group)
+    if refence:
+        out["fence_put_back"] = {"execute": execute, "ids_acl": refence["ids_acl"], "record": refence["record"]}
+        if not execute:
+            out["warnings"].append("group %s: the backup was taken by a rollback that lifted the cutover fence; "
+                                   "--execute puts it back (%s); --no-fence restores the offsets without it"
+                                   % (gofs.group, _halves(gofs.group, refence)))
+    if execute and not refused and refence:
+        gofs.check_lock()
+        # fenced before the offsets go back: no member may join at the offsets being restored
+        out["fence_put_back"].update(_put_fence_back(gofs, backup, refence))
+    kafka_changed = False
     if execute and not refused and any(plan[s]["set"] or plan[s]["delete"] for s in STORES):
         gofs.check_lock()
         out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, current,
@@ -176,11 +201,65 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                 res = store.delete_offsets(plan[s]["delete"])
                 failed.update({tp: str(e) for tp, e in res.failed.items()})
                 out["deleted"] += len(res.committed)
-                if s == "kafka" and res.committed:
-                    out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "restore", "zkmigrate restore")
+                kafka_changed = kafka_changed or (s == "kafka" and bool(res.committed))
+            if s == "kafka" and set(plan[s]["set"]) - set(failed):
+                kafka_changed = True
             out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
         _remove_empty_topic_nodes(gofs, backup)
+    put_back = execute and not refused and refence and refence["record"]
+    if kafka_changed or put_back:
+        # the Kafka offsets put back (written or deleted) end the recorded Kafka-only run ("restore"); a fence put back
+        # alone is recorded as cutover set it, after the offsets were written: the run of Kafka-only records starts
+        # after ZooKeeper's last write (ZooKeeper offsets written before it, without a Kafka one, count as frozen)
+        out["recorded_phase"] = state.record_phase(
+            gofs.zk, gofs.group, "restore" if kafka_changed else "cutover", "zkmigrate restore",
+            fence=out["fence_put_back"]["fence"] if put_back else state.KEEP)
     out["ok"] = not (out["failed"] or out["unreadable"] or refused)
+    return out
+
+
+def _check_no_members_under_the_fence(gofs, backup: Backup) -> None:
+    """Refuse (:class:`GroupConflictError`, ``--force`` or not) to put a rollback's fence back over ZooKeeper members
+    that are registered: they consume the group (it came back to them, or the backup is of another rollback than the
+    operator thinks), and the fence would shut out each one that restarts or loses its session."""
+    members = sorted(live_members(gofs.zk, gofs.group))
+    if members:
+        raise GroupConflictError(
+            "refusing to restore %s: it was taken by a rollback that lifted the cutover fence of group %s, and "
+            "restoring it puts the fence back, but %d ZooKeeper member(s) are registered (%s): stop them first (the "
+            "group goes back to the broker-coordinated consumers), or pass --no-fence to restore the offsets without "
+            "the fence; nothing written" % (backup.path, gofs.group, len(members), ", ".join(members[:3])))
+
+
+def _fence_to_put_back(gofs, backup: Backup) -> Optional[dict]:
+    """The halves of the fence the backed-up rollback lifted that the group lacks now: ``{"ids_acl": bool,
+    "record": bool}``, or None."""
+    from .fence import fenced_ids_node
+    lifted = backup.lifts_fence
+    if not lifted:
+        return None
+    want = {"ids_acl": bool(lifted["ids_acl"]) and fenced_ids_node(gofs.zk, gofs.group) is None,
+            "record": lifted["record"] is not None and state.fence_of(state.read_phase(gofs.zk, gofs.group)) is None}
+    return want if any(want.values()) else None
+
+
+def _halves(group: str, want: dict) -> str:
+    return " and ".join(h for h, on in (("the create right taken off /consumers/%s/ids" % group, want["ids_acl"]),
+                                         ("the fence recorded", want["record"])) if on)
+
+
+def _put_fence_back(gofs, backup: Backup, want: dict) -> dict:
+    """Take the create right off ``ids`` (if the backup says it was off) and return the fence to record: the one
+    the rollback lifted, with the ACL saved now when this changed it. FenceError when ZooKeeper refuses."""
+    from .fence import set_fence
+    fence = dict(backup.lifts_fence["record"] or {})
+    out = {"path": None, "changed": False}
+    if want["ids_acl"]:
+        acl = set_fence(gofs.zk, gofs.group)
+        out.update(path=acl["path"], changed=acl["changed"])
+        if acl["ids_acl"] is not None:
+            fence["ids_acl"] = acl["ids_acl"]
+    out["fence"] = fence or None
     return out
 
 

@@ -176,10 +176,16 @@ def to_kafka_refusals(group: str, todo: Dict[TP, int], both: Dict[TP, tuple], ev
 def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], frozen_since: Optional[int],
                           retention: Optional[Retention], now_ms: Optional[float] = None,
                           keep: str = "--allow-stale to roll back anyway",
-                          restored_at: Optional[int] = None) -> Dict[TP, str]:
+                          restored_at: Optional[int] = None, keep_ahead: bool = False) -> Dict[TP, str]:
     """Of the partitions a rollback (Kafka -> ZooKeeper) handles, the ones refused, with why: a Kafka offset beyond
-    the log end, or a ZooKeeper offset kept (no Kafka offset) that is frozen, older than the retention (when it is
-    not known, the assumed shortest one), or of an earlier topic.
+    the log end, a ZooKeeper offset kept (no Kafka offset) that is beyond the log end, frozen, older than the
+    retention (when it is not known, the assumed shortest one), or of an earlier topic, and (*keep_ahead*) a ZooKeeper offset kept ahead
+    of Kafka's that is beyond the log end or of an earlier topic (Kafka's own offset is smaller: ZooKeeper's is not
+    frozen behind it).
+
+    A frozen or old ZooKeeper offset is kept all the same when *ev* holds the Kafka offset the broker removed (its last
+    commit in ``__consumer_offsets``) and it is not greater: Kafka never went past ZooKeeper's offset (a cutover whose
+    copies expired before any consumer committed).
 
     *restored_at*: when a restore last put the group's offsets back (:func:`.state.restored_since`). Within one
     retention of it, a Kafka offset committed since would still be there, so a missing one did not expire and the
@@ -196,14 +202,33 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
         if kafka is not None and e.log_end is not None and kafka > e.log_end:
             why = ("group %s, %s-%d: its Kafka offset %d is beyond the log end %d (the topic was created again, or "
                    "the log truncated): the consumers would reset" % (group, tp[0], tp[1], kafka, e.log_end))
+        elif keep_ahead and kafka is not None and zk_off is not None and zk_off > kafka:
+            if e.log_end is not None and zk_off > e.log_end:
+                why = ("group %s, %s-%d: its ZooKeeper offset %d, kept ahead of Kafka's %d, is beyond the log end %d "
+                       "(the topic was created again, or the log truncated): the consumers would reset"
+                       % (group, tp[0], tp[1], zk_off, kafka, e.log_end))
+            else:
+                why = _predates(group, tp, zk_off, e)
+            if why is not None:
+                out[tp] = "%s. %s" % (why, _ways(group, tp, "zookeeper", keep, "'--allow-rewind' to take Kafka's "
+                                                 "offset %d, " % kafka))
+                continue
         elif kafka is None and zk_off is not None:
-            why = _predates(group, tp, zk_off, e)
-            if why is None and frozen_since is not None and e.zk_mtime is not None and e.zk_mtime < frozen_since:
+            if e.log_end is not None and zk_off > e.log_end:
+                why = ("group %s, %s-%d: Kafka holds no offset for it and its ZooKeeper offset %d is beyond the log "
+                       "end %d (the topic was created again, or the log truncated): the consumers would reset"
+                       % (group, tp[0], tp[1], zk_off, e.log_end))
+            if why is None:
+                why = _predates(group, tp, zk_off, e)
+            if why is None and e.removed is not None and e.removed[0] is not None and e.removed[0] <= zk_off:
+                # the last Kafka commit the broker removed was not past ZooKeeper's offset: Kafka never moved on
+                pass
+            elif why is None and frozen_since is not None and e.zk_mtime is not None and e.zk_mtime < frozen_since:
                 why = ("group %s, %s-%d: Kafka holds no offset for it, although the group has kept every offset in "
                        "Kafka since %s (recorded phase); ZooKeeper keeps %d, last written %s: frozen since then, and "
                        "the rollback would resume there" % (group, tp[0], tp[1], iso(frozen_since), zk_off,
                                                             iso(e.zk_mtime)))
-            if why is None and retention_ms is not None and e.zk_mtime is not None \
+            elif why is None and retention_ms is not None and e.zk_mtime is not None \
                     and now - e.zk_mtime > retention_ms:
                 why = ("group %s, %s-%d: Kafka holds no offset for it and ZooKeeper keeps %d, last written %s (%s "
                        "ago, longer than %s): if the group committed to Kafka since, that offset expired, and the "
@@ -215,12 +240,58 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
     return out
 
 
+def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence],
+                 kafka_committed: Optional[Dict[TP, int]], restored_at: Optional[int] = None, unread: Optional[str] = None) -> Dict[TP, str]:
+    """Of the ZooKeeper offsets ahead of Kafka's, the ones not shown to be where the group stopped last, with why
+    (pure). One is kept (not returned) only on evidence:
+
+    * its offset node was last written after Kafka's last commit of the partition (*kafka_committed*: ``{tp:
+      committed ms}`` from ``__consumer_offsets``): a member on ZooKeeper storage ran after the group last committed
+      to Kafka (back from the dual phase, or one that came back before the cutover fence);
+    * or the last offset change recorded is a ``restore`` (*restored_at*, :func:`~.state.restored_since`) and Kafka's
+      last commit is not after it: the restore put the stores back as they were before the command it undid.
+
+    Otherwise Kafka's last commit is the later one (Kafka was set below ZooKeeper since: ``reset-offsets --store
+    kafka`` to reprocess, or consumers that went on and were reset; keeping ZooKeeper's would skip the records
+    between), or the times are not known (*unread*: why ``__consumer_offsets`` could not be read): a skipped rewind.
+    ZooKeeper's mtime comes from the ZooKeeper servers' clock and the commit time from the broker's: clocks apart by
+    more than the time between the two writes decide wrongly."""
+    keep = "to keep ZooKeeper's, copy it to Kafka first ('zkmigrate copy --group %s --execute')" % group
+    out = {}
+    for tp, (zk_off, kafka) in sorted(both.items()):
+        if zk_off is None or kafka is None or zk_off <= kafka:
+            continue
+        mtime = ev.get(tp, Evidence()).zk_mtime
+        committed = (kafka_committed or {}).get(tp)
+        if mtime is not None and committed is not None and mtime > committed:
+            continue
+        if restored_at is not None and committed is not None and committed <= restored_at + 999:
+            continue
+        if mtime is not None and committed is not None:
+            why = ("ZooKeeper's %d was last written %s, before Kafka's last commit (%s): Kafka's %d was set since, "
+                   "and keeping ZooKeeper's would skip the records between (%s)"
+                   % (zk_off, iso(mtime), iso(committed), kafka, keep))
+        elif unread is not None:
+            why = ("whether ZooKeeper's %d was written after Kafka's last commit (then it is where the group stopped) "
+                   "could not be checked: %s could not be read (%s); %s%s"
+                   % (zk_off, OFFSETS_TOPIC, unread, GRANT_READ, keep))
+        else:
+            missing = ("its offset node's mtime is not known" if mtime is None else
+                       "Kafka's last commit of it was not found in %s" % OFFSETS_TOPIC)
+            why = ("whether ZooKeeper's %d was written after Kafka's last commit (then it is where the group stopped) "
+                   "could not be checked: %s; %s" % (zk_off, missing, keep))
+        out[tp] = why
+    return out
+
+
 class StaleCheck(NamedTuple):
     """What :func:`check_to_kafka` and :func:`check_to_zookeeper` found: ``refused`` {tp: why}, ``notes`` for the
-    report, and ``unchecked``: the refused partitions whose staleness could not be checked (not shown stale)."""
+    report, ``unchecked``: the refused partitions whose staleness could not be checked (not shown stale), and
+    (rollback) ``frozen_ahead`` {tp: why}: ZooKeeper offsets ahead of Kafka's that are not kept (skipped rewinds)."""
     refused: Dict[TP, str]
     notes: list
     unchecked: list
+    frozen_ahead: Dict[TP, str] = {}
 
 
 def _retention(gofs) -> Retention:
@@ -278,9 +349,13 @@ def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleChe
     return StaleCheck(to_kafka_refusals(gofs.group, todo, both, ev, frozen_since, unchecked), notes, sorted(unchecked))
 
 
-def check_to_zookeeper(gofs, both: Dict[TP, tuple]) -> StaleCheck:
-    """The refusals of a rollback of the partitions *both* (Kafka -> ZooKeeper); when the retention cannot be read,
-    the shortest default is taken (more ZooKeeper offsets count as too old to keep) and a note says so."""
+def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> StaleCheck:
+    """The refusals of a rollback of the partitions *both* (Kafka -> ZooKeeper; *keep_ahead*: ZooKeeper offsets
+    ahead of Kafka's are kept, without ``--allow-rewind``, where :func:`frozen_ahead` finds them written after Kafka's
+    last commit; the others are returned in ``frozen_ahead``, skipped rewinds); when the retention cannot be read, the
+    shortest default is taken (more ZooKeeper offsets count as too old to keep) and a note says so. The group's
+    partition of ``__consumer_offsets`` is read once, for the partitions ahead and those a removed Kafka offset may
+    clear."""
     from zkconsumer.tools import groups as zkgroups
     from . import state
     if not both:
@@ -288,8 +363,45 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple]) -> StaleCheck:
     _, end, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(both), security=gofs.security)
     rec = state.read_phase(gofs.zk, gofs.group)
     ev = evidence(gofs, both, end)
+    from zkconsumer.errors import ClusterUnavailableError
+    from zkconsumer.offsets.expiry import read_commit_log
+    frozen_since = state.kafka_only_since(rec)
+    restored_at = state.restored_since(rec)
+    notes: List[str] = []
+    ahead = [tp for tp, (z, k) in both.items() if keep_ahead and z is not None and k is not None and z > k]
+    rest = {tp: v for tp, v in both.items() if tp not in ahead}
     kept = [tp for tp, (z, k) in both.items() if k is None and z is not None]
     retention = _retention(gofs) if kept else None
-    refused = to_zookeeper_refusals(gofs.group, both, ev, state.kafka_only_since(rec), retention,
-                                    restored_at=state.restored_since(rec))
-    return StaleCheck(refused, _retention_note(retention) if retention is not None else [], [])
+    args = (frozen_since, retention)
+    kw = dict(restored_at=restored_at, keep_ahead=False)
+    refused = to_zookeeper_refusals(gofs.group, rest, ev, *args, **kw)
+    doubted = [tp for tp in kept if tp in refused]
+    log: Dict = {}
+    unread: Optional[str] = None
+    if ahead or doubted:
+        # ahead: Kafka's last commit says whether ZooKeeper was written after it; doubted: the Kafka offset the broker
+        # removed may show that Kafka never went past ZooKeeper's
+        try:
+            log = read_commit_log(gofs.bootstrap_servers, gofs.group, sorted(set(ahead) | set(doubted)),
+                                  security=gofs.security)
+        except ClusterUnavailableError as e:
+            unread = str(e)
+    unchecked: List[TP] = []
+    if doubted and unread is not None:
+        for tp in doubted:
+            refused[tp] = refused[tp].replace(
+                ". Ways out: ", "; whether Kafka ever went past it could not be checked: %s could not be read "
+                "(%s). Ways out: %s" % (OFFSETS_TOPIC, unread, GRANT_READ), 1)
+        unchecked = sorted(doubted)
+    elif doubted and any(log[tp].removed and log[tp].offset is not None for tp in doubted if tp in log):
+        refused = to_zookeeper_refusals(gofs.group, rest, evidence(gofs, rest, end, log), *args, **kw)
+    committed = {tp: c.committed_ms for tp, c in log.items() if not c.removed and c.committed_ms is not None}
+    frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev, committed, restored_at, unread)
+    # kept ahead: ZooKeeper's offset must still fit the log; not kept: ZooKeeper stays as it is, Kafka's is checked
+    kw["keep_ahead"] = True
+    refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in ahead if tp not in frozen}, ev, *args,
+                                         **kw))
+    kw["keep_ahead"] = False
+    refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in frozen}, ev, *args, **kw))
+    notes += _retention_note(retention) if retention is not None else []
+    return StaleCheck(refused, notes, unchecked, frozen)

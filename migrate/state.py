@@ -2,14 +2,16 @@
 
 The phase record is a persistent node of our own, ``/consumers/[g]/zkconsumer/migration`` (JSON), written by
 ``verify`` when it passes (unless ``--no-record``), by ``cutover --execute`` when the group is ready, by
-``rollback --execute`` when it lifts the fence and by ``restore --execute`` when it deleted Kafka offsets (phase
-``restore``), and shown by ``status``::
+``rollback --execute`` when it lifts the fence and by ``restore --execute`` when it wrote or deleted Kafka offsets
+(phase ``restore``) or restored a rollback's backup (the fence that rollback lifted, with the phase ``cutover``, or
+``restore`` when Kafka offsets changed), and shown by ``status``::
 
     {"version": 1, "phase": "kafka", "to": null, "since": "2026-11-23T06:50:00Z", "by": "zkmigrate verify",
      "fence": {"since": "2026-11-23T06:40:00Z", "by": "zkmigrate cutover", "ids_acl": [...]},
      "history": [...the previous records, newest first, at most 20...]}
 
-``fence`` is the cutover fence: set by ``cutover --execute``, carried over by every later record (a passing verify
+``fence`` is the cutover fence: set by ``cutover --execute`` (and put back by ``restore --execute`` of the backup of a
+rollback that lifted it), carried over by every later record (a passing verify
 changes the phase, never the fence) and removed only by a ``rollback --execute`` that left nothing behind.
 ZooKeeper members refuse to join a fenced group (``cutover.fence``); ``ids_acl`` is the ACL ``/consumers/[g]/ids``
 had before cutover took its create right away (:mod:`.fence`), which the rollback puts back. A record of an older

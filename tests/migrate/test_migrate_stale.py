@@ -73,6 +73,46 @@ def test_a_recreated_topic_keeps_its_old_offsets_out(services, zk, unique, tmp_p
         ks.close()
 
 
+def test_a_rollback_keeps_a_zookeeper_offset_ahead_of_kafka_only_when_it_is_not_stale():
+    """ZooKeeper ahead of Kafka (a member on ZooKeeper storage ran after Kafka's last commit): the rollback keeps it;
+    beyond the log end, or written before the topic was created, it is refused, naming --allow-rewind (take
+    Kafka's) besides the usual ways out; with --allow-rewind (keep_ahead off) only Kafka's offset is checked."""
+    from zkconsumer_migrate.stale import Evidence, to_zookeeper_refusals
+    both = {("t", 0): (8, 5), ("t", 1): (40, 5), ("t", 2): (9, 5)}
+    ev = {("t", 0): Evidence(zk_mtime=2000, topic_ctime=1000, log_end=30),
+          ("t", 1): Evidence(zk_mtime=2000, topic_ctime=1000, log_end=30),
+          ("t", 2): Evidence(zk_mtime=500, topic_ctime=1000, log_end=30)}
+    refused = to_zookeeper_refusals("g", both, ev, None, None, keep_ahead=True)
+    assert set(refused) == {("t", 1), ("t", 2)}, refused
+    assert "ZooKeeper offset 40, kept ahead of Kafka's 5, is beyond the log end 30" in refused[("t", 1)]
+    assert "before topic t was created" in refused[("t", 2)]
+    for why in refused.values():
+        assert "'--allow-rewind' to take Kafka's offset 5" in why and "--allow-stale" in why, why
+    assert to_zookeeper_refusals("g", both, ev, None, None, keep_ahead=False) == {}
+
+
+def test_a_removed_kafka_offset_not_past_zookeeper_clears_a_frozen_looking_one():
+    """A rollback finds no Kafka offset and a ZooKeeper offset that the phase record (or its age) calls frozen: the
+    Kafka offset the broker removed, read from __consumer_offsets, decides. Not greater than ZooKeeper's (a cutover's
+    copy that expired unused): kept. Greater (consumers went on in Kafka): refused. Not known: refused."""
+    from zkconsumer.offsets.expiry import Retention
+    from zkconsumer_migrate.stale import Evidence, to_zookeeper_refusals
+    now, day = 1767225600000, 86400000
+    both = {("t", 0): (7, None)}
+
+    def refused(removed, frozen_since=now - day, retention=None):
+        ev = {("t", 0): Evidence(zk_mtime=now - 2 * day, topic_ctime=now - 3 * day, log_end=20, removed=removed)}
+        return to_zookeeper_refusals("g", both, ev, frozen_since, retention, now_ms=now)
+    assert refused((7, now - 2 * day)) == {}
+    assert refused((7, now - 2 * day), None, Retention(day)) == {}
+    assert "frozen since then" in refused((15, now - day))[("t", 0)]
+    assert "frozen since then" in refused(None)[("t", 0)]
+    assert "frozen since then" in refused((None, None))[("t", 0)]
+    assert "longer than" in refused(None, None, Retention(day))[("t", 0)]
+    early = {("t", 0): Evidence(zk_mtime=now - 2 * day, topic_ctime=now - day, removed=(7, now))}
+    assert "earlier topic" in to_zookeeper_refusals("g", both, early, None, None, now_ms=now)[("t", 0)]
+
+
 own = own_cluster_fixture("stale", broker_config={"offsets.retention.minutes": 1,
                                                    "offsets.retention.check.interval.ms": 1000})
 
@@ -129,3 +169,62 @@ def test_frozen_zookeeper_offsets_after_the_kafka_offsets_expired(own, unique, t
         zkmigrate_json(own, "verify", "--group", recorded, "--phase", "zookeeper", expect=0)
     finally:
         zkmod.close(zk)
+
+
+def test_undoing_a_cutover_whose_offsets_expired_before_the_new_consumers_started(own, unique, tmp_path):
+    """migration.md, "After cutover": the new consumers never started, and the offsets the cutover wrote to Kafka
+    expired meanwhile (offsets.retention.minutes=1 here, 7 days by default; cutover warns when). The runbook that
+    undoes the cutover (restore the backup it printed, then rollback --execute) must give the group back to its
+    ZooKeeper members at the offsets they stopped at: nobody consumed since, ZooKeeper's offsets are not frozen
+    (the removed Kafka offsets were the very same values the cutover copied from them)."""
+    t = own.create_topic(unique("uc"), 2)
+    from zkconsumer.local import tools
+    for p in (0, 1):
+        tools.produce(own.bootstrap_servers, t, 20, partition=p)
+    zk = zkmod.connect(own.zookeeper_connect)
+    g = unique("uc-g")
+    try:
+        # a stopped group on ZooKeeper storage, cut over
+        ZooKeeperOffsetStore(zk, g).commit({(t, 0): 7, (t, 1): 9}).raise_for_errors()
+        code, co, _ = zkmigrate_json(own, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                     expect=0)
+        manifest = [p for p in co["backup"] if p.endswith(".json")][0]
+        wait_until(lambda: all(r["kafka_offset"] is None
+                               for r in zkmigrate_json(own, "status", "--group", g, expect=0)[1]["partitions"]),
+                   150, "the Kafka offsets to expire (offsets.retention.minutes=1)", interval=2)
+        zkmigrate_json(own, "restore", manifest, "--execute", "--backup-dir", str(tmp_path), expect=0)
+        code, rb, _ = zkmigrate_json(own, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+        assert code == 0 and rb.get("fence_lifted"), (code, rb.get("refused"), rb.get("warnings"))
+        assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 7, (t, 1): 9}
+    finally:
+        zkmod.close(zk)
+
+
+def test_a_kept_zookeeper_offset_beyond_the_log_end_is_refused_whatever_kafka_removed():
+    """No Kafka offset, ZooKeeper at 3, the log ending at 2: a removed Kafka commit not past 3 clears the frozen
+    evidence, not the log end (the consumers would reset)."""
+    from zkconsumer_migrate.stale import Evidence, to_zookeeper_refusals
+    now, day = 1767225600000, 86400000
+    ev = {("t", 0): Evidence(zk_mtime=now - 2 * day, topic_ctime=now - 3 * day, log_end=2, removed=(3, now - day))}
+    refused = to_zookeeper_refusals("g", {("t", 0): (3, None)}, ev, now - day, None, now_ms=now)
+    assert "beyond the log end 2" in refused[("t", 0)], refused
+
+
+def test_a_zookeeper_offset_ahead_is_kept_only_when_written_after_kafkas_last_commit():
+    from zkconsumer_migrate.stale import Evidence, frozen_ahead
+    both = {("t", 0): (8, 2), ("t", 1): (9, 3), ("t", 2): (5, 5)}
+    ev = {tp: Evidence(zk_mtime=1000) for tp in both}
+    # Kafka's last commit before ZooKeeper's write: ZooKeeper is where the group stopped
+    assert frozen_ahead("g", both, ev, {("t", 0): 900, ("t", 1): 900}) == {}
+    # after it: Kafka was set below ZooKeeper since, whatever the phase record says
+    frozen = frozen_ahead("g", both, ev, {("t", 0): 900, ("t", 1): 3000})
+    assert set(frozen) == {("t", 1)} and "before Kafka's last commit" in frozen[("t", 1)], frozen
+    assert "zkmigrate copy --group g --execute" in frozen[("t", 1)]
+    # not known: not kept
+    assert set(frozen_ahead("g", both, ev, {})) == {("t", 0), ("t", 1)}
+    assert set(frozen_ahead("g", both, {}, {("t", 0): 900, ("t", 1): 900})) == {("t", 0), ("t", 1)}
+    unread = frozen_ahead("g", both, ev, {}, unread="no Read right")
+    assert "could not be read (no Read right)" in unread[("t", 0)], unread
+    # a restore since which Kafka was not committed to: the stores are as before the command it undid
+    assert frozen_ahead("g", both, ev, {("t", 0): 3000, ("t", 1): 3000}, restored_at=2500) == {}
+    assert set(frozen_ahead("g", both, ev, {("t", 0): 3000, ("t", 1): 5000}, restored_at=2500)) == {("t", 1)}
