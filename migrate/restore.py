@@ -36,6 +36,7 @@ ZooKeeper offsets the restore left as "frozen".
 """
 from __future__ import annotations
 
+import time
 from typing import Dict, List, Optional, Tuple
 
 from kazoo.exceptions import NoNodeError, NotEmptyError
@@ -168,7 +169,7 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         out["warnings"].append("%s has no manifest (written before zkmigrate restore existed): only the partitions "
                                "it lists are restored, and offsets of partitions it does not list are not deleted"
                                % backup.path)
-    if state.fence_of(state.read_phase(gofs.zk, gofs.group)) is not None and not refence:
+    if state.fence_of(state.read_phase(gofs.zk, gofs.group)) is not None and not backup.lifts_fence:
         out["warnings"].append("group %s is still marked cut over (ZooKeeper members refuse to join it): "
                                "'zkmigrate rollback --group %s --execute' lifts the mark" % (gofs.group, gofs.group))
     refused = bool(out["newer"]) and not discard_newer
@@ -186,9 +187,11 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         gofs.check_lock()
         # fenced before the offsets go back: no member may join at the offsets being restored
         out["fence_put_back"].update(_put_fence_back(gofs, backup, refence))
-    kafka_changed = False
+    kafka_changed = wrote = False
+    started = time.time()
     if execute and not refused and any(plan[s]["set"] or plan[s]["delete"] for s in STORES):
         gofs.check_lock()
+        wrote = True
         out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, current,
                                      by="zkmigrate restore", writes={s: plan[s]["set"] for s in STORES})
         for i, s in enumerate(STORES):
@@ -207,15 +210,31 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
             out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
         _remove_empty_topic_nodes(gofs, backup)
     put_back = execute and not refused and refence and refence["record"]
-    if kafka_changed or put_back:
+    if kafka_changed or put_back or wrote:
         # the Kafka offsets put back (written or deleted) end the recorded Kafka-only run ("restore"); a fence put back
         # alone is recorded as cutover set it, after the offsets were written: the run of Kafka-only records starts
-        # after ZooKeeper's last write (ZooKeeper offsets written before it, without a Kafka one, count as frozen)
+        # after ZooKeeper's last write (ZooKeeper offsets written before it, without a Kafka one, count as frozen);
+        # ZooKeeper offsets written alone keep the phase. Each says when the restore began: ZooKeeper offsets written
+        # since are its own, not a member's (rollback's evidence, :func:`.stale.frozen_ahead`)
+        prev = state.read_phase(gofs.zk, gofs.group)
+        phase = "restore" if kafka_changed else "cutover" if put_back else (
+            prev.get("phase") if isinstance(prev, dict) and isinstance(prev.get("phase"), str) else "restore")
         out["recorded_phase"] = state.record_phase(
-            gofs.zk, gofs.group, "restore" if kafka_changed else "cutover", "zkmigrate restore",
-            fence=out["fence_put_back"]["fence"] if put_back else state.KEEP)
+            gofs.zk, gofs.group, phase, "zkmigrate restore",
+            fence=out["fence_put_back"]["fence"] if put_back else state.KEEP,
+            restore={"started_ms": int(started * 1000), "vouched": _vouched(backup, saved)})
     out["ok"] = not (out["failed"] or out["unreadable"] or refused)
     return out
+
+
+def _vouched(backup: Backup, saved: Both) -> list:
+    """``[[topic, partition, zookeeper, kafka]]``: the partitions a backup of ``copy`` or ``cutover`` holds with
+    ZooKeeper's offset ahead of Kafka's. Those commands take such a ZooKeeper offset as where the group stopped (they
+    copy it to Kafka), so once the restore has put both back, a rollback keeps it while the stores still hold these
+    values. A backup of another command vouches for nothing."""
+    if (backup.by or "").split(" ")[:2] not in (["zkmigrate", "copy"], ["zkmigrate", "cutover"]):
+        return []
+    return [[t, p, z, k] for (t, p), (z, k) in sorted(saved.items()) if z is not None and k is not None and z > k]
 
 
 def _check_no_members_under_the_fence(gofs, backup: Backup) -> None:
@@ -228,7 +247,7 @@ def _check_no_members_under_the_fence(gofs, backup: Backup) -> None:
             "refusing to restore %s: it was taken by a rollback that lifted the cutover fence of group %s, and "
             "restoring it puts the fence back, but %d ZooKeeper member(s) are registered (%s): stop them first (the "
             "group goes back to the broker-coordinated consumers), or pass --no-fence to restore the offsets without "
-            "the fence; nothing written" % (backup.path, gofs.group, len(members), ", ".join(members[:3])))
+            "the fence (with --force while they are live: their commits race the restore); nothing written" % (backup.path, gofs.group, len(members), ", ".join(members[:3])))
 
 
 def _fence_to_put_back(gofs, backup: Backup) -> Optional[dict]:

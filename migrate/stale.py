@@ -184,8 +184,8 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
     frozen behind it).
 
     A frozen or old ZooKeeper offset is kept all the same when *ev* holds the Kafka offset the broker removed (its last
-    commit in ``__consumer_offsets``) and it is not greater: Kafka never went past ZooKeeper's offset (a cutover whose
-    copies expired before any consumer committed).
+    commit in ``__consumer_offsets``) and it is that same offset: the group resumes where Kafka stood last (a cutover
+    whose copies expired before any consumer committed). A smaller one may be a reset to reprocess: refused.
 
     *restored_at*: when a restore last put the group's offsets back (:func:`.state.restored_since`). Within one
     retention of it, a Kafka offset committed since would still be there, so a missing one did not expire and the
@@ -220,8 +220,9 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
                        % (group, tp[0], tp[1], zk_off, e.log_end))
             if why is None:
                 why = _predates(group, tp, zk_off, e)
-            if why is None and e.removed is not None and e.removed[0] is not None and e.removed[0] <= zk_off:
-                # the last Kafka commit the broker removed was not past ZooKeeper's offset: Kafka never moved on
+            if why is None and e.removed is not None and e.removed[0] is not None and e.removed[0] == zk_off:
+                # the last Kafka commit the broker removed was ZooKeeper's offset: the group resumes where Kafka
+                # stood last (one below it may have been a reset to reprocess: keeping ZooKeeper's would skip)
                 pass
             elif why is None and frozen_since is not None and e.zk_mtime is not None and e.zk_mtime < frozen_since:
                 why = ("group %s, %s-%d: Kafka holds no offset for it, although the group has kept every offset in "
@@ -240,46 +241,57 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
     return out
 
 
-def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence],
-                 kafka_committed: Optional[Dict[TP, int]], restored_at: Optional[int] = None, unread: Optional[str] = None) -> Dict[TP, str]:
+def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafka_since: Optional[Dict[TP, int]],
+                 restore: Optional[dict] = None, unread: Optional[str] = None) -> Dict[TP, str]:
     """Of the ZooKeeper offsets ahead of Kafka's, the ones not shown to be where the group stopped last, with why
     (pure). One is kept (not returned) only on evidence:
 
-    * its offset node was last written after Kafka's last commit of the partition (*kafka_committed*: ``{tp:
-      committed ms}`` from ``__consumer_offsets``): a member on ZooKeeper storage ran after the group last committed
-      to Kafka (back from the dual phase, or one that came back before the cutover fence);
-    * or the last offset change recorded is a ``restore`` (*restored_at*, :func:`~.state.restored_since`) and Kafka's
-      last commit is not after it: the restore put the stores back as they were before the command it undid.
+    * its offset node was last written after Kafka's offset became what it is (*kafka_since*: ``{tp: ms}``, the
+      first of the latest run of commits of that offset in ``__consumer_offsets``: a keep-alive that commits it again
+      does not count): a member on ZooKeeper storage ran after the group last moved its Kafka offset (back from the
+      dual phase, or one that came back before the cutover fence). Not when the last offset change recorded is a
+      ``zkmigrate restore`` (*restore*, :func:`~.state.restore_of`) that began before that write: the write may be
+      the restore's own, of whatever ZooKeeper held when its backup was taken;
+    * or that restore put back exactly the two offsets the stores hold, from a backup of ``copy`` or ``cutover`` in
+      which ZooKeeper's was ahead (``vouched``): those commands took it as where the group stopped.
 
-    Otherwise Kafka's last commit is the later one (Kafka was set below ZooKeeper since: ``reset-offsets --store
-    kafka`` to reprocess, or consumers that went on and were reset; keeping ZooKeeper's would skip the records
-    between), or the times are not known (*unread*: why ``__consumer_offsets`` could not be read): a skipped rewind.
-    ZooKeeper's mtime comes from the ZooKeeper servers' clock and the commit time from the broker's: clocks apart by
-    more than the time between the two writes decide wrongly."""
+    Otherwise Kafka was set below ZooKeeper since (``reset-offsets --store kafka`` to reprocess, consumers that went
+    on and were reset: keeping ZooKeeper's would skip the records between), or the times are not known (*unread*:
+    why ``__consumer_offsets`` could not be read): a skipped rewind. ZooKeeper's mtime comes from the ZooKeeper
+    servers' clock and the commit time from the broker's: clocks apart by more than the time between the two
+    writes decide wrongly."""
     keep = "to keep ZooKeeper's, copy it to Kafka first ('zkmigrate copy --group %s --execute')" % group
+    vouched = (restore or {}).get("vouched") or {}
+    started = (restore or {}).get("started_ms")
     out = {}
     for tp, (zk_off, kafka) in sorted(both.items()):
         if zk_off is None or kafka is None or zk_off <= kafka:
             continue
+        if vouched.get(tp) == (zk_off, kafka):
+            continue
         mtime = ev.get(tp, Evidence()).zk_mtime
-        committed = (kafka_committed or {}).get(tp)
-        if mtime is not None and committed is not None and mtime > committed:
+        since = (kafka_since or {}).get(tp)
+        by_restore = restore is not None and mtime is not None and (started is None or mtime >= started - 1000)
+        if mtime is not None and since is not None and mtime > since and not by_restore:
             continue
-        if restored_at is not None and committed is not None and committed <= restored_at + 999:
-            continue
-        if mtime is not None and committed is not None:
-            why = ("ZooKeeper's %d was last written %s, before Kafka's last commit (%s): Kafka's %d was set since, "
-                   "and keeping ZooKeeper's would skip the records between (%s)"
-                   % (zk_off, iso(mtime), iso(committed), kafka, keep))
+        if by_restore:
+            why = ("ZooKeeper's %d was last written %s, by or after the zkmigrate restore that began %s (what its "
+                   "backup held, not where a member stopped), and the backup does not vouch for it against Kafka's %d "
+                   "(%s)" % (zk_off, iso(mtime), iso(started) if started is not None else "at an unrecorded time",
+                             kafka, keep))
+        elif mtime is not None and since is not None:
+            why = ("ZooKeeper's %d was last written %s, before Kafka's offset became %d (%s): Kafka was set below it "
+                   "since, and keeping ZooKeeper's would skip the records between (%s)"
+                   % (zk_off, iso(mtime), kafka, iso(since), keep))
         elif unread is not None:
-            why = ("whether ZooKeeper's %d was written after Kafka's last commit (then it is where the group stopped) "
-                   "could not be checked: %s could not be read (%s); %s%s"
-                   % (zk_off, OFFSETS_TOPIC, unread, GRANT_READ, keep))
+            why = ("whether ZooKeeper's %d was written after Kafka's offset became %d (then it is where the group "
+                   "stopped) could not be checked: %s could not be read (%s); %s%s"
+                   % (zk_off, kafka, OFFSETS_TOPIC, unread, GRANT_READ, keep))
         else:
             missing = ("its offset node's mtime is not known" if mtime is None else
-                       "Kafka's last commit of it was not found in %s" % OFFSETS_TOPIC)
-            why = ("whether ZooKeeper's %d was written after Kafka's last commit (then it is where the group stopped) "
-                   "could not be checked: %s; %s" % (zk_off, missing, keep))
+                       "Kafka's commit of it was not found in %s" % OFFSETS_TOPIC)
+            why = ("whether ZooKeeper's %d was written after Kafka's offset became %d (then it is where the group "
+                   "stopped) could not be checked: %s; %s" % (zk_off, kafka, missing, keep))
         out[tp] = why
     return out
 
@@ -380,7 +392,7 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
     unread: Optional[str] = None
     if ahead or doubted:
         # ahead: Kafka's last commit says whether ZooKeeper was written after it; doubted: the Kafka offset the broker
-        # removed may show that Kafka never went past ZooKeeper's
+        # removed may show that Kafka stood at ZooKeeper's offset last
         try:
             log = read_commit_log(gofs.bootstrap_servers, gofs.group, sorted(set(ahead) | set(doubted)),
                                   security=gofs.security)
@@ -395,8 +407,9 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
         unchecked = sorted(doubted)
     elif doubted and any(log[tp].removed and log[tp].offset is not None for tp in doubted if tp in log):
         refused = to_zookeeper_refusals(gofs.group, rest, evidence(gofs, rest, end, log), *args, **kw)
-    committed = {tp: c.committed_ms for tp, c in log.items() if not c.removed and c.committed_ms is not None}
-    frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev, committed, restored_at, unread)
+    since = {tp: c.since_ms if c.since_ms is not None else c.committed_ms for tp, c in log.items()
+             if not c.removed and c.committed_ms is not None and c.offset == both[tp][1]}
+    frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev, since, state.restore_of(rec), unread)
     # kept ahead: ZooKeeper's offset must still fit the log; not kept: ZooKeeper stays as it is, Kafka's is checked
     kw["keep_ahead"] = True
     refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in ahead if tp not in frozen}, ev, *args,

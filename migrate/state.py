@@ -33,7 +33,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from zkconsumer.core.layout import paths
 
 __all__ = ["migration_path", "read_phase", "record_phase", "fence_of", "kafka_only_since", "default_backup_dir",
-           "epoch_ms", "STATE_ENV", "KEEP"]
+           "epoch_ms", "restored_since", "restore_of", "STATE_ENV", "KEEP"]
 
 STATE_ENV = "ZKMIGRATE_STATE_DIR"
 HISTORY = 20
@@ -141,10 +141,30 @@ def restored_since(rec: Optional[dict]) -> Optional[int]:
     return None
 
 
+def restore_of(rec: Optional[dict]) -> Optional[dict]:
+    """What the last ``zkmigrate restore`` recorded, while nothing but verifies was recorded since: ``{"started_ms":
+    int, "vouched": {(topic, partition): (zookeeper, kafka)}}`` (the offsets it put back from a backup of ``copy`` or
+    ``cutover`` in which ZooKeeper's was ahead of Kafka's), else None."""
+    raw = rec.get("restore") if isinstance(rec, dict) and "error" not in rec else None
+    if not isinstance(raw, dict):
+        return None
+    vouched = {}
+    for item in raw.get("vouched") or []:
+        try:
+            t, p, z, k = item
+            vouched[(str(t), int(p))] = (int(z), int(k))
+        except (TypeError, ValueError):
+            continue
+    started = raw.get("started_ms")
+    return {"started_ms": started if isinstance(started, int) else None, "vouched": vouched}
+
+
 def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, clock=time.time,
-                 fence=KEEP) -> dict:
+                 fence=KEEP, restore: Optional[dict] = None) -> dict:
     """Record that *group* is in *phase* (unchanged phase, direction and fence: the record is kept as it is). The
-    previous record's fence is kept (*fence* = :data:`KEEP`), set (a dict) or lifted (None)."""
+    previous record's fence is kept (*fence* = :data:`KEEP`), set (a dict) or lifted (None). *restore*: what a
+    restore put back (:func:`restore_of`; written as given); a verify carries the previous one over, any other
+    record drops it."""
     path = migration_path(group)
     for _ in range(5):
         try:
@@ -156,7 +176,9 @@ def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, 
         except NoNodeError:
             prev, stat = {}, None
         new_fence = fence_of(prev) if fence is KEEP else fence
-        if prev.get("phase") == phase and prev.get("to") == to and new_fence == fence_of(prev):
+        carried = prev.get("restore") if by == "zkmigrate verify" else None
+        if prev.get("phase") == phase and prev.get("to") == to and new_fence == fence_of(prev) and restore is None \
+                and carried == prev.get("restore"):
             return prev
         history = ([{k: prev[k] for k in ("phase", "to", "since", "by") if k in prev}] if prev.get("phase") else [])
         old = prev.get("history")
@@ -165,6 +187,8 @@ def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, 
                "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock())), "history": history}
         if new_fence is not None:
             rec["fence"] = new_fence
+        if restore is not None or carried is not None:
+            rec["restore"] = restore if restore is not None else carried
         body = json.dumps(rec, sort_keys=True).encode("utf-8")
         try:
             if stat is None:

@@ -551,7 +551,7 @@ def test_a_rollback_does_not_keep_a_frozen_zookeeper_offset_above_a_deliberate_k
                                    *extra)
         assert code == 1, (extra, out, err)
         assert "kept " not in out and "skipped %s-0: zookeeper has 8, source 2" % t in err, (extra, out, err)
-        assert "--allow-rewind" in err and "before Kafka's last commit" in err, err
+        assert "--allow-rewind" in err and "before Kafka's offset became 2" in err, err
         assert state.fence_of(state.read_phase(zk, g)) is not None
         assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
     code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--allow-rewind", "--backup-dir",
@@ -581,6 +581,103 @@ def test_a_rollback_keeps_a_zookeeper_offset_ahead_only_when_written_after_kafka
         assert code == 1 and not out["kept_ahead"], (extra, out)
         assert set(out["skipped_rewind"]) == {"%s-0" % t, "%s-1" % t}, (extra, out)
         assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+    # its way to keep ZooKeeper's, run as printed: Kafka set up to 8, then the rollback has nothing left behind
+    import re
+    import shlex
+    [command] = set(re.findall(r"'(zkmigrate copy [^']*)'", out["skipped_rewind"]["%s-0" % t]["why"]))
+    zkmigrate_json(services, *shlex.split(command)[1:], "--backup-dir", str(tmp_path), expect=0)
+    zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+
+def _manifest(report):
+    return [p for p in report["backup"] if p.endswith(".json")][0]
+
+
+def _skips_and_keeps_the_fence(services, zk, g, t, tmp_path, zk_offsets):
+    """rollback --execute: exit 1, a skipped rewind for every partition, the fence kept, ZooKeeper unchanged."""
+    from zkconsumer_migrate import state
+    code, out, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 1 and not out["kept_ahead"], out
+    assert set(out["skipped_rewind"]) == {"%s-0" % t, "%s-1" % t}, out
+    assert state.fence_of(state.read_phase(zk, g)) is not None
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == zk_offsets
+    return out
+
+
+def test_a_restore_of_another_partition_does_not_vouch_for_a_frozen_zookeeper_offset(services, zk, unique, tmp_path):
+    """Cut over at 8; the new consumers committed 10; T-0 reset in Kafka to 2 to reprocess. Then a reset of T-1 by
+    mistake, undone by restoring its backup (a restore that wrote Kafka). The rollback must still not keep
+    ZooKeeper's frozen 8 over T-0's 2: the restore put back T-1 only, and a reset-offsets backup vouches for
+    nothing."""
+    t, g = _group_with_offsets(services, zk, unique, "fv", start=8)
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    time.sleep(0.2)
+    for p, to in ((0, "2"), (1, "4")):
+        code, rs, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--topic", "%s:%d" % (t, p), "--store",
+                                     "kafka", "--to-offset", to, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path), expect=0)
+    code, out, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 1 and "%s-0" % t in out["skipped_rewind"] and "%s-0" % t not in out["kept_ahead"], out
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0)]) == {(t, 0): 8}
+
+
+def test_a_restored_zookeeper_offset_is_no_evidence_of_a_member(services, zk, unique, tmp_path):
+    """Cut over at 8; Kafka 10, then reset to 2. A rollback --allow-rewind (ZooKeeper to 2, fence lifted), undone
+    by restoring its backup (ZooKeeper's 8 written back, the fence put back): the stores are as before, where a
+    rollback is a skipped rewind. The restore's own ZooKeeper write must not count as a member's, a second restore
+    prints no advice to roll back, and the rollback stays a skipped rewind."""
+    t, g = _group_with_offsets(services, zk, unique, "fl", start=8)
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "kafka", "--to-offset", "2",
+                   "--execute", "--backup-dir", str(tmp_path), expect=0)
+    rb = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--allow-rewind", "--backup-dir",
+                        str(tmp_path), expect=0)[1]
+    time.sleep(0.2)
+    for _ in range(2):
+        code, out, err = zkmigrate(services, "restore", _manifest(rb), "--execute", "--backup-dir", str(tmp_path),
+                                   expect=0)
+        # the fence is the restored state: no advice to lift it (a rollback would undo the restore)
+        assert "rollback --" not in out + err and "lifts" not in out + err, (out, err)
+    out = _skips_and_keeps_the_fence(services, zk, g, t, tmp_path, {(t, 0): 8, (t, 1): 8})
+    assert "zkmigrate restore" in out["skipped_rewind"]["%s-0" % t]["why"], out
+
+
+def test_a_removed_kafka_offset_below_zookeepers_does_not_clear_a_frozen_one(services, zk, unique, tmp_path):
+    """Cut over at 8; Kafka 10, then reset to 2 to reprocess; the group stays stopped and the broker removes its
+    Kafka offsets (OffsetDelete here, expiry in the field). The removed commit, 2, is not where ZooKeeper stands:
+    the frozen refusal stands (exit 1, ZooKeeper unchanged). A removed commit equal to ZooKeeper's clears it."""
+    t, g = _group_with_offsets(services, zk, unique, "fx", start=8)
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    zkmigrate_json(services, "reset-offsets", "--group", g, "--topic", "%s:0" % t, "--store", "kafka", "--to-offset",
+                   "2", "--execute", "--backup-dir", str(tmp_path), expect=0)
+    zkmigrate_json(services, "reset-offsets", "--group", g, "--topic", "%s:1" % t, "--store", "kafka", "--to-offset",
+                   "8", "--execute", "--backup-dir", str(tmp_path), expect=0)
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.delete_offsets([(t, 0), (t, 1)]).ok
+    finally:
+        ks.close()
+    code, out, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 1 and set(out["refused"]) == {"%s-0" % t}, out
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+
+
+def test_a_refresh_does_not_make_a_zookeeper_offset_ahead_look_frozen(services, zk, unique, tmp_path):
+    """A group back from the dual phase (Kafka 3, ZooKeeper 8 written later): the rollback keeps ZooKeeper's 8. A
+    refresh (the keep-alive cutover's warning names) commits Kafka's 3 again: Kafka's offset did not change, the
+    rollback still keeps 8 (it went by the refresh's commit time)."""
+    t, g = _group_with_offsets(services, zk, unique, "ff", start=1)
+    _kafka_commit(services, g, {(t, 0): 3, (t, 1): 3})
+    time.sleep(0.2)
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 8, (t, 1): 8}).raise_for_errors()
+    time.sleep(0.2)
+    zkmigrate(services, "refresh", "--group", g, "--execute", expect=0)
+    code, out, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                  expect=0)
+    assert set(out["kept_ahead"]) == {"%s-0" % t, "%s-1" % t} and not out["skipped_rewind"], out
 
 def _partial_cutover(services, zk, g, t, tmp_path):
     """A member registered just before the fence and committed ZooKeeper 8 and 9 (ahead of what the cutover copied

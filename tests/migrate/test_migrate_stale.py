@@ -210,21 +210,37 @@ def test_a_kept_zookeeper_offset_beyond_the_log_end_is_refused_whatever_kafka_re
     assert "beyond the log end 2" in refused[("t", 0)], refused
 
 
-def test_a_zookeeper_offset_ahead_is_kept_only_when_written_after_kafkas_last_commit():
+def test_a_zookeeper_offset_ahead_is_kept_only_when_written_after_kafkas_offset_was_set():
     from zkconsumer_migrate.stale import Evidence, frozen_ahead
     both = {("t", 0): (8, 2), ("t", 1): (9, 3), ("t", 2): (5, 5)}
-    ev = {tp: Evidence(zk_mtime=1000) for tp in both}
-    # Kafka's last commit before ZooKeeper's write: ZooKeeper is where the group stopped
-    assert frozen_ahead("g", both, ev, {("t", 0): 900, ("t", 1): 900}) == {}
+    ev = {tp: Evidence(zk_mtime=10000) for tp in both}
+    # Kafka's offset set before ZooKeeper's write: ZooKeeper is where the group stopped
+    assert frozen_ahead("g", both, ev, {("t", 0): 9000, ("t", 1): 9000}) == {}
     # after it: Kafka was set below ZooKeeper since, whatever the phase record says
-    frozen = frozen_ahead("g", both, ev, {("t", 0): 900, ("t", 1): 3000})
-    assert set(frozen) == {("t", 1)} and "before Kafka's last commit" in frozen[("t", 1)], frozen
+    frozen = frozen_ahead("g", both, ev, {("t", 0): 9000, ("t", 1): 30000})
+    assert set(frozen) == {("t", 1)} and "before Kafka's offset became 3" in frozen[("t", 1)], frozen
     assert "zkmigrate copy --group g --execute" in frozen[("t", 1)]
     # not known: not kept
     assert set(frozen_ahead("g", both, ev, {})) == {("t", 0), ("t", 1)}
-    assert set(frozen_ahead("g", both, {}, {("t", 0): 900, ("t", 1): 900})) == {("t", 0), ("t", 1)}
+    assert set(frozen_ahead("g", both, {}, {("t", 0): 9000, ("t", 1): 9000})) == {("t", 0), ("t", 1)}
     unread = frozen_ahead("g", both, ev, {}, unread="no Read right")
     assert "could not be read (no Read right)" in unread[("t", 0)], unread
-    # a restore since which Kafka was not committed to: the stores are as before the command it undid
-    assert frozen_ahead("g", both, ev, {("t", 0): 3000, ("t", 1): 3000}, restored_at=2500) == {}
-    assert set(frozen_ahead("g", both, ev, {("t", 0): 3000, ("t", 1): 5000}, restored_at=2500)) == {("t", 1)}
+    # a restore began before ZooKeeper's write: the write may be the restore's, no evidence of a member
+    restore = {"started_ms": 9500, "vouched": {}}
+    frozen = frozen_ahead("g", both, ev, {("t", 0): 9000, ("t", 1): 9000}, restore)
+    assert set(frozen) == {("t", 0), ("t", 1)} and "zkmigrate restore" in frozen[("t", 0)], frozen
+    assert frozen_ahead("g", both, ev, {("t", 0): 9000, ("t", 1): 9000}, {"started_ms": 20000, "vouched": {}}) == {}
+    # what a restore of a copy's or cutover's backup put back, while the stores still hold exactly that
+    restore = {"started_ms": 9500, "vouched": {("t", 0): (8, 2), ("t", 1): (9, 4)}}
+    assert set(frozen_ahead("g", both, ev, {("t", 0): 30000, ("t", 1): 30000}, restore)) == {("t", 1)}
+
+
+def test_the_phase_record_keeps_what_a_restore_put_back_across_verifies_only(zk, unique):
+    from zkconsumer_migrate import state
+    g = unique("rs-g")
+    state.record_phase(zk, g, "restore", "zkmigrate restore",
+                       restore={"started_ms": 5, "vouched": [["t", 0, 8, 2]]})
+    state.record_phase(zk, g, "kafka", "zkmigrate verify")
+    assert state.restore_of(state.read_phase(zk, g)) == {"started_ms": 5, "vouched": {("t", 0): (8, 2)}}
+    state.record_phase(zk, g, "rollback", "zkmigrate rollback")
+    assert state.restore_of(state.read_phase(zk, g)) is None

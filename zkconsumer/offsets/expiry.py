@@ -156,6 +156,9 @@ class LastCommit(NamedTuple):
     offset: Optional[int]
     committed_ms: Optional[int]
     removed: bool
+    #: ms, the first of the latest run of commits of this offset the log still holds (a keep-alive commits the
+    #: same offset again: Kafka's offset has been this one since then, or since earlier when compaction dropped those)
+    since_ms: Optional[int] = None
 
 
 def read_commit_log(bootstrap_servers, group: str, partitions: Optional[Iterable[TP]] = None,
@@ -215,9 +218,12 @@ def read_commit_logs(bootstrap_servers, groups: Iterable[str], timeout_s: float 
                     if parsed[4] is None:
                         last = commits.get(key)
                         commits[key] = LastCommit(last.offset if last else None, last.committed_ms if last else None,
-                                                  True)
+                                                  True, last.since_ms if last else None)
                     else:
-                        commits[key] = LastCommit(parsed[3], parsed[4], False)
+                        last = commits.get(key)
+                        same = last is not None and not last.removed and last.offset == parsed[3]
+                        commits[key] = LastCommit(parsed[3], parsed[4], False,
+                                                  last.since_ms if same and last is not None else parsed[4])
         return out
     except KafkaError as e:
         raise ClusterUnavailableError("cannot read %s for group(s) %s: %s"
