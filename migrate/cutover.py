@@ -14,9 +14,9 @@
 A group not yet fenced in which broker-coordinated consumers run, or have run and left Kafka's offsets ahead of
 ZooKeeper's, is not ready: they started before cutover said READY, so not from ZooKeeper's offsets. The second
 test reads the broker-side group's protocol type, which ZooKeeper members committing to Kafka
-(``offsets.storage=kafka``) never set: a group that had broker-coordinated consumers once, was rolled back, and then
-ran ZooKeeper members on Kafka storage is refused too (``copy --allow-rewind`` then re-reads from ZooKeeper's frozen
-offsets: duplicates, not loss).
+(``offsets.storage=kafka``) never set; a group whose broker-coordinated consumers last changed it before its latest
+rollback (the time of its newest group record in ``__consumer_offsets``) is not held against it: a second migration
+after a rollback, whose Kafka phase moved Kafka past ZooKeeper.
 """
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
     # stopped since, they left Kafka's offsets past ZooKeeper's: a cutover now would fence and hand the group over
     # at the records they skipped
     early = {tp: (z, k) for tp, (z, k) in both.items() if z is not None and k is not None and k > z}
-    if broker is not None and broker.consumers_joined and early:
+    if broker is not None and broker.consumers_joined and early and not _left_before_a_rollback(gofs, out):
         out["ready"] = False
         out["kafka_ahead"] = {"%s-%d" % tp: {"zookeeper": z, "kafka": k} for tp, (z, k) in sorted(early.items())}
         out["reason"] = ("broker-coordinated consumers have run in group %s (%s, state %s now) although it is not cut "
@@ -190,6 +190,24 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
         return out
     out["ready"] = True
     return out
+
+
+def _left_before_a_rollback(gofs, out) -> bool:
+    """The broker-side group's consumers last changed it (:func:`~zkconsumer.offsets.expiry.read_group_activity`)
+    before the group's latest ``rollback`` (which set ZooKeeper to Kafka's offsets, or kept it ahead): Kafka offsets
+    above ZooKeeper's were committed since by others (ZooKeeper members on ``offsets.storage=kafka``, a second
+    migration's Kafka phase). False when there was no rollback or that cannot be read (a warning says why)."""
+    from zkconsumer.offsets.expiry import read_group_activity
+    rolled = state.rolled_back_since(state.read_phase(gofs.zk, gofs.group))
+    if rolled is None:
+        return False
+    try:
+        last = read_group_activity(gofs.bootstrap_servers, gofs.group, security=gofs.security)
+    except ClusterUnavailableError as e:
+        out["warnings"].append("could not read %s to tell whether the broker-coordinated consumers of group %s ran "
+                               "before its rollback: %s" % ("__consumer_offsets", gofs.group, e))
+        return False
+    return last is not None and last < rolled
 
 
 def _not_fenced_yet(zk, group) -> bool:

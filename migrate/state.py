@@ -33,7 +33,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from zkconsumer.core.layout import paths
 
 __all__ = ["migration_path", "read_phase", "record_phase", "fence_of", "kafka_only_since", "default_backup_dir",
-           "epoch_ms", "restored_since", "restore_of", "STATE_ENV", "KEEP"]
+           "epoch_ms", "restored_since", "restore_of", "rolled_back_since", "STATE_ENV", "KEEP"]
 
 STATE_ENV = "ZKMIGRATE_STATE_DIR"
 HISTORY = 20
@@ -138,6 +138,17 @@ def restored_since(rec: Optional[dict]) -> Optional[int]:
         if r.get("by") == "zkmigrate verify":
             continue
         return epoch_ms(r.get("since")) if r.get("phase") == "restore" else None
+    return None
+
+
+def rolled_back_since(rec: Optional[dict]) -> Optional[int]:
+    """When (epoch ms, to the second) the newest ``rollback`` record of the history was written, or None."""
+    if not isinstance(rec, dict) or "error" in rec:
+        return None
+    history = rec.get("history") if isinstance(rec.get("history"), list) else []
+    for r in [rec] + [h for h in history if isinstance(h, dict)]:
+        if r.get("phase") == "rollback":
+            return epoch_ms(r.get("since"))
     return None
 
 

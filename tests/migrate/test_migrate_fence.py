@@ -467,6 +467,39 @@ def test_cutover_is_not_ready_when_broker_coordinated_consumers_ran_and_stopped_
     assert code == 0 and out["ready"], out
 
 
+def test_a_second_migration_after_a_rollback_is_ready_unless_consumers_started_early_again(services, zk, unique,
+                                                                                          tmp_path):
+    """A group cut over (its broker-coordinated consumers ran), then rolled back; its ZooKeeper members then run a
+    second Kafka phase (offsets.storage=kafka: Kafka 9 above ZooKeeper's 5). The broker-side group keeps the
+    protocol type of the first consumers, but they left before the rollback: cutover is READY. Rolled back again,
+    consumers started early (they committed 10 and left after the rollback): not ready."""
+    from confluent_kafka import TopicPartition
+    from zkconsumer.kafka.broker_group import describe_broker_group
+    t, g = _group_with_offsets(services, zk, unique, "f2")
+
+    def run_and_stop(commit=None):
+        kc = _broker_consumer(services, g, t, "latest")
+        try:
+            if commit is not None:
+                kc.commit(offsets=[TopicPartition(t, p, commit) for p in (0, 1)], asynchronous=False)
+        finally:
+            kc.close()
+        wait_until(lambda: not describe_broker_group(services.bootstrap_servers, g).active, 60, interval=0.5,
+                   message="the broker-side group to be empty")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    run_and_stop(commit=5)
+    time.sleep(1.1)
+    zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 9, (t, 1): 9})
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 0 and out["ready"], out
+    time.sleep(1.1)
+    zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    time.sleep(1.1)
+    run_and_stop(commit=10)
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code != 0 and not out["ready"] and "Kafka 10, ZooKeeper 9" in out["reason"], out
+
 def test_a_rollback_after_a_partial_cutover_lifts_the_fence(services, zk, unique, tmp_path):
     """A member registered just before the fence (cutover: not ready, the fence stays) consumed on and committed to
     ZooKeeper; the operator stops it and gives the cutover up with a rollback: it must lift the fence and leave

@@ -244,3 +244,19 @@ def test_the_phase_record_keeps_what_a_restore_put_back_across_verifies_only(zk,
     assert state.restore_of(state.read_phase(zk, g)) == {"started_ms": 5, "vouched": {("t", 0): (8, 2)}}
     state.record_phase(zk, g, "rollback", "zkmigrate rollback")
     assert state.restore_of(state.read_phase(zk, g)) is None
+
+
+def test_the_group_records_of_consumer_offsets_name_their_group():
+    import struct
+    from zkconsumer.offsets.expiry import parse_group_record_key
+
+    def key(version, *strings):
+        return struct.pack(">h", version) + b"".join(struct.pack(">h", len(x)) + x for x in strings)
+    assert parse_group_record_key(key(2, b"orders")) == "orders"
+    # KIP-848's records (ConsumerGroupMetadataKey, ConsumerGroupMemberMetadataKey...) lead with the group id
+    assert parse_group_record_key(key(3, b"orders")) == "orders"
+    assert parse_group_record_key(key(5, b"orders", b"member-1")) == "orders"
+    # offset commits, and keys that cannot be read
+    assert parse_group_record_key(key(1, b"orders", b"topic") + struct.pack(">i", 0)) is None
+    assert parse_group_record_key(b"\x00") is None and parse_group_record_key(None) is None
+    assert parse_group_record_key(struct.pack(">hh", 2, 9) + b"abc") is None
