@@ -442,7 +442,8 @@ def restore(zookeeper, bootstrap, backups, execute, force, discard_newer, no_fen
     offsets created since deleted. BACKUP is the backup-<group>-<time>.json that every writing command leaves
     beside its two .txt files (either .txt will do). Dry run unless --execute; a backup of what is there now is
     written first; refused while the group is live, and when an offset it would delete or move back was committed
-    after the backup was taken (other than by the command that wrote the backup; --discard-newer)."""
+    after the backup was taken (other than by the command that wrote the backup; --discard-newer). A cutover's
+    backup undoes that cutover, fence included; a rollback's puts back the fence it lifted (--no-fence)."""
     from .backup import load_backup
     from .restore import restore_group
     loaded = {}

@@ -233,6 +233,9 @@ def restore_result(out: dict) -> None:
                    "the group is the broker-coordinated consumers' again)" % (out["group"], ", ".join(
                        h for h, on in (("%s has no create right" % put_back["path"], put_back["changed"]),
                                        ("the fence recorded", put_back["record"])) if on) or "in place already"))
+    if out.get("fence_lifted"):
+        click.echo("lifted the cutover fence of group %s that the cutover set: ZooKeeper members may join again"
+                   % out["group"])
     backup_paths(out["backup"])
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)

@@ -23,20 +23,25 @@ offset node's ``mtime``; Kafka: the commit's timestamp in the group's partition 
 commit after the backup's ``taken_at``, or one whose time cannot be read, refuses the whole restore (nothing written)
 unless *discard_newer*: each such offset is listed in ``newer`` with its time and what the restore would do to it.
 
-The cutover fence is not lifted: after restoring a backup taken before ``cutover``, the group is still marked cut
-over until a ``zkmigrate rollback --execute`` lifts the mark (the report warns). A backup taken by a rollback that
-lifted the fence (its ``lifts_fence``) puts it back, as cutover sets it (:func:`_put_fence_back`): undoing that
-rollback gives the group back to the broker-coordinated consumers, and ZooKeeper's frozen offsets it restores must
-not be joined by an old member; while ZooKeeper members are registered that is refused, ``force`` or not
-(:func:`_check_no_members_under_the_fence`; *no_fence* restores the offsets without the fence). A restore that
-wrote or deleted Kafka offsets records the phase ``restore`` (the fence kept, or the one it put back): the
-recorded Kafka phase said that every partition has kept a Kafka offset since then (:func:`~.state.kafka_only_since`,
-the stale-offset checks' evidence), which is no longer so; left in place, it would make that rollback refuse the
-ZooKeeper offsets the restore left as "frozen".
+The cutover fence: a backup taken by ``cutover`` (before its copy) is the state the group was cut over from;
+restoring it undoes the cutover, fence included: once the offsets are back (and nothing failed), the fence that
+cutover set is lifted (the create right on ``/consumers/G/ids`` and the record) and ZooKeeper members may join
+again at ZooKeeper's offsets, which cutover never changed (the check of commits made since the backup has shown
+that the new consumers committed nothing). A backup taken by a rollback that lifted the fence (its
+``lifts_fence``) puts it back, as cutover sets it (:func:`_put_fence_back`): undoing that rollback gives the group
+back to the broker-coordinated consumers, and ZooKeeper's frozen offsets it restores must not be joined by an old
+member; while ZooKeeper members are registered that is refused, ``force`` or not
+(:func:`_check_no_members_under_the_fence`; *no_fence* restores the offsets without the fence). A backup of any
+other command leaves the fence as it is.
+
+Every restore that changed anything records it: the phase ``restore`` when it wrote or deleted Kafka offsets or
+lifted the fence (the recorded Kafka phase said that every partition has kept a Kafka offset since then,
+:func:`~.state.kafka_only_since`, the stale-offset checks' evidence, which is no longer so), ``cutover`` when it only
+put a fence back, else the phase recorded before; each with the ZooKeeper offset nodes it wrote and the transaction
+(mzxid) of each write: a rollback does not take those writes for a member's (:func:`.stale.frozen_ahead`).
 """
 from __future__ import annotations
 
-import time
 from typing import Dict, List, Optional, Tuple
 
 from kazoo.exceptions import NoNodeError, NotEmptyError
@@ -47,6 +52,7 @@ from zkconsumer.errors import GroupConflictError
 
 from . import state
 from .backup import STORES, Backup, write_backup
+from .stale import zk_offset_versions
 from .transfer import apply_copy, check_no_broker_consumers, check_no_live_members
 
 __all__ = ["plan_restore", "restore_group", "undone", "newer_commits"]
@@ -169,9 +175,15 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         out["warnings"].append("%s has no manifest (written before zkmigrate restore existed): only the partitions "
                                "it lists are restored, and offsets of partitions it does not list are not deleted"
                                % backup.path)
-    if state.fence_of(state.read_phase(gofs.zk, gofs.group)) is not None and not backup.lifts_fence:
-        out["warnings"].append("group %s is still marked cut over (ZooKeeper members refuse to join it): "
-                               "'zkmigrate rollback --group %s --execute' lifts the mark" % (gofs.group, gofs.group))
+    from .fence import fenced_ids_node, lift_fence
+    fence_now = state.fence_of(state.read_phase(gofs.zk, gofs.group))
+    acl_now = fenced_ids_node(gofs.zk, gofs.group)
+    # undoing a cutover undoes its fence too: ZooKeeper members resume at the offsets restored
+    unfence = backup.by == "zkmigrate cutover" and (fence_now is not None or acl_now is not None)
+    if unfence and not execute:
+        out["warnings"].append("group %s: the backup was taken by the cutover that fenced it; --execute also lifts "
+                               "the cutover fence (ZooKeeper members may join again, at the offsets restored)"
+                               % gofs.group)
     refused = bool(out["newer"]) and not discard_newer
     if no_fence and backup.lifts_fence:
         out["warnings"].append("group %s: the backup was taken by a rollback that lifted the cutover fence; "
@@ -188,7 +200,6 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         # fenced before the offsets go back: no member may join at the offsets being restored
         out["fence_put_back"].update(_put_fence_back(gofs, backup, refence))
     kafka_changed = wrote = False
-    started = time.time()
     if execute and not refused and any(plan[s]["set"] or plan[s]["delete"] for s in STORES):
         gofs.check_lock()
         wrote = True
@@ -209,32 +220,28 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                 kafka_changed = True
             out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
         _remove_empty_topic_nodes(gofs, backup)
+    lifted = None
+    if execute and not refused and unfence and not out["failed"]:
+        gofs.check_lock()
+        lifted = out["fence_lifted"] = lift_fence(gofs.zk, gofs.group, (fence_now or {}).get("ids_acl"))
     put_back = execute and not refused and refence and refence["record"]
-    if kafka_changed or put_back or wrote:
+    if kafka_changed or put_back or wrote or lifted:
         # the Kafka offsets put back (written or deleted) end the recorded Kafka-only run ("restore"); a fence put back
         # alone is recorded as cutover set it, after the offsets were written: the run of Kafka-only records starts
         # after ZooKeeper's last write (ZooKeeper offsets written before it, without a Kafka one, count as frozen);
         # ZooKeeper offsets written alone keep the phase. Each says when the restore began: ZooKeeper offsets written
         # since are its own, not a member's (rollback's evidence, :func:`.stale.frozen_ahead`)
         prev = state.read_phase(gofs.zk, gofs.group)
-        phase = "restore" if kafka_changed else "cutover" if put_back else (
+        phase = "restore" if kafka_changed or lifted else "cutover" if put_back else (
             prev.get("phase") if isinstance(prev, dict) and isinstance(prev.get("phase"), str) else "restore")
+        written = [tp for tp in plan["zookeeper"]["set"] if "zookeeper:%s" % _name(tp) not in out["failed"]]
         out["recorded_phase"] = state.record_phase(
             gofs.zk, gofs.group, phase, "zkmigrate restore",
-            fence=out["fence_put_back"]["fence"] if put_back else state.KEEP,
-            restore={"started_ms": int(started * 1000), "vouched": _vouched(backup, saved)})
+            fence=out["fence_put_back"]["fence"] if put_back else None if lifted else state.KEEP,
+            restore={"zk_written": [[t, p, z] for (t, p), z in
+                                    sorted(zk_offset_versions(gofs.zk, gofs.group, written).items())]})
     out["ok"] = not (out["failed"] or out["unreadable"] or refused)
     return out
-
-
-def _vouched(backup: Backup, saved: Both) -> list:
-    """``[[topic, partition, zookeeper, kafka]]``: the partitions a backup of ``copy`` or ``cutover`` holds with
-    ZooKeeper's offset ahead of Kafka's. Those commands take such a ZooKeeper offset as where the group stopped (they
-    copy it to Kafka), so once the restore has put both back, a rollback keeps it while the stores still hold these
-    values. A backup of another command vouches for nothing."""
-    if (backup.by or "").split(" ")[:2] not in (["zkmigrate", "copy"], ["zkmigrate", "cutover"]):
-        return []
-    return [[t, p, z, k] for (t, p), (z, k) in sorted(saved.items()) if z is not None and k is not None and z > k]
 
 
 def _check_no_members_under_the_fence(gofs, backup: Backup) -> None:

@@ -46,7 +46,8 @@ from zkconsumer.offsets.expiry import OFFSETS_TOPIC, Retention
 
 from .expiry import iso
 
-__all__ = ["Evidence", "evidence", "to_kafka_refusals", "to_zookeeper_refusals", "zk_offset_mtimes",
+__all__ = ["Evidence", "evidence", "to_kafka_refusals", "to_zookeeper_refusals", "zk_offset_mtimes", "zk_offset_versions",
+           "frozen_ahead",
            "topic_births", "check_to_kafka", "check_to_zookeeper", "StaleCheck"]
 
 TP = Tuple[str, int]
@@ -62,17 +63,29 @@ class Evidence(NamedTuple):
     log_end: Optional[int] = None
     # (offset, committed ms) the broker removed
     removed: Optional[Tuple[Optional[int], Optional[int]]] = None
+    # the zxid of the transaction that last wrote its ZooKeeper offset node
+    zk_mzxid: Optional[int] = None
 
 
 def zk_offset_mtimes(zk, group: str, partitions) -> Dict[TP, int]:
     """``{tp: mtime (ms)}`` of the ZooKeeper offset nodes of *partitions* that exist."""
+    return {tp: st[0] for tp, st in _zk_offset_stats(zk, group, partitions).items()}
+
+
+def _zk_offset_stats(zk, group: str, partitions) -> Dict[TP, Tuple[int, int]]:
     pending = {tp: zk.exists_async(paths.partition_offset_path(group, tp[0], tp[1])) for tp in partitions}
     out = {}
     for tp, res in pending.items():
         stat = res.get()
         if stat is not None:
-            out[tp] = int(stat.mtime)
+            out[tp] = (int(stat.mtime), int(stat.mzxid))
     return out
+
+
+def zk_offset_versions(zk, group: str, partitions) -> Dict[TP, int]:
+    """``{tp: mzxid}`` of the ZooKeeper offset nodes of *partitions* that exist: the transaction that last wrote
+    each (ZooKeeper's own order, no clock)."""
+    return {tp: st[1] for tp, st in _zk_offset_stats(zk, group, partitions).items()}
 
 
 def topic_births(zk, topics) -> Dict[str, Tuple[int, Optional[str]]]:
@@ -96,14 +109,15 @@ def evidence(gofs, partitions, log_end: Dict[TP, int], removed=None) -> Dict[TP,
     """:class:`Evidence` of *partitions* from ZooKeeper (offset mtimes, topic births) and the given log ends and
     removed Kafka offsets (``{tp: LastCommit}``)."""
     partitions = list(partitions)
-    mtimes = zk_offset_mtimes(gofs.zk, gofs.group, partitions)
+    stats = _zk_offset_stats(gofs.zk, gofs.group, partitions)
     births = topic_births(gofs.zk, {t for t, _ in partitions})
     out = {}
     for tp in partitions:
         born = births.get(tp[0], (None, None))
         gone = (removed or {}).get(tp)
-        out[tp] = Evidence(mtimes.get(tp), born[0], born[1], log_end.get(tp),
-                           (gone.offset, gone.committed_ms) if gone is not None and gone.removed else None)
+        st = stats.get(tp, (None, None))
+        out[tp] = Evidence(st[0], born[0], born[1], log_end.get(tp),
+                           (gone.offset, gone.committed_ms) if gone is not None and gone.removed else None, st[1])
     return out
 
 
@@ -242,43 +256,36 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
 
 
 def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafka_since: Optional[Dict[TP, int]],
-                 restore: Optional[dict] = None, unread: Optional[str] = None) -> Dict[TP, str]:
+                 restore_written: Optional[Dict[TP, int]] = None, unread: Optional[str] = None) -> Dict[TP, str]:
     """Of the ZooKeeper offsets ahead of Kafka's, the ones not shown to be where the group stopped last, with why
-    (pure). One is kept (not returned) only on evidence:
-
-    * its offset node was last written after Kafka's offset became what it is (*kafka_since*: ``{tp: ms}``, the
-      first of the latest run of commits of that offset in ``__consumer_offsets``: a keep-alive that commits it again
-      does not count): a member on ZooKeeper storage ran after the group last moved its Kafka offset (back from the
-      dual phase, or one that came back before the cutover fence). Not when the last offset change recorded is a
-      ``zkmigrate restore`` (*restore*, :func:`~.state.restore_of`) that began before that write: the write may be
-      the restore's own, of whatever ZooKeeper held when its backup was taken;
-    * or that restore put back exactly the two offsets the stores hold, from a backup of ``copy`` or ``cutover`` in
-      which ZooKeeper's was ahead (``vouched``): those commands took it as where the group stopped.
+    (pure). One is kept (not returned) only when its offset node was last written after Kafka's offset became what
+    it is (*kafka_since*: ``{tp: ms}``, the first of the latest run of commits of that offset in
+    ``__consumer_offsets``: a keep-alive that commits it again does not count) by a member: a member on ZooKeeper
+    storage ran after the group last moved its Kafka offset (back from the dual phase, or one that came back before
+    the cutover fence). A write by the last ``zkmigrate restore`` (*restore_written*: ``{tp: mzxid}`` it recorded,
+    :func:`~.state.restore_of`, compared with the node's mzxid: ZooKeeper's own order) is no such evidence: it put
+    back what a backup held.
 
     Otherwise Kafka was set below ZooKeeper since (``reset-offsets --store kafka`` to reprocess, consumers that went
-    on and were reset: keeping ZooKeeper's would skip the records between), or the times are not known (*unread*:
+    on and were reset: keeping ZooKeeper's would skip the records between), or the evidence is missing (*unread*:
     why ``__consumer_offsets`` could not be read): a skipped rewind. ZooKeeper's mtime comes from the ZooKeeper
     servers' clock and the commit time from the broker's: clocks apart by more than the time between the two
     writes decide wrongly."""
     keep = "to keep ZooKeeper's, copy it to Kafka first ('zkmigrate copy --group %s --execute')" % group
-    vouched = (restore or {}).get("vouched") or {}
-    started = (restore or {}).get("started_ms")
     out = {}
     for tp, (zk_off, kafka) in sorted(both.items()):
         if zk_off is None or kafka is None or zk_off <= kafka:
             continue
-        if vouched.get(tp) == (zk_off, kafka):
-            continue
-        mtime = ev.get(tp, Evidence()).zk_mtime
+        e = ev.get(tp, Evidence())
+        mtime = e.zk_mtime
         since = (kafka_since or {}).get(tp)
-        by_restore = restore is not None and mtime is not None and (started is None or mtime >= started - 1000)
+        by_restore = e.zk_mzxid is not None and (restore_written or {}).get(tp) == e.zk_mzxid
         if mtime is not None and since is not None and mtime > since and not by_restore:
             continue
         if by_restore:
-            why = ("ZooKeeper's %d was last written %s, by or after the zkmigrate restore that began %s (what its "
-                   "backup held, not where a member stopped), and the backup does not vouch for it against Kafka's %d "
-                   "(%s)" % (zk_off, iso(mtime), iso(started) if started is not None else "at an unrecorded time",
-                             kafka, keep))
+            why = ("ZooKeeper's %d was written by the last zkmigrate restore (what its backup held, not where a "
+                   "member stopped): nothing shows it is where the group stopped rather than Kafka's %d (%s)"
+                   % (zk_off, kafka, keep))
         elif mtime is not None and since is not None:
             why = ("ZooKeeper's %d was last written %s, before Kafka's offset became %d (%s): Kafka was set below it "
                    "since, and keeping ZooKeeper's would skip the records between (%s)"
@@ -286,7 +293,7 @@ def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafk
         elif unread is not None:
             why = ("whether ZooKeeper's %d was written after Kafka's offset became %d (then it is where the group "
                    "stopped) could not be checked: %s could not be read (%s); %s%s"
-                   % (zk_off, kafka, OFFSETS_TOPIC, unread, GRANT_READ, keep))
+                   % (zk_off, kafka, OFFSETS_TOPIC, unread, _grant_if_refused(unread), keep))
         else:
             missing = ("its offset node's mtime is not known" if mtime is None else
                        "Kafka's commit of it was not found in %s" % OFFSETS_TOPIC)
@@ -294,6 +301,12 @@ def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafk
                    "stopped) could not be checked: %s; %s" % (zk_off, kafka, missing, keep))
         out[tp] = why
     return out
+
+
+def _grant_if_refused(error: str) -> str:
+    """The first way out of an unread ``__consumer_offsets``: the Read right when that was refused, else running
+    again."""
+    return GRANT_READ if "AUTHORIZATION" in error.upper() else "run again (the read failed or timed out), "
 
 
 class StaleCheck(NamedTuple):
@@ -409,7 +422,8 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
         refused = to_zookeeper_refusals(gofs.group, rest, evidence(gofs, rest, end, log), *args, **kw)
     since = {tp: c.since_ms if c.since_ms is not None else c.committed_ms for tp, c in log.items()
              if not c.removed and c.committed_ms is not None and c.offset == both[tp][1]}
-    frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev, since, state.restore_of(rec), unread)
+    frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev, since,
+                          (state.restore_of(rec) or {}).get("zk_written"), unread)
     # kept ahead: ZooKeeper's offset must still fit the log; not kept: ZooKeeper stays as it is, Kafka's is checked
     kw["keep_ahead"] = True
     refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in ahead if tp not in frozen}, ev, *args,

@@ -142,32 +142,36 @@ def restored_since(rec: Optional[dict]) -> Optional[int]:
 
 
 def rolled_back_since(rec: Optional[dict]) -> Optional[int]:
-    """When (epoch ms, to the second) the newest ``rollback`` record of the history was written, or None."""
+    """When (epoch ms, to the second) ``zkmigrate rollback`` last recorded the phase ``rollback`` of a group that a
+    ``zkmigrate cutover`` had cut over before it, or None."""
     if not isinstance(rec, dict) or "error" in rec:
         return None
     history = rec.get("history") if isinstance(rec.get("history"), list) else []
-    for r in [rec] + [h for h in history if isinstance(h, dict)]:
-        if r.get("phase") == "rollback":
-            return epoch_ms(r.get("since"))
+    records = [rec] + [h for h in history if isinstance(h, dict)]
+    for i, r in enumerate(records):
+        if r.get("phase") == "rollback" and r.get("by") == "zkmigrate rollback":
+            # of a group cut over before it (a rollback of a group never cut over lifted nothing)
+            if any(o.get("phase") == "cutover" and o.get("by") == "zkmigrate cutover" for o in records[i + 1:]):
+                return epoch_ms(r.get("since"))
+            return None
     return None
 
 
 def restore_of(rec: Optional[dict]) -> Optional[dict]:
-    """What the last ``zkmigrate restore`` recorded, while nothing but verifies was recorded since: ``{"started_ms":
-    int, "vouched": {(topic, partition): (zookeeper, kafka)}}`` (the offsets it put back from a backup of ``copy`` or
-    ``cutover`` in which ZooKeeper's was ahead of Kafka's), else None."""
+    """What the last ``zkmigrate restore`` recorded, while nothing but verifies was recorded since: ``{"zk_written":
+    {(topic, partition): mzxid}}``, the ZooKeeper offset nodes it wrote and the transaction of each write, else
+    None."""
     raw = rec.get("restore") if isinstance(rec, dict) and "error" not in rec else None
     if not isinstance(raw, dict):
         return None
-    vouched = {}
-    for item in raw.get("vouched") or []:
+    written = {}
+    for item in raw.get("zk_written") or []:
         try:
-            t, p, z, k = item
-            vouched[(str(t), int(p))] = (int(z), int(k))
+            t, p, z = item
+            written[(str(t), int(p))] = int(z)
         except (TypeError, ValueError):
             continue
-    started = raw.get("started_ms")
-    return {"started_ms": started if isinstance(started, int) else None, "vouched": vouched}
+    return {"zk_written": written}
 
 
 def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, clock=time.time,

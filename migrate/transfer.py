@@ -5,8 +5,8 @@ Rules (all checked before anything is written):
 * never move an offset backwards: a partition whose destination offset is greater than the source's is skipped
   (reported in ``skipped_rewind``) unless ``allow_rewind``; for a rollback that is no failure: a ZooKeeper offset
   ahead of Kafka's is kept (``kept_ahead``: the consumers that return resume where the group stopped last, in
-  either store) only when its offset node was written after Kafka's last commit (``__consumer_offsets``; or the
-  stores are as a ``restore`` left them), else it is a skipped rewind (Kafka was set below it since, or that could
+  either store) only when a member wrote its offset node after Kafka's offset was set (``__consumer_offsets``; a
+  ``restore``'s write is not a member's), else it is a skipped rewind (Kafka was set below it since, or that could
   not be checked: :func:`.stale.frozen_ahead`), also with ``allow_stale``; a kept one beyond the log end or of an
   earlier topic is refused as stale;
 * refuse (:class:`GroupConflictError`) while ZooKeeper members are live (children of ``/consumers/G/ids``): they

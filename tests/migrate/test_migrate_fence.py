@@ -500,6 +500,27 @@ def test_a_second_migration_after_a_rollback_is_ready_unless_consumers_started_e
     code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
     assert code != 0 and not out["ready"] and "Kafka 10, ZooKeeper 9" in out["reason"], out
 
+def test_a_rollback_of_a_group_never_cut_over_does_not_excuse_consumers_that_started_early(services, zk, unique,
+                                                                                           tmp_path):
+    """Never cut over: broker-coordinated consumers started early (committed 10 over ZooKeeper's 3) and stopped;
+    cutover is not ready. A rollback that lifts no fence (here one that leaves the topic out) must not make it
+    ready: only a rollback of a cut-over group tells consumers of that cutover from early ones."""
+    from confluent_kafka import TopicPartition
+    from zkconsumer.kafka.broker_group import describe_broker_group
+    t, g = _group_with_offsets(services, zk, unique, "fn")
+    kc = _broker_consumer(services, g, t, "latest")
+    try:
+        kc.commit(offsets=[TopicPartition(t, p, 10) for p in (0, 1)], asynchronous=False)
+    finally:
+        kc.close()
+    wait_until(lambda: not describe_broker_group(services.bootstrap_servers, g).active, 60, interval=0.5,
+               message="the broker-side group to be empty")
+    time.sleep(1.1)
+    zkmigrate_json(services, "rollback", "--group", g, "--exclude-topic", t, "--execute", "--backup-dir",
+                   str(tmp_path), expect=0)
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code != 0 and not out["ready"] and "Kafka 10, ZooKeeper 3" in out["reason"], out
+
 def test_a_rollback_after_a_partial_cutover_lifts_the_fence(services, zk, unique, tmp_path):
     """A member registered just before the fence (cutover: not ready, the fence stays) consumed on and committed to
     ZooKeeper; the operator stops it and gives the cutover up with a rollback: it must lift the fence and leave

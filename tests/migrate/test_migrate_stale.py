@@ -174,7 +174,7 @@ def test_frozen_zookeeper_offsets_after_the_kafka_offsets_expired(own, unique, t
 def test_undoing_a_cutover_whose_offsets_expired_before_the_new_consumers_started(own, unique, tmp_path):
     """migration.md, "After cutover": the new consumers never started, and the offsets the cutover wrote to Kafka
     expired meanwhile (offsets.retention.minutes=1 here, 7 days by default; cutover warns when). The runbook that
-    undoes the cutover (restore the backup it printed, then rollback --execute) must give the group back to its
+    undoes the cutover (restore the backup it printed, which lifts its fence) must give the group back to its
     ZooKeeper members at the offsets they stopped at: nobody consumed since, ZooKeeper's offsets are not frozen
     (the removed Kafka offsets were the very same values the cutover copied from them)."""
     t = own.create_topic(unique("uc"), 2)
@@ -192,9 +192,11 @@ def test_undoing_a_cutover_whose_offsets_expired_before_the_new_consumers_starte
         wait_until(lambda: all(r["kafka_offset"] is None
                                for r in zkmigrate_json(own, "status", "--group", g, expect=0)[1]["partitions"]),
                    150, "the Kafka offsets to expire (offsets.retention.minutes=1)", interval=2)
-        zkmigrate_json(own, "restore", manifest, "--execute", "--backup-dir", str(tmp_path), expect=0)
+        rs = zkmigrate_json(own, "restore", manifest, "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+        assert rs.get("fence_lifted"), rs
+        # a rollback after it (the runbook before the restore lifted the fence) finds nothing to refuse
         code, rb, _ = zkmigrate_json(own, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
-        assert code == 0 and rb.get("fence_lifted"), (code, rb.get("refused"), rb.get("warnings"))
+        assert code == 0, (code, rb.get("refused"), rb.get("warnings"))
         assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 7, (t, 1): 9}
     finally:
         zkmod.close(zk)
@@ -213,7 +215,7 @@ def test_a_kept_zookeeper_offset_beyond_the_log_end_is_refused_whatever_kafka_re
 def test_a_zookeeper_offset_ahead_is_kept_only_when_written_after_kafkas_offset_was_set():
     from zkconsumer_migrate.stale import Evidence, frozen_ahead
     both = {("t", 0): (8, 2), ("t", 1): (9, 3), ("t", 2): (5, 5)}
-    ev = {tp: Evidence(zk_mtime=10000) for tp in both}
+    ev = {tp: Evidence(zk_mtime=10000, zk_mzxid=70 + tp[1]) for tp in both}
     # Kafka's offset set before ZooKeeper's write: ZooKeeper is where the group stopped
     assert frozen_ahead("g", both, ev, {("t", 0): 9000, ("t", 1): 9000}) == {}
     # after it: Kafka was set below ZooKeeper since, whatever the phase record says
@@ -223,27 +225,37 @@ def test_a_zookeeper_offset_ahead_is_kept_only_when_written_after_kafkas_offset_
     # not known: not kept
     assert set(frozen_ahead("g", both, ev, {})) == {("t", 0), ("t", 1)}
     assert set(frozen_ahead("g", both, {}, {("t", 0): 9000, ("t", 1): 9000})) == {("t", 0), ("t", 1)}
-    unread = frozen_ahead("g", both, ev, {}, unread="no Read right")
-    assert "could not be read (no Read right)" in unread[("t", 0)], unread
-    # a restore began before ZooKeeper's write: the write may be the restore's, no evidence of a member
-    restore = {"started_ms": 9500, "vouched": {}}
-    frozen = frozen_ahead("g", both, ev, {("t", 0): 9000, ("t", 1): 9000}, restore)
-    assert set(frozen) == {("t", 0), ("t", 1)} and "zkmigrate restore" in frozen[("t", 0)], frozen
-    assert frozen_ahead("g", both, ev, {("t", 0): 9000, ("t", 1): 9000}, {"started_ms": 20000, "vouched": {}}) == {}
-    # what a restore of a copy's or cutover's backup put back, while the stores still hold exactly that
-    restore = {"started_ms": 9500, "vouched": {("t", 0): (8, 2), ("t", 1): (9, 4)}}
-    assert set(frozen_ahead("g", both, ev, {("t", 0): 30000, ("t", 1): 30000}, restore)) == {("t", 1)}
+    unread = frozen_ahead("g", both, ev, {}, unread="TopicAuthorizationFailedError")
+    assert "could not be read (TopicAuthorizationFailedError)" in unread[("t", 0)], unread
+    assert "Read on topic __consumer_offsets" in unread[("t", 0)]
+    assert "Read on" not in frozen_ahead("g", both, ev, {}, unread="took longer than 30 s")[("t", 0)]
+    # the node as the last restore wrote it (the same transaction): no evidence of a member, whatever the clocks
+    frozen = frozen_ahead("g", both, ev, {("t", 0): 9000, ("t", 1): 9000}, {("t", 0): 70, ("t", 1): 60})
+    assert set(frozen) == {("t", 0)} and "zkmigrate restore" in frozen[("t", 0)], frozen
 
 
-def test_the_phase_record_keeps_what_a_restore_put_back_across_verifies_only(zk, unique):
+def test_the_phase_record_keeps_what_a_restore_wrote_across_verifies_only(zk, unique):
     from zkconsumer_migrate import state
     g = unique("rs-g")
-    state.record_phase(zk, g, "restore", "zkmigrate restore",
-                       restore={"started_ms": 5, "vouched": [["t", 0, 8, 2]]})
+    state.record_phase(zk, g, "restore", "zkmigrate restore", restore={"zk_written": [["t", 0, 77]]})
     state.record_phase(zk, g, "kafka", "zkmigrate verify")
-    assert state.restore_of(state.read_phase(zk, g)) == {"started_ms": 5, "vouched": {("t", 0): (8, 2)}}
+    assert state.restore_of(state.read_phase(zk, g)) == {"zk_written": {("t", 0): 77}}
     state.record_phase(zk, g, "rollback", "zkmigrate rollback")
     assert state.restore_of(state.read_phase(zk, g)) is None
+
+
+def test_only_a_rollback_of_a_group_cut_over_counts_for_cutover():
+    from zkconsumer_migrate.state import rolled_back_since
+
+    def rec(*entries):
+        top, *older = [dict(phase=p, by="zkmigrate " + b, since="2026-11-27T10:00:%02dZ" % (59 - i))
+                       for i, (p, b) in enumerate(entries)]
+        return dict(top, history=older)
+    assert rolled_back_since(rec(("rollback", "rollback"), ("cutover", "cutover"))) is not None
+    # a rollback of a group never cut over (nothing of its fence lifted), or a record another command wrote
+    assert rolled_back_since(rec(("rollback", "rollback"), ("kafka", "verify"))) is None
+    assert rolled_back_since(rec(("rollback", "restore"), ("rollback", "rollback"), ("kafka", "verify"))) is None
+    assert rolled_back_since(rec(("kafka", "verify"), ("rollback", "rollback"), ("cutover", "cutover"))) is not None
 
 
 def test_the_group_records_of_consumer_offsets_name_their_group():

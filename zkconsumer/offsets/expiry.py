@@ -157,7 +157,8 @@ class LastCommit(NamedTuple):
     committed_ms: Optional[int]
     removed: bool
     #: ms, the first of the latest run of commits of this offset the log still holds (a keep-alive commits the
-    #: same offset again: Kafka's offset has been this one since then, or since earlier when compaction dropped those)
+    #: same offset again: Kafka's offset has been this one since then; once compaction has dropped the earlier
+    #: records of the run, the time of the newest one the log keeps)
     since_ms: Optional[int] = None
 
 
