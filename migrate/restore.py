@@ -34,11 +34,14 @@ member; while ZooKeeper members are registered that is refused, ``force`` or not
 (:func:`_check_no_members_under_the_fence`; *no_fence* restores the offsets without the fence). A backup of any
 other command leaves the fence as it is.
 
-Every restore that changed anything records it: the phase ``restore`` when it wrote or deleted Kafka offsets or
-lifted the fence (the recorded Kafka phase said that every partition has kept a Kafka offset since then,
-:func:`~.state.kafka_only_since`, the stale-offset checks' evidence, which is no longer so), ``cutover`` when it only
-put a fence back, else the phase recorded before; each with the ZooKeeper offset nodes it wrote and the transaction
-(mzxid) of each write: a rollback does not take those writes for a member's (:func:`.stale.frozen_ahead`).
+A restore records the phase ``restore`` when it wrote or deleted Kafka offsets or lifted the fence (the recorded
+Kafka phase said that every partition has kept a Kafka offset since then, :func:`~.state.kafka_only_since`, the
+stale-offset checks' evidence, which is no longer so), ``cutover`` when it only put a fence back. The ZooKeeper
+offset nodes it wrote, each with the transaction (mzxid) of its write, go to ``/consumers/G/zkconsumer/restored``
+(:func:`~.state.add_restored_nodes`, kept while the node is unchanged): a rollback does not take those writes for a
+member's (:func:`.stale.frozen_ahead`). The fence of a cutover is not lifted while partitions the backup does not
+cover hold Kafka offsets (the new consumers ran: roll back instead), and the restore's own backup records the fence
+it lifts, so that restoring it puts the fence back.
 """
 from __future__ import annotations
 
@@ -180,31 +183,43 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
     acl_now = fenced_ids_node(gofs.zk, gofs.group)
     # undoing a cutover undoes its fence too: ZooKeeper members resume at the offsets restored
     unfence = backup.by == "zkmigrate cutover" and (fence_now is not None or acl_now is not None)
+    # Kafka offsets of partitions the backup does not know (created since, or of a topic added): the new consumers
+    # ran; ZooKeeper members would start those at auto.offset.reset
+    ran = sorted(t for t, v in out["not_in_backup"].items() if v["kafka"] is not None)
+    if unfence and (ran or out["unreadable"]):
+        unfence = False
+        out["warnings"].append(
+            "group %s: the backup was taken by the cutover that fenced it, but the fence stays: %s; roll back instead "
+            "('zkmigrate rollback --group %s --execute' copies what the new consumers committed)"
+            % (gofs.group, "Kafka offsets of partitions the backup does not cover were committed since (%s)"
+               % ", ".join(ran[:5]) if ran else "the Kafka offsets of some partitions cannot be read", gofs.group))
     if unfence and not execute:
         out["warnings"].append("group %s: the backup was taken by the cutover that fenced it; --execute also lifts "
                                "the cutover fence (ZooKeeper members may join again, at the offsets restored)"
                                % gofs.group)
     refused = bool(out["newer"]) and not discard_newer
     if no_fence and backup.lifts_fence:
-        out["warnings"].append("group %s: the backup was taken by a rollback that lifted the cutover fence; "
+        out["warnings"].append("group %s: the backup was taken by '%s', which lifted the cutover fence; "
                                "--no-fence: it is not put back (ZooKeeper members may join at the offsets restored)"
-                               % gofs.group)
+                               % (gofs.group, backup.by))
     if refence:
         out["fence_put_back"] = {"execute": execute, "ids_acl": refence["ids_acl"], "record": refence["record"]}
         if not execute:
-            out["warnings"].append("group %s: the backup was taken by a rollback that lifted the cutover fence; "
+            out["warnings"].append("group %s: the backup was taken by '%s', which lifted the cutover fence; "
                                    "--execute puts it back (%s); --no-fence restores the offsets without it"
-                                   % (gofs.group, _halves(gofs.group, refence)))
+                                   % (gofs.group, backup.by, _halves(gofs.group, refence)))
     if execute and not refused and refence:
         gofs.check_lock()
         # fenced before the offsets go back: no member may join at the offsets being restored
         out["fence_put_back"].update(_put_fence_back(gofs, backup, refence))
-    kafka_changed = wrote = False
-    if execute and not refused and any(plan[s]["set"] or plan[s]["delete"] for s in STORES):
+    kafka_changed = False
+    # the backup of what is there now also keeps the fence this lifts: restoring it puts the fence back
+    lifts = {"record": fence_now, "ids_acl": acl_now is not None} if unfence else None
+    if execute and not refused and (unfence or any(plan[s]["set"] or plan[s]["delete"] for s in STORES)):
         gofs.check_lock()
-        wrote = True
         out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, current,
-                                     by="zkmigrate restore", writes={s: plan[s]["set"] for s in STORES})
+                                     by="zkmigrate restore", writes={s: plan[s]["set"] for s in STORES},
+                                     lifts_fence=lifts)
         for i, s in enumerate(STORES):
             store = gofs.store(s)
             failed = {}
@@ -220,26 +235,25 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                 kafka_changed = True
             out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
         _remove_empty_topic_nodes(gofs, backup)
+    written = [tp for tp in plan["zookeeper"]["set"] if "zookeeper:%s" % _name(tp) not in out["failed"]]
+    if execute and not refused and written:
+        # a rollback does not take these writes for a member's (:func:`.stale.frozen_ahead`)
+        earlier = state.restored_nodes(gofs.zk, gofs.group)
+        state.add_restored_nodes(gofs.zk, gofs.group, zk_offset_versions(gofs.zk, gofs.group, written),
+                                 zk_offset_versions(gofs.zk, gofs.group, list(earlier)))
     lifted = None
     if execute and not refused and unfence and not out["failed"]:
         gofs.check_lock()
         lifted = out["fence_lifted"] = lift_fence(gofs.zk, gofs.group, (fence_now or {}).get("ids_acl"))
     put_back = execute and not refused and refence and refence["record"]
-    if kafka_changed or put_back or wrote or lifted:
-        # the Kafka offsets put back (written or deleted) end the recorded Kafka-only run ("restore"); a fence put back
-        # alone is recorded as cutover set it, after the offsets were written: the run of Kafka-only records starts
-        # after ZooKeeper's last write (ZooKeeper offsets written before it, without a Kafka one, count as frozen);
-        # ZooKeeper offsets written alone keep the phase. Each says when the restore began: ZooKeeper offsets written
-        # since are its own, not a member's (rollback's evidence, :func:`.stale.frozen_ahead`)
-        prev = state.read_phase(gofs.zk, gofs.group)
-        phase = "restore" if kafka_changed or lifted else "cutover" if put_back else (
-            prev.get("phase") if isinstance(prev, dict) and isinstance(prev.get("phase"), str) else "restore")
-        written = [tp for tp in plan["zookeeper"]["set"] if "zookeeper:%s" % _name(tp) not in out["failed"]]
+    if kafka_changed or put_back or lifted:
+        # the Kafka offsets put back (written or deleted), or the cutover undone, end the recorded Kafka-only run
+        # ("restore"); a fence put back alone is recorded as cutover set it, after the offsets were written: the run
+        # of Kafka-only records starts after ZooKeeper's last write (ZooKeeper offsets written before it, without a
+        # Kafka one, count as frozen)
         out["recorded_phase"] = state.record_phase(
-            gofs.zk, gofs.group, phase, "zkmigrate restore",
-            fence=out["fence_put_back"]["fence"] if put_back else None if lifted else state.KEEP,
-            restore={"zk_written": [[t, p, z] for (t, p), z in
-                                    sorted(zk_offset_versions(gofs.zk, gofs.group, written).items())]})
+            gofs.zk, gofs.group, "restore" if kafka_changed or lifted else "cutover", "zkmigrate restore",
+            fence=out["fence_put_back"]["fence"] if put_back else None if lifted else state.KEEP)
     out["ok"] = not (out["failed"] or out["unreadable"] or refused)
     return out
 

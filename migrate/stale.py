@@ -262,9 +262,9 @@ def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafk
     it is (*kafka_since*: ``{tp: ms}``, the first of the latest run of commits of that offset in
     ``__consumer_offsets``: a keep-alive that commits it again does not count) by a member: a member on ZooKeeper
     storage ran after the group last moved its Kafka offset (back from the dual phase, or one that came back before
-    the cutover fence). A write by the last ``zkmigrate restore`` (*restore_written*: ``{tp: mzxid}`` it recorded,
-    :func:`~.state.restore_of`, compared with the node's mzxid: ZooKeeper's own order) is no such evidence: it put
-    back what a backup held.
+    the cutover fence). A write by ``zkmigrate restore`` (*restore_written*: ``{tp: mzxid}`` the restores recorded,
+    :func:`~.state.restored_nodes`, compared with the node's mzxid: ZooKeeper's own order) is no such evidence: it
+    put back what a backup held.
 
     Otherwise Kafka was set below ZooKeeper since (``reset-offsets --store kafka`` to reprocess, consumers that went
     on and were reset: keeping ZooKeeper's would skip the records between), or the evidence is missing (*unread*:
@@ -283,7 +283,7 @@ def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafk
         if mtime is not None and since is not None and mtime > since and not by_restore:
             continue
         if by_restore:
-            why = ("ZooKeeper's %d was written by the last zkmigrate restore (what its backup held, not where a "
+            why = ("ZooKeeper's %d was written by zkmigrate restore (what its backup held, not where a "
                    "member stopped): nothing shows it is where the group stopped rather than Kafka's %d (%s)"
                    % (zk_off, kafka, keep))
         elif mtime is not None and since is not None:
@@ -423,7 +423,7 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
     since = {tp: c.since_ms if c.since_ms is not None else c.committed_ms for tp, c in log.items()
              if not c.removed and c.committed_ms is not None and c.offset == both[tp][1]}
     frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev, since,
-                          (state.restore_of(rec) or {}).get("zk_written"), unread)
+                          state.restored_nodes(gofs.zk, gofs.group) if ahead else {}, unread)
     # kept ahead: ZooKeeper's offset must still fit the log; not kept: ZooKeeper stays as it is, Kafka's is checked
     kw["keep_ahead"] = True
     refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in ahead if tp not in frozen}, ev, *args,

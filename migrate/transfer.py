@@ -205,7 +205,7 @@ def rollback_group(gofs, execute: bool = False, allow_rewind: bool = False, forc
         if fence is not None or acl_only:
             out["fence_lifted"] = lift_fence(gofs.zk, gofs.group, fence.get("ids_acl") if fence else None)
         out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "rollback", "zkmigrate rollback",
-                                                   "zookeeper", fence=None)
+                                                   "zookeeper", fence=None, lifted=bool(fence is not None or acl_only))
     return out
 
 

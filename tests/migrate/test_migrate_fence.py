@@ -521,6 +521,68 @@ def test_a_rollback_of_a_group_never_cut_over_does_not_excuse_consumers_that_sta
     code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
     assert code != 0 and not out["ready"] and "Kafka 10, ZooKeeper 3" in out["reason"], out
 
+def test_undoing_a_cutover_keeps_the_fence_when_the_new_consumers_committed_a_partition_it_did_not_cover(
+        services, zk, unique, tmp_path):
+    """Cut over at ZooKeeper's 3 (its backup covers T-0 and T-1); T grew a partition and the new consumers committed
+    T-2 only (T-0 and T-1 still hold the cutover's copies, so nothing refuses the restore). Restoring the cutover's
+    backup must not lift the fence: ZooKeeper has no T-2 offset, and returning members would start it at
+    auto.offset.reset. The rollback it names copies T-2 and lifts the fence."""
+    from confluent_kafka.admin import AdminClient, NewPartitions
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fp2", start=3)
+    co = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    admin = AdminClient({"bootstrap.servers": services.bootstrap_servers})
+    for f in admin.create_partitions([NewPartitions(t, 3)]).values():
+        f.result(30)
+    wait_until(lambda: b'"2"' in zk.get("/brokers/topics/%s" % t)[0], 30, message="T-2 in ZooKeeper")
+    services.produce(t, 10, partition=2)
+    _kafka_commit(services, g, {(t, 2): 7})
+    code, rs, _ = zkmigrate_json(services, "restore", _manifest(co), "--execute", "--backup-dir", str(tmp_path))
+    assert not rs.get("fence_lifted") and state.fence_of(state.read_phase(zk, g)) is not None, rs
+    [why] = [w for w in rs["warnings"] if "the fence stays" in w]
+    assert "%s-2" % t in why and "zkmigrate rollback --group %s --execute" % g in why, why
+    rb = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    assert rb["fence_lifted"] and ZooKeeperOffsetStore(zk, g).fetch([(t, 2)]) == {(t, 2): 7}, rb
+
+
+def test_undoing_the_restore_that_undid_a_cutover_puts_the_fence_back(services, zk, unique, tmp_path):
+    """Restoring a cutover's backup lifts its fence; the restore's own undo line (its backup) must put the fence back
+    along with the cutover's Kafka offsets."""
+    from zkconsumer_migrate import state
+    from zkconsumer_migrate.fence import fenced_ids_node
+    t, g = _group_with_offsets(services, zk, unique, "fu", start=3)
+    co = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    rs = zkmigrate_json(services, "restore", _manifest(co), "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    assert rs["fence_lifted"] and state.fence_of(state.read_phase(zk, g)) is None, rs
+    zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path), expect=0)
+    assert state.fence_of(state.read_phase(zk, g)) is not None and fenced_ids_node(zk, g) is not None
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
+    finally:
+        ks.close()
+
+
+def test_every_restores_zookeeper_write_stays_no_evidence_of_a_member(services, zk, unique, tmp_path):
+    """Cut over at 8; Kafka 10, then T-1 reset in Kafka to 2 (reprocess). Two ZooKeeper resets (T-0, then T-1) undone
+    in reverse order by restoring their backups: the first restore wrote T-1's 8 back. The second restore must not
+    make the rollback forget it: ZooKeeper's 8 on T-1 is a restore's write, not a member's, and keeping it over
+    Kafka's 2 would skip 2..7."""
+    t, g = _group_with_offsets(services, zk, unique, "fw", start=8)
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    zkmigrate_json(services, "reset-offsets", "--group", g, "--topic", "%s:1" % t, "--store", "kafka", "--to-offset",
+                   "2", "--execute", "--backup-dir", str(tmp_path), expect=0)
+    time.sleep(0.2)
+    backups = [zkmigrate_json(services, "reset-offsets", "--group", g, "--topic", "%s:%d" % (t, p), "--store",
+                              "zookeeper", "--to-offset", "2", "--execute", "--backup-dir", str(tmp_path),
+                              expect=0)[1] for p in (0, 1)]
+    for b in reversed(backups):
+        zkmigrate_json(services, "restore", _manifest(b), "--execute", "--backup-dir", str(tmp_path), expect=0)
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 1 and "%s-1" % t in rb["skipped_rewind"] and "%s-1" % t not in rb["kept_ahead"], rb
+
 def test_a_rollback_after_a_partial_cutover_lifts_the_fence(services, zk, unique, tmp_path):
     """A member registered just before the fence (cutover: not ready, the fence stays) consumed on and committed to
     ZooKeeper; the operator stops it and gives the cutover up with a rollback: it must lift the fence and leave

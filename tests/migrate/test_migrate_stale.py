@@ -234,26 +234,31 @@ def test_a_zookeeper_offset_ahead_is_kept_only_when_written_after_kafkas_offset_
     assert set(frozen) == {("t", 0)} and "zkmigrate restore" in frozen[("t", 0)], frozen
 
 
-def test_the_phase_record_keeps_what_a_restore_wrote_across_verifies_only(zk, unique):
+def test_the_restored_nodes_are_kept_while_unchanged(zk, unique):
     from zkconsumer_migrate import state
     g = unique("rs-g")
-    state.record_phase(zk, g, "restore", "zkmigrate restore", restore={"zk_written": [["t", 0, 77]]})
-    state.record_phase(zk, g, "kafka", "zkmigrate verify")
-    assert state.restore_of(state.read_phase(zk, g)) == {"zk_written": {("t", 0): 77}}
-    state.record_phase(zk, g, "rollback", "zkmigrate rollback")
-    assert state.restore_of(state.read_phase(zk, g)) is None
+    assert state.restored_nodes(zk, g) == {}
+    state.add_restored_nodes(zk, g, {("t", 0): 70}, {})
+    state.add_restored_nodes(zk, g, {("t", 1): 80}, {("t", 0): 70})
+    assert state.restored_nodes(zk, g) == {("t", 0): 70, ("t", 1): 80}
+    # t-0 written since by someone else: its entry goes with the next restore
+    state.add_restored_nodes(zk, g, {("t", 2): 90}, {("t", 0): 75, ("t", 1): 80})
+    assert state.restored_nodes(zk, g) == {("t", 1): 80, ("t", 2): 90}
 
 
 def test_only_a_rollback_of_a_group_cut_over_counts_for_cutover():
     from zkconsumer_migrate.state import rolled_back_since
 
     def rec(*entries):
-        top, *older = [dict(phase=p, by="zkmigrate " + b, since="2026-11-27T10:00:%02dZ" % (59 - i))
-                       for i, (p, b) in enumerate(entries)]
+        top, *older = [dict(phase=p, by="zkmigrate " + b, since="2026-11-27T10:00:%02dZ" % (59 - i),
+                            **({"lifted": True} if p == "rollback" and b == "rollback" and lifted else {}))
+                       for i, (p, b, lifted) in enumerate(e + (True,) if len(e) == 2 else e for e in entries)]
         return dict(top, history=older)
     assert rolled_back_since(rec(("rollback", "rollback"), ("cutover", "cutover"))) is not None
-    # a rollback of a group never cut over (nothing of its fence lifted), or a record another command wrote
+    # a rollback of a group never cut over, one that lifted no fence, or a record another command wrote
     assert rolled_back_since(rec(("rollback", "rollback"), ("kafka", "verify"))) is None
+    assert rolled_back_since(rec(("rollback", "rollback", False), ("rollback", "rollback"), ("cutover", "cutover"))) \
+        is None
     assert rolled_back_since(rec(("rollback", "restore"), ("rollback", "rollback"), ("kafka", "verify"))) is None
     assert rolled_back_since(rec(("kafka", "verify"), ("rollback", "rollback"), ("cutover", "cutover"))) is not None
 
