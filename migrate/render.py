@@ -229,8 +229,8 @@ def restore_result(out: dict) -> None:
         click.echo("dry run: %d change(s), nothing written (add --execute)" % n)
     put_back = out.get("fence_put_back")
     if put_back and out["execute"] and "fence" in put_back:
-        click.echo("put back the cutover fence of group %s that the rollback lifted: %s (ZooKeeper members stay out: "
-                   "the group is the broker-coordinated consumers' again)" % (out["group"], ", ".join(
+        click.echo("put back the cutover fence of group %s that '%s' lifted: %s (ZooKeeper members stay out: "
+                   "the group is the broker-coordinated consumers' again)" % (out["group"], out.get("by"), ", ".join(
                        h for h, on in (("%s has no create right" % put_back["path"], put_back["changed"]),
                                        ("the fence recorded", put_back["record"])) if on) or "in place already"))
     if out.get("fence_lifted"):

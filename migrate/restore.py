@@ -157,7 +157,9 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         _check_no_members_under_the_fence(gofs, backup)
     members = check_no_live_members(gofs.zk, gofs.group, force, "restore")
     check_no_broker_consumers(gofs, "restore")
-    extra = sorted(set(gofs.partitions()) - set(backup.partitions))
+    # every partition either store holds (Kafka's too: a topic the new consumers took up), for not_in_backup and the
+    # fence checks below
+    extra = sorted(set(gofs.partitions(scan_all_topics=True)) - set(backup.partitions))
     current = gofs.read(list(backup.partitions) + extra)
     extra = [tp for tp in extra if tp in current]
     # a partition whose Kafka offset cannot be read now is not restored (in neither store): reported
@@ -190,9 +192,22 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         unfence = False
         out["warnings"].append(
             "group %s: the backup was taken by the cutover that fenced it, but the fence stays: %s; roll back instead "
-            "('zkmigrate rollback --group %s --execute' copies what the new consumers committed)"
-            % (gofs.group, "Kafka offsets of partitions the backup does not cover were committed since (%s)"
-               % ", ".join(ran[:5]) if ran else "the Kafka offsets of some partitions cannot be read", gofs.group))
+            "('zkmigrate rollback --group %s --execute' copies Kafka's offsets to ZooKeeper)"
+            % (gofs.group, "partitions the backup does not cover hold Kafka offsets and ZooKeeper members would "
+               "start them at auto.offset.reset (%s)" % ", ".join(ran[:5]) if ran else
+               "the Kafka offsets of some partitions cannot be read", gofs.group))
+    # the other way: a fence put back hands the group to broker-coordinated consumers, which would start partitions
+    # with only a ZooKeeper offset at auto.offset.reset
+    zk_only = sorted(t for t, v in out["not_in_backup"].items() if v["zookeeper"] is not None and v["kafka"] is None)
+    if refence and (zk_only or out["unreadable"]):
+        raise GroupConflictError(
+            "refusing to restore %s: it was taken by '%s', which lifted the cutover fence of group %s, and restoring "
+            "it puts the fence back, but %s; nothing written"
+            % (backup.path, backup.by, gofs.group, "partitions the backup does not cover hold ZooKeeper offsets and "
+               "no Kafka ones (%s), which the broker-coordinated consumers would start at auto.offset.reset: copy "
+               "them to Kafka first ('zkmigrate copy --group %s --execute'), then restore again"
+               % (", ".join(zk_only[:5]), gofs.group) if zk_only else
+               "the Kafka offsets of some partitions cannot be read"))
     if unfence and not execute:
         out["warnings"].append("group %s: the backup was taken by the cutover that fenced it; --execute also lifts "
                                "the cutover fence (ZooKeeper members may join again, at the offsets restored)"

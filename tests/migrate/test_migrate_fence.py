@@ -583,6 +583,34 @@ def test_every_restores_zookeeper_write_stays_no_evidence_of_a_member(services, 
     code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
     assert code == 1 and "%s-1" % t in rb["skipped_rewind"] and "%s-1" % t not in rb["kept_ahead"], rb
 
+def test_fences_are_not_moved_over_partitions_the_backup_does_not_cover(services, zk, unique, tmp_path):
+    """Undoing a cutover after the new consumers took up a topic the cutover's backup does not cover (Kafka offsets
+    only): the fence stays. Undoing that undo after ZooKeeper members committed a partition it does not cover
+    (ZooKeeper offsets only): refused, nothing written, until its printed copy has run."""
+    import re
+    import shlex
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fo", start=3)
+    co = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    u = services.create_topic(unique("fo-u"), 1)
+    _kafka_commit(services, g, {(u, 0): 0})
+    code, rs, _ = zkmigrate_json(services, "restore", _manifest(co), "--execute", "--backup-dir", str(tmp_path))
+    assert not rs.get("fence_lifted") and state.fence_of(state.read_phase(zk, g)) is not None, rs
+    assert "%s-0" % u in rs["not_in_backup"], rs
+    # another group: its cutover undone; then members commit a partition of a topic the undo's backup lacks
+    t, g = _group_with_offsets(services, zk, unique, "fo2", start=3)
+    co = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    rs = zkmigrate_json(services, "restore", _manifest(co), "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    assert rs["fence_lifted"], rs
+    v = services.create_topic(unique("fo-v"), 1)
+    ZooKeeperOffsetStore(zk, g).commit({(v, 0): 0}).raise_for_errors()
+    code, out, err = zkmigrate(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path))
+    assert code != 0 and "nothing written" in err and state.fence_of(state.read_phase(zk, g)) is None, (out, err)
+    [command] = re.findall(r"'(zkmigrate copy [^']*)'", err)
+    zkmigrate_json(services, *shlex.split(command)[1:], "--backup-dir", str(tmp_path), expect=0)
+    zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path), expect=0)
+    assert state.fence_of(state.read_phase(zk, g)) is not None
+
 def test_a_rollback_after_a_partial_cutover_lifts_the_fence(services, zk, unique, tmp_path):
     """A member registered just before the fence (cutover: not ready, the fence stays) consumed on and committed to
     ZooKeeper; the operator stops it and gives the cutover up with a rollback: it must lift the fence and leave
