@@ -15,7 +15,10 @@ appears: written to ``.tmp``, fsynced, renamed):
        "written": {"kafka": [{"topic": "T", "partition": 0, "offset": 12}], "zookeeper": []}}
 
   ``written`` (absent in manifests of older zkmigrate versions): the offsets the command was about to write right
-  after the backup, so that ``restore`` tells that command's own writes from commits made since;
+  after the backup, so that ``restore`` tells that command's own writes from commits made since; ``lifts_fence``
+  (a rollback's backup only, when the group was fenced): the cutover fence the command lifts right after it, ``{"record":
+  the phase record's fence or null, "ids_acl": whether /consumers/G/ids had lost its create right}``, which
+  ``restore`` puts back;
 
 :func:`load_backup` reads a manifest, or, given one of the ``.txt`` files, its manifest when it is there, else the
 pair of ``.txt`` files of a backup written before manifests existed (then only the partitions listed in either file
@@ -59,6 +62,8 @@ class Backup:
     exact: bool = True
     #: ``{store: {tp: offset}}`` the command wrote right after the backup; None when the manifest does not say
     written: Optional[Dict[str, Dict[TP, int]]] = None
+    #: the cutover fence the command lifted after the backup (``{"record": dict or None, "ids_acl": bool}``), or None
+    lifts_fence: Optional[dict] = None
 
 
 def _write_atomic(path: str, text: str) -> None:
@@ -72,10 +77,10 @@ def _write_atomic(path: str, text: str) -> None:
 
 def write_backup(backup_dir: str, group: str, both: Dict[TP, Tuple[Optional[int], Optional[int]]],
                  by: Optional[str] = None, clock=time.time,
-                 writes: Optional[Dict[str, Dict[TP, int]]] = None) -> list:
+                 writes: Optional[Dict[str, Dict[TP, int]]] = None, lifts_fence: Optional[dict] = None) -> list:
     """Write the backup of *both* (``{tp: (zookeeper, kafka)}``, as read before planning), with *writes* (``{store:
-    {tp: offset}}``, what the command writes next), and return its paths: ``[zookeeper .txt, kafka .txt, manifest
-    .json]``."""
+    {tp: offset}}``, what the command writes next) and *lifts_fence* (the fence it lifts next, if any), and return its
+    paths: ``[zookeeper .txt, kafka .txt, manifest .json]``."""
     os.makedirs(backup_dir, exist_ok=True)
     now = clock()
     stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(now)) + "-%03d" % (int(now * 1000) % 1000)
@@ -93,6 +98,8 @@ def write_backup(backup_dir: str, group: str, both: Dict[TP, Tuple[Optional[int]
                 "written": {name: [{"topic": t, "partition": p, "offset": o}
                                    for (t, p), o in sorted((writes or {}).get(name, {}).items())]
                             for name in STORES}}
+    if lifts_fence is not None:
+        manifest["lifts_fence"] = lifts_fence
     path = os.path.join(backup_dir, "backup-%s-%s.json" % (group, stamp))
     _write_atomic(path, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     out.append(path)
@@ -168,7 +175,20 @@ def _load_manifest(path: str) -> Backup:
         parts[(topic, p)] = (vals[0], vals[1])
     by, taken = doc.get("by"), doc.get("taken_at")
     return Backup(path=path, group=group, taken_at=taken if isinstance(taken, str) else None,
-                  by=by if isinstance(by, str) else None, partitions=parts, written=_load_written(path, doc))
+                  by=by if isinstance(by, str) else None, partitions=parts, written=_load_written(path, doc),
+                  lifts_fence=_load_lifts_fence(path, doc))
+
+
+def _load_lifts_fence(path: str, doc: dict) -> Optional[dict]:
+    """The manifest's ``lifts_fence`` (None when absent); BackupFileError naming what is wrong."""
+    raw = doc.get("lifts_fence")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not (raw.get("record") is None or isinstance(raw.get("record"), dict)) \
+            or not isinstance(raw.get("ids_acl"), bool):
+        raise BackupFileError("%s: \"lifts_fence\" is not an object with \"record\" (an object or null) and "
+                              "\"ids_acl\" (true or false)" % path)
+    return {"record": raw.get("record"), "ids_acl": raw["ids_acl"]}
 
 
 def _topic_of(entry, where: str) -> str:

@@ -431,15 +431,19 @@ def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
 @click.option("--discard-newer", is_flag=True,
               help="Also delete or move back offsets committed after the backup was taken (the consumers' work "
                    "since is undone); without it such offsets refuse the restore.")
+@click.option("--no-fence", is_flag=True,
+              help="Do not put back the cutover fence that the backed-up rollback lifted (without it, a restore "
+                   "that would put it back while ZooKeeper members are registered is refused, --force or not).")
 @backup_option
 @lock_wait_option
 @json_option
-def restore(zookeeper, bootstrap, backups, execute, force, discard_newer, backup_dir, lock_wait, as_json):
+def restore(zookeeper, bootstrap, backups, execute, force, discard_newer, no_fence, backup_dir, lock_wait, as_json):
     """Put both stores of a group back exactly as a backup found them: its offsets written back (backwards too),
     offsets created since deleted. BACKUP is the backup-<group>-<time>.json that every writing command leaves
     beside its two .txt files (either .txt will do). Dry run unless --execute; a backup of what is there now is
     written first; refused while the group is live, and when an offset it would delete or move back was committed
-    after the backup was taken (other than by the command that wrote the backup; --discard-newer)."""
+    after the backup was taken (other than by the command that wrote the backup; --discard-newer). A cutover's
+    backup undoes that cutover, fence included; a rollback's puts back the fence it lifted (--no-fence)."""
     from .backup import load_backup
     from .restore import restore_group
     loaded = {}
@@ -452,7 +456,7 @@ def restore(zookeeper, bootstrap, backups, execute, force, discard_newer, backup
         loaded[b.group] = b
 
     def per_group(gofs):
-        out = restore_group(gofs, loaded[gofs.group], execute, force, backup_dir, discard_newer)
+        out = restore_group(gofs, loaded[gofs.group], execute, force, backup_dir, discard_newer, no_fence)
         return out, (0 if out["ok"] else EXIT_CHECK_FAILED)
     run_and_report(zookeeper, bootstrap, tuple(loaded), False, None, 4, per_group, as_json, render.restore_result,
                    lock=("restore", lock_wait) if execute else None)

@@ -10,6 +10,13 @@
    members included; skipped with ``acl_fence=False``) and the phase record gets the fence (zkconsumer members
    refuse to join, ``cutover.fence``); then look once more (a member that registered before the ACL changed);
 4. ready = no owner, no member, nothing left to copy (and, with ``execute``, the fence in place).
+
+A group not yet fenced in which broker-coordinated consumers run, or have run and left Kafka's offsets ahead of
+ZooKeeper's, is not ready: they started before cutover said READY, so not from ZooKeeper's offsets. The second
+test reads the broker-side group's protocol type, which ZooKeeper members committing to Kafka
+(``offsets.storage=kafka``) never set; a group whose broker-coordinated consumers last changed it before its latest
+rollback (the time of its newest group record in ``__consumer_offsets``) is not held against it: a second migration
+after a rollback, whose Kafka phase moved Kafka past ZooKeeper.
 """
 from __future__ import annotations
 
@@ -77,6 +84,7 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
         return out
     # the new consumers must start only once this is READY: running already (and the group not yet cut over), they
     # began where Kafka's offsets said, or at auto.offset.reset where it had none, not where ZooKeeper's say
+    broker = None
     if gofs.bootstrap_servers and _not_fenced_yet(zk, group):
         broker = describe_broker_group(gofs.bootstrap_servers, group, security=gofs.security)
         if broker.active:
@@ -92,6 +100,22 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
     both, gone = split_gone(zk, gofs.read_all(topics))
     out.update(skipped_report(gofs, gone))
     out["unreadable"] = gofs.unreadable_report()
+    # stopped since, they left Kafka's offsets past ZooKeeper's: a cutover now would fence and hand the group over
+    # at the records they skipped
+    early = {tp: (z, k) for tp, (z, k) in both.items() if z is not None and k is not None and k > z}
+    if broker is not None and broker.consumers_joined and early and not _left_before_a_rollback(gofs, out):
+        out["ready"] = False
+        out["kafka_ahead"] = {"%s-%d" % tp: {"zookeeper": z, "kafka": k} for tp, (z, k) in sorted(early.items())}
+        out["reason"] = ("broker-coordinated consumers have run in group %s (%s, state %s now) although it is not cut "
+                         "over, and Kafka's offsets of %d partition(s) are ahead of ZooKeeper's (%s): they started "
+                         "before cutover was READY, from Kafka's offsets or auto.offset.reset, not from ZooKeeper's, "
+                         "and may have skipped records; nothing was written. Keep them stopped, run 'zkmigrate copy "
+                         "--group %s --allow-rewind --execute' (Kafka's offsets set to ZooKeeper's, also backwards: "
+                         "records they skipped are read, what they read is read again), then cutover again"
+                         % (group, broker.describe_protocol(), broker.state, len(early), ", ".join(
+                             "%s-%d: Kafka %d, ZooKeeper %d" % (tp + (k, z)) for tp, (z, k) in sorted(early.items())[:3]),
+                            group))
+        return out
     source = {tp: z for tp, (z, k) in both.items() if z is not None}
     plan = plan_copy(source, {tp: k for tp, (z, k) in both.items()}, allow_rewind=False)
     todo = plan["write"]
@@ -166,6 +190,24 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
         return out
     out["ready"] = True
     return out
+
+
+def _left_before_a_rollback(gofs, out) -> bool:
+    """The broker-side group's consumers last changed it (:func:`~zkconsumer.offsets.expiry.read_group_activity`)
+    before the group's latest ``rollback`` (which set ZooKeeper to Kafka's offsets, or kept it ahead): Kafka offsets
+    above ZooKeeper's were committed since by others (ZooKeeper members on ``offsets.storage=kafka``, a second
+    migration's Kafka phase). False when there was no rollback or that cannot be read (a warning says why)."""
+    from zkconsumer.offsets.expiry import read_group_activity
+    rolled = state.rolled_back_since(state.read_phase(gofs.zk, gofs.group))
+    if rolled is None:
+        return False
+    try:
+        last = read_group_activity(gofs.bootstrap_servers, gofs.group, security=gofs.security)
+    except ClusterUnavailableError as e:
+        out["warnings"].append("could not read %s to tell whether the broker-coordinated consumers of group %s ran "
+                               "before its rollback: %s" % ("__consumer_offsets", gofs.group, e))
+        return False
+    return last is not None and last < rolled
 
 
 def _not_fenced_yet(zk, group) -> bool:

@@ -56,13 +56,14 @@ def status(st: dict) -> None:
     fence = st.get("fence")
     if fence and st.get("fence_acl"):
         click.echo("Cutover fence: since %s (%s): ZooKeeper members cannot join (%s has no create right); 'zkmigrate "
-                   "rollback --execute' lifts it" % (fence.get("since"), fence.get("by"), st["fence_acl"]))
+                   "rollback --group %s --execute' lifts it" % (fence.get("since"), fence.get("by"), st["fence_acl"],
+                                                                 st["group"]))
     elif fence:
         # the record alone: zkconsumer members read it, JVM members only meet the ACL
         click.echo("Cutover fence: since %s (%s), recorded only: zkconsumer members refuse to join, but the group's "
-                   "ids node grants the create right, so JVM (Scala) members can join ('zkmigrate cutover --execute' "
-                   "takes it off, 'zkmigrate rollback --execute' lifts the fence)" % (fence.get("since"),
-                                                                                      fence.get("by")))
+                   "ids node grants the create right, so JVM (Scala) members can join ('zkmigrate cutover --group %s "
+                   "--execute' takes it off, 'zkmigrate rollback --group %s --execute' lifts the fence)"
+                   % (fence.get("since"), fence.get("by"), st["group"], st["group"]))
     b = st["broker_group"]
     click.echo("Broker-side group: state %s, %d member(s)%s%s" % (
         b.get("state"), len(b.get("members") or []),
@@ -98,8 +99,12 @@ def copy_result(out: dict) -> None:
     for t, o in sorted(out["to_write"].items()):
         click.echo("  %s -> %d" % (t, o))
     for t, r in sorted(out["skipped_rewind"].items()):
-        click.echo("  skipped %s: %s has %d, source %d (would move backwards; --allow-rewind)"
-                   % (t, out["to"], r["destination"], r["source"]), err=True)
+        click.echo("  skipped %s: %s has %d, source %d (would move backwards; --allow-rewind)%s"
+                   % (t, out["to"], r["destination"], r["source"], ": %s" % r["why"] if r.get("why") else ""),
+                   err=True)
+    for t, r in sorted((out.get("kept_ahead") or {}).items()):
+        click.echo("  kept %s: zookeeper has %d, ahead of kafka's %d (where the group stopped last)"
+                   % (t, r["zookeeper"], r["kafka"]))
     backup_paths(out["backup"])
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)
@@ -222,6 +227,15 @@ def restore_result(out: dict) -> None:
                                                                            out["deleted"]))
     else:
         click.echo("dry run: %d change(s), nothing written (add --execute)" % n)
+    put_back = out.get("fence_put_back")
+    if put_back and out["execute"] and "fence" in put_back:
+        click.echo("put back the cutover fence of group %s that '%s' lifted: %s (ZooKeeper members stay out: "
+                   "the group is the broker-coordinated consumers' again)" % (out["group"], out.get("by"), ", ".join(
+                       h for h, on in (("%s has no create right" % put_back["path"], put_back["changed"]),
+                                       ("the fence recorded", put_back["record"])) if on) or "in place already"))
+    if out.get("fence_lifted"):
+        click.echo("lifted the cutover fence of group %s that the cutover set: ZooKeeper members may join again"
+                   % out["group"])
     backup_paths(out["backup"])
     for t, e in out["failed"].items():
         click.echo("  FAILED %s: %s" % (t, e), err=True)

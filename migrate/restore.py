@@ -23,11 +23,25 @@ offset node's ``mtime``; Kafka: the commit's timestamp in the group's partition 
 commit after the backup's ``taken_at``, or one whose time cannot be read, refuses the whole restore (nothing written)
 unless *discard_newer*: each such offset is listed in ``newer`` with its time and what the restore would do to it.
 
-The cutover fence is not changed: after restoring a backup taken before ``cutover``, the group is still marked cut
-over until a ``zkmigrate rollback --execute`` lifts the mark (the report warns). A restore that deleted Kafka
-offsets records the phase ``restore`` (fence kept): the recorded Kafka phase said that every partition has kept a
-Kafka offset since then (:func:`~.state.kafka_only_since`, the stale-offset checks' evidence), which is no longer
-so; left in place, it would make that rollback refuse the ZooKeeper offsets the restore left as "frozen".
+The cutover fence: a backup taken by ``cutover`` (before its copy) is the state the group was cut over from;
+restoring it undoes the cutover, fence included: once the offsets are back (and nothing failed), the fence that
+cutover set is lifted (the create right on ``/consumers/G/ids`` and the record) and ZooKeeper members may join
+again at ZooKeeper's offsets, which cutover never changed (the check of commits made since the backup has shown
+that the new consumers committed nothing). A backup taken by a rollback that lifted the fence (its
+``lifts_fence``) puts it back, as cutover sets it (:func:`_put_fence_back`): undoing that rollback gives the group
+back to the broker-coordinated consumers, and ZooKeeper's frozen offsets it restores must not be joined by an old
+member; while ZooKeeper members are registered that is refused, ``force`` or not
+(:func:`_check_no_members_under_the_fence`; *no_fence* restores the offsets without the fence). A backup of any
+other command leaves the fence as it is.
+
+A restore records the phase ``restore`` when it wrote or deleted Kafka offsets or lifted the fence (the recorded
+Kafka phase said that every partition has kept a Kafka offset since then, :func:`~.state.kafka_only_since`, the
+stale-offset checks' evidence, which is no longer so), ``cutover`` when it only put a fence back. The ZooKeeper
+offset nodes it wrote, each with the transaction (mzxid) of its write, go to ``/consumers/G/zkconsumer/restored``
+(:func:`~.state.add_restored_nodes`, kept while the node is unchanged): a rollback does not take those writes for a
+member's (:func:`.stale.frozen_ahead`). The fence of a cutover is not lifted while partitions the backup does not
+cover hold Kafka offsets (the new consumers ran: roll back instead), and the restore's own backup records the fence
+it lifts, so that restoring it puts the fence back.
 """
 from __future__ import annotations
 
@@ -35,10 +49,13 @@ from typing import Dict, List, Optional, Tuple
 
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
+from zkconsumer.consumer.registration import live_members
 from zkconsumer.core.layout import paths
+from zkconsumer.errors import GroupConflictError
 
 from . import state
 from .backup import STORES, Backup, write_backup
+from .stale import zk_offset_versions
 from .transfer import apply_copy, check_no_broker_consumers, check_no_live_members
 
 __all__ = ["plan_restore", "restore_group", "undone", "newer_commits"]
@@ -129,15 +146,20 @@ def newer_commits(gofs, backup: Backup, plan: Dict[str, dict], current: Both) ->
 
 
 def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = False,
-                  backup_dir: Optional[str] = None, discard_newer: bool = False) -> dict:
+                  backup_dir: Optional[str] = None, discard_newer: bool = False, no_fence: bool = False) -> dict:
     """Restore *backup* into the group's stores (see the module docstring); returns the report the command prints.
     ``ok`` is false when a write or delete failed, or offsets committed since the backup refused it (nothing
     written; *discard_newer* restores them all the same)."""
     if backup.group != gofs.group:
         raise ValueError("backup %s is of group %s, not %s" % (backup.path, backup.group, gofs.group))
+    refence = None if no_fence else _fence_to_put_back(gofs, backup)
+    if refence:
+        _check_no_members_under_the_fence(gofs, backup)
     members = check_no_live_members(gofs.zk, gofs.group, force, "restore")
     check_no_broker_consumers(gofs, "restore")
-    extra = sorted(set(gofs.partitions()) - set(backup.partitions))
+    # every partition either store holds (Kafka's too: a topic the new consumers took up), for not_in_backup and the
+    # fence checks below
+    extra = sorted(set(gofs.partitions(scan_all_topics=True)) - set(backup.partitions))
     current = gofs.read(list(backup.partitions) + extra)
     extra = [tp for tp in extra if tp in current]
     # a partition whose Kafka offset cannot be read now is not restored (in neither store): reported
@@ -158,14 +180,61 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         out["warnings"].append("%s has no manifest (written before zkmigrate restore existed): only the partitions "
                                "it lists are restored, and offsets of partitions it does not list are not deleted"
                                % backup.path)
-    if state.fence_of(state.read_phase(gofs.zk, gofs.group)) is not None:
-        out["warnings"].append("group %s is still marked cut over (ZooKeeper members refuse to join it): "
-                               "'zkmigrate rollback --group %s --execute' lifts the mark" % (gofs.group, gofs.group))
+    from .fence import fenced_ids_node, lift_fence
+    fence_now = state.fence_of(state.read_phase(gofs.zk, gofs.group))
+    acl_now = fenced_ids_node(gofs.zk, gofs.group)
+    # undoing a cutover undoes its fence too: ZooKeeper members resume at the offsets restored
+    unfence = backup.by == "zkmigrate cutover" and (fence_now is not None or acl_now is not None)
+    # Kafka offsets of partitions the backup does not know (created since, or of a topic added): the new consumers
+    # ran; ZooKeeper members would start those at auto.offset.reset
+    ran = sorted(t for t, v in out["not_in_backup"].items() if v["kafka"] is not None)
+    if unfence and (ran or out["unreadable"]):
+        unfence = False
+        out["warnings"].append(
+            "group %s: the backup was taken by the cutover that fenced it, but the fence stays: %s; roll back instead "
+            "('zkmigrate rollback --group %s --execute' copies Kafka's offsets to ZooKeeper)"
+            % (gofs.group, "partitions the backup does not cover hold Kafka offsets and ZooKeeper members would "
+               "start them at auto.offset.reset (%s)" % ", ".join(ran[:5]) if ran else
+               "the Kafka offsets of some partitions cannot be read", gofs.group))
+    # the other way: a fence put back hands the group to broker-coordinated consumers, which would start partitions
+    # with only a ZooKeeper offset at auto.offset.reset
+    zk_only = sorted(t for t, v in out["not_in_backup"].items() if v["zookeeper"] is not None and v["kafka"] is None)
+    if refence and (zk_only or out["unreadable"]):
+        raise GroupConflictError(
+            "refusing to restore %s: it was taken by '%s', which lifted the cutover fence of group %s, and restoring "
+            "it puts the fence back, but %s; nothing written"
+            % (backup.path, backup.by, gofs.group, "partitions the backup does not cover hold ZooKeeper offsets and "
+               "no Kafka ones (%s), which the broker-coordinated consumers would start at auto.offset.reset: copy "
+               "them to Kafka first ('zkmigrate copy --group %s --execute'), then restore again"
+               % (", ".join(zk_only[:5]), gofs.group) if zk_only else
+               "the Kafka offsets of some partitions cannot be read"))
+    if unfence and not execute:
+        out["warnings"].append("group %s: the backup was taken by the cutover that fenced it; --execute also lifts "
+                               "the cutover fence (ZooKeeper members may join again, at the offsets restored)"
+                               % gofs.group)
     refused = bool(out["newer"]) and not discard_newer
-    if execute and not refused and any(plan[s]["set"] or plan[s]["delete"] for s in STORES):
+    if no_fence and backup.lifts_fence:
+        out["warnings"].append("group %s: the backup was taken by '%s', which lifted the cutover fence; "
+                               "--no-fence: it is not put back (ZooKeeper members may join at the offsets restored)"
+                               % (gofs.group, backup.by))
+    if refence:
+        out["fence_put_back"] = {"execute": execute, "ids_acl": refence["ids_acl"], "record": refence["record"]}
+        if not execute:
+            out["warnings"].append("group %s: the backup was taken by '%s', which lifted the cutover fence; "
+                                   "--execute puts it back (%s); --no-fence restores the offsets without it"
+                                   % (gofs.group, backup.by, _halves(gofs.group, refence)))
+    if execute and not refused and refence:
+        gofs.check_lock()
+        # fenced before the offsets go back: no member may join at the offsets being restored
+        out["fence_put_back"].update(_put_fence_back(gofs, backup, refence))
+    kafka_changed = False
+    # the backup of what is there now also keeps the fence this lifts: restoring it puts the fence back
+    lifts = {"record": fence_now, "ids_acl": acl_now is not None} if unfence else None
+    if execute and not refused and (unfence or any(plan[s]["set"] or plan[s]["delete"] for s in STORES)):
         gofs.check_lock()
         out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, current,
-                                     by="zkmigrate restore", writes={s: plan[s]["set"] for s in STORES})
+                                     by="zkmigrate restore", writes={s: plan[s]["set"] for s in STORES},
+                                     lifts_fence=lifts)
         for i, s in enumerate(STORES):
             store = gofs.store(s)
             failed = {}
@@ -176,11 +245,76 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                 res = store.delete_offsets(plan[s]["delete"])
                 failed.update({tp: str(e) for tp, e in res.failed.items()})
                 out["deleted"] += len(res.committed)
-                if s == "kafka" and res.committed:
-                    out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "restore", "zkmigrate restore")
+                kafka_changed = kafka_changed or (s == "kafka" and bool(res.committed))
+            if s == "kafka" and set(plan[s]["set"]) - set(failed):
+                kafka_changed = True
             out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
         _remove_empty_topic_nodes(gofs, backup)
+    written = [tp for tp in plan["zookeeper"]["set"] if "zookeeper:%s" % _name(tp) not in out["failed"]]
+    if execute and not refused and written:
+        # a rollback does not take these writes for a member's (:func:`.stale.frozen_ahead`)
+        earlier = state.restored_nodes(gofs.zk, gofs.group)
+        state.add_restored_nodes(gofs.zk, gofs.group, zk_offset_versions(gofs.zk, gofs.group, written),
+                                 zk_offset_versions(gofs.zk, gofs.group, list(earlier)))
+    lifted = None
+    if execute and not refused and unfence and not out["failed"]:
+        gofs.check_lock()
+        lifted = out["fence_lifted"] = lift_fence(gofs.zk, gofs.group, (fence_now or {}).get("ids_acl"))
+    put_back = execute and not refused and refence and refence["record"]
+    if kafka_changed or put_back or lifted:
+        # the Kafka offsets put back (written or deleted), or the cutover undone, end the recorded Kafka-only run
+        # ("restore"); a fence put back alone is recorded as cutover set it, after the offsets were written: the run
+        # of Kafka-only records starts after ZooKeeper's last write (ZooKeeper offsets written before it, without a
+        # Kafka one, count as frozen)
+        out["recorded_phase"] = state.record_phase(
+            gofs.zk, gofs.group, "restore" if kafka_changed or lifted else "cutover", "zkmigrate restore",
+            fence=out["fence_put_back"]["fence"] if put_back else None if lifted else state.KEEP)
     out["ok"] = not (out["failed"] or out["unreadable"] or refused)
+    return out
+
+
+def _check_no_members_under_the_fence(gofs, backup: Backup) -> None:
+    """Refuse (:class:`GroupConflictError`, ``--force`` or not) to put a rollback's fence back over ZooKeeper members
+    that are registered: they consume the group (it came back to them, or the backup is of another rollback than the
+    operator thinks), and the fence would shut out each one that restarts or loses its session."""
+    members = sorted(live_members(gofs.zk, gofs.group))
+    if members:
+        raise GroupConflictError(
+            "refusing to restore %s: it was taken by a rollback that lifted the cutover fence of group %s, and "
+            "restoring it puts the fence back, but %d ZooKeeper member(s) are registered (%s): stop them first (the "
+            "group goes back to the broker-coordinated consumers), or pass --no-fence to restore the offsets without "
+            "the fence (with --force while they are live: their commits race the restore); nothing written" % (backup.path, gofs.group, len(members), ", ".join(members[:3])))
+
+
+def _fence_to_put_back(gofs, backup: Backup) -> Optional[dict]:
+    """The halves of the fence the backed-up rollback lifted that the group lacks now: ``{"ids_acl": bool,
+    "record": bool}``, or None."""
+    from .fence import fenced_ids_node
+    lifted = backup.lifts_fence
+    if not lifted:
+        return None
+    want = {"ids_acl": bool(lifted["ids_acl"]) and fenced_ids_node(gofs.zk, gofs.group) is None,
+            "record": lifted["record"] is not None and state.fence_of(state.read_phase(gofs.zk, gofs.group)) is None}
+    return want if any(want.values()) else None
+
+
+def _halves(group: str, want: dict) -> str:
+    return " and ".join(h for h, on in (("the create right taken off /consumers/%s/ids" % group, want["ids_acl"]),
+                                         ("the fence recorded", want["record"])) if on)
+
+
+def _put_fence_back(gofs, backup: Backup, want: dict) -> dict:
+    """Take the create right off ``ids`` (if the backup says it was off) and return the fence to record: the one
+    the rollback lifted, with the ACL saved now when this changed it. FenceError when ZooKeeper refuses."""
+    from .fence import set_fence
+    fence = dict(backup.lifts_fence["record"] or {})
+    out = {"path": None, "changed": False}
+    if want["ids_acl"]:
+        acl = set_fence(gofs.zk, gofs.group)
+        out.update(path=acl["path"], changed=acl["changed"])
+        if acl["ids_acl"] is not None:
+            fence["ids_acl"] = acl["ids_acl"]
+    out["fence"] = fence or None
     return out
 
 

@@ -46,7 +46,8 @@ from zkconsumer.offsets.expiry import OFFSETS_TOPIC, Retention
 
 from .expiry import iso
 
-__all__ = ["Evidence", "evidence", "to_kafka_refusals", "to_zookeeper_refusals", "zk_offset_mtimes",
+__all__ = ["Evidence", "evidence", "to_kafka_refusals", "to_zookeeper_refusals", "zk_offset_mtimes", "zk_offset_versions",
+           "frozen_ahead",
            "topic_births", "check_to_kafka", "check_to_zookeeper", "StaleCheck"]
 
 TP = Tuple[str, int]
@@ -62,17 +63,29 @@ class Evidence(NamedTuple):
     log_end: Optional[int] = None
     # (offset, committed ms) the broker removed
     removed: Optional[Tuple[Optional[int], Optional[int]]] = None
+    # the zxid of the transaction that last wrote its ZooKeeper offset node
+    zk_mzxid: Optional[int] = None
 
 
 def zk_offset_mtimes(zk, group: str, partitions) -> Dict[TP, int]:
     """``{tp: mtime (ms)}`` of the ZooKeeper offset nodes of *partitions* that exist."""
+    return {tp: st[0] for tp, st in _zk_offset_stats(zk, group, partitions).items()}
+
+
+def _zk_offset_stats(zk, group: str, partitions) -> Dict[TP, Tuple[int, int]]:
     pending = {tp: zk.exists_async(paths.partition_offset_path(group, tp[0], tp[1])) for tp in partitions}
     out = {}
     for tp, res in pending.items():
         stat = res.get()
         if stat is not None:
-            out[tp] = int(stat.mtime)
+            out[tp] = (int(stat.mtime), int(stat.mzxid))
     return out
+
+
+def zk_offset_versions(zk, group: str, partitions) -> Dict[TP, int]:
+    """``{tp: mzxid}`` of the ZooKeeper offset nodes of *partitions* that exist: the transaction that last wrote
+    each (ZooKeeper's own order, no clock)."""
+    return {tp: st[1] for tp, st in _zk_offset_stats(zk, group, partitions).items()}
 
 
 def topic_births(zk, topics) -> Dict[str, Tuple[int, Optional[str]]]:
@@ -96,14 +109,15 @@ def evidence(gofs, partitions, log_end: Dict[TP, int], removed=None) -> Dict[TP,
     """:class:`Evidence` of *partitions* from ZooKeeper (offset mtimes, topic births) and the given log ends and
     removed Kafka offsets (``{tp: LastCommit}``)."""
     partitions = list(partitions)
-    mtimes = zk_offset_mtimes(gofs.zk, gofs.group, partitions)
+    stats = _zk_offset_stats(gofs.zk, gofs.group, partitions)
     births = topic_births(gofs.zk, {t for t, _ in partitions})
     out = {}
     for tp in partitions:
         born = births.get(tp[0], (None, None))
         gone = (removed or {}).get(tp)
-        out[tp] = Evidence(mtimes.get(tp), born[0], born[1], log_end.get(tp),
-                           (gone.offset, gone.committed_ms) if gone is not None and gone.removed else None)
+        st = stats.get(tp, (None, None))
+        out[tp] = Evidence(st[0], born[0], born[1], log_end.get(tp),
+                           (gone.offset, gone.committed_ms) if gone is not None and gone.removed else None, st[1])
     return out
 
 
@@ -176,10 +190,16 @@ def to_kafka_refusals(group: str, todo: Dict[TP, int], both: Dict[TP, tuple], ev
 def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], frozen_since: Optional[int],
                           retention: Optional[Retention], now_ms: Optional[float] = None,
                           keep: str = "--allow-stale to roll back anyway",
-                          restored_at: Optional[int] = None) -> Dict[TP, str]:
+                          restored_at: Optional[int] = None, keep_ahead: bool = False) -> Dict[TP, str]:
     """Of the partitions a rollback (Kafka -> ZooKeeper) handles, the ones refused, with why: a Kafka offset beyond
-    the log end, or a ZooKeeper offset kept (no Kafka offset) that is frozen, older than the retention (when it is
-    not known, the assumed shortest one), or of an earlier topic.
+    the log end, a ZooKeeper offset kept (no Kafka offset) that is beyond the log end, frozen, older than the
+    retention (when it is not known, the assumed shortest one), or of an earlier topic, and (*keep_ahead*) a ZooKeeper offset kept ahead
+    of Kafka's that is beyond the log end or of an earlier topic (Kafka's own offset is smaller: ZooKeeper's is not
+    frozen behind it).
+
+    A frozen or old ZooKeeper offset is kept all the same when *ev* holds the Kafka offset the broker removed (its last
+    commit in ``__consumer_offsets``) and it is that same offset: the group resumes where Kafka stood last (a cutover
+    whose copies expired before any consumer committed). A smaller one may be a reset to reprocess: refused.
 
     *restored_at*: when a restore last put the group's offsets back (:func:`.state.restored_since`). Within one
     retention of it, a Kafka offset committed since would still be there, so a missing one did not expire and the
@@ -196,14 +216,34 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
         if kafka is not None and e.log_end is not None and kafka > e.log_end:
             why = ("group %s, %s-%d: its Kafka offset %d is beyond the log end %d (the topic was created again, or "
                    "the log truncated): the consumers would reset" % (group, tp[0], tp[1], kafka, e.log_end))
+        elif keep_ahead and kafka is not None and zk_off is not None and zk_off > kafka:
+            if e.log_end is not None and zk_off > e.log_end:
+                why = ("group %s, %s-%d: its ZooKeeper offset %d, kept ahead of Kafka's %d, is beyond the log end %d "
+                       "(the topic was created again, or the log truncated): the consumers would reset"
+                       % (group, tp[0], tp[1], zk_off, kafka, e.log_end))
+            else:
+                why = _predates(group, tp, zk_off, e)
+            if why is not None:
+                out[tp] = "%s. %s" % (why, _ways(group, tp, "zookeeper", keep, "'--allow-rewind' to take Kafka's "
+                                                 "offset %d, " % kafka))
+                continue
         elif kafka is None and zk_off is not None:
-            why = _predates(group, tp, zk_off, e)
-            if why is None and frozen_since is not None and e.zk_mtime is not None and e.zk_mtime < frozen_since:
+            if e.log_end is not None and zk_off > e.log_end:
+                why = ("group %s, %s-%d: Kafka holds no offset for it and its ZooKeeper offset %d is beyond the log "
+                       "end %d (the topic was created again, or the log truncated): the consumers would reset"
+                       % (group, tp[0], tp[1], zk_off, e.log_end))
+            if why is None:
+                why = _predates(group, tp, zk_off, e)
+            if why is None and e.removed is not None and e.removed[0] is not None and e.removed[0] == zk_off:
+                # the last Kafka commit the broker removed was ZooKeeper's offset: the group resumes where Kafka
+                # stood last (one below it may have been a reset to reprocess: keeping ZooKeeper's would skip)
+                pass
+            elif why is None and frozen_since is not None and e.zk_mtime is not None and e.zk_mtime < frozen_since:
                 why = ("group %s, %s-%d: Kafka holds no offset for it, although the group has kept every offset in "
                        "Kafka since %s (recorded phase); ZooKeeper keeps %d, last written %s: frozen since then, and "
                        "the rollback would resume there" % (group, tp[0], tp[1], iso(frozen_since), zk_off,
                                                             iso(e.zk_mtime)))
-            if why is None and retention_ms is not None and e.zk_mtime is not None \
+            elif why is None and retention_ms is not None and e.zk_mtime is not None \
                     and now - e.zk_mtime > retention_ms:
                 why = ("group %s, %s-%d: Kafka holds no offset for it and ZooKeeper keeps %d, last written %s (%s "
                        "ago, longer than %s): if the group committed to Kafka since, that offset expired, and the "
@@ -215,12 +255,68 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
     return out
 
 
+def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafka_since: Optional[Dict[TP, int]],
+                 restore_written: Optional[Dict[TP, int]] = None, unread: Optional[str] = None) -> Dict[TP, str]:
+    """Of the ZooKeeper offsets ahead of Kafka's, the ones not shown to be where the group stopped last, with why
+    (pure). One is kept (not returned) only when its offset node was last written after Kafka's offset became what
+    it is (*kafka_since*: ``{tp: ms}``, the first of the latest run of commits of that offset in
+    ``__consumer_offsets``: a keep-alive that commits it again does not count) by a member: a member on ZooKeeper
+    storage ran after the group last moved its Kafka offset (back from the dual phase, or one that came back before
+    the cutover fence). A write by ``zkmigrate restore`` (*restore_written*: ``{tp: mzxid}`` the restores recorded,
+    :func:`~.state.restored_nodes`, compared with the node's mzxid: ZooKeeper's own order) is no such evidence: it
+    put back what a backup held.
+
+    Otherwise Kafka was set below ZooKeeper since (``reset-offsets --store kafka`` to reprocess, consumers that went
+    on and were reset: keeping ZooKeeper's would skip the records between), or the evidence is missing (*unread*:
+    why ``__consumer_offsets`` could not be read): a skipped rewind. ZooKeeper's mtime comes from the ZooKeeper
+    servers' clock and the commit time from the broker's: clocks apart by more than the time between the two
+    writes decide wrongly."""
+    keep = "to keep ZooKeeper's, copy it to Kafka first ('zkmigrate copy --group %s --execute')" % group
+    out = {}
+    for tp, (zk_off, kafka) in sorted(both.items()):
+        if zk_off is None or kafka is None or zk_off <= kafka:
+            continue
+        e = ev.get(tp, Evidence())
+        mtime = e.zk_mtime
+        since = (kafka_since or {}).get(tp)
+        by_restore = e.zk_mzxid is not None and (restore_written or {}).get(tp) == e.zk_mzxid
+        if mtime is not None and since is not None and mtime > since and not by_restore:
+            continue
+        if by_restore:
+            why = ("ZooKeeper's %d was written by zkmigrate restore (what its backup held, not where a "
+                   "member stopped): nothing shows it is where the group stopped rather than Kafka's %d (%s)"
+                   % (zk_off, kafka, keep))
+        elif mtime is not None and since is not None:
+            why = ("ZooKeeper's %d was last written %s, before Kafka's offset became %d (%s): Kafka was set below it "
+                   "since, and keeping ZooKeeper's would skip the records between (%s)"
+                   % (zk_off, iso(mtime), kafka, iso(since), keep))
+        elif unread is not None:
+            why = ("whether ZooKeeper's %d was written after Kafka's offset became %d (then it is where the group "
+                   "stopped) could not be checked: %s could not be read (%s); %s%s"
+                   % (zk_off, kafka, OFFSETS_TOPIC, unread, _grant_if_refused(unread), keep))
+        else:
+            missing = ("its offset node's mtime is not known" if mtime is None else
+                       "Kafka's commit of it was not found in %s" % OFFSETS_TOPIC)
+            why = ("whether ZooKeeper's %d was written after Kafka's offset became %d (then it is where the group "
+                   "stopped) could not be checked: %s; %s" % (zk_off, kafka, missing, keep))
+        out[tp] = why
+    return out
+
+
+def _grant_if_refused(error: str) -> str:
+    """The first way out of an unread ``__consumer_offsets``: the Read right when that was refused, else running
+    again."""
+    return GRANT_READ if "AUTHORIZATION" in error.upper() else "run again (the read failed or timed out), "
+
+
 class StaleCheck(NamedTuple):
     """What :func:`check_to_kafka` and :func:`check_to_zookeeper` found: ``refused`` {tp: why}, ``notes`` for the
-    report, and ``unchecked``: the refused partitions whose staleness could not be checked (not shown stale)."""
+    report, ``unchecked``: the refused partitions whose staleness could not be checked (not shown stale), and
+    (rollback) ``frozen_ahead`` {tp: why}: ZooKeeper offsets ahead of Kafka's that are not kept (skipped rewinds)."""
     refused: Dict[TP, str]
     notes: list
     unchecked: list
+    frozen_ahead: Dict[TP, str] = {}
 
 
 def _retention(gofs) -> Retention:
@@ -278,9 +374,13 @@ def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleChe
     return StaleCheck(to_kafka_refusals(gofs.group, todo, both, ev, frozen_since, unchecked), notes, sorted(unchecked))
 
 
-def check_to_zookeeper(gofs, both: Dict[TP, tuple]) -> StaleCheck:
-    """The refusals of a rollback of the partitions *both* (Kafka -> ZooKeeper); when the retention cannot be read,
-    the shortest default is taken (more ZooKeeper offsets count as too old to keep) and a note says so."""
+def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> StaleCheck:
+    """The refusals of a rollback of the partitions *both* (Kafka -> ZooKeeper; *keep_ahead*: ZooKeeper offsets
+    ahead of Kafka's are kept, without ``--allow-rewind``, where :func:`frozen_ahead` finds them written after Kafka's
+    last commit; the others are returned in ``frozen_ahead``, skipped rewinds); when the retention cannot be read, the
+    shortest default is taken (more ZooKeeper offsets count as too old to keep) and a note says so. The group's
+    partition of ``__consumer_offsets`` is read once, for the partitions ahead and those a removed Kafka offset may
+    clear."""
     from zkconsumer.tools import groups as zkgroups
     from . import state
     if not both:
@@ -288,8 +388,47 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple]) -> StaleCheck:
     _, end, _ = zkgroups.log_ranges(gofs.bootstrap_servers, list(both), security=gofs.security)
     rec = state.read_phase(gofs.zk, gofs.group)
     ev = evidence(gofs, both, end)
+    from zkconsumer.errors import ClusterUnavailableError
+    from zkconsumer.offsets.expiry import read_commit_log
+    frozen_since = state.kafka_only_since(rec)
+    restored_at = state.restored_since(rec)
+    notes: List[str] = []
+    ahead = [tp for tp, (z, k) in both.items() if keep_ahead and z is not None and k is not None and z > k]
+    rest = {tp: v for tp, v in both.items() if tp not in ahead}
     kept = [tp for tp, (z, k) in both.items() if k is None and z is not None]
     retention = _retention(gofs) if kept else None
-    refused = to_zookeeper_refusals(gofs.group, both, ev, state.kafka_only_since(rec), retention,
-                                    restored_at=state.restored_since(rec))
-    return StaleCheck(refused, _retention_note(retention) if retention is not None else [], [])
+    args = (frozen_since, retention)
+    kw = dict(restored_at=restored_at, keep_ahead=False)
+    refused = to_zookeeper_refusals(gofs.group, rest, ev, *args, **kw)
+    doubted = [tp for tp in kept if tp in refused]
+    log: Dict = {}
+    unread: Optional[str] = None
+    if ahead or doubted:
+        # ahead: Kafka's last commit says whether ZooKeeper was written after it; doubted: the Kafka offset the broker
+        # removed may show that Kafka stood at ZooKeeper's offset last
+        try:
+            log = read_commit_log(gofs.bootstrap_servers, gofs.group, sorted(set(ahead) | set(doubted)),
+                                  security=gofs.security)
+        except ClusterUnavailableError as e:
+            unread = str(e)
+    unchecked: List[TP] = []
+    if doubted and unread is not None:
+        for tp in doubted:
+            refused[tp] = refused[tp].replace(
+                ". Ways out: ", "; whether Kafka ever went past it could not be checked: %s could not be read "
+                "(%s). Ways out: %s" % (OFFSETS_TOPIC, unread, GRANT_READ), 1)
+        unchecked = sorted(doubted)
+    elif doubted and any(log[tp].removed and log[tp].offset is not None for tp in doubted if tp in log):
+        refused = to_zookeeper_refusals(gofs.group, rest, evidence(gofs, rest, end, log), *args, **kw)
+    since = {tp: c.since_ms if c.since_ms is not None else c.committed_ms for tp, c in log.items()
+             if not c.removed and c.committed_ms is not None and c.offset == both[tp][1]}
+    frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev, since,
+                          state.restored_nodes(gofs.zk, gofs.group) if ahead else {}, unread)
+    # kept ahead: ZooKeeper's offset must still fit the log; not kept: ZooKeeper stays as it is, Kafka's is checked
+    kw["keep_ahead"] = True
+    refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in ahead if tp not in frozen}, ev, *args,
+                                         **kw))
+    kw["keep_ahead"] = False
+    refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in frozen}, ev, *args, **kw))
+    notes += _retention_note(retention) if retention is not None else []
+    return StaleCheck(refused, notes, unchecked, frozen)

@@ -2,14 +2,16 @@
 
 The phase record is a persistent node of our own, ``/consumers/[g]/zkconsumer/migration`` (JSON), written by
 ``verify`` when it passes (unless ``--no-record``), by ``cutover --execute`` when the group is ready, by
-``rollback --execute`` when it lifts the fence and by ``restore --execute`` when it deleted Kafka offsets (phase
-``restore``), and shown by ``status``::
+``rollback --execute`` when it lifts the fence and by ``restore --execute`` when it wrote or deleted Kafka offsets
+(phase ``restore``) or restored a rollback's backup (the fence that rollback lifted, with the phase ``cutover``, or
+``restore`` when Kafka offsets changed), and shown by ``status``::
 
     {"version": 1, "phase": "kafka", "to": null, "since": "2026-11-23T06:50:00Z", "by": "zkmigrate verify",
      "fence": {"since": "2026-11-23T06:40:00Z", "by": "zkmigrate cutover", "ids_acl": [...]},
      "history": [...the previous records, newest first, at most 20...]}
 
-``fence`` is the cutover fence: set by ``cutover --execute``, carried over by every later record (a passing verify
+``fence`` is the cutover fence: set by ``cutover --execute`` (and put back by ``restore --execute`` of the backup of a
+rollback that lifted it), carried over by every later record (a passing verify
 changes the phase, never the fence) and removed only by a ``rollback --execute`` that left nothing behind.
 ZooKeeper members refuse to join a fenced group (``cutover.fence``); ``ids_acl`` is the ACL ``/consumers/[g]/ids``
 had before cutover took its create right away (:mod:`.fence`), which the rollback puts back. A record of an older
@@ -24,14 +26,15 @@ import calendar
 import json
 import os
 import time
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from zkconsumer.core.layout import paths
 
 __all__ = ["migration_path", "read_phase", "record_phase", "fence_of", "kafka_only_since", "default_backup_dir",
-           "epoch_ms", "STATE_ENV", "KEEP"]
+           "epoch_ms", "restored_since", "restored_nodes", "add_restored_nodes", "rolled_back_since", "STATE_ENV",
+           "KEEP"]
 
 STATE_ENV = "ZKMIGRATE_STATE_DIR"
 HISTORY = 20
@@ -139,10 +142,83 @@ def restored_since(rec: Optional[dict]) -> Optional[int]:
     return None
 
 
+def rolled_back_since(rec: Optional[dict]) -> Optional[int]:
+    """When (epoch ms, to the second) ``zkmigrate rollback`` last recorded the phase ``rollback``, if that rollback
+    lifted the fence of a group a ``zkmigrate cutover`` had cut over before it, else None."""
+    if not isinstance(rec, dict) or "error" in rec:
+        return None
+    history = rec.get("history") if isinstance(rec.get("history"), list) else []
+    records = [rec] + [h for h in history if isinstance(h, dict)]
+    for i, r in enumerate(records):
+        if r.get("phase") == "rollback" and r.get("by") == "zkmigrate rollback":
+            # one that lifted the fence of a group cut over before it
+            if r.get("lifted") is True and any(o.get("phase") == "cutover" and o.get("by") == "zkmigrate cutover"
+                                               for o in records[i + 1:]):
+                return epoch_ms(r.get("since"))
+            return None
+    return None
+
+
+def restored_nodes(zk, group: str) -> Dict[Tuple[str, int], int]:
+    """``{(topic, partition): mzxid}``: the ZooKeeper offset nodes ``zkmigrate restore`` wrote (any restore, however
+    long ago) and the transaction of each write; a node written since has another mzxid. Empty when none (or the
+    node is unreadable)."""
+    try:
+        data, _ = zk.get(paths.group_restored_path(group))
+        raw = _decode(data).get("zk_written") or []
+    except (NoNodeError, ValueError):
+        return {}
+    out = {}
+    for item in raw if isinstance(raw, list) else []:
+        try:
+            t, p, z = item
+            out[(str(t), int(p))] = int(z)
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], current: Dict[Tuple[str, int], int]) -> None:
+    """Add *written* (``{tp: mzxid}``, the nodes a restore just wrote) to :func:`restored_nodes`, keeping the earlier
+    entries whose node *current* (``{tp: mzxid}`` now) still shows the same write."""
+    path = paths.group_restored_path(group)
+    for _ in range(5):
+        try:
+            data, stat = zk.get(path)
+        except NoNodeError:
+            data, stat = b"{}", None
+        try:
+            old = _decode(data).get("zk_written") or []
+        except ValueError:
+            old = []
+        keep = {}
+        for item in old if isinstance(old, list) else []:
+            try:
+                t, p, z = item
+                tp = (str(t), int(p))
+                if current.get(tp) == int(z):
+                    keep[tp] = int(z)
+            except (TypeError, ValueError):
+                continue
+        keep.update(written)
+        body = json.dumps({"version": 1, "zk_written": [[t, p, z] for (t, p), z in sorted(keep.items())]},
+                          sort_keys=True).encode("utf-8")
+        try:
+            if stat is None:
+                zk.create(path, body, makepath=True)
+            else:
+                zk.set(path, body, version=stat.version)
+            return
+        except (NodeExistsError, BadVersionError):
+            continue
+    raise RuntimeError("could not record the offsets restored of group %s at %s (concurrent writers)" % (group, path))
+
+
 def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, clock=time.time,
-                 fence=KEEP) -> dict:
+                 fence=KEEP, lifted: bool = False) -> dict:
     """Record that *group* is in *phase* (unchanged phase, direction and fence: the record is kept as it is). The
-    previous record's fence is kept (*fence* = :data:`KEEP`), set (a dict) or lifted (None)."""
+    previous record's fence is kept (*fence* = :data:`KEEP`), set (a dict) or lifted (None); *lifted*: the command
+    lifted a cutover fence (kept in the history: :func:`rolled_back_since`)."""
     path = migration_path(group)
     for _ in range(5):
         try:
@@ -154,15 +230,18 @@ def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, 
         except NoNodeError:
             prev, stat = {}, None
         new_fence = fence_of(prev) if fence is KEEP else fence
-        if prev.get("phase") == phase and prev.get("to") == to and new_fence == fence_of(prev):
+        if prev.get("phase") == phase and prev.get("to") == to and new_fence == fence_of(prev) and not lifted:
             return prev
-        history = ([{k: prev[k] for k in ("phase", "to", "since", "by") if k in prev}] if prev.get("phase") else [])
+        history = ([{k: prev[k] for k in ("phase", "to", "since", "by", "lifted") if k in prev}]
+                   if prev.get("phase") else [])
         old = prev.get("history")
         history += (old if isinstance(old, list) else [])[:HISTORY - 1]
         rec = {"version": 1, "phase": phase, "to": to, "by": by,
                "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock())), "history": history}
         if new_fence is not None:
             rec["fence"] = new_fence
+        if lifted:
+            rec["lifted"] = True
         body = json.dumps(rec, sort_keys=True).encode("utf-8")
         try:
             if stat is None:

@@ -3,12 +3,18 @@
 Rules (all checked before anything is written):
 
 * never move an offset backwards: a partition whose destination offset is greater than the source's is skipped
-  (reported in ``skipped_rewind``) unless ``allow_rewind``;
+  (reported in ``skipped_rewind``) unless ``allow_rewind``; for a rollback that is no failure: a ZooKeeper offset
+  ahead of Kafka's is kept (``kept_ahead``: the consumers that return resume where the group stopped last, in
+  either store) only when a member wrote its offset node after Kafka's offset was set (``__consumer_offsets``; a
+  ``restore``'s write is not a member's), else it is a skipped rewind (Kafka was set below it since, or that could
+  not be checked: :func:`.stale.frozen_ahead`), also with ``allow_stale``; a kept one beyond the log end or of an
+  earlier topic is refused as stale;
 * refuse (:class:`GroupConflictError`) while ZooKeeper members are live (children of ``/consumers/G/ids``): they
   commit concurrently and one of the two writes would be lost; ``force`` overrides;
 * ``copy``, ``rollback`` and ``import`` refuse while the broker-side group is active (broker-coordinated consumers
   commit on their own; a rollback would copy offsets they are already past and lift the cutover fence under them);
-* before the first write, a backup of **both** stores (:mod:`.backup`: ExportZkOffsets files and a manifest that
+* before the first write (and for a rollback that lifts the cutover fence, also when it writes nothing), a backup
+  of **both** stores (:mod:`.backup`: ExportZkOffsets files and a manifest that
   also lists the partitions without an offset, for ``zkmigrate restore``) is written to the backup directory;
 * writes only the partitions that differ, so a second run (or a run after a crash half-way) changes nothing more;
 * partitions of topics that no longer exist are skipped with a warning (:mod:`.leftovers`), and ``--exclude-topic``
@@ -100,13 +106,16 @@ def apply_copy(store, offsets: Dict[TP, int], progress: Optional[Callable[[int],
 
 
 def backup_and_write(gofs, both: Dict[TP, Tuple[Optional[int], Optional[int]]], writes: Dict[str, Dict[TP, int]],
-                     backup_dir: Optional[str] = None) -> Tuple[list, Dict[str, Dict[TP, str]]]:
+                     backup_dir: Optional[str] = None,
+                     lifts_fence: Optional[dict] = None) -> Tuple[list, Dict[str, Dict[TP, str]]]:
     """The write step of every command that changes offsets: back up both stores (*both*, as read before planning)
     to *backup_dir* (default: :func:`state.default_backup_dir`), then write ``writes`` (``{store name: {tp:
-    offset}}``) store by store. Returns (the backup's paths, ``{store name: {tp: error}}`` for each store written)."""
+    offset}}``) store by store (*lifts_fence*: the fence the command lifts after, kept in the backup). Returns (the
+    backup's paths, ``{store name: {tp: error}}`` for each store written)."""
     gofs.check_lock()
     backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both,
-                          by="zkmigrate %s" % gofs.lock.command if gofs.lock is not None else None, writes=writes)
+                          by="zkmigrate %s" % gofs.lock.command if gofs.lock is not None else None, writes=writes,
+                          lifts_fence=lifts_fence)
     return backup, {name: apply_copy(gofs.store(name), todo) for name, todo in writes.items() if todo}
 
 
@@ -115,10 +124,11 @@ def _name(tp: TP) -> str:
 
 
 def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bool = False, force: bool = False,
-               backup_dir: Optional[str] = None, topics=(), allow_stale: bool = False) -> dict:
+               backup_dir: Optional[str] = None, topics=(), allow_stale: bool = False,
+               lifts_fence: Optional[dict] = None) -> dict:
     """Copy the group's offsets from store *src* to store *dst* (``zookeeper`` or ``kafka``) under the rules above;
-    a dry run unless *execute*. ``ok`` is false when anything was left behind (a skipped rewind, a failed write, a
-    refused stale offset)."""
+    a dry run unless *execute* (*lifts_fence*: what the rollback lifts after, for the backup). ``ok`` is false when
+    anything was left behind (a skipped rewind, a failed write, a refused stale offset)."""
     from .stale import check_to_kafka, check_to_zookeeper
     what = "copy" if dst == "kafka" else "roll back"
     members = check_no_live_members(gofs.zk, gofs.group, force, what)
@@ -129,22 +139,38 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
     decision = plan_copy(source, {tp: v[j] for tp, v in both.items()}, allow_rewind)
     todo = decision["write"]
     rewind = decision["rewind"]
+    ahead: Dict[TP, Tuple[int, int]] = {}
+    if dst == "zookeeper" and not allow_rewind:
+        # ZooKeeper is where the group stopped last (a member on ZooKeeper storage ran after Kafka's last commit)
+        ahead, rewind = rewind, {}
     out = {"group": gofs.group, "from": src, "to": dst, "execute": execute, "live_members": members,
            "to_write": {_name(tp): o for tp, o in todo.items()},
            "unchanged": len(decision["unchanged"]),
            "skipped_rewind": {} if allow_rewind else
            {_name(tp): {"destination": d, "source": s} for tp, (d, s) in rewind.items()},
            "rewound": {_name(tp): {"from": d, "to": s} for tp, (d, s) in rewind.items()} if allow_rewind else {},
+           "kept_ahead": {_name(tp): {"zookeeper": d, "kafka": s} for tp, (d, s) in ahead.items()},
            "backup": [], "failed": {}, "written": 0, "refused": {}, "unreadable": gofs.unreadable_report()}
     out.update(skipped_report(gofs, gone))
-    if not allow_stale:
-        check = check_to_kafka(gofs, todo, both) if dst == "kafka" else check_to_zookeeper(gofs, both)
-        out["warnings"] += check.notes
-        out["refused"] = {_name(tp): why for tp, why in check.refused.items()}
-        out["unchecked"] = [_name(tp) for tp in check.unchecked]
-    if execute and todo and not out["refused"]:
-        out["backup"], errors = backup_and_write(gofs, both, {dst: todo}, backup_dir)
-        failed = errors[dst]
+    # a rollback always checks the ZooKeeper offsets it would keep ahead of Kafka's: --allow-stale lets stale
+    # offsets through, not a rewind skipped over
+    if not allow_stale or ahead:
+        check = check_to_kafka(gofs, todo, both) if dst == "kafka" else check_to_zookeeper(gofs, both, keep_ahead=not allow_rewind)
+        for tp, why in check.frozen_ahead.items():
+            # ZooKeeper's offset not shown to be where the group stopped last: keeping it may skip what lies between
+            zk_off, kafka = ahead.pop(tp)
+            out["skipped_rewind"][_name(tp)] = {"destination": zk_off, "source": kafka, "why": why}
+        if not allow_stale:
+            out["warnings"] += check.notes
+            out["refused"] = {_name(tp): why for tp, why in check.refused.items()}
+            out["unchecked"] = [_name(tp) for tp in check.unchecked]
+        out["kept_ahead"] = {_name(tp): {"zookeeper": d, "kafka": s} for tp, (d, s) in ahead.items()
+                             if _name(tp) not in out["refused"]}
+    left_behind = out["skipped_rewind"] or out["refused"] or out["unreadable"]
+    # a rollback that lifts the fence leaves a backup even when it writes nothing: its restore puts the fence back
+    if execute and not out["refused"] and (todo or (lifts_fence and not left_behind)):
+        out["backup"], errors = backup_and_write(gofs, both, {dst: todo}, backup_dir, lifts_fence)
+        failed = errors.get(dst, {})
         out["failed"] = {_name(tp): e for tp, e in failed.items()}
         out["written"] = len(todo) - len(failed)
         if dst == "kafka" and out["written"]:
@@ -160,11 +186,14 @@ def rollback_group(gofs, execute: bool = False, allow_rewind: bool = False, forc
     (:mod:`.fence`) and ZooKeeper members may join again. The dry run says whether it would lift one."""
     from .fence import fenced_ids_node, lift_fence
     from .status import unrecorded_fence_warning
-    out = copy_group(gofs, "kafka", "zookeeper", execute, allow_rewind, force, backup_dir, topics, allow_stale)
     fence = state.fence_of(state.read_phase(gofs.zk, gofs.group))
+    ids = fenced_ids_node(gofs.zk, gofs.group)
+    # the backup keeps the fence lifted below: restoring it (undoing this rollback) puts the fence back
+    lifts = {"record": fence, "ids_acl": ids is not None} if fence is not None or ids else None
+    out = copy_group(gofs, "kafka", "zookeeper", execute, allow_rewind, force, backup_dir, topics, allow_stale, lifts)
     out["fence"] = fence
     # an ACL fence without a recorded one: a cutover that stopped between its two writes; lifted all the same
-    acl_only = fence is None and fenced_ids_node(gofs.zk, gofs.group)
+    acl_only = ids if fence is None else None
     if not execute:
         if fence is not None:
             out["warnings"].append("group %s is fenced (cut over %s by %s): 'rollback --execute' lifts the fence "
@@ -176,7 +205,7 @@ def rollback_group(gofs, execute: bool = False, allow_rewind: bool = False, forc
         if fence is not None or acl_only:
             out["fence_lifted"] = lift_fence(gofs.zk, gofs.group, fence.get("ids_acl") if fence else None)
         out["recorded_phase"] = state.record_phase(gofs.zk, gofs.group, "rollback", "zkmigrate rollback",
-                                                   "zookeeper", fence=None)
+                                                   "zookeeper", fence=None, lifted=bool(fence is not None or acl_only))
     return out
 
 

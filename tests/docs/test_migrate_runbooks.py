@@ -241,3 +241,39 @@ def test_undoing_a_cutover_whose_new_consumers_never_started(services, zk, uniqu
         run.check_end(zk)
     finally:
         run.stop()
+
+
+def test_undoing_a_cutover_of_a_group_that_came_back_from_the_dual_phase(services, zk, unique, tmp_path):
+    """The walk-through's group: it went through the dual phase and back to ZooKeeper storage (Kafka keeps the
+    offsets the dual phase left, behind ZooKeeper's), then was cut over, and the new consumers never started. The
+    second block of "After cutover" (restore the backup the cutover printed, roll back) must lift the fence and let
+    the ZooKeeper members resume where they stopped."""
+    run = Run(services, unique, tmp_path)
+    try:
+        _started_at_zero(run, zk)
+        run.consume(*DUAL)
+        run.caught_up()
+        # back on ZooKeeper storage ("From the dual phase"): Kafka keeps the dual phase's last offsets
+        run.consume(*ZOOKEEPER)
+        run.produce(30)
+        run.caught_up()
+        run.stop()
+        from zkconsumer.offsets.kafka import KafkaOffsetStore
+        ks = KafkaOffsetStore(services.bootstrap_servers, run.group)
+        try:
+            kafka_before = ks.fetch(run.parts)
+        finally:
+            ks.close()
+        zk_before = ZooKeeperOffsetStore(zk, run.group).fetch(run.parts)
+        assert kafka_before and all(kafka_before[tp] < zk_before[tp] for tp in run.parts), (kafka_before, zk_before)
+        err = zkmigrate(run.services, "cutover", "--group", run.group, "--execute", "--backup-dir", str(run.tmp),
+                        expect=0)[2]
+        undo = [line for line in err.splitlines() if line.startswith("undo: zkmigrate restore ")]
+        assert len(undo) == 1, err
+        run.backup = shlex.split(undo[0])[3]
+        # not sampled: the restore moves Kafka back to the offsets it had before the cutover, as it should
+        run.run(runbook("After cutover", 1))
+        assert ZooKeeperOffsetStore(zk, run.group).fetch(run.parts) == zk_before
+        run.check_end(zk)
+    finally:
+        run.stop()

@@ -9,6 +9,7 @@
   the group kept its offsets in Kafka since the cutover: a rollback after its Kafka offsets were removed still
   refuses the frozen ZooKeeper offsets.
 """
+import time
 import pytest
 
 from tests.support.consumer_helpers import CliConsumer, group_members, owners
@@ -298,13 +299,15 @@ def test_a_verify_of_another_phase_keeps_the_fenced_groups_kafka_evidence(servic
         code, rep, _ = zkmigrate_json(services, "verify", "--groups-matching", g, "--phase", *phase, expect=0)
         assert rep["groups"][0]["recorded_phase"]["phase"] == phase[0]
         assert state.fence_of(state.read_phase(zk, g)) is not None
-        # the group's Kafka offsets are removed (as after offsets.retention.minutes without a commit)
+        # the new consumers commit past ZooKeeper's offsets and stop; then the group's Kafka offsets are removed (as
+        # after offsets.retention.minutes without a commit)
         ks = KafkaOffsetStore(services.bootstrap_servers, g)
         try:
+            assert ks.commit({(t, 0): 8, (t, 1): 9}).ok
             assert set(ks.delete_offsets(parts).committed) == set(parts) and ks.fetch(parts) == {}
         finally:
             ks.close()
-        # ZooKeeper still holds the offsets of before the cutover: how far the new consumers got is unknown
+        # ZooKeeper still holds the offsets of before the cutover, frozen behind what the new consumers committed
         code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir",
                                      str(tmp_path), expect=1)
         assert set(rb["refused"]) == {"%s-0" % t, "%s-1" % t}, (phase, rb)
@@ -418,3 +421,516 @@ def test_cutover_is_not_ready_when_the_broker_coordinated_consumers_started_firs
         assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
     finally:
         ks.close()
+
+
+def test_cutover_is_not_ready_when_broker_coordinated_consumers_ran_and_stopped_before_it(services, zk, unique,
+                                                                                         tmp_path):
+    """The new consumers were started before cutover (at auto.offset.reset=latest: they committed the log end, 10,
+    past ZooKeeper's 3) and stopped again before cutover ran, or after its refusal. The broker-side group is Empty:
+    cutover must still not fence and say READY over the records 3..9 they skipped. Its printed command, then cutover
+    again: READY at ZooKeeper's offsets. Kafka ahead of ZooKeeper from commits alone (ZooKeeper members with
+    offsets.storage=kafka, no broker-coordinated consumer) stays READY."""
+    import re
+    import shlex
+    from confluent_kafka import TopicPartition
+    from zkconsumer.kafka.broker_group import describe_broker_group
+    from zkconsumer_migrate import state
+    from zkconsumer_migrate.fence import fenced_ids_node
+    t, g = _group_with_offsets(services, zk, unique, "fs")
+    kc = _broker_consumer(services, g, t, "latest")
+    try:
+        kc.commit(offsets=[TopicPartition(t, p, 10) for p in (0, 1)], asynchronous=False)
+    finally:
+        kc.close()
+    wait_until(lambda: not describe_broker_group(services.bootstrap_servers, g).active, 60, interval=0.5,
+               message="the broker-side group to be empty")
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code != 0 and not out["ready"] and "Kafka 10, ZooKeeper 3" in out["reason"], out
+    assert state.fence_of(state.read_phase(zk, g)) is None and fenced_ids_node(zk, g) is None
+    [command] = re.findall(r"'(zkmigrate copy [^']*)'", out["reason"])
+    zkmigrate_json(services, *shlex.split(command)[1:], expect=0)
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 0 and out["ready"], out
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
+    finally:
+        ks.close()
+    # the Kafka phase: ZooKeeper-coordinated members commit to Kafka only, past ZooKeeper's frozen offsets
+    t2, g2 = _group_with_offsets(services, zk, unique, "fz")
+    ks = KafkaOffsetStore(services.bootstrap_servers, g2)
+    try:
+        ks.commit({(t2, 0): 7, (t2, 1): 7}).raise_for_errors()
+    finally:
+        ks.close()
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g2, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 0 and out["ready"], out
+
+
+def test_a_second_migration_after_a_rollback_is_ready_unless_consumers_started_early_again(services, zk, unique,
+                                                                                          tmp_path):
+    """A group cut over (its broker-coordinated consumers ran), then rolled back; its ZooKeeper members then run a
+    second Kafka phase (offsets.storage=kafka: Kafka 9 above ZooKeeper's 5). The broker-side group keeps the
+    protocol type of the first consumers, but they left before the rollback: cutover is READY. Rolled back again,
+    consumers started early (they committed 10 and left after the rollback): not ready."""
+    from confluent_kafka import TopicPartition
+    from zkconsumer.kafka.broker_group import describe_broker_group
+    t, g = _group_with_offsets(services, zk, unique, "f2")
+
+    def run_and_stop(commit=None):
+        kc = _broker_consumer(services, g, t, "latest")
+        try:
+            if commit is not None:
+                kc.commit(offsets=[TopicPartition(t, p, commit) for p in (0, 1)], asynchronous=False)
+        finally:
+            kc.close()
+        wait_until(lambda: not describe_broker_group(services.bootstrap_servers, g).active, 60, interval=0.5,
+                   message="the broker-side group to be empty")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    run_and_stop(commit=5)
+    time.sleep(1.1)
+    zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 9, (t, 1): 9})
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 0 and out["ready"], out
+    time.sleep(1.1)
+    zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    time.sleep(1.1)
+    run_and_stop(commit=10)
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code != 0 and not out["ready"] and "Kafka 10, ZooKeeper 9" in out["reason"], out
+
+def test_a_rollback_of_a_group_never_cut_over_does_not_excuse_consumers_that_started_early(services, zk, unique,
+                                                                                           tmp_path):
+    """Never cut over: broker-coordinated consumers started early (committed 10 over ZooKeeper's 3) and stopped;
+    cutover is not ready. A rollback that lifts no fence (here one that leaves the topic out) must not make it
+    ready: only a rollback of a cut-over group tells consumers of that cutover from early ones."""
+    from confluent_kafka import TopicPartition
+    from zkconsumer.kafka.broker_group import describe_broker_group
+    t, g = _group_with_offsets(services, zk, unique, "fn")
+    kc = _broker_consumer(services, g, t, "latest")
+    try:
+        kc.commit(offsets=[TopicPartition(t, p, 10) for p in (0, 1)], asynchronous=False)
+    finally:
+        kc.close()
+    wait_until(lambda: not describe_broker_group(services.bootstrap_servers, g).active, 60, interval=0.5,
+               message="the broker-side group to be empty")
+    time.sleep(1.1)
+    zkmigrate_json(services, "rollback", "--group", g, "--exclude-topic", t, "--execute", "--backup-dir",
+                   str(tmp_path), expect=0)
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code != 0 and not out["ready"] and "Kafka 10, ZooKeeper 3" in out["reason"], out
+
+def test_undoing_a_cutover_keeps_the_fence_when_the_new_consumers_committed_a_partition_it_did_not_cover(
+        services, zk, unique, tmp_path):
+    """Cut over at ZooKeeper's 3 (its backup covers T-0 and T-1); T grew a partition and the new consumers committed
+    T-2 only (T-0 and T-1 still hold the cutover's copies, so nothing refuses the restore). Restoring the cutover's
+    backup must not lift the fence: ZooKeeper has no T-2 offset, and returning members would start it at
+    auto.offset.reset. The rollback it names copies T-2 and lifts the fence."""
+    from confluent_kafka.admin import AdminClient, NewPartitions
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fp2", start=3)
+    co = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    admin = AdminClient({"bootstrap.servers": services.bootstrap_servers})
+    for f in admin.create_partitions([NewPartitions(t, 3)]).values():
+        f.result(30)
+    wait_until(lambda: b'"2"' in zk.get("/brokers/topics/%s" % t)[0], 30, message="T-2 in ZooKeeper")
+    services.produce(t, 10, partition=2)
+    _kafka_commit(services, g, {(t, 2): 7})
+    code, rs, _ = zkmigrate_json(services, "restore", _manifest(co), "--execute", "--backup-dir", str(tmp_path))
+    assert not rs.get("fence_lifted") and state.fence_of(state.read_phase(zk, g)) is not None, rs
+    [why] = [w for w in rs["warnings"] if "the fence stays" in w]
+    assert "%s-2" % t in why and "zkmigrate rollback --group %s --execute" % g in why, why
+    rb = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    assert rb["fence_lifted"] and ZooKeeperOffsetStore(zk, g).fetch([(t, 2)]) == {(t, 2): 7}, rb
+
+
+def test_undoing_the_restore_that_undid_a_cutover_puts_the_fence_back(services, zk, unique, tmp_path):
+    """Restoring a cutover's backup lifts its fence; the restore's own undo line (its backup) must put the fence back
+    along with the cutover's Kafka offsets."""
+    from zkconsumer_migrate import state
+    from zkconsumer_migrate.fence import fenced_ids_node
+    t, g = _group_with_offsets(services, zk, unique, "fu", start=3)
+    co = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    rs = zkmigrate_json(services, "restore", _manifest(co), "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    assert rs["fence_lifted"] and state.fence_of(state.read_phase(zk, g)) is None, rs
+    zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path), expect=0)
+    assert state.fence_of(state.read_phase(zk, g)) is not None and fenced_ids_node(zk, g) is not None
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
+    finally:
+        ks.close()
+
+
+def test_every_restores_zookeeper_write_stays_no_evidence_of_a_member(services, zk, unique, tmp_path):
+    """Cut over at 8; Kafka 10, then T-1 reset in Kafka to 2 (reprocess). Two ZooKeeper resets (T-0, then T-1) undone
+    in reverse order by restoring their backups: the first restore wrote T-1's 8 back. The second restore must not
+    make the rollback forget it: ZooKeeper's 8 on T-1 is a restore's write, not a member's, and keeping it over
+    Kafka's 2 would skip 2..7."""
+    t, g = _group_with_offsets(services, zk, unique, "fw", start=8)
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    zkmigrate_json(services, "reset-offsets", "--group", g, "--topic", "%s:1" % t, "--store", "kafka", "--to-offset",
+                   "2", "--execute", "--backup-dir", str(tmp_path), expect=0)
+    time.sleep(0.2)
+    backups = [zkmigrate_json(services, "reset-offsets", "--group", g, "--topic", "%s:%d" % (t, p), "--store",
+                              "zookeeper", "--to-offset", "2", "--execute", "--backup-dir", str(tmp_path),
+                              expect=0)[1] for p in (0, 1)]
+    for b in reversed(backups):
+        zkmigrate_json(services, "restore", _manifest(b), "--execute", "--backup-dir", str(tmp_path), expect=0)
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 1 and "%s-1" % t in rb["skipped_rewind"] and "%s-1" % t not in rb["kept_ahead"], rb
+
+def test_fences_are_not_moved_over_partitions_the_backup_does_not_cover(services, zk, unique, tmp_path):
+    """Undoing a cutover after the new consumers took up a topic the cutover's backup does not cover (Kafka offsets
+    only): the fence stays. Undoing that undo after ZooKeeper members committed a partition it does not cover
+    (ZooKeeper offsets only): refused, nothing written, until its printed copy has run."""
+    import re
+    import shlex
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fo", start=3)
+    co = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    u = services.create_topic(unique("fo-u"), 1)
+    _kafka_commit(services, g, {(u, 0): 0})
+    code, rs, _ = zkmigrate_json(services, "restore", _manifest(co), "--execute", "--backup-dir", str(tmp_path))
+    assert not rs.get("fence_lifted") and state.fence_of(state.read_phase(zk, g)) is not None, rs
+    assert "%s-0" % u in rs["not_in_backup"], rs
+    # another group: its cutover undone; then members commit a partition of a topic the undo's backup lacks
+    t, g = _group_with_offsets(services, zk, unique, "fo2", start=3)
+    co = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    rs = zkmigrate_json(services, "restore", _manifest(co), "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    assert rs["fence_lifted"], rs
+    v = services.create_topic(unique("fo-v"), 1)
+    ZooKeeperOffsetStore(zk, g).commit({(v, 0): 0}).raise_for_errors()
+    code, out, err = zkmigrate(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path))
+    assert code != 0 and "nothing written" in err and state.fence_of(state.read_phase(zk, g)) is None, (out, err)
+    [command] = re.findall(r"'(zkmigrate copy [^']*)'", err)
+    zkmigrate_json(services, *shlex.split(command)[1:], "--backup-dir", str(tmp_path), expect=0)
+    zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path), expect=0)
+    assert state.fence_of(state.read_phase(zk, g)) is not None
+
+def test_a_rollback_after_a_partial_cutover_lifts_the_fence(services, zk, unique, tmp_path):
+    """A member registered just before the fence (cutover: not ready, the fence stays) consumed on and committed to
+    ZooKeeper; the operator stops it and gives the cutover up with a rollback: it must lift the fence and leave
+    ZooKeeper where the member stopped (ahead of what the cutover copied to Kafka), not refuse as a rewind."""
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fp")
+    cid = g + "_back-1-abcdef12"
+
+    def on_message(msg):
+        if msg.startswith("fencing") and not group_members(zk, g):
+            _register(zk, g, t, cid)
+    out = _cutover_with(services, zk, g, on_message, tmp_path)
+    assert out["ready"] is False and "came back" in out["reason"], out
+    assert state.fence_of(state.read_phase(zk, g)) is not None
+    # the member that came back consumes and commits (ZooKeeper storage), then is stopped
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 8, (t, 1): 9}).raise_for_errors()
+    zk.delete(paths.consumer_registration_path(g, cid))
+    code, out, err = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 0 and out["ok"], (code, out)
+    assert state.fence_of(state.read_phase(zk, g)) is None
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 9}
+
+
+def test_undoing_a_rollback_keeps_the_old_deployment_out(services, zk, unique, procs, jvm_cp, tmp_path):
+    """After a cutover the new consumers consume on (Kafka ahead of ZooKeeper's frozen offsets); a rollback copies
+    their offsets into ZooKeeper and lifts the fence, and prints how to undo it. Undoing it ('zkmigrate restore' of
+    the backup it printed: the group goes back to the broker-coordinated consumers) puts ZooKeeper's frozen offsets
+    back: the group must be fenced again (or the restore refused), or an old Scala deployment restarting joins and
+    consumes again everything the new consumers consumed."""
+    t, g = _group_with_offsets(services, zk, unique, "fu")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    # the new consumers consumed every record and stopped (the broker-side group is Empty)
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.commit({(t, 0): 10, (t, 1): 10}).ok
+    finally:
+        ks.close()
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    assert rb["fence_lifted"]["changed"]
+    manifest = [p for p in rb["backup"] if p.endswith(".json")][0]
+    code, rs, _ = zkmigrate_json(services, "restore", manifest, "--execute", "--backup-dir", str(tmp_path))
+    from zkconsumer_migrate.fence import fenced_ids_node
+    from zkconsumer_migrate import state
+    fenced = state.fence_of(state.read_phase(zk, g)) is not None or fenced_ids_node(zk, g) is not None
+    zk_now = ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)])
+    # the old Scala deployment restarts
+    old = JvmMember(services, g, [t], jvm_cp, consumer_id="jvm", props=DEFAULTS, workdir=str(tmp_path))
+    procs.append(old)
+    wait_until(lambda: len(old.seen(t)) >= 14 or any("NoAuth" in ln for ln in old.log) or not old.alive(), 90,
+               message="the Scala member to join or be refused")
+    seen = sorted(old.seen(t))
+    old.kill()
+    assert (code != 0 or fenced) and not seen, (
+        "restore exit %d, fenced %s, ZooKeeper offsets %s; the Scala member consumed again %d record(s) the new "
+        "consumers had consumed: %s" % (code, fenced, zk_now, len(seen), seen))
+
+
+def _kafka_commit(services, g, offsets):
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        ks.commit(offsets).raise_for_errors()
+    finally:
+        ks.close()
+
+
+def test_a_rollback_does_not_keep_a_frozen_zookeeper_offset_above_a_deliberate_kafka_reset(services, zk, unique,
+                                                                                          tmp_path):
+    """Cut over at ZooKeeper's 8; the new consumers committed 10, then the operator reset Kafka to 2 to reprocess.
+    ZooKeeper's 8 was last written before the cutover record (frozen there, no consumer stopped at it): a rollback
+    that kept it would skip 2..7. It is a skipped rewind (exit 1, the fence kept, ZooKeeper unchanged) and
+    --allow-rewind takes Kafka's 2."""
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fr", start=8)
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "kafka", "--to-offset", "2",
+                   "--execute", "--backup-dir", str(tmp_path), expect=0)
+    # --allow-stale (which every stale refusal names) lets stale offsets through, not this rewind
+    for extra in ((), ("--allow-stale",)):
+        code, out, err = zkmigrate(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                   *extra)
+        assert code == 1, (extra, out, err)
+        assert "kept " not in out and "skipped %s-0: zookeeper has 8, source 2" % t in err, (extra, out, err)
+        assert "--allow-rewind" in err and "before Kafka's offset became 2" in err, err
+        assert state.fence_of(state.read_phase(zk, g)) is not None
+        assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--allow-rewind", "--backup-dir",
+                                 str(tmp_path), expect=0)
+    assert rb["fence_lifted"] and ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 2, (t, 1): 2}
+
+
+def test_a_rollback_keeps_a_zookeeper_offset_ahead_only_when_written_after_kafkas_last_commit(services, zk, unique,
+                                                                                             tmp_path):
+    """No phase record (never verified, never cut over). A member on ZooKeeper storage committed 8 after Kafka's
+    last commit (3): ZooKeeper is where the group stopped, kept. Then the group committed 10 to Kafka and the
+    operator reset Kafka to 2 to reprocess: ZooKeeper's 8 is now older than Kafka's last commit, and keeping it would
+    skip 2..7; a skipped rewind, with --allow-stale too (exit 1, ZooKeeper unchanged)."""
+    t, g = _group_with_offsets(services, zk, unique, "fk", start=1)
+    _kafka_commit(services, g, {(t, 0): 3, (t, 1): 3})
+    time.sleep(0.2)
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 8, (t, 1): 8}).raise_for_errors()
+    out = zkmigrate_json(services, "rollback", "--group", g, "--backup-dir", str(tmp_path), expect=0)[1]
+    assert set(out["kept_ahead"]) == {"%s-0" % t, "%s-1" % t} and not out["skipped_rewind"], out
+    time.sleep(0.2)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "kafka", "--to-offset", "2",
+                   "--execute", "--backup-dir", str(tmp_path), expect=0)
+    for extra in ((), ("--allow-stale",)):
+        code, out, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                      *extra)
+        assert code == 1 and not out["kept_ahead"], (extra, out)
+        assert set(out["skipped_rewind"]) == {"%s-0" % t, "%s-1" % t}, (extra, out)
+        assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+    # its way to keep ZooKeeper's, run as printed: Kafka set up to 8, then the rollback has nothing left behind
+    import re
+    import shlex
+    [command] = set(re.findall(r"'(zkmigrate copy [^']*)'", out["skipped_rewind"]["%s-0" % t]["why"]))
+    zkmigrate_json(services, *shlex.split(command)[1:], "--backup-dir", str(tmp_path), expect=0)
+    zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+
+def _manifest(report):
+    return [p for p in report["backup"] if p.endswith(".json")][0]
+
+
+def _skips_and_keeps_the_fence(services, zk, g, t, tmp_path, zk_offsets):
+    """rollback --execute: exit 1, a skipped rewind for every partition, the fence kept, ZooKeeper unchanged."""
+    from zkconsumer_migrate import state
+    code, out, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 1 and not out["kept_ahead"], out
+    assert set(out["skipped_rewind"]) == {"%s-0" % t, "%s-1" % t}, out
+    assert state.fence_of(state.read_phase(zk, g)) is not None
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == zk_offsets
+    return out
+
+
+def test_a_restore_of_another_partition_does_not_vouch_for_a_frozen_zookeeper_offset(services, zk, unique, tmp_path):
+    """Cut over at 8; the new consumers committed 10; T-0 reset in Kafka to 2 to reprocess. Then a reset of T-1 by
+    mistake, undone by restoring its backup (a restore that wrote Kafka). The rollback must still not keep
+    ZooKeeper's frozen 8 over T-0's 2: the restore put back T-1 only, and a reset-offsets backup vouches for
+    nothing."""
+    t, g = _group_with_offsets(services, zk, unique, "fv", start=8)
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    time.sleep(0.2)
+    for p, to in ((0, "2"), (1, "4")):
+        code, rs, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--topic", "%s:%d" % (t, p), "--store",
+                                     "kafka", "--to-offset", to, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path), expect=0)
+    code, out, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 1 and "%s-0" % t in out["skipped_rewind"] and "%s-0" % t not in out["kept_ahead"], out
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0)]) == {(t, 0): 8}
+
+
+def test_a_restored_zookeeper_offset_is_no_evidence_of_a_member(services, zk, unique, tmp_path):
+    """Cut over at 8; Kafka 10, then reset to 2. A rollback --allow-rewind (ZooKeeper to 2, fence lifted), undone
+    by restoring its backup (ZooKeeper's 8 written back, the fence put back): the stores are as before, where a
+    rollback is a skipped rewind. The restore's own ZooKeeper write must not count as a member's, a second restore
+    prints no advice to roll back, and the rollback stays a skipped rewind."""
+    t, g = _group_with_offsets(services, zk, unique, "fl", start=8)
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "kafka", "--to-offset", "2",
+                   "--execute", "--backup-dir", str(tmp_path), expect=0)
+    rb = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--allow-rewind", "--backup-dir",
+                        str(tmp_path), expect=0)[1]
+    time.sleep(0.2)
+    for _ in range(2):
+        code, out, err = zkmigrate(services, "restore", _manifest(rb), "--execute", "--backup-dir", str(tmp_path),
+                                   expect=0)
+        # the fence is the restored state: no advice to lift it (a rollback would undo the restore)
+        assert "rollback --" not in out + err and "lifts" not in out + err, (out, err)
+    out = _skips_and_keeps_the_fence(services, zk, g, t, tmp_path, {(t, 0): 8, (t, 1): 8})
+    assert "zkmigrate restore" in out["skipped_rewind"]["%s-0" % t]["why"], out
+
+
+def test_a_removed_kafka_offset_below_zookeepers_does_not_clear_a_frozen_one(services, zk, unique, tmp_path):
+    """Cut over at 8; Kafka 10, then reset to 2 to reprocess; the group stays stopped and the broker removes its
+    Kafka offsets (OffsetDelete here, expiry in the field). The removed commit, 2, is not where ZooKeeper stands:
+    the frozen refusal stands (exit 1, ZooKeeper unchanged). A removed commit equal to ZooKeeper's clears it."""
+    t, g = _group_with_offsets(services, zk, unique, "fx", start=8)
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    zkmigrate_json(services, "reset-offsets", "--group", g, "--topic", "%s:0" % t, "--store", "kafka", "--to-offset",
+                   "2", "--execute", "--backup-dir", str(tmp_path), expect=0)
+    zkmigrate_json(services, "reset-offsets", "--group", g, "--topic", "%s:1" % t, "--store", "kafka", "--to-offset",
+                   "8", "--execute", "--backup-dir", str(tmp_path), expect=0)
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.delete_offsets([(t, 0), (t, 1)]).ok
+    finally:
+        ks.close()
+    code, out, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+    assert code == 1 and set(out["refused"]) == {"%s-0" % t}, out
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+
+
+def test_a_refresh_does_not_make_a_zookeeper_offset_ahead_look_frozen(services, zk, unique, tmp_path):
+    """A group back from the dual phase (Kafka 3, ZooKeeper 8 written later): the rollback keeps ZooKeeper's 8. A
+    refresh (the keep-alive cutover's warning names) commits Kafka's 3 again: Kafka's offset did not change, the
+    rollback still keeps 8 (it went by the refresh's commit time)."""
+    t, g = _group_with_offsets(services, zk, unique, "ff", start=1)
+    _kafka_commit(services, g, {(t, 0): 3, (t, 1): 3})
+    time.sleep(0.2)
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 8, (t, 1): 8}).raise_for_errors()
+    time.sleep(0.2)
+    zkmigrate(services, "refresh", "--group", g, "--execute", expect=0)
+    code, out, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                  expect=0)
+    assert set(out["kept_ahead"]) == {"%s-0" % t, "%s-1" % t} and not out["skipped_rewind"], out
+
+def _partial_cutover(services, zk, g, t, tmp_path):
+    """A member registered just before the fence and committed ZooKeeper 8 and 9 (ahead of what the cutover copied
+    to Kafka), then stopped."""
+    cid = g + "_back-1-abcdef12"
+
+    def on_message(msg):
+        if msg.startswith("fencing") and not group_members(zk, g):
+            _register(zk, g, t, cid)
+    out = _cutover_with(services, zk, g, on_message, tmp_path)
+    assert out["ready"] is False and "came back" in out["reason"], out
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 8, (t, 1): 9}).raise_for_errors()
+    zk.delete(paths.consumer_registration_path(g, cid))
+
+def test_a_rollback_that_writes_nothing_but_lifts_the_fence_can_be_undone(services, zk, unique, tmp_path):
+    """Only kept ZooKeeper offsets (ahead of Kafka): the rollback writes no offset but lifts the fence. It leaves a
+    backup and prints its undo line all the same, and that line puts the fence back."""
+    import shlex
+    from zkconsumer_migrate import state
+    from zkconsumer_migrate.fence import fenced_ids_node
+    t, g = _group_with_offsets(services, zk, unique, "fw")
+    _partial_cutover(services, zk, g, t, tmp_path)
+    code, out, err = zkmigrate(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                               expect=0)
+    assert "wrote 0 offset(s)" in out and "lifted the cutover fence" in out, (out, err)
+    assert state.fence_of(state.read_phase(zk, g)) is None and fenced_ids_node(zk, g) is None
+    undo = [ln for ln in err.splitlines() if ln.startswith("undo: zkmigrate restore ")]
+    assert len(undo) == 1, err
+    zkmigrate(services, *shlex.split(undo[0])[2:], "--backup-dir", str(tmp_path), expect=0)
+    assert state.fence_of(state.read_phase(zk, g)) is not None and fenced_ids_node(zk, g) is not None
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 9}
+
+
+def test_a_restore_does_not_put_the_fence_back_over_registered_members(services, zk, unique, tmp_path):
+    """Undoing a rollback (its backup lifted the fence) while ZooKeeper members are registered, --force or not: the
+    fence would shut each of them out at its next session; refused, naming the ways out, nothing written. With
+    --no-fence the offsets go back and the group stays unfenced."""
+    from zkconsumer_migrate import state
+    from zkconsumer_migrate.fence import fenced_ids_node
+    t, g = _group_with_offsets(services, zk, unique, "fm")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    manifest = [p for p in rb["backup"] if p.endswith(".json")][0]
+    _register(zk, g, t, g + "_live-1-abcdef12")
+    for force in ((), ("--force",)):
+        code, out, err = zkmigrate(services, "restore", manifest, "--execute", *force, "--backup-dir", str(tmp_path),
+                                   expect=1)
+        assert "puts the fence back" in out + err and "--no-fence" in out + err, (out, err)
+        assert state.fence_of(state.read_phase(zk, g)) is None and fenced_ids_node(zk, g) is None
+        assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 10, (t, 1): 10}
+    zkmigrate(services, "restore", manifest, "--execute", "--force", "--no-fence", "--backup-dir", str(tmp_path),
+              expect=0)
+    assert state.fence_of(state.read_phase(zk, g)) is None and fenced_ids_node(zk, g) is None
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
+
+
+def test_a_restore_that_puts_the_fence_back_keeps_its_own_restore_record(services, zk, unique, tmp_path):
+    """A rollback's backup restored after Kafka moved (here: reset below it): the restore writes Kafka back and puts
+    the fence back. Its record is the phase restore with the fence (restored_since: the offsets it left are
+    kept by a later rollback within one retention), not a cutover record that hides it."""
+    from zkconsumer_migrate import state
+    t, g = _group_with_offsets(services, zk, unique, "fk")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    manifest = [p for p in rb["backup"] if p.endswith(".json")][0]
+    zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "kafka", "--to-offset", "5",
+                   "--execute", "--backup-dir", str(tmp_path), expect=0)
+    code, rs, _ = zkmigrate_json(services, "restore", manifest, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=0)
+    rec = state.read_phase(zk, g)
+    assert rec["phase"] == "restore" and state.fence_of(rec) is not None, rec
+    assert state.restored_since(rec) is not None, rec
+
+
+def test_a_zookeeper_offset_kept_ahead_but_refused_is_not_reported_kept(services, zk, unique, tmp_path):
+    """ZooKeeper ahead of Kafka and beyond the log end: refused, and not also listed as kept."""
+    t, g = _group_with_offsets(services, zk, unique, "fb")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 15}).raise_for_errors()
+    code, out, err = zkmigrate(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                               expect=1)
+    assert "REFUSED %s-0" % t in err and "kept %s-0" % t not in out, (out, err)
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--backup-dir", str(tmp_path), expect=1)
+    assert "%s-0" % t in rb["refused"] and "%s-0" % t not in rb["kept_ahead"], rb
+
+
+def test_a_frozen_refusal_says_when_the_removed_kafka_offset_could_not_be_read(services, zk, unique, tmp_path,
+                                                                               monkeypatch):
+    """A ZooKeeper offset without a Kafka one, frozen by the cutover record: the rollback reads __consumer_offsets
+    to see whether Kafka went past it. When that read fails the refusal says so and names the Read right."""
+    from zkconsumer.errors import ClusterUnavailableError
+    from zkconsumer.offsets import expiry
+    t, g = _group_with_offsets(services, zk, unique, "fn")
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        assert ks.delete_offsets([(t, 0), (t, 1)]).ok
+    finally:
+        ks.close()
+
+    def unreadable(*a, **kw):
+        raise ClusterUnavailableError("TOPIC_AUTHORIZATION_FAILED")
+    monkeypatch.setattr(expiry, "read_commit_log", unreadable)
+    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                 expect=1)
+    why = rb["refused"]["%s-0" % t]
+    assert "frozen" in why and "could not be read (TOPIC_AUTHORIZATION_FAILED)" in why, why
+    assert "Read on topic __consumer_offsets" in why, why

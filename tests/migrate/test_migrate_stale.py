@@ -73,6 +73,46 @@ def test_a_recreated_topic_keeps_its_old_offsets_out(services, zk, unique, tmp_p
         ks.close()
 
 
+def test_a_rollback_keeps_a_zookeeper_offset_ahead_of_kafka_only_when_it_is_not_stale():
+    """ZooKeeper ahead of Kafka (a member on ZooKeeper storage ran after Kafka's last commit): the rollback keeps it;
+    beyond the log end, or written before the topic was created, it is refused, naming --allow-rewind (take
+    Kafka's) besides the usual ways out; with --allow-rewind (keep_ahead off) only Kafka's offset is checked."""
+    from zkconsumer_migrate.stale import Evidence, to_zookeeper_refusals
+    both = {("t", 0): (8, 5), ("t", 1): (40, 5), ("t", 2): (9, 5)}
+    ev = {("t", 0): Evidence(zk_mtime=2000, topic_ctime=1000, log_end=30),
+          ("t", 1): Evidence(zk_mtime=2000, topic_ctime=1000, log_end=30),
+          ("t", 2): Evidence(zk_mtime=500, topic_ctime=1000, log_end=30)}
+    refused = to_zookeeper_refusals("g", both, ev, None, None, keep_ahead=True)
+    assert set(refused) == {("t", 1), ("t", 2)}, refused
+    assert "ZooKeeper offset 40, kept ahead of Kafka's 5, is beyond the log end 30" in refused[("t", 1)]
+    assert "before topic t was created" in refused[("t", 2)]
+    for why in refused.values():
+        assert "'--allow-rewind' to take Kafka's offset 5" in why and "--allow-stale" in why, why
+    assert to_zookeeper_refusals("g", both, ev, None, None, keep_ahead=False) == {}
+
+
+def test_a_removed_kafka_offset_not_past_zookeeper_clears_a_frozen_looking_one():
+    """A rollback finds no Kafka offset and a ZooKeeper offset that the phase record (or its age) calls frozen: the
+    Kafka offset the broker removed, read from __consumer_offsets, decides. Not greater than ZooKeeper's (a cutover's
+    copy that expired unused): kept. Greater (consumers went on in Kafka): refused. Not known: refused."""
+    from zkconsumer.offsets.expiry import Retention
+    from zkconsumer_migrate.stale import Evidence, to_zookeeper_refusals
+    now, day = 1767225600000, 86400000
+    both = {("t", 0): (7, None)}
+
+    def refused(removed, frozen_since=now - day, retention=None):
+        ev = {("t", 0): Evidence(zk_mtime=now - 2 * day, topic_ctime=now - 3 * day, log_end=20, removed=removed)}
+        return to_zookeeper_refusals("g", both, ev, frozen_since, retention, now_ms=now)
+    assert refused((7, now - 2 * day)) == {}
+    assert refused((7, now - 2 * day), None, Retention(day)) == {}
+    assert "frozen since then" in refused((15, now - day))[("t", 0)]
+    assert "frozen since then" in refused(None)[("t", 0)]
+    assert "frozen since then" in refused((None, None))[("t", 0)]
+    assert "longer than" in refused(None, None, Retention(day))[("t", 0)]
+    early = {("t", 0): Evidence(zk_mtime=now - 2 * day, topic_ctime=now - day, removed=(7, now))}
+    assert "earlier topic" in to_zookeeper_refusals("g", both, early, None, None, now_ms=now)[("t", 0)]
+
+
 own = own_cluster_fixture("stale", broker_config={"offsets.retention.minutes": 1,
                                                    "offsets.retention.check.interval.ms": 1000})
 
@@ -129,3 +169,111 @@ def test_frozen_zookeeper_offsets_after_the_kafka_offsets_expired(own, unique, t
         zkmigrate_json(own, "verify", "--group", recorded, "--phase", "zookeeper", expect=0)
     finally:
         zkmod.close(zk)
+
+
+def test_undoing_a_cutover_whose_offsets_expired_before_the_new_consumers_started(own, unique, tmp_path):
+    """migration.md, "After cutover": the new consumers never started, and the offsets the cutover wrote to Kafka
+    expired meanwhile (offsets.retention.minutes=1 here, 7 days by default; cutover warns when). The runbook that
+    undoes the cutover (restore the backup it printed, which lifts its fence) must give the group back to its
+    ZooKeeper members at the offsets they stopped at: nobody consumed since, ZooKeeper's offsets are not frozen
+    (the removed Kafka offsets were the very same values the cutover copied from them)."""
+    t = own.create_topic(unique("uc"), 2)
+    from zkconsumer.local import tools
+    for p in (0, 1):
+        tools.produce(own.bootstrap_servers, t, 20, partition=p)
+    zk = zkmod.connect(own.zookeeper_connect)
+    g = unique("uc-g")
+    try:
+        # a stopped group on ZooKeeper storage, cut over
+        ZooKeeperOffsetStore(zk, g).commit({(t, 0): 7, (t, 1): 9}).raise_for_errors()
+        code, co, _ = zkmigrate_json(own, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path),
+                                     expect=0)
+        manifest = [p for p in co["backup"] if p.endswith(".json")][0]
+        wait_until(lambda: all(r["kafka_offset"] is None
+                               for r in zkmigrate_json(own, "status", "--group", g, expect=0)[1]["partitions"]),
+                   150, "the Kafka offsets to expire (offsets.retention.minutes=1)", interval=2)
+        rs = zkmigrate_json(own, "restore", manifest, "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+        assert rs.get("fence_lifted"), rs
+        # a rollback after it (the runbook before the restore lifted the fence) finds nothing to refuse
+        code, rb, _ = zkmigrate_json(own, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
+        assert code == 0, (code, rb.get("refused"), rb.get("warnings"))
+        assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 7, (t, 1): 9}
+    finally:
+        zkmod.close(zk)
+
+
+def test_a_kept_zookeeper_offset_beyond_the_log_end_is_refused_whatever_kafka_removed():
+    """No Kafka offset, ZooKeeper at 3, the log ending at 2: a removed Kafka commit not past 3 clears the frozen
+    evidence, not the log end (the consumers would reset)."""
+    from zkconsumer_migrate.stale import Evidence, to_zookeeper_refusals
+    now, day = 1767225600000, 86400000
+    ev = {("t", 0): Evidence(zk_mtime=now - 2 * day, topic_ctime=now - 3 * day, log_end=2, removed=(3, now - day))}
+    refused = to_zookeeper_refusals("g", {("t", 0): (3, None)}, ev, now - day, None, now_ms=now)
+    assert "beyond the log end 2" in refused[("t", 0)], refused
+
+
+def test_a_zookeeper_offset_ahead_is_kept_only_when_written_after_kafkas_offset_was_set():
+    from zkconsumer_migrate.stale import Evidence, frozen_ahead
+    both = {("t", 0): (8, 2), ("t", 1): (9, 3), ("t", 2): (5, 5)}
+    ev = {tp: Evidence(zk_mtime=10000, zk_mzxid=70 + tp[1]) for tp in both}
+    # Kafka's offset set before ZooKeeper's write: ZooKeeper is where the group stopped
+    assert frozen_ahead("g", both, ev, {("t", 0): 9000, ("t", 1): 9000}) == {}
+    # after it: Kafka was set below ZooKeeper since, whatever the phase record says
+    frozen = frozen_ahead("g", both, ev, {("t", 0): 9000, ("t", 1): 30000})
+    assert set(frozen) == {("t", 1)} and "before Kafka's offset became 3" in frozen[("t", 1)], frozen
+    assert "zkmigrate copy --group g --execute" in frozen[("t", 1)]
+    # not known: not kept
+    assert set(frozen_ahead("g", both, ev, {})) == {("t", 0), ("t", 1)}
+    assert set(frozen_ahead("g", both, {}, {("t", 0): 9000, ("t", 1): 9000})) == {("t", 0), ("t", 1)}
+    unread = frozen_ahead("g", both, ev, {}, unread="TopicAuthorizationFailedError")
+    assert "could not be read (TopicAuthorizationFailedError)" in unread[("t", 0)], unread
+    assert "Read on topic __consumer_offsets" in unread[("t", 0)]
+    assert "Read on" not in frozen_ahead("g", both, ev, {}, unread="took longer than 30 s")[("t", 0)]
+    # the node as the last restore wrote it (the same transaction): no evidence of a member, whatever the clocks
+    frozen = frozen_ahead("g", both, ev, {("t", 0): 9000, ("t", 1): 9000}, {("t", 0): 70, ("t", 1): 60})
+    assert set(frozen) == {("t", 0)} and "zkmigrate restore" in frozen[("t", 0)], frozen
+
+
+def test_the_restored_nodes_are_kept_while_unchanged(zk, unique):
+    from zkconsumer_migrate import state
+    g = unique("rs-g")
+    assert state.restored_nodes(zk, g) == {}
+    state.add_restored_nodes(zk, g, {("t", 0): 70}, {})
+    state.add_restored_nodes(zk, g, {("t", 1): 80}, {("t", 0): 70})
+    assert state.restored_nodes(zk, g) == {("t", 0): 70, ("t", 1): 80}
+    # t-0 written since by someone else: its entry goes with the next restore
+    state.add_restored_nodes(zk, g, {("t", 2): 90}, {("t", 0): 75, ("t", 1): 80})
+    assert state.restored_nodes(zk, g) == {("t", 1): 80, ("t", 2): 90}
+
+
+def test_only_a_rollback_of_a_group_cut_over_counts_for_cutover():
+    from zkconsumer_migrate.state import rolled_back_since
+
+    def rec(*entries):
+        top, *older = [dict(phase=p, by="zkmigrate " + b, since="2026-11-27T10:00:%02dZ" % (59 - i),
+                            **({"lifted": True} if p == "rollback" and b == "rollback" and lifted else {}))
+                       for i, (p, b, lifted) in enumerate(e + (True,) if len(e) == 2 else e for e in entries)]
+        return dict(top, history=older)
+    assert rolled_back_since(rec(("rollback", "rollback"), ("cutover", "cutover"))) is not None
+    # a rollback of a group never cut over, one that lifted no fence, or a record another command wrote
+    assert rolled_back_since(rec(("rollback", "rollback"), ("kafka", "verify"))) is None
+    assert rolled_back_since(rec(("rollback", "rollback", False), ("rollback", "rollback"), ("cutover", "cutover"))) \
+        is None
+    assert rolled_back_since(rec(("rollback", "restore"), ("rollback", "rollback"), ("kafka", "verify"))) is None
+    assert rolled_back_since(rec(("kafka", "verify"), ("rollback", "rollback"), ("cutover", "cutover"))) is not None
+
+
+def test_the_group_records_of_consumer_offsets_name_their_group():
+    import struct
+    from zkconsumer.offsets.expiry import parse_group_record_key
+
+    def key(version, *strings):
+        return struct.pack(">h", version) + b"".join(struct.pack(">h", len(x)) + x for x in strings)
+    assert parse_group_record_key(key(2, b"orders")) == "orders"
+    # KIP-848's records (ConsumerGroupMetadataKey, ConsumerGroupMemberMetadataKey...) lead with the group id
+    assert parse_group_record_key(key(3, b"orders")) == "orders"
+    assert parse_group_record_key(key(5, b"orders", b"member-1")) == "orders"
+    # offset commits, and keys that cannot be read
+    assert parse_group_record_key(key(1, b"orders", b"topic") + struct.pack(">i", 0)) is None
+    assert parse_group_record_key(b"\x00") is None and parse_group_record_key(None) is None
+    assert parse_group_record_key(struct.pack(">hh", 2, 9) + b"abc") is None

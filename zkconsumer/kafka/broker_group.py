@@ -65,6 +65,16 @@ class BrokerGroup:
         return bool(self.members) and self.state not in INACTIVE_STATES
 
     @property
+    def consumers_joined(self) -> bool:
+        """Broker-coordinated consumers have joined this group, now or before (Empty since): a classic group keeps
+        its protocol type after its members leave (a group only committed to, as the ZooKeeper-coordinated members
+        with ``offsets.storage=kafka`` and the tools do, has none), and a KIP-848 group exists only once one
+        joined. False when that is not known."""
+        if self.group_type == CONSUMER:
+            return True
+        return bool(self.protocol_type) and self.state != "Dead"
+
+    @property
     def stable_with_members(self) -> bool:
         return self.state == "Stable" and bool(self.members)
 

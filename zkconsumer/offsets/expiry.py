@@ -24,7 +24,7 @@ from typing import Dict, Iterable, NamedTuple, Optional, Tuple
 from ..errors import ClusterUnavailableError
 
 __all__ = ["java_string_hash", "offsets_topic_partition", "parse_commit_record", "parse_commit", "read_commit_times",
-           "read_commit_log", "read_commit_logs", "LastCommit", "offsets_retention_ms", "read_offsets_retention",
+           "read_commit_log", "read_commit_logs", "read_group_activity", "parse_group_record_key", "LastCommit", "offsets_retention_ms", "read_offsets_retention",
            "Retention", "OFFSETS_TOPIC", "SHORTEST_RETENTION_MINUTES"]
 
 from ..kafka.connect_errors import connect_error
@@ -156,6 +156,10 @@ class LastCommit(NamedTuple):
     offset: Optional[int]
     committed_ms: Optional[int]
     removed: bool
+    #: ms, the first of the latest run of commits of this offset the log still holds (a keep-alive commits the
+    #: same offset again: Kafka's offset has been this one since then; once compaction has dropped the earlier
+    #: records of the run, the time of the newest one the log keeps)
+    since_ms: Optional[int] = None
 
 
 def read_commit_log(bootstrap_servers, group: str, partitions: Optional[Iterable[TP]] = None,
@@ -167,16 +171,72 @@ def read_commit_log(bootstrap_servers, group: str, partitions: Optional[Iterable
     return out if wanted is None else {tp: c for tp, c in out.items() if tp in wanted}
 
 
+def parse_group_record_key(key: Optional[bytes]) -> Optional[str]:
+    """The group of a record of ``__consumer_offsets`` that is not an offset commit: group metadata (key version 2,
+    written as a classic group's members join, sync and leave) and the records of the KIP-848 group coordinator
+    (key versions 3 and up, each led by the group id); None for an offset commit or a key that cannot be read."""
+    if not key or len(key) < 2:
+        return None
+    r = _Reader(key)
+    try:
+        if r.take(">h") < 2:
+            return None
+        return r.string()
+    except (ValueError, struct.error, IndexError, UnicodeDecodeError):
+        return None
+
+
+def read_group_activity(bootstrap_servers, group: str, timeout_s: float = 30.0, security=None) -> Optional[int]:
+    """When (epoch ms, the broker's record time) broker-coordinated consumers last changed *group*: the newest
+    group record of its partition of ``__consumer_offsets`` (members joining, leaving, rebalancing; compaction keeps
+    the newest of each key), or None when the log holds none. ClusterUnavailableError when it cannot be read."""
+    latest: Dict[str, int] = {}
+
+    def seen(rec, _mine) -> None:
+        g = parse_group_record_key(rec.key)
+        if g == group and rec.timestamp is not None:
+            latest[g] = max(latest.get(g, 0), int(rec.timestamp))
+    _scan(bootstrap_servers, [group], timeout_s, security, seen)
+    return latest.get(group)
+
+
 def read_commit_logs(bootstrap_servers, groups: Iterable[str], timeout_s: float = 30.0,
                      security=None) -> Dict[str, Dict[TP, LastCommit]]:
     """``{group: {(topic, partition): LastCommit}}`` of every group of *groups*, each partition of
     ``__consumer_offsets`` that holds one of them read once, from the beginning to the end (the groups that share
     a partition share its read; *timeout_s* for each partition read). A group without a commit is absent."""
+    out: Dict[str, Dict[TP, LastCommit]] = {}
+
+    def seen(rec, mine) -> None:
+        try:
+            parsed = parse_commit(rec.key, rec.value)
+        except ValueError as e:
+            log.debug("skipping a record of %s: %s", OFFSETS_TOPIC, e)
+            return
+        if parsed is None or parsed[0] not in mine:
+            return
+        commits, key = out.setdefault(parsed[0], {}), (parsed[1], parsed[2])
+        if parsed[4] is None:
+            last = commits.get(key)
+            commits[key] = LastCommit(last.offset if last else None, last.committed_ms if last else None,
+                                      True, last.since_ms if last else None)
+        else:
+            last = commits.get(key)
+            same = last is not None and not last.removed and last.offset == parsed[3]
+            commits[key] = LastCommit(parsed[3], parsed[4], False,
+                                      last.since_ms if same and last is not None else parsed[4])
+    _scan(bootstrap_servers, groups, timeout_s, security, seen)
+    return out
+
+
+def _scan(bootstrap_servers, groups: Iterable[str], timeout_s: float, security, seen) -> None:
+    """Read each partition of ``__consumer_offsets`` that holds one of *groups* from the beginning to the end,
+    calling ``seen(record, groups of its partition)`` for each record."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import KafkaError
     groups = set(groups)
     if not groups:
-        return {}
+        return
     try:
         consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, client_id="zkconsumer-expiry",
                                  enable_auto_commit=False, exclude_internal_topics=False, group_id=None,
@@ -187,7 +247,7 @@ def read_commit_logs(bootstrap_servers, groups: Iterable[str], timeout_s: float 
     try:
         parts = consumer.partitions_for_topic(OFFSETS_TOPIC)
         if not parts:
-            return {}
+            return
         owners: Dict[int, set] = {}
         for g in groups:
             owners.setdefault(offsets_topic_partition(g, len(parts)), set()).add(g)
@@ -195,7 +255,6 @@ def read_commit_logs(bootstrap_servers, groups: Iterable[str], timeout_s: float 
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
         end = consumer.end_offsets(tps)
-        out: Dict[str, Dict[TP, LastCommit]] = {}
         deadline = time.monotonic() + timeout_s * len(tps)
         while any(consumer.position(tp) < end[tp] for tp in tps):
             if time.monotonic() > deadline:
@@ -204,21 +263,7 @@ def read_commit_logs(bootstrap_servers, groups: Iterable[str], timeout_s: float 
             for tp, records in consumer.poll(timeout_ms=500).items():
                 mine = owners.get(tp.partition, ())
                 for rec in records:
-                    try:
-                        parsed = parse_commit(rec.key, rec.value)
-                    except ValueError as e:
-                        log.debug("skipping a record of %s: %s", OFFSETS_TOPIC, e)
-                        continue
-                    if parsed is None or parsed[0] not in mine:
-                        continue
-                    commits, key = out.setdefault(parsed[0], {}), (parsed[1], parsed[2])
-                    if parsed[4] is None:
-                        last = commits.get(key)
-                        commits[key] = LastCommit(last.offset if last else None, last.committed_ms if last else None,
-                                                  True)
-                    else:
-                        commits[key] = LastCommit(parsed[3], parsed[4], False)
-        return out
+                    seen(rec, mine)
     except KafkaError as e:
         raise ClusterUnavailableError("cannot read %s for group(s) %s: %s"
                                       % (OFFSETS_TOPIC, ", ".join(sorted(groups)[:5]), e)) from e

@@ -202,6 +202,12 @@ def member_info_path(group: str, consumer_id: str) -> str:
     return group_member_info_dir(group) + "/" + validate_consumer_id(consumer_id)
 
 
+def group_restored_path(group: str) -> str:
+    """``/consumers/[group]/zkconsumer/restored``: the offset nodes ``zkmigrate restore`` wrote, each with the zxid of
+    its write (persistent JSON): a rollback does not take them for a member's while they are unchanged."""
+    return group_path(group) + "/zkconsumer/restored"
+
+
 def group_migration_path(group: str) -> str:
     """``/consumers/[group]/zkconsumer/migration``: the phase zkmigrate recorded for the group (persistent JSON; a
     ``cutover`` phase fences ZooKeeper members out of a group handed to broker-coordinated consumers)."""
