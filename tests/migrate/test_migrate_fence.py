@@ -57,6 +57,28 @@ def _broker_consumer(services, g, t, reset):
     return kc
 
 
+def _broker_consumers_ran(services, g, t, offset):
+    """Broker-coordinated consumers of *t* in group *g* that committed *offset* on partitions 0 and 1 and stopped
+    (the broker-side group Empty again)."""
+    from confluent_kafka import TopicPartition
+    from zkconsumer.kafka.broker_group import describe_broker_group
+    kc = _broker_consumer(services, g, t, "latest")
+    try:
+        kc.commit(offsets=[TopicPartition(t, p, offset) for p in (0, 1)], asynchronous=False)
+    finally:
+        kc.close()
+    wait_until(lambda: not describe_broker_group(services.bootstrap_servers, g).active, 60, interval=0.5,
+               message="the broker-side group to be empty")
+
+
+def _kafka_fetch(services, g, partitions):
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        return ks.fetch(partitions)
+    finally:
+        ks.close()
+
+
 def _cut_over_and_consume(services, t, g, tmp_path):
     """Cut *g* over and start a broker-coordinated consumer of *t* in it (confluent-kafka: librdkafka's group
     client) that holds its partitions and has committed, as the group's new consumers do (the caller closes it)."""
@@ -201,11 +223,7 @@ def test_cutover_without_the_right_to_fence_is_not_ready(services, zk, unique, t
     code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--no-acl-fence", "--backup-dir",
                                   str(tmp_path), expect=0)
     assert out["ready"] and "acl_fence" not in out and state.fence_of(out["recorded_phase"]) is not None
-    ks = KafkaOffsetStore(services.bootstrap_servers, g)
-    try:
-        assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
-    finally:
-        ks.close()
+    assert _kafka_fetch(services, g, [(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
     zkmigrate(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
     assert state.fence_of(state.read_phase(zk, g)) is None
 
@@ -416,11 +434,7 @@ def test_cutover_is_not_ready_when_the_broker_coordinated_consumers_started_firs
                message="%s to go through once the broker-side group is empty" % command)
     code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
     assert code == 0 and out["ready"], out
-    ks = KafkaOffsetStore(services.bootstrap_servers, g)
-    try:
-        assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
-    finally:
-        ks.close()
+    assert _kafka_fetch(services, g, [(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
 
 
 def test_cutover_is_not_ready_when_broker_coordinated_consumers_ran_and_stopped_before_it(services, zk, unique,
@@ -432,18 +446,10 @@ def test_cutover_is_not_ready_when_broker_coordinated_consumers_ran_and_stopped_
     offsets.storage=kafka, no broker-coordinated consumer) stays READY."""
     import re
     import shlex
-    from confluent_kafka import TopicPartition
-    from zkconsumer.kafka.broker_group import describe_broker_group
     from zkconsumer_migrate import state
     from zkconsumer_migrate.fence import fenced_ids_node
     t, g = _group_with_offsets(services, zk, unique, "fs")
-    kc = _broker_consumer(services, g, t, "latest")
-    try:
-        kc.commit(offsets=[TopicPartition(t, p, 10) for p in (0, 1)], asynchronous=False)
-    finally:
-        kc.close()
-    wait_until(lambda: not describe_broker_group(services.bootstrap_servers, g).active, 60, interval=0.5,
-               message="the broker-side group to be empty")
+    _broker_consumers_ran(services, g, t, 10)
     code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
     assert code != 0 and not out["ready"] and "Kafka 10, ZooKeeper 3" in out["reason"], out
     assert state.fence_of(state.read_phase(zk, g)) is None and fenced_ids_node(zk, g) is None
@@ -451,11 +457,7 @@ def test_cutover_is_not_ready_when_broker_coordinated_consumers_ran_and_stopped_
     zkmigrate_json(services, *shlex.split(command)[1:], expect=0)
     code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
     assert code == 0 and out["ready"], out
-    ks = KafkaOffsetStore(services.bootstrap_servers, g)
-    try:
-        assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
-    finally:
-        ks.close()
+    assert _kafka_fetch(services, g, [(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
     # the Kafka phase: ZooKeeper-coordinated members commit to Kafka only, past ZooKeeper's frozen offsets
     t2, g2 = _group_with_offsets(services, zk, unique, "fz")
     ks = KafkaOffsetStore(services.bootstrap_servers, g2)
@@ -473,21 +475,10 @@ def test_a_second_migration_after_a_rollback_is_ready_unless_consumers_started_e
     second Kafka phase (offsets.storage=kafka: Kafka 9 above ZooKeeper's 5). The broker-side group keeps the
     protocol type of the first consumers, but they left before the rollback: cutover is READY. Rolled back again,
     consumers started early (they committed 10 and left after the rollback): not ready."""
-    from confluent_kafka import TopicPartition
-    from zkconsumer.kafka.broker_group import describe_broker_group
     t, g = _group_with_offsets(services, zk, unique, "f2")
 
-    def run_and_stop(commit=None):
-        kc = _broker_consumer(services, g, t, "latest")
-        try:
-            if commit is not None:
-                kc.commit(offsets=[TopicPartition(t, p, commit) for p in (0, 1)], asynchronous=False)
-        finally:
-            kc.close()
-        wait_until(lambda: not describe_broker_group(services.bootstrap_servers, g).active, 60, interval=0.5,
-                   message="the broker-side group to be empty")
     zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
-    run_and_stop(commit=5)
+    _broker_consumers_ran(services, g, t, 5)
     time.sleep(1.1)
     zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
     _kafka_commit(services, g, {(t, 0): 9, (t, 1): 9})
@@ -496,30 +487,24 @@ def test_a_second_migration_after_a_rollback_is_ready_unless_consumers_started_e
     time.sleep(1.1)
     zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
     time.sleep(1.1)
-    run_and_stop(commit=10)
+    _broker_consumers_ran(services, g, t, 10)
     code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
     assert code != 0 and not out["ready"] and "Kafka 10, ZooKeeper 9" in out["reason"], out
+
 
 def test_a_rollback_of_a_group_never_cut_over_does_not_excuse_consumers_that_started_early(services, zk, unique,
                                                                                            tmp_path):
     """Never cut over: broker-coordinated consumers started early (committed 10 over ZooKeeper's 3) and stopped;
     cutover is not ready. A rollback that lifts no fence (here one that leaves the topic out) must not make it
     ready: only a rollback of a cut-over group tells consumers of that cutover from early ones."""
-    from confluent_kafka import TopicPartition
-    from zkconsumer.kafka.broker_group import describe_broker_group
     t, g = _group_with_offsets(services, zk, unique, "fn")
-    kc = _broker_consumer(services, g, t, "latest")
-    try:
-        kc.commit(offsets=[TopicPartition(t, p, 10) for p in (0, 1)], asynchronous=False)
-    finally:
-        kc.close()
-    wait_until(lambda: not describe_broker_group(services.bootstrap_servers, g).active, 60, interval=0.5,
-               message="the broker-side group to be empty")
+    _broker_consumers_ran(services, g, t, 10)
     time.sleep(1.1)
     zkmigrate_json(services, "rollback", "--group", g, "--exclude-topic", t, "--execute", "--backup-dir",
                    str(tmp_path), expect=0)
     code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
     assert code != 0 and not out["ready"] and "Kafka 10, ZooKeeper 3" in out["reason"], out
+
 
 def test_undoing_a_cutover_keeps_the_fence_when_the_new_consumers_committed_a_partition_it_did_not_cover(
         services, zk, unique, tmp_path):
@@ -556,11 +541,7 @@ def test_undoing_the_restore_that_undid_a_cutover_puts_the_fence_back(services, 
     assert rs["fence_lifted"] and state.fence_of(state.read_phase(zk, g)) is None, rs
     zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path), expect=0)
     assert state.fence_of(state.read_phase(zk, g)) is not None and fenced_ids_node(zk, g) is not None
-    ks = KafkaOffsetStore(services.bootstrap_servers, g)
-    try:
-        assert ks.fetch([(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
-    finally:
-        ks.close()
+    assert _kafka_fetch(services, g, [(t, 0), (t, 1)]) == {(t, 0): 3, (t, 1): 3}
 
 
 def test_every_restores_zookeeper_write_stays_no_evidence_of_a_member(services, zk, unique, tmp_path):
@@ -582,6 +563,7 @@ def test_every_restores_zookeeper_write_stays_no_evidence_of_a_member(services, 
     assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
     code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
     assert code == 1 and "%s-1" % t in rb["skipped_rewind"] and "%s-1" % t not in rb["kept_ahead"], rb
+
 
 def test_fences_are_not_moved_over_partitions_the_backup_does_not_cover(services, zk, unique, tmp_path):
     """Undoing a cutover after the new consumers took up a topic the cutover's backup does not cover (Kafka offsets
@@ -611,23 +593,15 @@ def test_fences_are_not_moved_over_partitions_the_backup_does_not_cover(services
     zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path), expect=0)
     assert state.fence_of(state.read_phase(zk, g)) is not None
 
+
 def test_a_rollback_after_a_partial_cutover_lifts_the_fence(services, zk, unique, tmp_path):
     """A member registered just before the fence (cutover: not ready, the fence stays) consumed on and committed to
     ZooKeeper; the operator stops it and gives the cutover up with a rollback: it must lift the fence and leave
     ZooKeeper where the member stopped (ahead of what the cutover copied to Kafka), not refuse as a rewind."""
     from zkconsumer_migrate import state
     t, g = _group_with_offsets(services, zk, unique, "fp")
-    cid = g + "_back-1-abcdef12"
-
-    def on_message(msg):
-        if msg.startswith("fencing") and not group_members(zk, g):
-            _register(zk, g, t, cid)
-    out = _cutover_with(services, zk, g, on_message, tmp_path)
-    assert out["ready"] is False and "came back" in out["reason"], out
+    _partial_cutover(services, zk, g, t, tmp_path)
     assert state.fence_of(state.read_phase(zk, g)) is not None
-    # the member that came back consumes and commits (ZooKeeper storage), then is stopped
-    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 8, (t, 1): 9}).raise_for_errors()
-    zk.delete(paths.consumer_registration_path(g, cid))
     code, out, err = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path))
     assert code == 0 and out["ok"], (code, out)
     assert state.fence_of(state.read_phase(zk, g)) is None
@@ -733,6 +707,7 @@ def test_a_rollback_keeps_a_zookeeper_offset_ahead_only_when_written_after_kafka
     zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
     assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
 
+
 def _manifest(report):
     return [p for p in report["backup"] if p.endswith(".json")][0]
 
@@ -823,6 +798,7 @@ def test_a_refresh_does_not_make_a_zookeeper_offset_ahead_look_frozen(services, 
                                   expect=0)
     assert set(out["kept_ahead"]) == {"%s-0" % t, "%s-1" % t} and not out["skipped_rewind"], out
 
+
 def _partial_cutover(services, zk, g, t, tmp_path):
     """A member registered just before the fence and committed ZooKeeper 8 and 9 (ahead of what the cutover copied
     to Kafka), then stopped."""
@@ -835,6 +811,7 @@ def _partial_cutover(services, zk, g, t, tmp_path):
     assert out["ready"] is False and "came back" in out["reason"], out
     ZooKeeperOffsetStore(zk, g).commit({(t, 0): 8, (t, 1): 9}).raise_for_errors()
     zk.delete(paths.consumer_registration_path(g, cid))
+
 
 def test_a_rollback_that_writes_nothing_but_lifts_the_fence_can_be_undone(services, zk, unique, tmp_path):
     """Only kept ZooKeeper offsets (ahead of Kafka): the rollback writes no offset but lifts the fence. It leaves a
@@ -855,18 +832,23 @@ def test_a_rollback_that_writes_nothing_but_lifts_the_fence_can_be_undone(servic
     assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 9}
 
 
+def _rolled_back_after_new_consumers(services, zk, unique, name, tmp_path):
+    """A group cut over at ZooKeeper's 3 whose new consumers committed 10, rolled back: (topic, group, the manifest of
+    the rollback's backup)."""
+    t, g = _group_with_offsets(services, zk, unique, name)
+    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
+    rb = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)[1]
+    return t, g, _manifest(rb)
+
+
 def test_a_restore_does_not_put_the_fence_back_over_registered_members(services, zk, unique, tmp_path):
     """Undoing a rollback (its backup lifted the fence) while ZooKeeper members are registered, --force or not: the
     fence would shut each of them out at its next session; refused, naming the ways out, nothing written. With
     --no-fence the offsets go back and the group stays unfenced."""
     from zkconsumer_migrate import state
     from zkconsumer_migrate.fence import fenced_ids_node
-    t, g = _group_with_offsets(services, zk, unique, "fm")
-    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
-    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
-    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
-                                 expect=0)
-    manifest = [p for p in rb["backup"] if p.endswith(".json")][0]
+    t, g, manifest = _rolled_back_after_new_consumers(services, zk, unique, "fm", tmp_path)
     _register(zk, g, t, g + "_live-1-abcdef12")
     for force in ((), ("--force",)):
         code, out, err = zkmigrate(services, "restore", manifest, "--execute", *force, "--backup-dir", str(tmp_path),
@@ -885,12 +867,7 @@ def test_a_restore_that_puts_the_fence_back_keeps_its_own_restore_record(service
     the fence back. Its record is the phase restore with the fence (restored_since: the offsets it left are
     kept by a later rollback within one retention), not a cutover record that hides it."""
     from zkconsumer_migrate import state
-    t, g = _group_with_offsets(services, zk, unique, "fk")
-    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
-    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
-    code, rb, _ = zkmigrate_json(services, "rollback", "--group", g, "--execute", "--backup-dir", str(tmp_path),
-                                 expect=0)
-    manifest = [p for p in rb["backup"] if p.endswith(".json")][0]
+    t, g, manifest = _rolled_back_after_new_consumers(services, zk, unique, "fk", tmp_path)
     zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "kafka", "--to-offset", "5",
                    "--execute", "--backup-dir", str(tmp_path), expect=0)
     code, rs, _ = zkmigrate_json(services, "restore", manifest, "--execute", "--backup-dir", str(tmp_path),
