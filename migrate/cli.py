@@ -432,8 +432,9 @@ def refresh(zookeeper, bootstrap, groups, all_groups, matching, parallel, execut
               help="Also delete or move back offsets committed after the backup was taken (the consumers' work "
                    "since is undone); without it such offsets refuse the restore.")
 @click.option("--no-fence", is_flag=True,
-              help="Do not put back the cutover fence that the backed-up rollback lifted (without it, a restore "
-                   "that would put it back while ZooKeeper members are registered is refused, --force or not).")
+              help="Do not put back the cutover fence that the backed-up command (a rollback, or a restore that "
+                   "undid a cutover) lifted (without it, a restore that would put it back while ZooKeeper members are "
+                   "registered is refused, --force or not).")
 @backup_option
 @lock_wait_option
 @json_option

@@ -193,8 +193,8 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         out["warnings"].append(
             "group %s: the backup was taken by the cutover that fenced it, but the fence stays: %s; roll back instead "
             "('zkmigrate rollback --group %s --execute' copies Kafka's offsets to ZooKeeper)"
-            % (gofs.group, "partitions the backup does not cover hold Kafka offsets and ZooKeeper members would "
-               "start them at auto.offset.reset (%s)" % ", ".join(ran[:5]) if ran else
+            % (gofs.group, "partitions the backup does not cover hold Kafka offsets (the new consumers may have run "
+               "there: %s)" % ", ".join(ran[:5]) if ran else
                "the Kafka offsets of some partitions cannot be read", gofs.group))
     # the other way: a fence put back hands the group to broker-coordinated consumers, which would start partitions
     # with only a ZooKeeper offset at auto.offset.reset
@@ -280,10 +280,11 @@ def _check_no_members_under_the_fence(gofs, backup: Backup) -> None:
     members = sorted(live_members(gofs.zk, gofs.group))
     if members:
         raise GroupConflictError(
-            "refusing to restore %s: it was taken by a rollback that lifted the cutover fence of group %s, and "
+            "refusing to restore %s: it was taken by '%s', which lifted the cutover fence of group %s, and "
             "restoring it puts the fence back, but %d ZooKeeper member(s) are registered (%s): stop them first (the "
             "group goes back to the broker-coordinated consumers), or pass --no-fence to restore the offsets without "
-            "the fence (with --force while they are live: their commits race the restore); nothing written" % (backup.path, gofs.group, len(members), ", ".join(members[:3])))
+            "the fence (with --force while they are live: their commits race the restore); nothing written"
+            % (backup.path, backup.by, gofs.group, len(members), ", ".join(members[:3])))
 
 
 def _fence_to_put_back(gofs, backup: Backup) -> Optional[dict]:
