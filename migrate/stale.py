@@ -256,7 +256,8 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
 
 
 def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafka_since: Optional[Dict[TP, int]],
-                 restore_written: Optional[Dict[TP, int]] = None, unread: Optional[str] = None) -> Dict[TP, str]:
+                 restore_written: Optional[Dict[TP, int]] = None, unread: Optional[str] = None,
+                 keep: Optional[str] = None) -> Dict[TP, str]:
     """Of the ZooKeeper offsets ahead of Kafka's, the ones not shown to be where the group stopped last, with why
     (pure). One is kept (not returned) only when its offset node was last written after Kafka's offset became what
     it is (*kafka_since*: ``{tp: ms}``, the first of the latest run of commits of that offset in
@@ -271,7 +272,7 @@ def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafk
     why ``__consumer_offsets`` could not be read): a skipped rewind. ZooKeeper's mtime comes from the ZooKeeper
     servers' clock and the commit time from the broker's: clocks apart by more than the time between the two
     writes decide wrongly."""
-    keep = "to keep ZooKeeper's, copy it to Kafka first ('zkmigrate copy --group %s --execute')" % group
+    keep = keep or "to keep ZooKeeper's, copy it to Kafka first ('zkmigrate copy --group %s --execute')" % group
     out = {}
     for tp, (zk_off, kafka) in sorted(both.items()):
         if zk_off is None or kafka is None or zk_off <= kafka:
@@ -349,6 +350,7 @@ def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleChe
     notes: List[str] = []
     unchecked: Dict[TP, str] = {}
     candidates = [tp for tp in todo if both[tp][1] is None and ev[tp].zk_mtime is not None]
+    over = _over_lower_kafka(gofs, todo, both, ev)
     if candidates:
         retention = _retention(gofs)
         notes += _retention_note(retention)
@@ -371,7 +373,37 @@ def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleChe
     shown = to_kafka_refusals(gofs.group, todo, both, ev, frozen_since)
     # the evidence says more already
     unchecked = {tp: why for tp, why in unchecked.items() if tp not in shown}
-    return StaleCheck(to_kafka_refusals(gofs.group, todo, both, ev, frozen_since, unchecked), notes, sorted(unchecked))
+    refused = to_kafka_refusals(gofs.group, todo, both, ev, frozen_since, unchecked)
+    for tp, why in over.items():
+        refused.setdefault(tp, "group %s, %s-%d: %s" % (gofs.group, tp[0], tp[1], why))
+    return StaleCheck(refused, notes, sorted(unchecked))
+
+
+def _over_lower_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple], ev: Dict[TP, Evidence]) -> Dict[TP, str]:
+    """Of the ZooKeeper offsets *todo* that would be written over a LOWER Kafka offset, the ones not shown to be
+    where the group stopped (:func:`frozen_ahead`: a member wrote ZooKeeper after Kafka's offset was set), with why:
+    Kafka was set below a frozen ZooKeeper offset (a reset to reprocess, the new consumers after a cutover), and
+    copying ZooKeeper's would skip the records between. Reads the group's partition of ``__consumer_offsets`` once."""
+    from zkconsumer.errors import ClusterUnavailableError
+    from zkconsumer.offsets.expiry import read_commit_log
+    from . import state
+    over = {tp: both[tp] for tp in todo if both[tp][1] is not None and both[tp][0] is not None
+            and both[tp][0] > both[tp][1]}
+    if not over:
+        return {}
+    unread = None
+    log: Dict = {}
+    try:
+        log = read_commit_log(gofs.bootstrap_servers, gofs.group, list(over), security=gofs.security)
+    except ClusterUnavailableError as e:
+        unread = str(e)
+    since = {tp: c.since_ms if c.since_ms is not None else c.committed_ms for tp, c in log.items()
+             if not c.removed and c.committed_ms is not None and c.offset == both[tp][1]}
+    frozen = frozen_ahead(gofs.group, over, ev, since, state.restored_nodes(gofs.zk, gofs.group), unread,
+                          keep="Kafka's offset stays where it is")
+    return {tp: "%s. %s" % (why.replace("keeping ZooKeeper's would skip", "copying ZooKeeper's to Kafka would skip"),
+                            _ways(gofs.group, tp, "kafka", "--allow-stale to copy it anyway"))
+            for tp, why in frozen.items()}
 
 
 def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> StaleCheck:
