@@ -39,7 +39,11 @@ Kafka phase said that every partition has kept a Kafka offset since then, :func:
 stale-offset checks' evidence, which is no longer so), ``cutover`` when it only put a fence back. The ZooKeeper
 offset nodes it wrote, each with the transaction (mzxid) of its write, go to ``/consumers/G/zkconsumer/restored``
 (:func:`~.state.add_restored_nodes`, kept while the node is unchanged): a rollback does not take those writes for a
-member's (:func:`.stale.frozen_ahead`). The fence of a cutover is not lifted while partitions the backup does not
+member's (:func:`.stale.frozen_ahead`). So do the Kafka offsets it committed, each with the broker's time of that
+commit (read back from ``__consumer_offsets``) and since when the backup says Kafka had held it (the backup's
+``kafka_since``): a later copy, cutover or rollback does not take Kafka's offset put back for a reset made at the
+restore (which would refuse a ZooKeeper offset ahead of it that the backed-up command had copied), but judges it by
+that earlier time (:func:`.stale.kafka_offset_since`). The fence of a cutover is not lifted while partitions the backup does not
 cover hold Kafka offsets (the new consumers ran: roll back instead), and the restore's own backup records the fence
 it lifts, so that restoring it puts the fence back.
 """
@@ -55,7 +59,7 @@ from zkconsumer.errors import GroupConflictError
 
 from . import state
 from .backup import STORES, Backup, write_backup
-from .stale import zk_offset_versions
+from .stale import since_of_lower_kafka, zk_offset_versions
 from .transfer import apply_copy, check_no_broker_consumers, check_no_live_members
 
 __all__ = ["plan_restore", "restore_group", "undone", "newer_commits"]
@@ -234,7 +238,7 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         gofs.check_lock()
         out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, current,
                                      by="zkmigrate restore", writes={s: plan[s]["set"] for s in STORES},
-                                     lifts_fence=lifts)
+                                     lifts_fence=lifts, kafka_since=since_of_lower_kafka(gofs, current))
         for i, s in enumerate(STORES):
             store = gofs.store(s)
             failed = {}
@@ -251,11 +255,14 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
             out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
         _remove_empty_topic_nodes(gofs, backup)
     written = [tp for tp in plan["zookeeper"]["set"] if "zookeeper:%s" % _name(tp) not in out["failed"]]
-    if execute and not refused and written:
-        # a rollback does not take these writes for a member's (:func:`.stale.frozen_ahead`)
+    kafka_written = {tp: o for tp, o in plan["kafka"]["set"].items() if "kafka:%s" % _name(tp) not in out["failed"]}
+    if execute and not refused and (written or kafka_written):
+        # the later stale checks take neither these ZooKeeper writes for a member's nor these Kafka commits for a
+        # reset made now (:func:`.stale.frozen_ahead`, :func:`.stale.kafka_offset_since`)
         earlier = state.restored_nodes(gofs.zk, gofs.group)
-        state.add_restored_nodes(gofs.zk, gofs.group, zk_offset_versions(gofs.zk, gofs.group, written),
-                                 zk_offset_versions(gofs.zk, gofs.group, list(earlier)))
+        versions = zk_offset_versions(gofs.zk, gofs.group, sorted(set(written) | set(earlier)))
+        state.add_restored_nodes(gofs.zk, gofs.group, {tp: versions[tp] for tp in written if tp in versions},
+                                 versions, _read_back(gofs, backup, kafka_written, out["warnings"]))
     lifted = None
     if execute and not refused and unfence and not out["failed"]:
         gofs.check_lock()
@@ -270,6 +277,34 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
             gofs.zk, gofs.group, "restore" if kafka_changed or lifted else "cutover", "zkmigrate restore",
             fence=out["fence_put_back"]["fence"] if put_back else None if lifted else state.KEEP)
     out["ok"] = not (out["failed"] or out["unreadable"] or refused)
+    return out
+
+
+def _read_back(gofs, backup: Backup, written: Dict[TP, int], warnings: List[str]) -> Dict[TP, state.RestoredKafka]:
+    """The Kafka commits the restore just made (*written*), read back from ``__consumer_offsets`` for the broker's
+    time of each, with since when the backup says Kafka had held that offset; a warning when they cannot be read."""
+    from zkconsumer.errors import ClusterUnavailableError
+    from zkconsumer.offsets.expiry import read_commit_log
+    if not written:
+        return {}
+    try:
+        log = read_commit_log(gofs.bootstrap_servers, gofs.group, list(written), security=gofs.security)
+    except ClusterUnavailableError as e:
+        log, why = {}, str(e)
+    else:
+        why = "not found"
+    out = {}
+    for tp, off in written.items():
+        c = log.get(tp)
+        if c is not None and not c.removed and c.offset == off and c.committed_ms is not None:
+            at = c.since_ms if c.since_ms is not None else c.committed_ms
+            out[tp] = state.RestoredKafka(off, at, backup.kafka_since.get(tp))
+    lost = sorted(set(written) - set(out))
+    if lost:
+        warnings.append("group %s: the Kafka commits of this restore could not be read back from %s (%s: %s): a later "
+                        "copy, cutover or rollback takes them for offsets set now, after the ZooKeeper offsets ahead of "
+                        "them (and refuses to copy or keep those; --allow-stale copies, --allow-rewind rolls back)"
+                        % (gofs.group, "__consumer_offsets", ", ".join(_name(tp) for tp in lost[:5]), why))
     return out
 
 

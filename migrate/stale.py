@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 from kazoo.exceptions import NoNodeError
 
@@ -47,7 +47,7 @@ from zkconsumer.offsets.expiry import OFFSETS_TOPIC, Retention
 from .expiry import iso
 
 __all__ = ["Evidence", "evidence", "to_kafka_refusals", "to_zookeeper_refusals", "zk_offset_mtimes", "zk_offset_versions",
-           "frozen_ahead",
+           "frozen_ahead", "kafka_offset_since", "since_of_lower_kafka",
            "topic_births", "check_to_kafka", "check_to_zookeeper", "StaleCheck"]
 
 TP = Tuple[str, int]
@@ -257,7 +257,7 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
 
 def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafka_since: Optional[Dict[TP, int]],
                  restore_written: Optional[Dict[TP, int]] = None, unread: Optional[str] = None,
-                 keep: Optional[str] = None) -> Dict[TP, str]:
+                 keep: Optional[str] = None, restored_unknown: Optional[Set[TP]] = None) -> Dict[TP, str]:
     """Of the ZooKeeper offsets ahead of Kafka's, the ones not shown to be where the group stopped last, with why
     (pure). One is kept (not returned) only when its offset node was last written after Kafka's offset became what
     it is (*kafka_since*: ``{tp: ms}``, the first of the latest run of commits of that offset in
@@ -269,7 +269,8 @@ def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafk
 
     Otherwise Kafka was set below ZooKeeper since (``reset-offsets --store kafka`` to reprocess, consumers that went
     on and were reset: keeping ZooKeeper's would skip the records between), or the evidence is missing (*unread*:
-    why ``__consumer_offsets`` could not be read): a skipped rewind. ZooKeeper's mtime comes from the ZooKeeper
+    why ``__consumer_offsets`` could not be read; *restored_unknown*: the partitions whose Kafka offset a restore put
+    back from a backup that does not say since when Kafka had held it, :func:`kafka_offset_since`): a skipped rewind. ZooKeeper's mtime comes from the ZooKeeper
     servers' clock and the commit time from the broker's: clocks apart by more than the time between the two
     writes decide wrongly."""
     keep = keep or "to keep ZooKeeper's, copy it to Kafka first ('zkmigrate copy --group %s --execute')" % group
@@ -295,12 +296,63 @@ def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafk
             why = ("whether ZooKeeper's %d was written after Kafka's offset became %d (then it is where the group "
                    "stopped) could not be checked: %s could not be read (%s); %s%s"
                    % (zk_off, kafka, OFFSETS_TOPIC, unread, _grant_if_refused(unread), keep))
+        elif tp in (restored_unknown or ()):
+            why = ("whether ZooKeeper's %d was written after Kafka's offset became %d (then it is where the group "
+                   "stopped) could not be checked: zkmigrate restore put Kafka's %d back from a backup that does "
+                   "not say since when Kafka had held it; %s" % (zk_off, kafka, kafka, keep))
         else:
             missing = ("its offset node's mtime is not known" if mtime is None else
-                       "Kafka's commit of it was not found in %s" % OFFSETS_TOPIC)
+                       "Kafka's commit of it was not found in %s (compacted away, or this Kafka identity may not "
+                       "Describe and Read it)" % OFFSETS_TOPIC)
             why = ("whether ZooKeeper's %d was written after Kafka's offset became %d (then it is where the group "
                    "stopped) could not be checked: %s; %s" % (zk_off, kafka, missing, keep))
         out[tp] = why
+    return out
+
+
+def kafka_offset_since(log: Dict, both: Dict[TP, tuple], restored: Optional[Dict] = None) -> Tuple[Dict[TP, int],
+                                                                                                 Set[TP]]:
+    """Since when Kafka has held its offset (``{tp: ms}``) for the partitions of *both* whose offset is the last
+    commit in *log* (``{tp: LastCommit}``, :func:`zkconsumer.offsets.expiry.read_commit_log`): the first commit of the
+    latest run of commits of that offset. A run a ``zkmigrate restore`` started (*restored*: ``{tp: RestoredKafka}``,
+    :func:`~.state.restored_kafka`, the same offset and the same first commit) is not a reset made then: it put back
+    what Kafka held when the backup was taken, since the time the backup says; the partitions whose backup does not
+    say are returned apart (the second value). A reset to the offset Kafka already holds continues the run, like a
+    keep-alive; once compaction has dropped the first commits of a run, its first commit kept is taken (later:
+    more ZooKeeper offsets count as written before it)."""
+    since: Dict[TP, int] = {}
+    unknown: Set[TP] = set()
+    for tp, c in log.items():
+        if c.removed or c.committed_ms is None or tp not in both or c.offset != both[tp][1]:
+            continue
+        first = c.since_ms if c.since_ms is not None else c.committed_ms
+        r = (restored or {}).get(tp)
+        if r is not None and r.offset == c.offset and r.committed_ms == first:
+            if r.since_ms is None:
+                unknown.add(tp)
+                continue
+            first = r.since_ms
+        since[tp] = first
+    return since, unknown
+
+
+def since_of_lower_kafka(gofs, both: Dict[TP, tuple], known: Optional[Dict[TP, int]] = None) -> Dict[TP, int]:
+    """*known* and, for the other partitions of *both* whose Kafka offset is below ZooKeeper's, since when Kafka has
+    held it (:func:`kafka_offset_since`, one read of ``__consumer_offsets``), for a backup's ``kafka_since``: what a
+    restore of it needs to tell the offset it puts back from a reset. A partition whose time cannot be read is left
+    out (a later check after that restore refuses it as not checked)."""
+    from zkconsumer.errors import ClusterUnavailableError
+    from zkconsumer.offsets.expiry import read_commit_log
+    from . import state
+    out = dict(known or {})
+    lower = [tp for tp, (z, k) in both.items() if z is not None and k is not None and z > k and tp not in out]
+    if lower:
+        try:
+            log = read_commit_log(gofs.bootstrap_servers, gofs.group, lower, security=gofs.security)
+        except ClusterUnavailableError:
+            return out
+        out.update(kafka_offset_since(log, {tp: both[tp] for tp in lower},
+                                      state.restored_kafka(gofs.zk, gofs.group))[0])
     return out
 
 
@@ -318,6 +370,8 @@ class StaleCheck(NamedTuple):
     notes: list
     unchecked: list
     frozen_ahead: Dict[TP, str] = {}
+    #: (copy, cutover) ``{tp: ms}`` since when Kafka has held the offsets below ZooKeeper's, for the backup
+    kafka_since: Dict[TP, int] = {}
 
 
 def _retention(gofs) -> Retention:
@@ -350,7 +404,7 @@ def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleChe
     notes: List[str] = []
     unchecked: Dict[TP, str] = {}
     candidates = [tp for tp in todo if both[tp][1] is None and ev[tp].zk_mtime is not None]
-    over = _over_lower_kafka(gofs, todo, both, ev)
+    over, over_unchecked, since = _over_lower_kafka(gofs, todo, both, ev)
     if candidates:
         retention = _retention(gofs)
         notes += _retention_note(retention)
@@ -375,35 +429,45 @@ def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleChe
     unchecked = {tp: why for tp, why in unchecked.items() if tp not in shown}
     refused = to_kafka_refusals(gofs.group, todo, both, ev, frozen_since, unchecked)
     for tp, why in over.items():
-        refused.setdefault(tp, "group %s, %s-%d: %s" % (gofs.group, tp[0], tp[1], why))
-    return StaleCheck(refused, notes, sorted(unchecked))
+        if tp not in refused:
+            refused[tp] = "group %s, %s-%d: %s" % (gofs.group, tp[0], tp[1], why)
+            if tp in over_unchecked:
+                unchecked[tp] = why
+    return StaleCheck(refused, notes, sorted(unchecked), kafka_since=since)
 
 
-def _over_lower_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple], ev: Dict[TP, Evidence]) -> Dict[TP, str]:
+def _over_lower_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple],
+                      ev: Dict[TP, Evidence]) -> Tuple[Dict[TP, str], Set[TP], Dict[TP, int]]:
     """Of the ZooKeeper offsets *todo* that would be written over a LOWER Kafka offset, the ones not shown to be
     where the group stopped (:func:`frozen_ahead`: a member wrote ZooKeeper after Kafka's offset was set), with why:
     Kafka was set below a frozen ZooKeeper offset (a reset to reprocess, the new consumers after a cutover), and
-    copying ZooKeeper's would skip the records between. Reads the group's partition of ``__consumer_offsets`` once."""
+    copying ZooKeeper's would skip the records between. Returns those, the ones of them that could not be checked
+    (``__consumer_offsets`` unread, a commit or an mtime not found, a restore's backup that does not say) and since
+    when Kafka has held each lower offset (:func:`kafka_offset_since`). Reads the group's partition of
+    ``__consumer_offsets`` once, when there is such a partition."""
     from zkconsumer.errors import ClusterUnavailableError
     from zkconsumer.offsets.expiry import read_commit_log
     from . import state
     over = {tp: both[tp] for tp in todo if both[tp][1] is not None and both[tp][0] is not None
             and both[tp][0] > both[tp][1]}
     if not over:
-        return {}
+        return {}, set(), {}
     unread = None
     log: Dict = {}
     try:
         log = read_commit_log(gofs.bootstrap_servers, gofs.group, list(over), security=gofs.security)
     except ClusterUnavailableError as e:
         unread = str(e)
-    since = {tp: c.since_ms if c.since_ms is not None else c.committed_ms for tp, c in log.items()
-             if not c.removed and c.committed_ms is not None and c.offset == both[tp][1]}
-    frozen = frozen_ahead(gofs.group, over, ev, since, state.restored_nodes(gofs.zk, gofs.group), unread,
-                          keep="Kafka's offset stays where it is")
-    return {tp: "%s. %s" % (why.replace("keeping ZooKeeper's would skip", "copying ZooKeeper's to Kafka would skip"),
-                            _ways(gofs.group, tp, "kafka", "--allow-stale to copy it anyway"))
-            for tp, why in frozen.items()}
+    since, unknown = kafka_offset_since(log, both, state.restored_kafka(gofs.zk, gofs.group))
+    restore_written = state.restored_nodes(gofs.zk, gofs.group)
+    frozen = frozen_ahead(gofs.group, over, ev, since, restore_written, unread,
+                          keep="Kafka's offset stays where it is", restored_unknown=unknown)
+    unchecked = {tp for tp in frozen if (since.get(tp) is None or ev[tp].zk_mtime is None)
+                 and not (ev[tp].zk_mzxid is not None and restore_written.get(tp) == ev[tp].zk_mzxid)}
+    refusals = {tp: "%s. %s" % (why.replace("keeping ZooKeeper's would skip", "copying ZooKeeper's to Kafka would skip"),
+                                _ways(gofs.group, tp, "kafka", "--allow-stale to copy it anyway"))
+                for tp, why in frozen.items()}
+    return refusals, unchecked, since
 
 
 def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> StaleCheck:
@@ -448,14 +512,14 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
         for tp in doubted:
             refused[tp] = refused[tp].replace(
                 ". Ways out: ", "; whether Kafka ever went past it could not be checked: %s could not be read "
-                "(%s). Ways out: %s" % (OFFSETS_TOPIC, unread, GRANT_READ), 1)
+                "(%s). Ways out: %s" % (OFFSETS_TOPIC, unread, _grant_if_refused(unread)), 1)
         unchecked = sorted(doubted)
     elif doubted and any(log[tp].removed and log[tp].offset is not None for tp in doubted if tp in log):
         refused = to_zookeeper_refusals(gofs.group, rest, evidence(gofs, rest, end, log), *args, **kw)
-    since = {tp: c.since_ms if c.since_ms is not None else c.committed_ms for tp, c in log.items()
-             if not c.removed and c.committed_ms is not None and c.offset == both[tp][1]}
+    since, unknown = kafka_offset_since(log, both, state.restored_kafka(gofs.zk, gofs.group) if ahead else {})
     frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev, since,
-                          state.restored_nodes(gofs.zk, gofs.group) if ahead else {}, unread)
+                          state.restored_nodes(gofs.zk, gofs.group) if ahead else {}, unread,
+                          restored_unknown=unknown)
     # kept ahead: ZooKeeper's offset must still fit the log; not kept: ZooKeeper stays as it is, Kafka's is checked
     kw["keep_ahead"] = True
     refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in ahead if tp not in frozen}, ev, *args,

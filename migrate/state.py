@@ -26,14 +26,15 @@ import calendar
 import json
 import os
 import time
-from typing import Dict, Optional, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from zkconsumer.core.layout import paths
 
 __all__ = ["migration_path", "read_phase", "record_phase", "fence_of", "kafka_only_since", "default_backup_dir",
-           "epoch_ms", "restored_since", "restored_nodes", "add_restored_nodes", "rolled_back_since", "STATE_ENV",
+           "epoch_ms", "restored_since", "restored_nodes", "add_restored_nodes",
+           "restored_kafka", "RestoredKafka", "rolled_back_since", "STATE_ENV",
            "KEEP"]
 
 STATE_ENV = "ZKMIGRATE_STATE_DIR"
@@ -159,15 +160,28 @@ def rolled_back_since(rec: Optional[dict]) -> Optional[int]:
     return None
 
 
+def _restored_doc(zk, group: str) -> Tuple[dict, object]:
+    """The restored node's JSON object and stat (``{}``, None when absent or unreadable)."""
+    try:
+        data, stat = zk.get(paths.group_restored_path(group))
+    except NoNodeError:
+        return {}, None
+    try:
+        doc = _decode(data)
+    except ValueError:
+        doc = {}
+    return (doc if isinstance(doc, dict) else {}), stat
+
+
 def restored_nodes(zk, group: str) -> Dict[Tuple[str, int], int]:
     """``{(topic, partition): mzxid}``: the ZooKeeper offset nodes ``zkmigrate restore`` wrote (any restore, however
     long ago) and the transaction of each write; a node written since has another mzxid. Empty when none (or the
     node is unreadable)."""
-    try:
-        data, _ = zk.get(paths.group_restored_path(group))
-        raw = _decode(data).get("zk_written") or []
-    except (NoNodeError, ValueError):
-        return {}
+    return _zk_written(_restored_doc(zk, group)[0])
+
+
+def _zk_written(doc: dict) -> Dict[Tuple[str, int], int]:
+    raw = doc.get("zk_written") or []
     out = {}
     for item in raw if isinstance(raw, list) else []:
         try:
@@ -178,30 +192,47 @@ def restored_nodes(zk, group: str) -> Dict[Tuple[str, int], int]:
     return out
 
 
-def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], current: Dict[Tuple[str, int], int]) -> None:
+class RestoredKafka(NamedTuple):
+    """A Kafka offset ``zkmigrate restore`` committed: the offset, the broker's time of that commit (read back from
+    ``__consumer_offsets``) and since when Kafka had held that offset when the backup was taken (the backup's
+    ``kafka_since``; None when it does not say)."""
+    offset: int
+    committed_ms: int
+    since_ms: Optional[int]
+
+
+def restored_kafka(zk, group: str) -> Dict[Tuple[str, int], RestoredKafka]:
+    """``{(topic, partition): RestoredKafka}``: the Kafka offsets the latest restore of each partition committed.
+    Empty when none (or the node is unreadable)."""
+    return _kafka_written(_restored_doc(zk, group)[0])
+
+
+def _kafka_written(doc: dict) -> Dict[Tuple[str, int], RestoredKafka]:
+    raw = doc.get("kafka_written") or []
+    out = {}
+    for item in raw if isinstance(raw, list) else []:
+        try:
+            t, p, off, at, since = item
+            out[(str(t), int(p))] = RestoredKafka(int(off), int(at), None if since is None else int(since))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], current: Dict[Tuple[str, int], int],
+                       kafka: Optional[Dict[Tuple[str, int], RestoredKafka]] = None) -> None:
     """Add *written* (``{tp: mzxid}``, the nodes a restore just wrote) to :func:`restored_nodes`, keeping the earlier
-    entries whose node *current* (``{tp: mzxid}`` now) still shows the same write."""
+    entries whose node *current* (``{tp: mzxid}`` now) still shows the same write; *kafka* (the Kafka offsets it
+    committed) replaces the entries of those partitions in :func:`restored_kafka`."""
     path = paths.group_restored_path(group)
     for _ in range(5):
-        try:
-            data, stat = zk.get(path)
-        except NoNodeError:
-            data, stat = b"{}", None
-        try:
-            old = _decode(data).get("zk_written") or []
-        except ValueError:
-            old = []
-        keep = {}
-        for item in old if isinstance(old, list) else []:
-            try:
-                t, p, z = item
-                tp = (str(t), int(p))
-                if current.get(tp) == int(z):
-                    keep[tp] = int(z)
-            except (TypeError, ValueError):
-                continue
+        doc, stat = _restored_doc(zk, group)
+        keep = {tp: z for tp, z in _zk_written(doc).items() if current.get(tp) == z}
         keep.update(written)
-        body = json.dumps({"version": 1, "zk_written": [[t, p, z] for (t, p), z in sorted(keep.items())]},
+        ks = {tp: tuple(v) for tp, v in _kafka_written(doc).items()}
+        ks.update({tp: tuple(v) for tp, v in (kafka or {}).items()})
+        body = json.dumps({"version": 1, "zk_written": [[t, p, z] for (t, p), z in sorted(keep.items())],
+                           "kafka_written": [[t, p] + list(v) for (t, p), v in sorted(ks.items())]},
                           sort_keys=True).encode("utf-8")
         try:
             if stat is None:

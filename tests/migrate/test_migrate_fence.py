@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.consumer_helpers import CliConsumer, group_members, owners
 from tests.support.jvm_helpers import JvmMember, compile_member
+from tests.support.migrate_support import kafka_commit as _kafka_commit, kafka_fetch as _kafka_fetch
 from tests.support.migrate_support import zkmigrate, zkmigrate_json
 from tests.support.waiting import wait_until
 from zkconsumer.core.layout import paths
@@ -69,14 +70,6 @@ def _broker_consumers_ran(services, g, t, offset):
         kc.close()
     wait_until(lambda: not describe_broker_group(services.bootstrap_servers, g).active, 60, interval=0.5,
                message="the broker-side group to be empty")
-
-
-def _kafka_fetch(services, g, partitions):
-    ks = KafkaOffsetStore(services.bootstrap_servers, g)
-    try:
-        return ks.fetch(partitions)
-    finally:
-        ks.close()
 
 
 def _cut_over_and_consume(services, t, g, tmp_path):
@@ -643,14 +636,6 @@ def test_undoing_a_rollback_keeps_the_old_deployment_out(services, zk, unique, p
         "consumers had consumed: %s" % (code, fenced, zk_now, len(seen), seen))
 
 
-def _kafka_commit(services, g, offsets):
-    ks = KafkaOffsetStore(services.bootstrap_servers, g)
-    try:
-        ks.commit(offsets).raise_for_errors()
-    finally:
-        ks.close()
-
-
 def test_a_rollback_does_not_keep_a_frozen_zookeeper_offset_above_a_deliberate_kafka_reset(services, zk, unique,
                                                                                           tmp_path):
     """Cut over at ZooKeeper's 8; the new consumers committed 10, then the operator reset Kafka to 2 to reprocess.
@@ -798,29 +783,6 @@ def test_a_refresh_does_not_make_a_zookeeper_offset_ahead_look_frozen(services, 
                                   expect=0)
     assert set(out["kept_ahead"]) == {"%s-0" % t, "%s-1" % t} and not out["skipped_rewind"], out
 
-
-def test_cutover_and_copy_do_not_copy_a_frozen_zookeeper_offset_over_a_deliberate_kafka_reset(services, zk, unique,
-                                                                                             tmp_path):
-    """Cut over at ZooKeeper's 8; the new consumers committed 10, then the operator reset Kafka to 2 to reprocess.
-    Running cutover again (or copy) must not write ZooKeeper's frozen 8 over Kafka's 2 ("never backwards" allows it):
-    2..7 would be skipped. Refused, nothing written; --allow-stale copies anyway. A ZooKeeper offset a member wrote
-    after Kafka's offset was set (one that came back before the fence) is still copied."""
-    t, g = _group_with_offsets(services, zk, unique, "fo1", start=8)
-    zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
-    _kafka_commit(services, g, {(t, 0): 10, (t, 1): 10})
-    zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "kafka", "--to-offset", "2",
-                   "--execute", "--backup-dir", str(tmp_path), expect=0)
-    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
-    assert code != 0 and not out["ready"] and set(out["refused"]) == {"%s-0" % t, "%s-1" % t}, out
-    assert "before Kafka's offset became 2" in out["refused"]["%s-0" % t], out
-    code, out, _ = zkmigrate_json(services, "copy", "--group", g, "--execute", "--backup-dir", str(tmp_path))
-    assert code == 1 and out["written"] == 0 and set(out["refused"]) == {"%s-0" % t, "%s-1" % t}, out
-    assert _kafka_fetch(services, g, [(t, 0), (t, 1)]) == {(t, 0): 2, (t, 1): 2}
-    # a member's write after Kafka's offset was set: copied
-    time.sleep(0.2)
-    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 9}).raise_for_errors()
-    code, out, _ = zkmigrate_json(services, "copy", "--group", g, "--execute", "--backup-dir", str(tmp_path))
-    assert out["to_write"] == {"%s-0" % t: 9, "%s-1" % t: 8} and set(out["refused"]) == {"%s-1" % t}, out
 
 def _partial_cutover(services, zk, g, t, tmp_path):
     """A member registered just before the fence and committed ZooKeeper 8 and 9 (ahead of what the cutover copied
