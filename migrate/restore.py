@@ -37,13 +37,13 @@ other command leaves the fence as it is.
 A restore records the phase ``restore`` when it wrote or deleted Kafka offsets or lifted the fence (the recorded
 Kafka phase said that every partition has kept a Kafka offset since then, :func:`~.state.kafka_only_since`, the
 stale-offset checks' evidence, which is no longer so), ``cutover`` when it only put a fence back. The ZooKeeper
-offset nodes it wrote, each with the transaction (mzxid) of its write, go to ``/consumers/G/zkconsumer/restored``
-(:func:`~.state.add_restored_nodes`, kept while the node is unchanged): a rollback does not take those writes for a
-member's (:func:`.stale.frozen_ahead`). So do the Kafka offsets it committed, each with the broker's time of that
-commit (read back from ``__consumer_offsets``) and since when the backup says Kafka had held it (the backup's
-``kafka_since``): a later copy, cutover or rollback does not take Kafka's offset put back for a reset made at the
-restore (which would refuse a ZooKeeper offset ahead of it that the backed-up command had copied), but judges it by
-that earlier time (:func:`.stale.kafka_offset_since`). The fence of a cutover is not lifted while partitions the backup does not
+offset nodes it wrote, each with the transaction (mzxid) of its write and when the backup says the offset had last
+been written (``zk_mtime``), and the Kafka offsets it committed, each with the broker's time of that commit (read back
+from ``__consumer_offsets``) and since when the backup says Kafka had held it (``kafka_since``), go to
+``/consumers/G/zkconsumer/restored`` (:func:`~.state.add_restored_nodes`): while they are unchanged, the stale checks
+of a later copy, cutover or rollback judge them as of the backup's times (:func:`.stale.kafka_offset_since`,
+:func:`.stale.frozen_ahead`), not as writes made at the restore; one whose time the backup does not give is no
+evidence. The fence of a cutover is not lifted while partitions the backup does not
 cover hold Kafka offsets (the new consumers ran: roll back instead), and the restore's own backup records the fence
 it lifts, so that restoring it puts the fence back.
 """
@@ -59,7 +59,7 @@ from zkconsumer.errors import GroupConflictError
 
 from . import state
 from .backup import STORES, Backup, write_backup
-from .stale import since_of_lower_kafka, zk_offset_versions
+from .stale import since_of_lower_kafka, zk_mtimes_for_backup, zk_offset_versions
 from .transfer import apply_copy, check_no_broker_consumers, check_no_live_members
 
 __all__ = ["plan_restore", "restore_group", "undone", "newer_commits"]
@@ -238,7 +238,8 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         gofs.check_lock()
         out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, current,
                                      by="zkmigrate restore", writes={s: plan[s]["set"] for s in STORES},
-                                     lifts_fence=lifts, kafka_since=since_of_lower_kafka(gofs, current))
+                                     lifts_fence=lifts, kafka_since=since_of_lower_kafka(gofs, current),
+                                     zk_mtime=zk_mtimes_for_backup(gofs, current))
         for i, s in enumerate(STORES):
             store = gofs.store(s)
             failed = {}
@@ -256,13 +257,16 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         _remove_empty_topic_nodes(gofs, backup)
     written = [tp for tp in plan["zookeeper"]["set"] if "zookeeper:%s" % _name(tp) not in out["failed"]]
     kafka_written = {tp: o for tp, o in plan["kafka"]["set"].items() if "kafka:%s" % _name(tp) not in out["failed"]}
-    if execute and not refused and (written or kafka_written):
-        # the later stale checks take neither these ZooKeeper writes for a member's nor these Kafka commits for a
-        # reset made now (:func:`.stale.frozen_ahead`, :func:`.stale.kafka_offset_since`)
+    if execute and not refused and written:
+        # a later stale check does not take these ZooKeeper writes for a member's (:func:`.stale.frozen_ahead`)
         earlier = state.restored_nodes(gofs.zk, gofs.group)
         versions = zk_offset_versions(gofs.zk, gofs.group, sorted(set(written) | set(earlier)))
         state.add_restored_nodes(gofs.zk, gofs.group, {tp: versions[tp] for tp in written if tp in versions},
-                                 versions, _read_back(gofs, backup, kafka_written, out["warnings"]))
+                                 versions, mtimes={tp: backup.zk_mtime[tp] for tp in written if tp in backup.zk_mtime})
+    if execute and not refused and kafka_written:
+        # nor these Kafka commits for a reset made now (:func:`.stale.kafka_offset_since`)
+        state.add_restored_nodes(gofs.zk, gofs.group, {}, state.restored_nodes(gofs.zk, gofs.group),
+                                 _read_back(gofs, backup, kafka_written, out["warnings"]))
     lifted = None
     if execute and not refused and unfence and not out["failed"]:
         gofs.check_lock()
@@ -294,17 +298,20 @@ def _read_back(gofs, backup: Backup, written: Dict[TP, int], warnings: List[str]
     else:
         why = "not found"
     out = {}
+    lost = []
     for tp, off in written.items():
         c = log.get(tp)
         if c is not None and not c.removed and c.offset == off and c.committed_ms is not None:
             at = c.since_ms if c.since_ms is not None else c.committed_ms
             out[tp] = state.RestoredKafka(off, at, backup.kafka_since.get(tp))
-    lost = sorted(set(written) - set(out))
+        else:
+            out[tp] = state.RestoredKafka(off, None, None)
+            lost.append(tp)
     if lost:
         warnings.append("group %s: the Kafka commits of this restore could not be read back from %s (%s: %s): a later "
-                        "copy, cutover or rollback takes them for offsets set now, after the ZooKeeper offsets ahead of "
-                        "them (and refuses to copy or keep those; --allow-stale copies, --allow-rewind rolls back)"
-                        % (gofs.group, "__consumer_offsets", ", ".join(_name(tp) for tp in lost[:5]), why))
+                        "copy, cutover or rollback cannot check whether a ZooKeeper offset ahead of them, written "
+                        "before, is where the group stopped (it refuses to copy or keep it, as not checked)"
+                        % (gofs.group, "__consumer_offsets", ", ".join(_name(tp) for tp in sorted(lost)[:5]), why))
     return out
 
 

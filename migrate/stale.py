@@ -48,6 +48,7 @@ from .expiry import iso
 
 __all__ = ["Evidence", "evidence", "to_kafka_refusals", "to_zookeeper_refusals", "zk_offset_mtimes", "zk_offset_versions",
            "frozen_ahead", "kafka_offset_since", "since_of_lower_kafka",
+           "zk_mtimes_for_backup",
            "topic_births", "check_to_kafka", "check_to_zookeeper", "StaleCheck"]
 
 TP = Tuple[str, int]
@@ -257,7 +258,8 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
 
 def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafka_since: Optional[Dict[TP, int]],
                  restore_written: Optional[Dict[TP, int]] = None, unread: Optional[str] = None,
-                 keep: Optional[str] = None, restored_unknown: Optional[Set[TP]] = None) -> Dict[TP, str]:
+                 keep: Optional[str] = None, restored_unknown: Optional[Set[TP]] = None,
+                 restored_zk: Optional[Set[TP]] = None) -> Dict[TP, str]:
     """Of the ZooKeeper offsets ahead of Kafka's, the ones not shown to be where the group stopped last, with why
     (pure). One is kept (not returned) only when its offset node was last written after Kafka's offset became what
     it is (*kafka_since*: ``{tp: ms}``, the first of the latest run of commits of that offset in
@@ -270,10 +272,13 @@ def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafk
     Otherwise Kafka was set below ZooKeeper since (``reset-offsets --store kafka`` to reprocess, consumers that went
     on and were reset: keeping ZooKeeper's would skip the records between), or the evidence is missing (*unread*:
     why ``__consumer_offsets`` could not be read; *restored_unknown*: the partitions whose Kafka offset a restore put
-    back from a backup that does not say since when Kafka had held it, :func:`kafka_offset_since`): a skipped rewind. ZooKeeper's mtime comes from the ZooKeeper
+    back from a backup that does not say since when Kafka had held it, :func:`kafka_offset_since`): a skipped rewind.
+    *restored_zk*: the partitions whose ``zk_mtime`` in *ev* is the time a restore's backup gave for the offset it
+    wrote back (:func:`_as_written_before`), said in the reason. ZooKeeper's mtime comes from the ZooKeeper
     servers' clock and the commit time from the broker's: clocks apart by more than the time between the two
     writes decide wrongly."""
-    keep = keep or "to keep ZooKeeper's, copy it to Kafka first ('zkmigrate copy --group %s --execute')" % group
+    keep = keep or ("to keep ZooKeeper's anyway, copy it to Kafka first ('zkmigrate copy --group %s --allow-stale "
+                    "--execute')" % group)
     out = {}
     for tp, (zk_off, kafka) in sorted(both.items()):
         if zk_off is None or kafka is None or zk_off <= kafka:
@@ -288,18 +293,22 @@ def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafk
             why = ("ZooKeeper's %d was written by zkmigrate restore (what its backup held, not where a "
                    "member stopped): nothing shows it is where the group stopped rather than Kafka's %d (%s)"
                    % (zk_off, kafka, keep))
+        elif tp in (restored_unknown or ()):
+            why = ("whether ZooKeeper's %d was written after Kafka's offset became %d (then it is where the group "
+                   "stopped) could not be checked: zkmigrate restore put Kafka's %d back%s, after ZooKeeper's was "
+                   "last written (%s), and whether Kafka held it before is not known; %s"
+                   % (zk_off, kafka, kafka, " (%s)" % iso(since) if since is not None else "",
+                      iso(mtime) if mtime is not None else "when is not known", keep))
         elif mtime is not None and since is not None:
-            why = ("ZooKeeper's %d was last written %s, before Kafka's offset became %d (%s): Kafka was set below it "
-                   "since, and keeping ZooKeeper's would skip the records between (%s)"
-                   % (zk_off, iso(mtime), kafka, iso(since), keep))
+            why = ("ZooKeeper's %d was last written %s%s, before Kafka's offset became %d (%s, the first commit of "
+                   "it %s holds): Kafka was set below it since (unless compaction dropped earlier commits of %d), "
+                   "and keeping ZooKeeper's would skip the records between (%s)"
+                   % (zk_off, iso(mtime), " (as the backup zkmigrate restore wrote it back from says)"
+                      if tp in (restored_zk or ()) else "", kafka, iso(since), OFFSETS_TOPIC, kafka, keep))
         elif unread is not None:
             why = ("whether ZooKeeper's %d was written after Kafka's offset became %d (then it is where the group "
                    "stopped) could not be checked: %s could not be read (%s); %s%s"
                    % (zk_off, kafka, OFFSETS_TOPIC, unread, _grant_if_refused(unread), keep))
-        elif tp in (restored_unknown or ()):
-            why = ("whether ZooKeeper's %d was written after Kafka's offset became %d (then it is where the group "
-                   "stopped) could not be checked: zkmigrate restore put Kafka's %d back from a backup that does "
-                   "not say since when Kafka had held it; %s" % (zk_off, kafka, kafka, keep))
         else:
             missing = ("its offset node's mtime is not known" if mtime is None else
                        "Kafka's commit of it was not found in %s (compacted away, or this Kafka identity may not "
@@ -317,7 +326,8 @@ def kafka_offset_since(log: Dict, both: Dict[TP, tuple], restored: Optional[Dict
     latest run of commits of that offset. A run a ``zkmigrate restore`` started (*restored*: ``{tp: RestoredKafka}``,
     :func:`~.state.restored_kafka`, the same offset and the same first commit) is not a reset made then: it put back
     what Kafka held when the backup was taken, since the time the backup says; the partitions whose backup does not
-    say are returned apart (the second value). A reset to the offset Kafka already holds continues the run, like a
+    say (or whose restore could not read its commit back) keep the run's own first commit and are returned apart
+    (the second value: a ZooKeeper offset written before it is not shown stale, only not checked). A reset to the offset Kafka already holds continues the run, like a
     keep-alive; once compaction has dropped the first commits of a run, its first commit kept is taken (later:
     more ZooKeeper offsets count as written before it)."""
     since: Dict[TP, int] = {}
@@ -327,13 +337,51 @@ def kafka_offset_since(log: Dict, both: Dict[TP, tuple], restored: Optional[Dict
             continue
         first = c.since_ms if c.since_ms is not None else c.committed_ms
         r = (restored or {}).get(tp)
-        if r is not None and r.offset == c.offset and r.committed_ms == first:
-            if r.since_ms is None:
-                unknown.add(tp)
-                continue
+        if r is not None and r.offset == c.offset and r.committed_ms == first and r.since_ms is not None:
             first = r.since_ms
+        elif r is not None and r.offset == c.offset and r.committed_ms in (None, first):
+            # the restore's run (or maybe, when its commit could not be read back), from a backup that does not
+            # say since when: a ZooKeeper offset written after the run began is a member's all the same
+            unknown.add(tp)
         since[tp] = first
     return since, unknown
+
+
+def zk_mtimes_for_backup(gofs, both: Dict[TP, tuple]) -> Dict[TP, int]:
+    """When each ZooKeeper offset of *both* was last written, for a backup's ``zk_mtime``: the node's mtime, or for a
+    node as a restore wrote it the time that restore's backup gave (left out when it gave none)."""
+    stats = _zk_offset_stats(gofs.zk, gofs.group, [tp for tp, v in both.items() if v[0] is not None])
+    restored = _restored_zk(gofs)
+    out = {}
+    for tp, (mtime, mzxid) in stats.items():
+        if tp in restored[0] and restored[0][tp] == mzxid:
+            if tp in restored[1] and restored[1][tp][0] == mzxid:
+                out[tp] = restored[1][tp][1]
+        else:
+            out[tp] = mtime
+    return out
+
+
+def _restored_zk(gofs) -> Tuple[Dict[TP, int], Dict[TP, Tuple[int, int]]]:
+    from . import state
+    return state.restored_nodes(gofs.zk, gofs.group), state.restored_node_mtimes(gofs.zk, gofs.group)
+
+
+def _as_written_before(ev: Dict[TP, Evidence], restore_written: Dict[TP, int],
+                       node_mtimes: Dict[TP, Tuple[int, int]]) -> Tuple[Dict[TP, Evidence], Dict[TP, int], Set[TP]]:
+    """*ev* with the mtime of each node as a restore wrote it replaced by the time its backup gave (when the offset
+    put back had last been written), *restore_written* without those nodes (only the restored nodes whose time is
+    not known stay no evidence of a member), and those nodes."""
+    ev = dict(ev)
+    rest = dict(restore_written)
+    done = set()
+    for tp, (mzxid, mtime) in node_mtimes.items():
+        e = ev.get(tp)
+        if e is not None and e.zk_mzxid == mzxid and rest.get(tp) == mzxid:
+            ev[tp] = e._replace(zk_mtime=mtime)
+            del rest[tp]
+            done.add(tp)
+    return ev, rest, done
 
 
 def since_of_lower_kafka(gofs, both: Dict[TP, tuple], known: Optional[Dict[TP, int]] = None) -> Dict[TP, int]:
@@ -370,7 +418,7 @@ class StaleCheck(NamedTuple):
     notes: list
     unchecked: list
     frozen_ahead: Dict[TP, str] = {}
-    #: (copy, cutover) ``{tp: ms}`` since when Kafka has held the offsets below ZooKeeper's, for the backup
+    #: ``{tp: ms}`` since when Kafka has held the offsets below ZooKeeper's that were checked, for the backup
     kafka_since: Dict[TP, int] = {}
 
 
@@ -388,9 +436,10 @@ def _retention_note(retention: Retention) -> List[str]:
 
 def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleCheck:
     """The refusals of the ZooKeeper offsets *todo* that copy or cutover would write to Kafka. Reads the log ends
-    of *todo*, ZooKeeper's stats, the phase record and, only when a partition without a Kafka offset has a
-    ZooKeeper offset older than the retention (so a removed Kafka offset could be behind it), the group's partition
-    of ``__consumer_offsets``. When that cannot be read, those partitions are refused as not checked (unless the
+    of *todo*, ZooKeeper's stats, the phase record and the group's partition of ``__consumer_offsets``: when a
+    ZooKeeper offset would be written over a lower Kafka offset (:func:`_over_lower_kafka`: was Kafka's set after
+    it?), and when a partition without a Kafka offset has a ZooKeeper offset older than the retention (so a removed
+    Kafka offset could be behind it), once for each. When that cannot be read, those partitions are refused as not checked (unless the
     other evidence refuses them already): the way out is the Read right, or ``--allow-stale``. When the retention
     cannot be read, the shortest default is taken (more offsets count as old) and a note says so."""
     from zkconsumer.tools import groups as zkgroups
@@ -459,10 +508,10 @@ def _over_lower_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple],
     except ClusterUnavailableError as e:
         unread = str(e)
     since, unknown = kafka_offset_since(log, both, state.restored_kafka(gofs.zk, gofs.group))
-    restore_written = state.restored_nodes(gofs.zk, gofs.group)
+    ev, restore_written, rewritten = _as_written_before(ev, *_restored_zk(gofs))
     frozen = frozen_ahead(gofs.group, over, ev, since, restore_written, unread,
-                          keep="Kafka's offset stays where it is", restored_unknown=unknown)
-    unchecked = {tp for tp in frozen if (since.get(tp) is None or ev[tp].zk_mtime is None)
+                          keep="Kafka's offset stays where it is", restored_unknown=unknown, restored_zk=rewritten)
+    unchecked = {tp for tp in frozen if (since.get(tp) is None or ev[tp].zk_mtime is None or tp in unknown)
                  and not (ev[tp].zk_mzxid is not None and restore_written.get(tp) == ev[tp].zk_mzxid)}
     refusals = {tp: "%s. %s" % (why.replace("keeping ZooKeeper's would skip", "copying ZooKeeper's to Kafka would skip"),
                                 _ways(gofs.group, tp, "kafka", "--allow-stale to copy it anyway"))
@@ -517,9 +566,9 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
     elif doubted and any(log[tp].removed and log[tp].offset is not None for tp in doubted if tp in log):
         refused = to_zookeeper_refusals(gofs.group, rest, evidence(gofs, rest, end, log), *args, **kw)
     since, unknown = kafka_offset_since(log, both, state.restored_kafka(gofs.zk, gofs.group) if ahead else {})
-    frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev, since,
-                          state.restored_nodes(gofs.zk, gofs.group) if ahead else {}, unread,
-                          restored_unknown=unknown)
+    ev_ahead, restore_written, rewritten = _as_written_before(ev, *_restored_zk(gofs)) if ahead else (ev, {}, set())
+    frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev_ahead, since, restore_written, unread,
+                          restored_unknown=unknown, restored_zk=rewritten)
     # kept ahead: ZooKeeper's offset must still fit the log; not kept: ZooKeeper stays as it is, Kafka's is checked
     kw["keep_ahead"] = True
     refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in ahead if tp not in frozen}, ev, *args,
@@ -527,4 +576,4 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
     kw["keep_ahead"] = False
     refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in frozen}, ev, *args, **kw))
     notes += _retention_note(retention) if retention is not None else []
-    return StaleCheck(refused, notes, unchecked, frozen)
+    return StaleCheck(refused, notes, unchecked, frozen, since)

@@ -34,7 +34,7 @@ from zkconsumer.core.layout import paths
 
 __all__ = ["migration_path", "read_phase", "record_phase", "fence_of", "kafka_only_since", "default_backup_dir",
            "epoch_ms", "restored_since", "restored_nodes", "add_restored_nodes",
-           "restored_kafka", "RestoredKafka", "rolled_back_since", "STATE_ENV",
+           "restored_kafka", "RestoredKafka", "restored_node_mtimes", "rolled_back_since", "STATE_ENV",
            "KEEP"]
 
 STATE_ENV = "ZKMIGRATE_STATE_DIR"
@@ -177,16 +177,23 @@ def restored_nodes(zk, group: str) -> Dict[Tuple[str, int], int]:
     """``{(topic, partition): mzxid}``: the ZooKeeper offset nodes ``zkmigrate restore`` wrote (any restore, however
     long ago) and the transaction of each write; a node written since has another mzxid. Empty when none (or the
     node is unreadable)."""
-    return _zk_written(_restored_doc(zk, group)[0])
+    return {tp: z for tp, (z, _) in _zk_written(_restored_doc(zk, group)[0]).items()}
 
 
-def _zk_written(doc: dict) -> Dict[Tuple[str, int], int]:
+def restored_node_mtimes(zk, group: str) -> Dict[Tuple[str, int], Tuple[int, int]]:
+    """``{(topic, partition): (mzxid, ms)}`` of the nodes of :func:`restored_nodes` whose backup said when the offset
+    put back had last been written (its ``zk_mtime``)."""
+    return {tp: (z, m) for tp, (z, m) in _zk_written(_restored_doc(zk, group)[0]).items() if m is not None}
+
+
+def _zk_written(doc: dict) -> Dict[Tuple[str, int], Tuple[int, Optional[int]]]:
     raw = doc.get("zk_written") or []
     out = {}
     for item in raw if isinstance(raw, list) else []:
         try:
-            t, p, z = item
-            out[(str(t), int(p))] = int(z)
+            t, p, z = item[:3]
+            m = item[3] if len(item) > 3 else None
+            out[(str(t), int(p))] = (int(z), None if m is None else int(m))
         except (TypeError, ValueError):
             continue
     return out
@@ -194,10 +201,10 @@ def _zk_written(doc: dict) -> Dict[Tuple[str, int], int]:
 
 class RestoredKafka(NamedTuple):
     """A Kafka offset ``zkmigrate restore`` committed: the offset, the broker's time of that commit (read back from
-    ``__consumer_offsets``) and since when Kafka had held that offset when the backup was taken (the backup's
-    ``kafka_since``; None when it does not say)."""
+    ``__consumer_offsets``; None when it could not be) and since when Kafka had held that offset when the backup was
+    taken (the backup's ``kafka_since``; None when it does not say)."""
     offset: int
-    committed_ms: int
+    committed_ms: Optional[int]
     since_ms: Optional[int]
 
 
@@ -213,25 +220,29 @@ def _kafka_written(doc: dict) -> Dict[Tuple[str, int], RestoredKafka]:
     for item in raw if isinstance(raw, list) else []:
         try:
             t, p, off, at, since = item
-            out[(str(t), int(p))] = RestoredKafka(int(off), int(at), None if since is None else int(since))
+            out[(str(t), int(p))] = RestoredKafka(int(off), None if at is None else int(at),
+                                                  None if since is None else int(since))
         except (TypeError, ValueError):
             continue
     return out
 
 
 def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], current: Dict[Tuple[str, int], int],
-                       kafka: Optional[Dict[Tuple[str, int], RestoredKafka]] = None) -> None:
-    """Add *written* (``{tp: mzxid}``, the nodes a restore just wrote) to :func:`restored_nodes`, keeping the earlier
-    entries whose node *current* (``{tp: mzxid}`` now) still shows the same write; *kafka* (the Kafka offsets it
-    committed) replaces the entries of those partitions in :func:`restored_kafka`."""
+                       kafka: Optional[Dict[Tuple[str, int], RestoredKafka]] = None,
+                       mtimes: Optional[Dict[Tuple[str, int], int]] = None) -> None:
+    """Add *written* (``{tp: mzxid}``, the nodes a restore just wrote; *mtimes*: ``{tp: ms}`` when the backup says
+    each offset put back had last been written) to :func:`restored_nodes`, keeping the earlier entries whose node
+    *current* (``{tp: mzxid}`` now) still shows the same write; *kafka* (the Kafka offsets it committed) replaces the
+    entries of those partitions in :func:`restored_kafka`."""
     path = paths.group_restored_path(group)
     for _ in range(5):
         doc, stat = _restored_doc(zk, group)
-        keep = {tp: z for tp, z in _zk_written(doc).items() if current.get(tp) == z}
-        keep.update(written)
+        keep = {tp: zm for tp, zm in _zk_written(doc).items() if current.get(tp) == zm[0]}
+        keep.update({tp: (z, (mtimes or {}).get(tp)) for tp, z in written.items()})
         ks = {tp: tuple(v) for tp, v in _kafka_written(doc).items()}
         ks.update({tp: tuple(v) for tp, v in (kafka or {}).items()})
-        body = json.dumps({"version": 1, "zk_written": [[t, p, z] for (t, p), z in sorted(keep.items())],
+        body = json.dumps({"version": 1, "zk_written": [[t, p, z] + ([] if m is None else [m])
+                                                        for (t, p), (z, m) in sorted(keep.items())],
                            "kafka_written": [[t, p] + list(v) for (t, p), v in sorted(ks.items())]},
                           sort_keys=True).encode("utf-8")
         try:

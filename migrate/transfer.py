@@ -114,10 +114,10 @@ def backup_and_write(gofs, both: Dict[TP, Tuple[Optional[int], Optional[int]]], 
     offset}}``) store by store (*lifts_fence*: the fence the command lifts after, and *kafka_since*: since when Kafka
     has held its offsets below ZooKeeper's, read here where not given, both kept in the backup). Returns (the backup's paths, ``{store name: {tp:
     error}}`` for each store written)."""
-    from .stale import since_of_lower_kafka
+    from .stale import since_of_lower_kafka, zk_mtimes_for_backup
     gofs.check_lock()
     kafka_since = since_of_lower_kafka(gofs, both, kafka_since)
-    backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both,
+    backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both, zk_mtime=zk_mtimes_for_backup(gofs, both),
                           by="zkmigrate %s" % gofs.lock.command if gofs.lock is not None else None, writes=writes,
                           lifts_fence=lifts_fence, kafka_since=kafka_since)
     return backup, {name: apply_copy(gofs.store(name), todo) for name, todo in writes.items() if todo}

@@ -105,11 +105,16 @@ def test_a_kafka_offset_restored_from_a_backup_that_does_not_say_since_when_is_n
     zkmigrate_json(services, "restore", path, "--execute", "--backup-dir", str(tmp_path), expect=0)
     code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
     assert code != 0 and out["unchecked"] == ["%s-0" % t, "%s-1" % t], out
-    assert "zkmigrate restore put Kafka's 5 back from a backup that does not say" in out["refused"]["%s-0" % t], out
+    assert "zkmigrate restore put Kafka's 5 back" in out["refused"]["%s-0" % t], out
     assert out["reason"].startswith("could not check"), out
+    # a member's write after the restore is where the group stopped: copied
+    time.sleep(0.05)
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 9}).raise_for_errors()
+    code, out, _ = zkmigrate_json(services, "copy", "--group", g, "--backup-dir", str(tmp_path))
+    assert set(out["refused"]) == {"%s-1" % t} and out["unchecked"] == ["%s-1" % t], out
     code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--allow-stale", "--backup-dir",
                                   str(tmp_path), expect=0)
-    assert out["copied"] == {"%s-0" % t: 8, "%s-1" % t: 8}, out
+    assert out["copied"] == {"%s-0" % t: 9, "%s-1" % t: 8}, out
 
 
 def test_an_unreadable_consumer_offsets_is_reported_as_not_checked(services, zk, unique, tmp_path, monkeypatch):
@@ -126,3 +131,24 @@ def test_an_unreadable_consumer_offsets_is_reported_as_not_checked(services, zk,
     assert code != 0 and out["unchecked"] == ["%s-0" % t, "%s-1" % t] and not out["backup"], out
     assert out["reason"].startswith("could not check"), out
     assert "Read on topic __consumer_offsets" in out["refused"]["%s-0" % t], out
+
+
+def test_a_zookeeper_reset_undone_by_its_restore_leaves_the_cutover_as_it_was(services, zk, unique, tmp_path):
+    """Kafka 5, then the members wrote ZooKeeper 8; a ZooKeeper reset by mistake, undone by restoring its backup:
+    ZooKeeper's 8 is back, written by the restore, and counts from when the members wrote it (the backup's
+    zk_mtime): cutover copies it as it would have before. A Kafka reset after the members' write still counts."""
+    t, g = _group(services, zk, unique, "rz")
+    code, rs, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "zookeeper",
+                                 "--to-offset", "3", "--execute", "--backup-dir", str(tmp_path), expect=0)
+    with open(_manifest(rs)) as f:
+        assert {e["partition"] for e in json.load(f)["zk_mtime"]} == {0, 1}
+    zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path), expect=0)
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+    code, out, _ = zkmigrate_json(services, "copy", "--group", g, "--backup-dir", str(tmp_path), expect=0)
+    assert out["to_write"] == {"%s-0" % t: 8, "%s-1" % t: 8} and not out["refused"], out
+    time.sleep(0.05)
+    kafka_commit(services, g, {(t, 1): 4})
+    code, out, _ = zkmigrate_json(services, "copy", "--group", g, "--backup-dir", str(tmp_path))
+    assert set(out["refused"]) == {"%s-1" % t}, out
+    assert "as the backup zkmigrate restore wrote it back from says" in out["refused"]["%s-1" % t], out
+    assert out["unchecked"] == [], out
