@@ -37,7 +37,8 @@ other command leaves the fence as it is.
 A restore records the phase ``restore`` when it wrote or deleted Kafka offsets or lifted the fence (the recorded
 Kafka phase said that every partition has kept a Kafka offset since then, :func:`~.state.kafka_only_since`, the
 stale-offset checks' evidence, which is no longer so), ``cutover`` when it only put a fence back. The ZooKeeper
-offset nodes it wrote, each with the transaction (mzxid) of its write and when the backup says the offset had last
+offsets it is about to write are recorded before it writes them (a restore stopped half-way leaves them known:
+:func:`~.state.restored_view`); then the nodes it wrote, each with the transaction (mzxid) of its write and when the backup says the offset had last
 been written (``zk_mtime``), and the Kafka offsets it committed, each with the broker's time of that commit (read back
 from ``__consumer_offsets``) and since when the backup says Kafka had held it (``kafka_since``), go to
 ``/consumers/G/zkconsumer/restored`` (:func:`~.state.add_restored_nodes`): while they are unchanged, the stale checks
@@ -240,6 +241,11 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                                      by="zkmigrate restore", writes={s: plan[s]["set"] for s in STORES},
                                      lifts_fence=lifts, kafka_since=since_of_lower_kafka(gofs, current),
                                      zk_mtime=zk_mtimes_for_backup(gofs, current))
+        if plan["zookeeper"]["set"]:
+            # what it is about to write, first: a restore stopped before it records its writes leaves them known
+            before = zk_offset_versions(gofs.zk, gofs.group, list(plan["zookeeper"]["set"]))
+            state.add_restored_nodes(gofs.zk, gofs.group, {}, state.restored_nodes(gofs.zk, gofs.group), pending={
+                tp: (o, before.get(tp), backup.zk_mtime.get(tp)) for tp, o in plan["zookeeper"]["set"].items()})
         for i, s in enumerate(STORES):
             store = gofs.store(s)
             failed = {}

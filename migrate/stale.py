@@ -351,7 +351,7 @@ def zk_mtimes_for_backup(gofs, both: Dict[TP, tuple]) -> Dict[TP, int]:
     """When each ZooKeeper offset of *both* was last written, for a backup's ``zk_mtime``: the node's mtime, or for a
     node as a restore wrote it the time that restore's backup gave (left out when it gave none)."""
     stats = _zk_offset_stats(gofs.zk, gofs.group, [tp for tp, v in both.items() if v[0] is not None])
-    restored = _restored_zk(gofs)
+    restored = _restored_zk(gofs, both, {tp: st[1] for tp, st in stats.items()})
     out = {}
     for tp, (mtime, mzxid) in stats.items():
         if tp in restored[0] and restored[0][tp] == mzxid:
@@ -362,9 +362,11 @@ def zk_mtimes_for_backup(gofs, both: Dict[TP, tuple]) -> Dict[TP, int]:
     return out
 
 
-def _restored_zk(gofs) -> Tuple[Dict[TP, int], Dict[TP, Tuple[int, int]]]:
+def _restored_zk(gofs, both: Dict[TP, tuple], mzxids: Dict[TP, Optional[int]]) -> Tuple[Dict[TP, int],
+                                                                                         Dict[TP, Tuple[int, int]]]:
+    """:func:`~.state.restored_view` of the partitions of *both* (their ZooKeeper offsets) with *mzxids* now."""
     from . import state
-    return state.restored_nodes(gofs.zk, gofs.group), state.restored_node_mtimes(gofs.zk, gofs.group)
+    return state.restored_view(gofs.zk, gofs.group, {tp: (v[0], mzxids.get(tp)) for tp, v in both.items()})
 
 
 def _as_written_before(ev: Dict[TP, Evidence], restore_written: Dict[TP, int],
@@ -399,8 +401,9 @@ def since_of_lower_kafka(gofs, both: Dict[TP, tuple], known: Optional[Dict[TP, i
             log = read_commit_log(gofs.bootstrap_servers, gofs.group, lower, security=gofs.security)
         except ClusterUnavailableError:
             return out
-        out.update(kafka_offset_since(log, {tp: both[tp] for tp in lower},
-                                      state.restored_kafka(gofs.zk, gofs.group))[0])
+        since, unknown = kafka_offset_since(log, {tp: both[tp] for tp in lower},
+                                            state.restored_kafka(gofs.zk, gofs.group))
+        out.update({tp: ms for tp, ms in since.items() if tp not in unknown})
     return out
 
 
@@ -508,15 +511,17 @@ def _over_lower_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple],
     except ClusterUnavailableError as e:
         unread = str(e)
     since, unknown = kafka_offset_since(log, both, state.restored_kafka(gofs.zk, gofs.group))
-    ev, restore_written, rewritten = _as_written_before(ev, *_restored_zk(gofs))
+    ev, restore_written, rewritten = _as_written_before(ev, *_restored_zk(gofs, both, {tp: e.zk_mzxid
+                                                                                     for tp, e in ev.items()}))
     frozen = frozen_ahead(gofs.group, over, ev, since, restore_written, unread,
                           keep="Kafka's offset stays where it is", restored_unknown=unknown, restored_zk=rewritten)
-    unchecked = {tp for tp in frozen if (since.get(tp) is None or ev[tp].zk_mtime is None or tp in unknown)
-                 and not (ev[tp].zk_mzxid is not None and restore_written.get(tp) == ev[tp].zk_mzxid)}
+    # shown stale: ZooKeeper's written (by a member) before Kafka's offset was set; the others are not checked
+    unchecked = {tp for tp in frozen if since.get(tp) is None or ev[tp].zk_mtime is None or tp in unknown
+                 or (ev[tp].zk_mzxid is not None and restore_written.get(tp) == ev[tp].zk_mzxid)}
     refusals = {tp: "%s. %s" % (why.replace("keeping ZooKeeper's would skip", "copying ZooKeeper's to Kafka would skip"),
                                 _ways(gofs.group, tp, "kafka", "--allow-stale to copy it anyway"))
                 for tp, why in frozen.items()}
-    return refusals, unchecked, since
+    return refusals, unchecked, {tp: ms for tp, ms in since.items() if tp not in unknown}
 
 
 def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> StaleCheck:
@@ -566,7 +571,8 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
     elif doubted and any(log[tp].removed and log[tp].offset is not None for tp in doubted if tp in log):
         refused = to_zookeeper_refusals(gofs.group, rest, evidence(gofs, rest, end, log), *args, **kw)
     since, unknown = kafka_offset_since(log, both, state.restored_kafka(gofs.zk, gofs.group) if ahead else {})
-    ev_ahead, restore_written, rewritten = _as_written_before(ev, *_restored_zk(gofs)) if ahead else (ev, {}, set())
+    ev_ahead, restore_written, rewritten = _as_written_before(ev, *_restored_zk(
+        gofs, both, {tp: e.zk_mzxid for tp, e in ev.items()})) if ahead else (ev, {}, set())
     frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev_ahead, since, restore_written, unread,
                           restored_unknown=unknown, restored_zk=rewritten)
     # kept ahead: ZooKeeper's offset must still fit the log; not kept: ZooKeeper stays as it is, Kafka's is checked
@@ -576,4 +582,4 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
     kw["keep_ahead"] = False
     refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in frozen}, ev, *args, **kw))
     notes += _retention_note(retention) if retention is not None else []
-    return StaleCheck(refused, notes, unchecked, frozen, since)
+    return StaleCheck(refused, notes, unchecked, frozen, {tp: ms for tp, ms in since.items() if tp not in unknown})

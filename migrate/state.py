@@ -34,7 +34,7 @@ from zkconsumer.core.layout import paths
 
 __all__ = ["migration_path", "read_phase", "record_phase", "fence_of", "kafka_only_since", "default_backup_dir",
            "epoch_ms", "restored_since", "restored_nodes", "add_restored_nodes",
-           "restored_kafka", "RestoredKafka", "restored_node_mtimes", "rolled_back_since", "STATE_ENV",
+           "restored_kafka", "RestoredKafka", "restored_view", "rolled_back_since", "STATE_ENV",
            "KEEP"]
 
 STATE_ENV = "ZKMIGRATE_STATE_DIR"
@@ -180,12 +180,6 @@ def restored_nodes(zk, group: str) -> Dict[Tuple[str, int], int]:
     return {tp: z for tp, (z, _) in _zk_written(_restored_doc(zk, group)[0]).items()}
 
 
-def restored_node_mtimes(zk, group: str) -> Dict[Tuple[str, int], Tuple[int, int]]:
-    """``{(topic, partition): (mzxid, ms)}`` of the nodes of :func:`restored_nodes` whose backup said when the offset
-    put back had last been written (its ``zk_mtime``)."""
-    return {tp: (z, m) for tp, (z, m) in _zk_written(_restored_doc(zk, group)[0]).items() if m is not None}
-
-
 def _zk_written(doc: dict) -> Dict[Tuple[str, int], Tuple[int, Optional[int]]]:
     raw = doc.get("zk_written") or []
     out = {}
@@ -229,11 +223,14 @@ def _kafka_written(doc: dict) -> Dict[Tuple[str, int], RestoredKafka]:
 
 def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], current: Dict[Tuple[str, int], int],
                        kafka: Optional[Dict[Tuple[str, int], RestoredKafka]] = None,
-                       mtimes: Optional[Dict[Tuple[str, int], int]] = None) -> None:
+                       mtimes: Optional[Dict[Tuple[str, int], int]] = None,
+                       pending: Optional[Dict[Tuple[str, int], Tuple[int, Optional[int], Optional[int]]]] = None) -> None:
     """Add *written* (``{tp: mzxid}``, the nodes a restore just wrote; *mtimes*: ``{tp: ms}`` when the backup says
     each offset put back had last been written) to :func:`restored_nodes`, keeping the earlier entries whose node
-    *current* (``{tp: mzxid}`` now) still shows the same write; *kafka* (the Kafka offsets it committed) replaces the
-    entries of those partitions in :func:`restored_kafka`."""
+    *current* (``{tp: mzxid}`` now) still shows the same write, and ending their pending entries; *kafka* (the Kafka
+    offsets it committed) replaces the entries of those partitions in :func:`restored_kafka`; *pending* (``{tp:
+    (offset, mzxid before, backup's ms or None)}``, what a restore is ABOUT to write) is recorded first
+    (:func:`restored_view`), so that a restore stopped before it records its writes leaves them known."""
     path = paths.group_restored_path(group)
     for _ in range(5):
         doc, stat = _restored_doc(zk, group)
@@ -241,9 +238,12 @@ def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], curr
         keep.update({tp: (z, (mtimes or {}).get(tp)) for tp, z in written.items()})
         ks = {tp: tuple(v) for tp, v in _kafka_written(doc).items()}
         ks.update({tp: tuple(v) for tp, v in (kafka or {}).items()})
+        pend = {tp: v for tp, v in _zk_pending(doc).items() if tp not in written}
+        pend.update(pending or {})
         body = json.dumps({"version": 1, "zk_written": [[t, p, z] + ([] if m is None else [m])
                                                         for (t, p), (z, m) in sorted(keep.items())],
-                           "kafka_written": [[t, p] + list(v) for (t, p), v in sorted(ks.items())]},
+                           "kafka_written": [[t, p] + list(v) for (t, p), v in sorted(ks.items())],
+                           "zk_pending": [[t, p] + list(v) for (t, p), v in sorted(pend.items())]},
                           sort_keys=True).encode("utf-8")
         try:
             if stat is None:
@@ -254,6 +254,34 @@ def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], curr
         except (NodeExistsError, BadVersionError):
             continue
     raise RuntimeError("could not record the offsets restored of group %s at %s (concurrent writers)" % (group, path))
+
+
+def _zk_pending(doc: dict) -> Dict[Tuple[str, int], Tuple[int, Optional[int], Optional[int]]]:
+    raw = doc.get("zk_pending") or []
+    out = {}
+    for item in raw if isinstance(raw, list) else []:
+        try:
+            t, p, off, before, ms = item
+            out[(str(t), int(p))] = (int(off), None if before is None else int(before), None if ms is None else int(ms))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def restored_view(zk, group: str, current: Dict[Tuple[str, int], Tuple[Optional[int], Optional[int]]]) \
+        -> Tuple[Dict[Tuple[str, int], int], Dict[Tuple[str, int], Tuple[int, int]]]:
+    """The ZooKeeper offset nodes as a restore wrote them, given *current* (``{tp: (offset, mzxid)}`` now): ``({tp:
+    mzxid}, {tp: (mzxid, backup's ms)})`` (:func:`restored_nodes` and the times of those whose backup gave one), with the writes a
+    restore was about to make and never recorded (stopped, or a write reported failed that ZooKeeper applied): a node
+    holding the offset it was to write, written after it was read (an mzxid above the one read then)."""
+    doc = _restored_doc(zk, group)[0]
+    written = {tp: zm for tp, zm in _zk_written(doc).items()}
+    for tp, (off, before, ms) in _zk_pending(doc).items():
+        value, mzxid = current.get(tp, (None, None))
+        if value == off and mzxid is not None and (before is None or mzxid > before):
+            written[tp] = (mzxid, ms)
+    return ({tp: z for tp, (z, _) in written.items()},
+            {tp: (z, m) for tp, (z, m) in written.items() if m is not None})
 
 
 def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, clock=time.time,

@@ -152,3 +152,58 @@ def test_a_zookeeper_reset_undone_by_its_restore_leaves_the_cutover_as_it_was(se
     assert set(out["refused"]) == {"%s-1" % t}, out
     assert "as the backup zkmigrate restore wrote it back from says" in out["refused"]["%s-1" % t], out
     assert out["unchecked"] == [], out
+
+
+def test_a_restore_stopped_before_it_records_its_zookeeper_writes_leaves_them_known(services, zk, unique, tmp_path,
+                                                                                     monkeypatch):
+    """Kafka 5, ZooKeeper 8 (a member), then Kafka reset to 2 to reprocess: copy refuses 8 over 2. A ZooKeeper reset
+    by mistake, undone by a restore that stops (connection lost) after writing ZooKeeper's 8 back and before
+    recording that write; run again, it has nothing to write. ZooKeeper's 8 must still count as the restore's write
+    of the backup's offset (recorded before writing), not as a member's made now: copy still refuses it."""
+    from kazoo.exceptions import ConnectionLoss
+    from zkconsumer_migrate import state
+    t, g = _group(services, zk, unique, "rc")
+    time.sleep(0.05)
+    kafka_commit(services, g, {(t, 0): 2, (t, 1): 2})
+    code, out, _ = zkmigrate_json(services, "copy", "--group", g, "--backup-dir", str(tmp_path))
+    assert set(out["refused"]) == {"%s-0" % t, "%s-1" % t}, out
+    code, rs, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "zookeeper",
+                                 "--to-offset", "3", "--execute", "--backup-dir", str(tmp_path), expect=0)
+    record = state.add_restored_nodes
+
+    def stopped(*a, **kw):
+        if kw.get("pending") is None:
+            raise ConnectionLoss()
+        return record(*a, **kw)
+    monkeypatch.setattr(state, "add_restored_nodes", stopped)
+    code, _, _ = zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path))
+    monkeypatch.undo()
+    assert code != 0 and ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+    code, again, _ = zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path),
+                                    expect=0)
+    assert again["written"] == 0, again
+    code, out, _ = zkmigrate_json(services, "copy", "--group", g, "--backup-dir", str(tmp_path))
+    assert code == 1 and set(out["refused"]) == {"%s-0" % t, "%s-1" % t} and out["unchecked"] == [], out
+    # a member's write after it: copied
+    time.sleep(0.05)
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 9}).raise_for_errors()
+    code, out, _ = zkmigrate_json(services, "copy", "--group", g, "--backup-dir", str(tmp_path))
+    assert set(out["refused"]) == {"%s-1" % t}, out
+
+
+def test_a_zookeeper_offset_restored_from_a_backup_without_its_time_is_not_checked(services, zk, unique, tmp_path):
+    """A backup of an older zkmigrate gives no zk_mtime: ZooKeeper's offset the restore wrote back is no evidence of
+    a member, and nothing shows it stale either: cutover is not ready because it could not check."""
+    t, g = _group(services, zk, unique, "rn")
+    code, rs, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "zookeeper",
+                                 "--to-offset", "3", "--execute", "--backup-dir", str(tmp_path), expect=0)
+    path = _manifest(rs)
+    with open(path) as f:
+        doc = json.load(f)
+    del doc["zk_mtime"]
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    zkmigrate_json(services, "restore", path, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--backup-dir", str(tmp_path))
+    assert code != 0 and out["unchecked"] == ["%s-0" % t, "%s-1" % t], out
+    assert out["reason"].startswith("could not check") and "zkmigrate restore" in out["refused"]["%s-0" % t], out
