@@ -50,7 +50,7 @@ it lifts, so that restoring it puts the fence back.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
@@ -60,7 +60,7 @@ from zkconsumer.errors import GroupConflictError
 
 from . import state
 from .backup import STORES, Backup, write_backup
-from .stale import since_of_lower_kafka, zk_mtimes_for_backup, zk_offset_versions
+from .stale import since_of_lower_kafka, zk_mtimes_for_backup, zk_offset_versions, zk_offsets_and_versions
 from .transfer import apply_copy, check_no_broker_consumers, check_no_live_members
 
 __all__ = ["plan_restore", "restore_group", "undone", "newer_commits"]
@@ -233,6 +233,8 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         # fenced before the offsets go back: no member may join at the offsets being restored
         out["fence_put_back"].update(_put_fence_back(gofs, backup, refence))
     kafka_changed = False
+    # {tp: mzxid} of the ZooKeeper offset nodes it writes, read before
+    before: Dict[TP, int] = {}
     # the backup of what is there now also keeps the fence this lifts: restoring it puts the fence back
     lifts = {"record": fence_now, "ids_acl": acl_now is not None} if unfence else None
     if execute and not refused and (unfence or any(plan[s]["set"] or plan[s]["delete"] for s in STORES)):
@@ -243,7 +245,7 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                                      zk_mtime=zk_mtimes_for_backup(gofs, current))
         if plan["zookeeper"]["set"]:
             # what it is about to write, first: a restore stopped before it records its writes leaves them known
-            before = zk_offset_versions(gofs.zk, gofs.group, list(plan["zookeeper"]["set"]))
+            before.update(zk_offset_versions(gofs.zk, gofs.group, list(plan["zookeeper"]["set"])))
             state.add_restored_nodes(gofs.zk, gofs.group, {}, state.restored_nodes(gofs.zk, gofs.group), pending={
                 tp: (o, before.get(tp), backup.zk_mtime.get(tp)) for tp, o in plan["zookeeper"]["set"].items()})
         for i, s in enumerate(STORES):
@@ -261,18 +263,26 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                 kafka_changed = True
             out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
         _remove_empty_topic_nodes(gofs, backup)
-    written = [tp for tp in plan["zookeeper"]["set"] if "zookeeper:%s" % _name(tp) not in out["failed"]]
+    planned = plan["zookeeper"]["set"]
+    written: Dict[TP, int] = {}
     kafka_written = {tp: o for tp, o in plan["kafka"]["set"].items() if "kafka:%s" % _name(tp) not in out["failed"]}
-    if execute and not refused and written:
-        # a later stale check does not take these ZooKeeper writes for a member's (:func:`.stale.frozen_ahead`)
+    if execute and not refused and planned:
+        # a later stale check does not take these ZooKeeper writes for a member's (:func:`.stale.frozen_ahead`): a
+        # node holding the offset planned, written since it was read, is the restore's (a write reported failed may
+        # have been applied); the pending entries of the others end (never written)
+        now = zk_offsets_and_versions(gofs.zk, gofs.group, list(planned))
+        written = {tp: mz for tp, (off, mz) in now.items()
+                   if off == planned[tp] and (before.get(tp) is None or mz > before[tp])}
         earlier = state.restored_nodes(gofs.zk, gofs.group)
-        versions = zk_offset_versions(gofs.zk, gofs.group, sorted(set(written) | set(earlier)))
-        state.add_restored_nodes(gofs.zk, gofs.group, {tp: versions[tp] for tp in written if tp in versions},
-                                 versions, mtimes={tp: backup.zk_mtime[tp] for tp in written if tp in backup.zk_mtime})
+        state.add_restored_nodes(gofs.zk, gofs.group, written, zk_offset_versions(gofs.zk, gofs.group, list(earlier)),
+                                 mtimes={tp: backup.zk_mtime[tp] for tp in written if tp in backup.zk_mtime},
+                                 drop_pending=list(planned))
     if execute and not refused and kafka_written:
-        # nor these Kafka commits for a reset made now (:func:`.stale.kafka_offset_since`)
+        # nor these Kafka commits for a reset made now (:func:`.stale.kafka_offset_since`); the backup's since holds
+        # only where ZooKeeper is as the backup had it too
+        as_backup = {tp for tp in kafka_written if tp not in planned or tp in written}
         state.add_restored_nodes(gofs.zk, gofs.group, {}, state.restored_nodes(gofs.zk, gofs.group),
-                                 _read_back(gofs, backup, kafka_written, out["warnings"]))
+                                 _read_back(gofs, backup, kafka_written, out["warnings"], as_backup))
     lifted = None
     if execute and not refused and unfence and not out["failed"]:
         gofs.check_lock()
@@ -290,9 +300,12 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
     return out
 
 
-def _read_back(gofs, backup: Backup, written: Dict[TP, int], warnings: List[str]) -> Dict[TP, state.RestoredKafka]:
+def _read_back(gofs, backup: Backup, written: Dict[TP, int], warnings: List[str],
+               as_backup: Set[TP]) -> Dict[TP, state.RestoredKafka]:
     """The Kafka commits the restore just made (*written*), read back from ``__consumer_offsets`` for the broker's
-    time of each, with since when the backup says Kafka had held that offset; a warning when they cannot be read."""
+    time of each, with since when the backup says Kafka had held that offset (for the partitions *as_backup*, whose
+    ZooKeeper offset is as the backup had it: the time describes the two together); a warning when they cannot be
+    read."""
     from zkconsumer.errors import ClusterUnavailableError
     from zkconsumer.offsets.expiry import read_commit_log
     if not written:
@@ -309,7 +322,7 @@ def _read_back(gofs, backup: Backup, written: Dict[TP, int], warnings: List[str]
         c = log.get(tp)
         if c is not None and not c.removed and c.offset == off and c.committed_ms is not None:
             at = c.since_ms if c.since_ms is not None else c.committed_ms
-            out[tp] = state.RestoredKafka(off, at, backup.kafka_since.get(tp))
+            out[tp] = state.RestoredKafka(off, at, backup.kafka_since.get(tp) if tp in as_backup else None)
         else:
             out[tp] = state.RestoredKafka(off, None, None)
             lost.append(tp)

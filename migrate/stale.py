@@ -48,7 +48,7 @@ from .expiry import iso
 
 __all__ = ["Evidence", "evidence", "to_kafka_refusals", "to_zookeeper_refusals", "zk_offset_mtimes", "zk_offset_versions",
            "frozen_ahead", "kafka_offset_since", "since_of_lower_kafka",
-           "zk_mtimes_for_backup",
+           "zk_mtimes_for_backup", "zk_offsets_and_versions",
            "topic_births", "check_to_kafka", "check_to_zookeeper", "StaleCheck"]
 
 TP = Tuple[str, int]
@@ -87,6 +87,24 @@ def zk_offset_versions(zk, group: str, partitions) -> Dict[TP, int]:
     """``{tp: mzxid}`` of the ZooKeeper offset nodes of *partitions* that exist: the transaction that last wrote
     each (ZooKeeper's own order, no clock)."""
     return {tp: st[1] for tp, st in _zk_offset_stats(zk, group, partitions).items()}
+
+
+def zk_offsets_and_versions(zk, group: str, partitions) -> Dict[TP, Tuple[Optional[int], int]]:
+    """``{tp: (offset or None when not a number, mzxid)}`` of the ZooKeeper offset nodes of *partitions* that
+    exist."""
+    pending = {tp: zk.get_async(paths.partition_offset_path(group, tp[0], tp[1])) for tp in partitions}
+    out: Dict[TP, Tuple[Optional[int], int]] = {}
+    for tp, res in pending.items():
+        try:
+            data, stat = res.get()
+        except NoNodeError:
+            continue
+        try:
+            off: Optional[int] = int(data.decode("utf-8").strip())
+        except (ValueError, UnicodeDecodeError, AttributeError):
+            off = None
+        out[tp] = (off, int(stat.mzxid))
+    return out
 
 
 def topic_births(zk, topics) -> Dict[str, Tuple[int, Optional[str]]]:

@@ -26,7 +26,7 @@ import calendar
 import json
 import os
 import time
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import Dict, Iterable, NamedTuple, Optional, Tuple
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
@@ -224,11 +224,13 @@ def _kafka_written(doc: dict) -> Dict[Tuple[str, int], RestoredKafka]:
 def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], current: Dict[Tuple[str, int], int],
                        kafka: Optional[Dict[Tuple[str, int], RestoredKafka]] = None,
                        mtimes: Optional[Dict[Tuple[str, int], int]] = None,
-                       pending: Optional[Dict[Tuple[str, int], Tuple[int, Optional[int], Optional[int]]]] = None) -> None:
+                       pending: Optional[Dict[Tuple[str, int], Tuple[int, Optional[int], Optional[int]]]] = None,
+                       drop_pending: Iterable[Tuple[str, int]] = ()) -> None:
     """Add *written* (``{tp: mzxid}``, the nodes a restore just wrote; *mtimes*: ``{tp: ms}`` when the backup says
     each offset put back had last been written) to :func:`restored_nodes`, keeping the earlier entries whose node
     *current* (``{tp: mzxid}`` now) still shows the same write, and ending their pending entries; *kafka* (the Kafka
-    offsets it committed) replaces the entries of those partitions in :func:`restored_kafka`; *pending* (``{tp:
+    offsets it committed) replaces the entries of those partitions in :func:`restored_kafka`; *drop_pending*: the
+    partitions whose pending entries end (settled: written, or not); *pending* (``{tp:
     (offset, mzxid before, backup's ms or None)}``, what a restore is ABOUT to write) is recorded first
     (:func:`restored_view`), so that a restore stopped before it records its writes leaves them known."""
     path = paths.group_restored_path(group)
@@ -238,7 +240,8 @@ def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], curr
         keep.update({tp: (z, (mtimes or {}).get(tp)) for tp, z in written.items()})
         ks = {tp: tuple(v) for tp, v in _kafka_written(doc).items()}
         ks.update({tp: tuple(v) for tp, v in (kafka or {}).items()})
-        pend = {tp: v for tp, v in _zk_pending(doc).items() if tp not in written}
+        dropped = set(drop_pending) | set(written)
+        pend = {tp: v for tp, v in _zk_pending(doc).items() if tp not in dropped}
         pend.update(pending or {})
         body = json.dumps({"version": 1, "zk_written": [[t, p, z] + ([] if m is None else [m])
                                                         for (t, p), (z, m) in sorted(keep.items())],

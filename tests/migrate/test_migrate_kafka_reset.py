@@ -207,3 +207,34 @@ def test_a_zookeeper_offset_restored_from_a_backup_without_its_time_is_not_check
     code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--backup-dir", str(tmp_path))
     assert code != 0 and out["unchecked"] == ["%s-0" % t, "%s-1" % t], out
     assert out["reason"].startswith("could not check") and "zkmigrate restore" in out["refused"]["%s-0" % t], out
+
+
+def test_a_restore_that_wrote_kafka_but_not_zookeeper_does_not_vouch_for_zookeeper(services, zk, unique, tmp_path,
+                                                                                    monkeypatch):
+    """Kafka 5, then ZooKeeper 8 (a member): copy writes Kafka 8 (its backup: Kafka 5, since then). The members go
+    on to ZooKeeper 15. Restoring that backup (--discard-newer) puts Kafka's 5 back but its ZooKeeper write fails:
+    the backup's time for Kafka's 5 describes it beside ZooKeeper's 8, not 15, so it must not make 15 look written
+    after Kafka's 5 was set; copying 15 over 5 would skip 5..14, which the restore meant to deliver again."""
+    import zkconsumer_migrate.restore as restore
+    t, g = _group(services, zk, unique, "rh")
+    code, cp, _ = zkmigrate_json(services, "copy", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
+    time.sleep(0.05)
+    ZooKeeperOffsetStore(zk, g).commit({(t, 0): 15, (t, 1): 15}).raise_for_errors()
+    write = restore.apply_copy
+
+    def zookeeper_fails(store, offsets, *a, **kw):
+        if store.name == "zookeeper":
+            return {tp: "connection lost" for tp in offsets}
+        return write(store, offsets, *a, **kw)
+    monkeypatch.setattr(restore, "apply_copy", zookeeper_fails)
+    code, rs, _ = zkmigrate_json(services, "restore", _manifest(cp), "--execute", "--discard-newer", "--backup-dir",
+                                 str(tmp_path))
+    monkeypatch.undo()
+    assert code != 0 and set(rs["failed"]) == {"zookeeper:%s-0" % t, "zookeeper:%s-1" % t}, rs
+    assert kafka_fetch(services, g, [(t, 0), (t, 1)]) == {(t, 0): 5, (t, 1): 5}
+    code, out, _ = zkmigrate_json(services, "copy", "--group", g, "--backup-dir", str(tmp_path))
+    assert code == 1 and set(out["refused"]) == {"%s-0" % t, "%s-1" % t}, out
+    # the ZooKeeper writes it was about to make were not applied: nothing is left pending to catch a member's later
+    # write of the same offset
+    from zkconsumer.core.layout import paths
+    assert json.loads(zk.get(paths.group_restored_path(g))[0])["zk_pending"] == []
