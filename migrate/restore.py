@@ -40,7 +40,8 @@ stale-offset checks' evidence, which is no longer so), ``cutover`` when it only 
 offsets it is about to write are recorded before it writes them (a restore stopped half-way leaves them known:
 :func:`~.state.restored_view`); then the nodes it wrote, each with the transaction (mzxid) of its write and when the backup says the offset had last
 been written (``zk_mtime``), and the Kafka offsets it committed, each with the broker's time of that commit (read back
-from ``__consumer_offsets``) and since when the backup says Kafka had held it (``kafka_since``), go to
+from ``__consumer_offsets``) and, where it put ZooKeeper's offset back too (or had none to put back), since when the
+backup says Kafka had held it (``kafka_since``), go to
 ``/consumers/G/zkconsumer/restored`` (:func:`~.state.add_restored_nodes`): while they are unchanged, the stale checks
 of a later copy, cutover or rollback judge them as of the backup's times (:func:`.stale.kafka_offset_since`,
 :func:`.stale.frozen_ahead`), not as writes made at the restore; one whose time the backup does not give is no
@@ -244,10 +245,16 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                                      lifts_fence=lifts, kafka_since=since_of_lower_kafka(gofs, current),
                                      zk_mtime=zk_mtimes_for_backup(gofs, current))
         if plan["zookeeper"]["set"]:
-            # what it is about to write, first: a restore stopped before it records its writes leaves them known
-            before.update(zk_offset_versions(gofs.zk, gofs.group, list(plan["zookeeper"]["set"])))
-            state.add_restored_nodes(gofs.zk, gofs.group, {}, state.restored_nodes(gofs.zk, gofs.group), pending={
-                tp: (o, before.get(tp), backup.zk_mtime.get(tp)) for tp, o in plan["zookeeper"]["set"].items()})
+            # what it is about to write, first: a restore stopped before it records its writes leaves them known; the
+            # nodes an earlier restore wrote and left pending (it stopped) are confirmed first, as that restore's
+            seen = zk_offsets_and_versions(gofs.zk, gofs.group, list(plan["zookeeper"]["set"]))
+            before.update({tp: mz for tp, (_, mz) in seen.items()})
+            theirs, times = state.restored_view(gofs.zk, gofs.group, {tp: seen.get(tp, (None, None))
+                                                                       for tp in plan["zookeeper"]["set"]})
+            state.add_restored_nodes(
+                gofs.zk, gofs.group, {tp: mz for tp, mz in theirs.items() if tp in seen},
+                state.restored_nodes(gofs.zk, gofs.group), mtimes={tp: ms for tp, (_, ms) in times.items()},
+                pending={tp: (o, before.get(tp), backup.zk_mtime.get(tp)) for tp, o in plan["zookeeper"]["set"].items()})
         for i, s in enumerate(STORES):
             store = gofs.store(s)
             failed = {}
@@ -280,7 +287,8 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
     if execute and not refused and kafka_written:
         # nor these Kafka commits for a reset made now (:func:`.stale.kafka_offset_since`); the backup's since holds
         # only where ZooKeeper is as the backup had it too
-        as_backup = {tp for tp in kafka_written if tp not in planned or tp in written}
+        as_backup = {tp for tp in kafka_written if tp in written or (
+            tp not in planned and "zookeeper:%s" % _name(tp) not in out["failed"])}
         state.add_restored_nodes(gofs.zk, gofs.group, {}, state.restored_nodes(gofs.zk, gofs.group),
                                  _read_back(gofs, backup, kafka_written, out["warnings"], as_backup))
     lifted = None
