@@ -18,7 +18,11 @@ appears: written to ``.tmp``, fsynced, renamed):
   after the backup, so that ``restore`` tells that command's own writes from commits made since; ``lifts_fence``
   (a rollback's backup only, when the group was fenced): the cutover fence the command lifts right after it, ``{"record":
   the phase record's fence or null, "ids_acl": whether /consumers/G/ids had lost its create right}``, which
-  ``restore`` puts back;
+  ``restore`` puts back; ``kafka_since`` (the partitions whose Kafka offset was below ZooKeeper's, when
+  ``__consumer_offsets`` could be read): ``[{"topic", "partition", "ms"}]``, since when Kafka had held its offset
+  (:func:`.stale.kafka_offset_since`), and ``zk_mtime``, when each ZooKeeper offset had last been written (not by a
+  restore: the time its backup gave), both of which ``restore`` records with the offsets it puts back
+  (:mod:`.restore`);
 
 :func:`load_backup` reads a manifest, or, given one of the ``.txt`` files, its manifest when it is there, else the
 pair of ``.txt`` files of a backup written before manifests existed (then only the partitions listed in either file
@@ -64,6 +68,10 @@ class Backup:
     written: Optional[Dict[str, Dict[TP, int]]] = None
     #: the cutover fence the command lifted after the backup (``{"record": dict or None, "ids_acl": bool}``), or None
     lifts_fence: Optional[dict] = None
+    #: ``{tp: ms}``: since when Kafka had held its offset when the backup was taken, where the command read it
+    kafka_since: Dict[TP, int] = dataclasses.field(default_factory=dict)
+    #: ``{tp: ms}``: when each ZooKeeper offset had last been written (by whom it was, not by a restore)
+    zk_mtime: Dict[TP, int] = dataclasses.field(default_factory=dict)
 
 
 def _write_atomic(path: str, text: str) -> None:
@@ -77,10 +85,13 @@ def _write_atomic(path: str, text: str) -> None:
 
 def write_backup(backup_dir: str, group: str, both: Dict[TP, Tuple[Optional[int], Optional[int]]],
                  by: Optional[str] = None, clock=time.time,
-                 writes: Optional[Dict[str, Dict[TP, int]]] = None, lifts_fence: Optional[dict] = None) -> list:
+                 writes: Optional[Dict[str, Dict[TP, int]]] = None, lifts_fence: Optional[dict] = None,
+                 kafka_since: Optional[Dict[TP, int]] = None, zk_mtime: Optional[Dict[TP, int]] = None) -> list:
     """Write the backup of *both* (``{tp: (zookeeper, kafka)}``, as read before planning), with *writes* (``{store:
-    {tp: offset}}``, what the command writes next) and *lifts_fence* (the fence it lifts next, if any), and return its
-    paths: ``[zookeeper .txt, kafka .txt, manifest .json]``."""
+    {tp: offset}}``, what the command writes next), *lifts_fence* (the fence it lifts next, if any), *kafka_since*
+    (``{tp: ms}`` since when Kafka has held its offset, where the command read it) and *zk_mtime* (``{tp: ms}`` when
+    each ZooKeeper offset was last written), and return its paths:
+    ``[zookeeper .txt, kafka .txt, manifest .json]``."""
     os.makedirs(backup_dir, exist_ok=True)
     now = clock()
     stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(now)) + "-%03d" % (int(now * 1000) % 1000)
@@ -100,6 +111,12 @@ def write_backup(backup_dir: str, group: str, both: Dict[TP, Tuple[Optional[int]
                             for name in STORES}}
     if lifts_fence is not None:
         manifest["lifts_fence"] = lifts_fence
+    if kafka_since:
+        manifest["kafka_since"] = [{"topic": t, "partition": p, "ms": ms} for (t, p), ms in sorted(kafka_since.items())
+                                   if both.get((t, p), (None, None))[1] is not None]
+    if zk_mtime:
+        manifest["zk_mtime"] = [{"topic": t, "partition": p, "ms": ms} for (t, p), ms in sorted(zk_mtime.items())
+                                if both.get((t, p), (None, None))[0] is not None]
     path = os.path.join(backup_dir, "backup-%s-%s.json" % (group, stamp))
     _write_atomic(path, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     out.append(path)
@@ -176,7 +193,25 @@ def _load_manifest(path: str) -> Backup:
     by, taken = doc.get("by"), doc.get("taken_at")
     return Backup(path=path, group=group, taken_at=taken if isinstance(taken, str) else None,
                   by=by if isinstance(by, str) else None, partitions=parts, written=_load_written(path, doc),
-                  lifts_fence=_load_lifts_fence(path, doc))
+                  lifts_fence=_load_lifts_fence(path, doc), kafka_since=_load_times(path, doc, "kafka_since"),
+                  zk_mtime=_load_times(path, doc, "zk_mtime"))
+
+
+def _load_times(path: str, doc: dict, key: str) -> Dict[TP, int]:
+    """The manifest's ``kafka_since`` or ``zk_mtime`` (*key*; empty when absent); BackupFileError naming what is
+    wrong."""
+    raw = doc.get(key, [])
+    if not isinstance(raw, list):
+        raise BackupFileError("%s: \"%s\" is not a list" % (path, key))
+    out = {}
+    for n, entry in enumerate(raw):
+        where = "%s: %s[%d]" % (path, key, n)
+        topic = _topic_of(entry, where)
+        p, ms = entry.get("partition"), entry.get("ms")
+        if type(p) is not int or p < 0 or type(ms) is not int or ms < 0:
+            raise BackupFileError("%s: \"partition\" and \"ms\" must be integers >= 0" % where)
+        out[(topic, p)] = ms
+    return out
 
 
 def _load_lifts_fence(path: str, doc: dict) -> Optional[dict]:

@@ -21,6 +21,7 @@ after a rollback, whose Kafka phase moved Kafka past ZooKeeper.
 from __future__ import annotations
 
 import time
+from typing import Dict, Tuple
 
 from zkconsumer.tools import groups as zkgroups
 from zkconsumer.consumer.registration import live_members
@@ -120,9 +121,11 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
     plan = plan_copy(source, {tp: k for tp, (z, k) in both.items()}, allow_rewind=False)
     todo = plan["write"]
     out["to_copy"] = {"%s-%d" % tp: off for tp, off in todo.items()}
+    kafka_since: Dict[Tuple[str, int], int] = {}
     if not allow_stale:
         from .stale import check_to_kafka
         check = check_to_kafka(gofs, todo, both)
+        kafka_since = check.kafka_since
         out["warnings"] += check.notes
         if check.refused:
             out["refused"] = {"%s-%d" % tp: why for tp, why in check.refused.items()}
@@ -144,7 +147,8 @@ def cutover(gofs, execute=False, timeout=30.0, backup_dir=None, topics=(), poll=
             len(out["unreadable"]), "; ".join(list(out["unreadable"].values())[:3]))
         return out
     if todo and execute:
-        out["backup"], errors = backup_and_write(gofs, both, {"kafka": todo}, backup_dir or ".")
+        out["backup"], errors = backup_and_write(gofs, both, {"kafka": todo}, backup_dir or ".",
+                                                   kafka_since=kafka_since)
         failed = errors["kafka"]
         out["failed"] = {"%s-%d" % tp: e for tp, e in failed.items()}
         out["copied"] = {"%s-%d" % tp: off for tp, off in todo.items() if tp not in failed}

@@ -114,6 +114,7 @@ def forget_topics(gofs, topics: Sequence[str], store: str = "both", execute: boo
     (GroupConflictError, nothing changed) while a live member subscribes to or owns a partition of a topic: the
     group still reads it. A dry run unless *execute*; a backup of both stores (the topics' offsets) first."""
     from .backup import write_backup
+    from .stale import since_of_lower_kafka, zk_mtimes_for_backup
     from . import state
     if store not in STORES:
         raise ValueError("forget-topic store %r (expected one of %s)" % (store, ", ".join(STORES)))
@@ -149,7 +150,9 @@ def forget_topics(gofs, topics: Sequence[str], store: str = "both", execute: boo
             both[tp] = (both.get(tp, (None, None))[0], k)
         gofs.check_lock()
         out["backup"] = write_backup(backup_dir or state.default_backup_dir(), group, both,
-                                     by="zkmigrate forget-topic")
+                                     by="zkmigrate forget-topic",
+                                     kafka_since=since_of_lower_kafka(gofs, both) if gofs.kafka_store else None,
+                                     zk_mtime=zk_mtimes_for_backup(gofs, both))
         if do_zk:
             for t in topics:
                 err = _delete_zk_topic(zk, group, t, zk_offs[t])

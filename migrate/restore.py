@@ -37,15 +37,21 @@ other command leaves the fence as it is.
 A restore records the phase ``restore`` when it wrote or deleted Kafka offsets or lifted the fence (the recorded
 Kafka phase said that every partition has kept a Kafka offset since then, :func:`~.state.kafka_only_since`, the
 stale-offset checks' evidence, which is no longer so), ``cutover`` when it only put a fence back. The ZooKeeper
-offset nodes it wrote, each with the transaction (mzxid) of its write, go to ``/consumers/G/zkconsumer/restored``
-(:func:`~.state.add_restored_nodes`, kept while the node is unchanged): a rollback does not take those writes for a
-member's (:func:`.stale.frozen_ahead`). The fence of a cutover is not lifted while partitions the backup does not
+offsets it is about to write are recorded before it writes them (a restore stopped half-way leaves them known:
+:func:`~.state.restored_view`); then the nodes it wrote, each with the transaction (mzxid) of its write and when the backup says the offset had last
+been written (``zk_mtime``), and the Kafka offsets it committed, each with the broker's time of that commit (read back
+from ``__consumer_offsets``) and, where it put ZooKeeper's offset back too (or had none to put back), since when the
+backup says Kafka had held it (``kafka_since``), go to
+``/consumers/G/zkconsumer/restored`` (:func:`~.state.add_restored_nodes`): while they are unchanged, the stale checks
+of a later copy, cutover or rollback judge them as of the backup's times (:func:`.stale.kafka_offset_since`,
+:func:`.stale.frozen_ahead`), not as writes made at the restore; one whose time the backup does not give is no
+evidence. The fence of a cutover is not lifted while partitions the backup does not
 cover hold Kafka offsets (the new consumers ran: roll back instead), and the restore's own backup records the fence
 it lifts, so that restoring it puts the fence back.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
@@ -55,7 +61,7 @@ from zkconsumer.errors import GroupConflictError
 
 from . import state
 from .backup import STORES, Backup, write_backup
-from .stale import zk_offset_versions
+from .stale import since_of_lower_kafka, zk_mtimes_for_backup, zk_offset_versions, zk_offsets_and_versions
 from .transfer import apply_copy, check_no_broker_consumers, check_no_live_members
 
 __all__ = ["plan_restore", "restore_group", "undone", "newer_commits"]
@@ -228,13 +234,27 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         # fenced before the offsets go back: no member may join at the offsets being restored
         out["fence_put_back"].update(_put_fence_back(gofs, backup, refence))
     kafka_changed = False
+    # {tp: mzxid} of the ZooKeeper offset nodes it writes, read before
+    before: Dict[TP, int] = {}
     # the backup of what is there now also keeps the fence this lifts: restoring it puts the fence back
     lifts = {"record": fence_now, "ids_acl": acl_now is not None} if unfence else None
     if execute and not refused and (unfence or any(plan[s]["set"] or plan[s]["delete"] for s in STORES)):
         gofs.check_lock()
         out["backup"] = write_backup(backup_dir or state.default_backup_dir(), gofs.group, current,
                                      by="zkmigrate restore", writes={s: plan[s]["set"] for s in STORES},
-                                     lifts_fence=lifts)
+                                     lifts_fence=lifts, kafka_since=since_of_lower_kafka(gofs, current),
+                                     zk_mtime=zk_mtimes_for_backup(gofs, current))
+        if plan["zookeeper"]["set"]:
+            # what it is about to write, first: a restore stopped before it records its writes leaves them known; the
+            # nodes an earlier restore wrote and left pending (it stopped) are confirmed first, as that restore's
+            seen = zk_offsets_and_versions(gofs.zk, gofs.group, list(plan["zookeeper"]["set"]))
+            before.update({tp: mz for tp, (_, mz) in seen.items()})
+            theirs, times = state.restored_view(gofs.zk, gofs.group, {tp: seen.get(tp, (None, None))
+                                                                       for tp in plan["zookeeper"]["set"]})
+            state.add_restored_nodes(
+                gofs.zk, gofs.group, {tp: mz for tp, mz in theirs.items() if tp in seen},
+                state.restored_nodes(gofs.zk, gofs.group), mtimes={tp: ms for tp, (_, ms) in times.items()},
+                pending={tp: (o, before.get(tp), backup.zk_mtime.get(tp)) for tp, o in plan["zookeeper"]["set"].items()})
         for i, s in enumerate(STORES):
             store = gofs.store(s)
             failed = {}
@@ -250,12 +270,27 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                 kafka_changed = True
             out["failed"].update({"%s:%s" % (s, _name(tp)): e for tp, e in failed.items()})
         _remove_empty_topic_nodes(gofs, backup)
-    written = [tp for tp in plan["zookeeper"]["set"] if "zookeeper:%s" % _name(tp) not in out["failed"]]
-    if execute and not refused and written:
-        # a rollback does not take these writes for a member's (:func:`.stale.frozen_ahead`)
+    planned = plan["zookeeper"]["set"]
+    written: Dict[TP, int] = {}
+    kafka_written = {tp: o for tp, o in plan["kafka"]["set"].items() if "kafka:%s" % _name(tp) not in out["failed"]}
+    if execute and not refused and planned:
+        # a later stale check does not take these ZooKeeper writes for a member's (:func:`.stale.frozen_ahead`): a
+        # node holding the offset planned, written since it was read, is the restore's (a write reported failed may
+        # have been applied); the pending entries of the others end (never written)
+        now = zk_offsets_and_versions(gofs.zk, gofs.group, list(planned))
+        written = {tp: mz for tp, (off, mz) in now.items()
+                   if off == planned[tp] and (before.get(tp) is None or mz > before[tp])}
         earlier = state.restored_nodes(gofs.zk, gofs.group)
-        state.add_restored_nodes(gofs.zk, gofs.group, zk_offset_versions(gofs.zk, gofs.group, written),
-                                 zk_offset_versions(gofs.zk, gofs.group, list(earlier)))
+        state.add_restored_nodes(gofs.zk, gofs.group, written, zk_offset_versions(gofs.zk, gofs.group, list(earlier)),
+                                 mtimes={tp: backup.zk_mtime[tp] for tp in written if tp in backup.zk_mtime},
+                                 drop_pending=list(planned))
+    if execute and not refused and kafka_written:
+        # nor these Kafka commits for a reset made now (:func:`.stale.kafka_offset_since`); the backup's since holds
+        # only where ZooKeeper is as the backup had it too
+        as_backup = {tp for tp in kafka_written if tp in written or (
+            tp not in planned and "zookeeper:%s" % _name(tp) not in out["failed"])}
+        state.add_restored_nodes(gofs.zk, gofs.group, {}, state.restored_nodes(gofs.zk, gofs.group),
+                                 _read_back(gofs, backup, kafka_written, out["warnings"], as_backup))
     lifted = None
     if execute and not refused and unfence and not out["failed"]:
         gofs.check_lock()
@@ -270,6 +305,40 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
             gofs.zk, gofs.group, "restore" if kafka_changed or lifted else "cutover", "zkmigrate restore",
             fence=out["fence_put_back"]["fence"] if put_back else None if lifted else state.KEEP)
     out["ok"] = not (out["failed"] or out["unreadable"] or refused)
+    return out
+
+
+def _read_back(gofs, backup: Backup, written: Dict[TP, int], warnings: List[str],
+               as_backup: Set[TP]) -> Dict[TP, state.RestoredKafka]:
+    """The Kafka commits the restore just made (*written*), read back from ``__consumer_offsets`` for the broker's
+    time of each, with since when the backup says Kafka had held that offset (for the partitions *as_backup*, whose
+    ZooKeeper offset is as the backup had it: the time describes the two together); a warning when they cannot be
+    read."""
+    from zkconsumer.errors import ClusterUnavailableError
+    from zkconsumer.offsets.expiry import read_commit_log
+    if not written:
+        return {}
+    try:
+        log = read_commit_log(gofs.bootstrap_servers, gofs.group, list(written), security=gofs.security)
+    except ClusterUnavailableError as e:
+        log, why = {}, str(e)
+    else:
+        why = "not found"
+    out = {}
+    lost = []
+    for tp, off in written.items():
+        c = log.get(tp)
+        if c is not None and not c.removed and c.offset == off and c.committed_ms is not None:
+            at = c.since_ms if c.since_ms is not None else c.committed_ms
+            out[tp] = state.RestoredKafka(off, at, backup.kafka_since.get(tp) if tp in as_backup else None)
+        else:
+            out[tp] = state.RestoredKafka(off, None, None)
+            lost.append(tp)
+    if lost:
+        warnings.append("group %s: the Kafka commits of this restore could not be read back from %s (%s: %s): a later "
+                        "copy, cutover or rollback cannot check whether a ZooKeeper offset ahead of them, written "
+                        "before, is where the group stopped (it refuses to copy or keep it, as not checked)"
+                        % (gofs.group, "__consumer_offsets", ", ".join(_name(tp) for tp in sorted(lost)[:5]), why))
     return out
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 from kazoo.exceptions import NoNodeError
 
@@ -47,7 +47,8 @@ from zkconsumer.offsets.expiry import OFFSETS_TOPIC, Retention
 from .expiry import iso
 
 __all__ = ["Evidence", "evidence", "to_kafka_refusals", "to_zookeeper_refusals", "zk_offset_mtimes", "zk_offset_versions",
-           "frozen_ahead",
+           "frozen_ahead", "kafka_offset_since", "since_of_lower_kafka",
+           "zk_mtimes_for_backup", "zk_offsets_and_versions",
            "topic_births", "check_to_kafka", "check_to_zookeeper", "StaleCheck"]
 
 TP = Tuple[str, int]
@@ -86,6 +87,24 @@ def zk_offset_versions(zk, group: str, partitions) -> Dict[TP, int]:
     """``{tp: mzxid}`` of the ZooKeeper offset nodes of *partitions* that exist: the transaction that last wrote
     each (ZooKeeper's own order, no clock)."""
     return {tp: st[1] for tp, st in _zk_offset_stats(zk, group, partitions).items()}
+
+
+def zk_offsets_and_versions(zk, group: str, partitions) -> Dict[TP, Tuple[Optional[int], int]]:
+    """``{tp: (offset or None when not a number, mzxid)}`` of the ZooKeeper offset nodes of *partitions* that
+    exist."""
+    pending = {tp: zk.get_async(paths.partition_offset_path(group, tp[0], tp[1])) for tp in partitions}
+    out: Dict[TP, Tuple[Optional[int], int]] = {}
+    for tp, res in pending.items():
+        try:
+            data, stat = res.get()
+        except NoNodeError:
+            continue
+        try:
+            off: Optional[int] = int(data.decode("utf-8").strip())
+        except (ValueError, UnicodeDecodeError, AttributeError):
+            off = None
+        out[tp] = (off, int(stat.mzxid))
+    return out
 
 
 def topic_births(zk, topics) -> Dict[str, Tuple[int, Optional[str]]]:
@@ -256,7 +275,9 @@ def to_zookeeper_refusals(group: str, both: Dict[TP, tuple], ev: Dict[TP, Eviden
 
 
 def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafka_since: Optional[Dict[TP, int]],
-                 restore_written: Optional[Dict[TP, int]] = None, unread: Optional[str] = None) -> Dict[TP, str]:
+                 restore_written: Optional[Dict[TP, int]] = None, unread: Optional[str] = None,
+                 keep: Optional[str] = None, restored_unknown: Optional[Set[TP]] = None,
+                 restored_zk: Optional[Set[TP]] = None) -> Dict[TP, str]:
     """Of the ZooKeeper offsets ahead of Kafka's, the ones not shown to be where the group stopped last, with why
     (pure). One is kept (not returned) only when its offset node was last written after Kafka's offset became what
     it is (*kafka_since*: ``{tp: ms}``, the first of the latest run of commits of that offset in
@@ -268,10 +289,14 @@ def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafk
 
     Otherwise Kafka was set below ZooKeeper since (``reset-offsets --store kafka`` to reprocess, consumers that went
     on and were reset: keeping ZooKeeper's would skip the records between), or the evidence is missing (*unread*:
-    why ``__consumer_offsets`` could not be read): a skipped rewind. ZooKeeper's mtime comes from the ZooKeeper
+    why ``__consumer_offsets`` could not be read; *restored_unknown*: the partitions whose Kafka offset a restore put
+    back from a backup that does not say since when Kafka had held it, :func:`kafka_offset_since`): a skipped rewind.
+    *restored_zk*: the partitions whose ``zk_mtime`` in *ev* is the time a restore's backup gave for the offset it
+    wrote back (:func:`_as_written_before`), said in the reason. ZooKeeper's mtime comes from the ZooKeeper
     servers' clock and the commit time from the broker's: clocks apart by more than the time between the two
     writes decide wrongly."""
-    keep = "to keep ZooKeeper's, copy it to Kafka first ('zkmigrate copy --group %s --execute')" % group
+    keep = keep or ("to keep ZooKeeper's anyway, copy it to Kafka first ('zkmigrate copy --group %s --allow-stale "
+                    "--execute')" % group)
     out = {}
     for tp, (zk_off, kafka) in sorted(both.items()):
         if zk_off is None or kafka is None or zk_off <= kafka:
@@ -286,20 +311,117 @@ def frozen_ahead(group: str, both: Dict[TP, tuple], ev: Dict[TP, Evidence], kafk
             why = ("ZooKeeper's %d was written by zkmigrate restore (what its backup held, not where a "
                    "member stopped): nothing shows it is where the group stopped rather than Kafka's %d (%s)"
                    % (zk_off, kafka, keep))
+        elif tp in (restored_unknown or ()):
+            why = ("whether ZooKeeper's %d was written after Kafka's offset became %d (then it is where the group "
+                   "stopped) could not be checked: zkmigrate restore put Kafka's %d back%s, after ZooKeeper's was "
+                   "last written (%s), and whether Kafka held it before is not known; %s"
+                   % (zk_off, kafka, kafka, " (%s)" % iso(since) if since is not None else "",
+                      iso(mtime) if mtime is not None else "when is not known", keep))
         elif mtime is not None and since is not None:
-            why = ("ZooKeeper's %d was last written %s, before Kafka's offset became %d (%s): Kafka was set below it "
-                   "since, and keeping ZooKeeper's would skip the records between (%s)"
-                   % (zk_off, iso(mtime), kafka, iso(since), keep))
+            why = ("ZooKeeper's %d was last written %s%s, before Kafka's offset became %d (%s, the first commit of "
+                   "it %s holds): Kafka was set below it since (unless compaction dropped earlier commits of %d), "
+                   "and keeping ZooKeeper's would skip the records between (%s)"
+                   % (zk_off, iso(mtime), " (as the backup zkmigrate restore wrote it back from says)"
+                      if tp in (restored_zk or ()) else "", kafka, iso(since), OFFSETS_TOPIC, kafka, keep))
         elif unread is not None:
             why = ("whether ZooKeeper's %d was written after Kafka's offset became %d (then it is where the group "
                    "stopped) could not be checked: %s could not be read (%s); %s%s"
                    % (zk_off, kafka, OFFSETS_TOPIC, unread, _grant_if_refused(unread), keep))
         else:
             missing = ("its offset node's mtime is not known" if mtime is None else
-                       "Kafka's commit of it was not found in %s" % OFFSETS_TOPIC)
+                       "Kafka's commit of it was not found in %s (compacted away, or this Kafka identity may not "
+                       "Describe and Read it)" % OFFSETS_TOPIC)
             why = ("whether ZooKeeper's %d was written after Kafka's offset became %d (then it is where the group "
                    "stopped) could not be checked: %s; %s" % (zk_off, kafka, missing, keep))
         out[tp] = why
+    return out
+
+
+def kafka_offset_since(log: Dict, both: Dict[TP, tuple], restored: Optional[Dict] = None) -> Tuple[Dict[TP, int],
+                                                                                                 Set[TP]]:
+    """Since when Kafka has held its offset (``{tp: ms}``) for the partitions of *both* whose offset is the last
+    commit in *log* (``{tp: LastCommit}``, :func:`zkconsumer.offsets.expiry.read_commit_log`): the first commit of the
+    latest run of commits of that offset. A run a ``zkmigrate restore`` started (*restored*: ``{tp: RestoredKafka}``,
+    :func:`~.state.restored_kafka`, the same offset and the same first commit) is not a reset made then: it put back
+    what Kafka held when the backup was taken, since the time the backup says; the partitions whose backup does not
+    say (or whose restore could not read its commit back) keep the run's own first commit and are returned apart
+    (the second value: a ZooKeeper offset written before it is not shown stale, only not checked). A reset to the offset Kafka already holds continues the run, like a
+    keep-alive; once compaction has dropped the first commits of a run, its first commit kept is taken (later:
+    more ZooKeeper offsets count as written before it)."""
+    since: Dict[TP, int] = {}
+    unknown: Set[TP] = set()
+    for tp, c in log.items():
+        if c.removed or c.committed_ms is None or tp not in both or c.offset != both[tp][1]:
+            continue
+        first = c.since_ms if c.since_ms is not None else c.committed_ms
+        r = (restored or {}).get(tp)
+        if r is not None and r.offset == c.offset and r.committed_ms == first and r.since_ms is not None:
+            first = r.since_ms
+        elif r is not None and r.offset == c.offset and r.committed_ms in (None, first):
+            # the restore's run (or maybe, when its commit could not be read back), from a backup that does not
+            # say since when: a ZooKeeper offset written after the run began is a member's all the same
+            unknown.add(tp)
+        since[tp] = first
+    return since, unknown
+
+
+def zk_mtimes_for_backup(gofs, both: Dict[TP, tuple]) -> Dict[TP, int]:
+    """When each ZooKeeper offset of *both* was last written, for a backup's ``zk_mtime``: the node's mtime, or for a
+    node as a restore wrote it the time that restore's backup gave (left out when it gave none)."""
+    stats = _zk_offset_stats(gofs.zk, gofs.group, [tp for tp, v in both.items() if v[0] is not None])
+    restored = _restored_zk(gofs, both, {tp: st[1] for tp, st in stats.items()})
+    out = {}
+    for tp, (mtime, mzxid) in stats.items():
+        if tp in restored[0] and restored[0][tp] == mzxid:
+            if tp in restored[1] and restored[1][tp][0] == mzxid:
+                out[tp] = restored[1][tp][1]
+        else:
+            out[tp] = mtime
+    return out
+
+
+def _restored_zk(gofs, both: Dict[TP, tuple], mzxids: Dict[TP, Optional[int]]) -> Tuple[Dict[TP, int],
+                                                                                         Dict[TP, Tuple[int, int]]]:
+    """:func:`~.state.restored_view` of the partitions of *both* (their ZooKeeper offsets) with *mzxids* now."""
+    from . import state
+    return state.restored_view(gofs.zk, gofs.group, {tp: (v[0], mzxids.get(tp)) for tp, v in both.items()})
+
+
+def _as_written_before(ev: Dict[TP, Evidence], restore_written: Dict[TP, int],
+                       node_mtimes: Dict[TP, Tuple[int, int]]) -> Tuple[Dict[TP, Evidence], Dict[TP, int], Set[TP]]:
+    """*ev* with the mtime of each node as a restore wrote it replaced by the time its backup gave (when the offset
+    put back had last been written), *restore_written* without those nodes (only the restored nodes whose time is
+    not known stay no evidence of a member), and those nodes."""
+    ev = dict(ev)
+    rest = dict(restore_written)
+    done = set()
+    for tp, (mzxid, mtime) in node_mtimes.items():
+        e = ev.get(tp)
+        if e is not None and e.zk_mzxid == mzxid and rest.get(tp) == mzxid:
+            ev[tp] = e._replace(zk_mtime=mtime)
+            del rest[tp]
+            done.add(tp)
+    return ev, rest, done
+
+
+def since_of_lower_kafka(gofs, both: Dict[TP, tuple], known: Optional[Dict[TP, int]] = None) -> Dict[TP, int]:
+    """*known* and, for the other partitions of *both* whose Kafka offset is below ZooKeeper's, since when Kafka has
+    held it (:func:`kafka_offset_since`, one read of ``__consumer_offsets``), for a backup's ``kafka_since``: what a
+    restore of it needs to tell the offset it puts back from a reset. A partition whose time cannot be read is left
+    out (a later check after that restore refuses it as not checked)."""
+    from zkconsumer.errors import ClusterUnavailableError
+    from zkconsumer.offsets.expiry import read_commit_log
+    from . import state
+    out = dict(known or {})
+    lower = [tp for tp, (z, k) in both.items() if z is not None and k is not None and z > k and tp not in out]
+    if lower:
+        try:
+            log = read_commit_log(gofs.bootstrap_servers, gofs.group, lower, security=gofs.security)
+        except ClusterUnavailableError:
+            return out
+        since, unknown = kafka_offset_since(log, {tp: both[tp] for tp in lower},
+                                            state.restored_kafka(gofs.zk, gofs.group))
+        out.update({tp: ms for tp, ms in since.items() if tp not in unknown})
     return out
 
 
@@ -317,6 +439,8 @@ class StaleCheck(NamedTuple):
     notes: list
     unchecked: list
     frozen_ahead: Dict[TP, str] = {}
+    #: ``{tp: ms}`` since when Kafka has held the offsets below ZooKeeper's that were checked, for the backup
+    kafka_since: Dict[TP, int] = {}
 
 
 def _retention(gofs) -> Retention:
@@ -333,9 +457,10 @@ def _retention_note(retention: Retention) -> List[str]:
 
 def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleCheck:
     """The refusals of the ZooKeeper offsets *todo* that copy or cutover would write to Kafka. Reads the log ends
-    of *todo*, ZooKeeper's stats, the phase record and, only when a partition without a Kafka offset has a
-    ZooKeeper offset older than the retention (so a removed Kafka offset could be behind it), the group's partition
-    of ``__consumer_offsets``. When that cannot be read, those partitions are refused as not checked (unless the
+    of *todo*, ZooKeeper's stats, the phase record and the group's partition of ``__consumer_offsets``: when a
+    ZooKeeper offset would be written over a lower Kafka offset (:func:`_over_lower_kafka`: was Kafka's set after
+    it?), and when a partition without a Kafka offset has a ZooKeeper offset older than the retention (so a removed
+    Kafka offset could be behind it), once for each. When that cannot be read, those partitions are refused as not checked (unless the
     other evidence refuses them already): the way out is the Read right, or ``--allow-stale``. When the retention
     cannot be read, the shortest default is taken (more offsets count as old) and a note says so."""
     from zkconsumer.tools import groups as zkgroups
@@ -349,6 +474,7 @@ def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleChe
     notes: List[str] = []
     unchecked: Dict[TP, str] = {}
     candidates = [tp for tp in todo if both[tp][1] is None and ev[tp].zk_mtime is not None]
+    over, over_unchecked, since = _over_lower_kafka(gofs, todo, both, ev)
     if candidates:
         retention = _retention(gofs)
         notes += _retention_note(retention)
@@ -371,7 +497,49 @@ def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleChe
     shown = to_kafka_refusals(gofs.group, todo, both, ev, frozen_since)
     # the evidence says more already
     unchecked = {tp: why for tp, why in unchecked.items() if tp not in shown}
-    return StaleCheck(to_kafka_refusals(gofs.group, todo, both, ev, frozen_since, unchecked), notes, sorted(unchecked))
+    refused = to_kafka_refusals(gofs.group, todo, both, ev, frozen_since, unchecked)
+    for tp, why in over.items():
+        if tp not in refused:
+            refused[tp] = "group %s, %s-%d: %s" % (gofs.group, tp[0], tp[1], why)
+            if tp in over_unchecked:
+                unchecked[tp] = why
+    return StaleCheck(refused, notes, sorted(unchecked), kafka_since=since)
+
+
+def _over_lower_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple],
+                      ev: Dict[TP, Evidence]) -> Tuple[Dict[TP, str], Set[TP], Dict[TP, int]]:
+    """Of the ZooKeeper offsets *todo* that would be written over a LOWER Kafka offset, the ones not shown to be
+    where the group stopped (:func:`frozen_ahead`: a member wrote ZooKeeper after Kafka's offset was set), with why:
+    Kafka was set below a frozen ZooKeeper offset (a reset to reprocess, the new consumers after a cutover), and
+    copying ZooKeeper's would skip the records between. Returns those, the ones of them that could not be checked
+    (``__consumer_offsets`` unread, a commit or an mtime not found, a restore's backup that does not say) and since
+    when Kafka has held each lower offset (:func:`kafka_offset_since`). Reads the group's partition of
+    ``__consumer_offsets`` once, when there is such a partition."""
+    from zkconsumer.errors import ClusterUnavailableError
+    from zkconsumer.offsets.expiry import read_commit_log
+    from . import state
+    over = {tp: both[tp] for tp in todo if both[tp][1] is not None and both[tp][0] is not None
+            and both[tp][0] > both[tp][1]}
+    if not over:
+        return {}, set(), {}
+    unread = None
+    log: Dict = {}
+    try:
+        log = read_commit_log(gofs.bootstrap_servers, gofs.group, list(over), security=gofs.security)
+    except ClusterUnavailableError as e:
+        unread = str(e)
+    since, unknown = kafka_offset_since(log, both, state.restored_kafka(gofs.zk, gofs.group))
+    ev, restore_written, rewritten = _as_written_before(ev, *_restored_zk(gofs, both, {tp: e.zk_mzxid
+                                                                                     for tp, e in ev.items()}))
+    frozen = frozen_ahead(gofs.group, over, ev, since, restore_written, unread,
+                          keep="Kafka's offset stays where it is", restored_unknown=unknown, restored_zk=rewritten)
+    # shown stale: ZooKeeper's written (by a member) before Kafka's offset was set; the others are not checked
+    unchecked = {tp for tp in frozen if since.get(tp) is None or ev[tp].zk_mtime is None or tp in unknown
+                 or (ev[tp].zk_mzxid is not None and restore_written.get(tp) == ev[tp].zk_mzxid)}
+    refusals = {tp: "%s. %s" % (why.replace("keeping ZooKeeper's would skip", "copying ZooKeeper's to Kafka would skip"),
+                                _ways(gofs.group, tp, "kafka", "--allow-stale to copy it anyway"))
+                for tp, why in frozen.items()}
+    return refusals, unchecked, {tp: ms for tp, ms in since.items() if tp not in unknown}
 
 
 def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> StaleCheck:
@@ -416,14 +584,15 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
         for tp in doubted:
             refused[tp] = refused[tp].replace(
                 ". Ways out: ", "; whether Kafka ever went past it could not be checked: %s could not be read "
-                "(%s). Ways out: %s" % (OFFSETS_TOPIC, unread, GRANT_READ), 1)
+                "(%s). Ways out: %s" % (OFFSETS_TOPIC, unread, _grant_if_refused(unread)), 1)
         unchecked = sorted(doubted)
     elif doubted and any(log[tp].removed and log[tp].offset is not None for tp in doubted if tp in log):
         refused = to_zookeeper_refusals(gofs.group, rest, evidence(gofs, rest, end, log), *args, **kw)
-    since = {tp: c.since_ms if c.since_ms is not None else c.committed_ms for tp, c in log.items()
-             if not c.removed and c.committed_ms is not None and c.offset == both[tp][1]}
-    frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev, since,
-                          state.restored_nodes(gofs.zk, gofs.group) if ahead else {}, unread)
+    since, unknown = kafka_offset_since(log, both, state.restored_kafka(gofs.zk, gofs.group) if ahead else {})
+    ev_ahead, restore_written, rewritten = _as_written_before(ev, *_restored_zk(
+        gofs, both, {tp: e.zk_mzxid for tp, e in ev.items()})) if ahead else (ev, {}, set())
+    frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev_ahead, since, restore_written, unread,
+                          restored_unknown=unknown, restored_zk=rewritten)
     # kept ahead: ZooKeeper's offset must still fit the log; not kept: ZooKeeper stays as it is, Kafka's is checked
     kw["keep_ahead"] = True
     refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in ahead if tp not in frozen}, ev, *args,
@@ -431,4 +600,4 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
     kw["keep_ahead"] = False
     refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in frozen}, ev, *args, **kw))
     notes += _retention_note(retention) if retention is not None else []
-    return StaleCheck(refused, notes, unchecked, frozen)
+    return StaleCheck(refused, notes, unchecked, frozen, {tp: ms for tp, ms in since.items() if tp not in unknown})

@@ -26,14 +26,15 @@ import calendar
 import json
 import os
 import time
-from typing import Dict, Optional, Tuple
+from typing import Dict, Iterable, NamedTuple, Optional, Tuple
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from zkconsumer.core.layout import paths
 
 __all__ = ["migration_path", "read_phase", "record_phase", "fence_of", "kafka_only_since", "default_backup_dir",
-           "epoch_ms", "restored_since", "restored_nodes", "add_restored_nodes", "rolled_back_since", "STATE_ENV",
+           "epoch_ms", "restored_since", "restored_nodes", "add_restored_nodes",
+           "restored_kafka", "RestoredKafka", "restored_view", "rolled_back_since", "STATE_ENV",
            "KEEP"]
 
 STATE_ENV = "ZKMIGRATE_STATE_DIR"
@@ -159,49 +160,93 @@ def rolled_back_since(rec: Optional[dict]) -> Optional[int]:
     return None
 
 
+def _restored_doc(zk, group: str) -> Tuple[dict, object]:
+    """The restored node's JSON object and stat (``{}``, None when absent or unreadable)."""
+    try:
+        data, stat = zk.get(paths.group_restored_path(group))
+    except NoNodeError:
+        return {}, None
+    try:
+        doc = _decode(data)
+    except ValueError:
+        doc = {}
+    return (doc if isinstance(doc, dict) else {}), stat
+
+
 def restored_nodes(zk, group: str) -> Dict[Tuple[str, int], int]:
     """``{(topic, partition): mzxid}``: the ZooKeeper offset nodes ``zkmigrate restore`` wrote (any restore, however
     long ago) and the transaction of each write; a node written since has another mzxid. Empty when none (or the
     node is unreadable)."""
-    try:
-        data, _ = zk.get(paths.group_restored_path(group))
-        raw = _decode(data).get("zk_written") or []
-    except (NoNodeError, ValueError):
-        return {}
+    return {tp: z for tp, (z, _) in _zk_written(_restored_doc(zk, group)[0]).items()}
+
+
+def _zk_written(doc: dict) -> Dict[Tuple[str, int], Tuple[int, Optional[int]]]:
+    raw = doc.get("zk_written") or []
     out = {}
     for item in raw if isinstance(raw, list) else []:
         try:
-            t, p, z = item
-            out[(str(t), int(p))] = int(z)
+            t, p, z = item[:3]
+            m = item[3] if len(item) > 3 else None
+            out[(str(t), int(p))] = (int(z), None if m is None else int(m))
         except (TypeError, ValueError):
             continue
     return out
 
 
-def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], current: Dict[Tuple[str, int], int]) -> None:
-    """Add *written* (``{tp: mzxid}``, the nodes a restore just wrote) to :func:`restored_nodes`, keeping the earlier
-    entries whose node *current* (``{tp: mzxid}`` now) still shows the same write."""
+class RestoredKafka(NamedTuple):
+    """A Kafka offset ``zkmigrate restore`` committed: the offset, the broker's time of that commit (read back from
+    ``__consumer_offsets``; None when it could not be) and since when Kafka had held that offset when the backup was
+    taken (the backup's ``kafka_since``; None when it does not say)."""
+    offset: int
+    committed_ms: Optional[int]
+    since_ms: Optional[int]
+
+
+def restored_kafka(zk, group: str) -> Dict[Tuple[str, int], RestoredKafka]:
+    """``{(topic, partition): RestoredKafka}``: the Kafka offsets the latest restore of each partition committed.
+    Empty when none (or the node is unreadable)."""
+    return _kafka_written(_restored_doc(zk, group)[0])
+
+
+def _kafka_written(doc: dict) -> Dict[Tuple[str, int], RestoredKafka]:
+    raw = doc.get("kafka_written") or []
+    out = {}
+    for item in raw if isinstance(raw, list) else []:
+        try:
+            t, p, off, at, since = item
+            out[(str(t), int(p))] = RestoredKafka(int(off), None if at is None else int(at),
+                                                  None if since is None else int(since))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], current: Dict[Tuple[str, int], int],
+                       kafka: Optional[Dict[Tuple[str, int], RestoredKafka]] = None,
+                       mtimes: Optional[Dict[Tuple[str, int], int]] = None,
+                       pending: Optional[Dict[Tuple[str, int], Tuple[int, Optional[int], Optional[int]]]] = None,
+                       drop_pending: Iterable[Tuple[str, int]] = ()) -> None:
+    """Add *written* (``{tp: mzxid}``, the nodes a restore just wrote; *mtimes*: ``{tp: ms}`` when the backup says
+    each offset put back had last been written) to :func:`restored_nodes`, keeping the earlier entries whose node
+    *current* (``{tp: mzxid}`` now) still shows the same write, and ending their pending entries; *kafka* (the Kafka
+    offsets it committed) replaces the entries of those partitions in :func:`restored_kafka`; *drop_pending*: the
+    partitions whose pending entries end (settled: written, or not); *pending* (``{tp:
+    (offset, mzxid before, backup's ms or None)}``, what a restore is ABOUT to write) is recorded first
+    (:func:`restored_view`), so that a restore stopped before it records its writes leaves them known."""
     path = paths.group_restored_path(group)
     for _ in range(5):
-        try:
-            data, stat = zk.get(path)
-        except NoNodeError:
-            data, stat = b"{}", None
-        try:
-            old = _decode(data).get("zk_written") or []
-        except ValueError:
-            old = []
-        keep = {}
-        for item in old if isinstance(old, list) else []:
-            try:
-                t, p, z = item
-                tp = (str(t), int(p))
-                if current.get(tp) == int(z):
-                    keep[tp] = int(z)
-            except (TypeError, ValueError):
-                continue
-        keep.update(written)
-        body = json.dumps({"version": 1, "zk_written": [[t, p, z] for (t, p), z in sorted(keep.items())]},
+        doc, stat = _restored_doc(zk, group)
+        keep = {tp: zm for tp, zm in _zk_written(doc).items() if current.get(tp) == zm[0]}
+        keep.update({tp: (z, (mtimes or {}).get(tp)) for tp, z in written.items()})
+        ks = {tp: tuple(v) for tp, v in _kafka_written(doc).items()}
+        ks.update({tp: tuple(v) for tp, v in (kafka or {}).items()})
+        dropped = set(drop_pending) | set(written)
+        pend = {tp: v for tp, v in _zk_pending(doc).items() if tp not in dropped}
+        pend.update(pending or {})
+        body = json.dumps({"version": 1, "zk_written": [[t, p, z] + ([] if m is None else [m])
+                                                        for (t, p), (z, m) in sorted(keep.items())],
+                           "kafka_written": [[t, p] + list(v) for (t, p), v in sorted(ks.items())],
+                           "zk_pending": [[t, p] + list(v) for (t, p), v in sorted(pend.items())]},
                           sort_keys=True).encode("utf-8")
         try:
             if stat is None:
@@ -212,6 +257,34 @@ def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], curr
         except (NodeExistsError, BadVersionError):
             continue
     raise RuntimeError("could not record the offsets restored of group %s at %s (concurrent writers)" % (group, path))
+
+
+def _zk_pending(doc: dict) -> Dict[Tuple[str, int], Tuple[int, Optional[int], Optional[int]]]:
+    raw = doc.get("zk_pending") or []
+    out = {}
+    for item in raw if isinstance(raw, list) else []:
+        try:
+            t, p, off, before, ms = item
+            out[(str(t), int(p))] = (int(off), None if before is None else int(before), None if ms is None else int(ms))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def restored_view(zk, group: str, current: Dict[Tuple[str, int], Tuple[Optional[int], Optional[int]]]) \
+        -> Tuple[Dict[Tuple[str, int], int], Dict[Tuple[str, int], Tuple[int, int]]]:
+    """The ZooKeeper offset nodes as a restore wrote them, given *current* (``{tp: (offset, mzxid)}`` now): ``({tp:
+    mzxid}, {tp: (mzxid, backup's ms)})`` (:func:`restored_nodes` and the times of those whose backup gave one), with the writes a
+    restore was about to make and never recorded (stopped, or a write reported failed that ZooKeeper applied): a node
+    holding the offset it was to write, written after it was read (an mzxid above the one read then)."""
+    doc = _restored_doc(zk, group)[0]
+    written = {tp: zm for tp, zm in _zk_written(doc).items()}
+    for tp, (off, before, ms) in _zk_pending(doc).items():
+        value, mzxid = current.get(tp, (None, None))
+        if value == off and mzxid is not None and (before is None or mzxid > before):
+            written[tp] = (mzxid, ms)
+    return ({tp: z for tp, (z, _) in written.items()},
+            {tp: (z, m) for tp, (z, m) in written.items() if m is not None})
 
 
 def record_phase(zk, group: str, phase: str, by: str, to: Optional[str] = None, clock=time.time,

@@ -107,15 +107,19 @@ def apply_copy(store, offsets: Dict[TP, int], progress: Optional[Callable[[int],
 
 def backup_and_write(gofs, both: Dict[TP, Tuple[Optional[int], Optional[int]]], writes: Dict[str, Dict[TP, int]],
                      backup_dir: Optional[str] = None,
-                     lifts_fence: Optional[dict] = None) -> Tuple[list, Dict[str, Dict[TP, str]]]:
+                     lifts_fence: Optional[dict] = None,
+                     kafka_since: Optional[Dict[TP, int]] = None) -> Tuple[list, Dict[str, Dict[TP, str]]]:
     """The write step of every command that changes offsets: back up both stores (*both*, as read before planning)
     to *backup_dir* (default: :func:`state.default_backup_dir`), then write ``writes`` (``{store name: {tp:
-    offset}}``) store by store (*lifts_fence*: the fence the command lifts after, kept in the backup). Returns (the
-    backup's paths, ``{store name: {tp: error}}`` for each store written)."""
+    offset}}``) store by store (*lifts_fence*: the fence the command lifts after, and *kafka_since*: since when Kafka
+    has held its offsets below ZooKeeper's, read here where not given, both kept in the backup). Returns (the backup's paths, ``{store name: {tp:
+    error}}`` for each store written)."""
+    from .stale import since_of_lower_kafka, zk_mtimes_for_backup
     gofs.check_lock()
-    backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both,
+    kafka_since = since_of_lower_kafka(gofs, both, kafka_since)
+    backup = write_backup(backup_dir or state.default_backup_dir(), gofs.group, both, zk_mtime=zk_mtimes_for_backup(gofs, both),
                           by="zkmigrate %s" % gofs.lock.command if gofs.lock is not None else None, writes=writes,
-                          lifts_fence=lifts_fence)
+                          lifts_fence=lifts_fence, kafka_since=kafka_since)
     return backup, {name: apply_copy(gofs.store(name), todo) for name, todo in writes.items() if todo}
 
 
@@ -154,8 +158,10 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
     out.update(skipped_report(gofs, gone))
     # a rollback always checks the ZooKeeper offsets it would keep ahead of Kafka's: --allow-stale lets stale
     # offsets through, not a rewind skipped over
+    kafka_since: Dict[TP, int] = {}
     if not allow_stale or ahead:
         check = check_to_kafka(gofs, todo, both) if dst == "kafka" else check_to_zookeeper(gofs, both, keep_ahead=not allow_rewind)
+        kafka_since = check.kafka_since
         for tp, why in check.frozen_ahead.items():
             # ZooKeeper's offset not shown to be where the group stopped last: keeping it may skip what lies between
             zk_off, kafka = ahead.pop(tp)
@@ -169,7 +175,7 @@ def copy_group(gofs, src: str, dst: str, execute: bool = False, allow_rewind: bo
     left_behind = out["skipped_rewind"] or out["refused"] or out["unreadable"]
     # a rollback that lifts the fence leaves a backup even when it writes nothing: its restore puts the fence back
     if execute and not out["refused"] and (todo or (lifts_fence and not left_behind)):
-        out["backup"], errors = backup_and_write(gofs, both, {dst: todo}, backup_dir, lifts_fence)
+        out["backup"], errors = backup_and_write(gofs, both, {dst: todo}, backup_dir, lifts_fence, kafka_since)
         failed = errors.get(dst, {})
         out["failed"] = {_name(tp): e for tp, e in failed.items()}
         out["written"] = len(todo) - len(failed)

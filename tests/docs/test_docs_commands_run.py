@@ -76,9 +76,11 @@ WHERE = {
     "zkmigrate cutover --group G --execute --timeout 900": HERE,
     "zkmigrate copy --group G --allow-rewind --execute": "tests/migrate/test_migrate_fence.py::test_cutover_is_not_ready_"
     "when_the_broker_coordinated_consumers_started_first (the command cutover's refusal prints, run as printed)",
-    "zkmigrate copy --group G --execute": "tests/migrate/test_migrate_fence.py::test_a_rollback_keeps_a_zookeeper_"
-    "offset_ahead_only_when_written_after_kafkas_last_commit (the way a skipped rewind prints to keep ZooKeeper's, run "
-    "as printed)",
+    "zkmigrate copy --group G --execute": "tests/migrate/test_migrate_fence.py::test_fences_are_not_moved_over_"
+    "partitions_the_backup_does_not_cover (the copy a refused restore prints, run as printed)",
+    "zkmigrate copy --group G --allow-stale --execute": "tests/migrate/test_migrate_fence.py::test_a_rollback_keeps_a_"
+    "zookeeper_offset_ahead_only_when_written_after_kafkas_last_commit (the way a skipped rewind prints to keep "
+    "ZooKeeper's, run as printed)",
     "zkmigrate rollback --group G --execute": HERE,
     "zkconsumer groups verify --group G": HERE,
     "zkconsumer local up --broker kraft --kafka4": "not run here: it starts an Apache Kafka 4.1 KRaft node beside the "

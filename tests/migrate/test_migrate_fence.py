@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.consumer_helpers import CliConsumer, group_members, owners
 from tests.support.jvm_helpers import JvmMember, compile_member
+from tests.support.migrate_support import kafka_commit as _kafka_commit, kafka_fetch as _kafka_fetch
 from tests.support.migrate_support import zkmigrate, zkmigrate_json
 from tests.support.waiting import wait_until
 from zkconsumer.core.layout import paths
@@ -69,14 +70,6 @@ def _broker_consumers_ran(services, g, t, offset):
         kc.close()
     wait_until(lambda: not describe_broker_group(services.bootstrap_servers, g).active, 60, interval=0.5,
                message="the broker-side group to be empty")
-
-
-def _kafka_fetch(services, g, partitions):
-    ks = KafkaOffsetStore(services.bootstrap_servers, g)
-    try:
-        return ks.fetch(partitions)
-    finally:
-        ks.close()
 
 
 def _cut_over_and_consume(services, t, g, tmp_path):
@@ -641,14 +634,6 @@ def test_undoing_a_rollback_keeps_the_old_deployment_out(services, zk, unique, p
     assert (code != 0 or fenced) and not seen, (
         "restore exit %d, fenced %s, ZooKeeper offsets %s; the Scala member consumed again %d record(s) the new "
         "consumers had consumed: %s" % (code, fenced, zk_now, len(seen), seen))
-
-
-def _kafka_commit(services, g, offsets):
-    ks = KafkaOffsetStore(services.bootstrap_servers, g)
-    try:
-        ks.commit(offsets).raise_for_errors()
-    finally:
-        ks.close()
 
 
 def test_a_rollback_does_not_keep_a_frozen_zookeeper_offset_above_a_deliberate_kafka_reset(services, zk, unique,

@@ -212,6 +212,28 @@ def test_a_kept_zookeeper_offset_beyond_the_log_end_is_refused_whatever_kafka_re
     assert "beyond the log end 2" in refused[("t", 0)], refused
 
 
+def test_kafka_offset_since_counts_a_restores_run_from_the_backups_time():
+    """The run of commits a restore started counts from when the backup says Kafka had held the offset; another
+    run (a reset after the restore, to any value) counts from its own first commit; a restore whose backup does
+    not say (or whose commit was not read back) keeps the run's own time, marked not known."""
+    from zkconsumer.offsets.expiry import LastCommit
+    from zkconsumer_migrate.state import RestoredKafka
+    from zkconsumer_migrate.stale import kafka_offset_since
+    both = {("t", p): (8, 5) for p in range(5)}
+    log = {("t", 0): LastCommit(5, 2500, False, 2000), ("t", 1): LastCommit(5, 2600, False, 2100),
+           ("t", 2): LastCommit(5, 2000, False, 2000), ("t", 3): LastCommit(5, 2000, False, None),
+           ("t", 4): LastCommit(4, 2000, False, 2000)}
+    restored = {("t", 0): RestoredKafka(5, 2000, 100), ("t", 1): RestoredKafka(5, 2000, 100),
+                ("t", 2): RestoredKafka(5, 2000, None), ("t", 3): RestoredKafka(5, None, 100),
+                ("t", 4): RestoredKafka(4, 2000, 100)}
+    since, unknown = kafka_offset_since(log, both, restored)
+    # 0: the restore's run, kept alive since; 1: a later run; 2: backup silent; 3: not read back; 4: not Kafka's now
+    assert since == {("t", 0): 100, ("t", 1): 2100, ("t", 2): 2000, ("t", 3): 2000}, since
+    assert unknown == {("t", 2), ("t", 3)}, unknown
+    assert kafka_offset_since(log, both) == ({("t", 0): 2000, ("t", 1): 2100, ("t", 2): 2000, ("t", 3): 2000},
+                                             set())
+
+
 def test_a_zookeeper_offset_ahead_is_kept_only_when_written_after_kafkas_offset_was_set():
     from zkconsumer_migrate.stale import Evidence, frozen_ahead
     both = {("t", 0): (8, 2), ("t", 1): (9, 3), ("t", 2): (5, 5)}
@@ -221,7 +243,7 @@ def test_a_zookeeper_offset_ahead_is_kept_only_when_written_after_kafkas_offset_
     # after it: Kafka was set below ZooKeeper since, whatever the phase record says
     frozen = frozen_ahead("g", both, ev, {("t", 0): 9000, ("t", 1): 30000})
     assert set(frozen) == {("t", 1)} and "before Kafka's offset became 3" in frozen[("t", 1)], frozen
-    assert "zkmigrate copy --group g --execute" in frozen[("t", 1)]
+    assert "zkmigrate copy --group g --allow-stale --execute" in frozen[("t", 1)]
     # not known: not kept
     assert set(frozen_ahead("g", both, ev, {})) == {("t", 0), ("t", 1)}
     assert set(frozen_ahead("g", both, {}, {("t", 0): 9000, ("t", 1): 9000})) == {("t", 0), ("t", 1)}

@@ -74,8 +74,11 @@ def test_copy_never_rewinds_backs_up_and_is_idempotent(services, zk, unique, tmp
     zs, ks = _stores(services, zk, g)
     parts = [(topic, p) for p in range(3)]
     try:
-        zs.commit({(topic, 0): 10, (topic, 1): 30, (topic, 2): 40}).raise_for_errors()
+        # Kafka's first, then ZooKeeper's (members back on ZooKeeper storage): Kafka's 5 was not set after
+        # ZooKeeper's 30, so copy writes 30 over it
         ks.commit({(topic, 0): 20, (topic, 1): 5}).raise_for_errors()
+        time.sleep(0.05)
+        zs.commit({(topic, 0): 10, (topic, 1): 30, (topic, 2): 40}).raise_for_errors()
         # a partition that would move backwards is skipped, and a run that skipped anything exits 1
         code, dry, _ = zkmigrate_json(services, "copy", "--group", g, "--backup-dir", str(tmp_path), expect=1)
         assert dry["to_write"] == {"%s-1" % topic: 30, "%s-2" % topic: 40}

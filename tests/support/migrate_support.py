@@ -115,6 +115,26 @@ def zkmigrate_json(services, *args, expect=None):
     return code, json.loads(out), err
 
 
+def kafka_commit(services, g, offsets):
+    """Commit *offsets* (``{tp: offset}``) to Kafka for group *g* (empty metadata, as a consumer commits)."""
+    from zkconsumer.offsets.kafka import KafkaOffsetStore
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        ks.commit(offsets).raise_for_errors()
+    finally:
+        ks.close()
+
+
+def kafka_fetch(services, g, partitions):
+    """Group *g*'s Kafka offsets of *partitions* (``{tp: offset}``, absent when none)."""
+    from zkconsumer.offsets.kafka import KafkaOffsetStore
+    ks = KafkaOffsetStore(services.bootstrap_servers, g)
+    try:
+        return ks.fetch(partitions)
+    finally:
+        ks.close()
+
+
 class Producer(threading.Thread):
     """Produces continuously, recording every acknowledged (partition, offset)."""
 
