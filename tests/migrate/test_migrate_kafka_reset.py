@@ -30,6 +30,15 @@ def _manifest(report):
     return [p for p in report["backup"] if p.endswith(".json")][0]
 
 
+def _as_an_older_zkmigrate_wrote_it(path, key):
+    """The backup manifest at *path* without *key* (``kafka_since``, ``zk_mtime``), as an older zkmigrate wrote it."""
+    with open(path) as f:
+        doc = json.load(f)
+    del doc[key]
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
 def test_cutover_and_copy_do_not_copy_a_frozen_zookeeper_offset_over_a_deliberate_kafka_reset(services, zk, unique,
                                                                                              tmp_path):
     """Cut over at ZooKeeper's 8; the new consumers committed 10, then the operator reset Kafka to 2 to reprocess.
@@ -97,11 +106,7 @@ def test_a_kafka_offset_restored_from_a_backup_that_does_not_say_since_when_is_n
     code, co, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path),
                                  expect=0)
     path = _manifest(co)
-    with open(path) as f:
-        doc = json.load(f)
-    del doc["kafka_since"]
-    with open(path, "w") as f:
-        json.dump(doc, f)
+    _as_an_older_zkmigrate_wrote_it(path, "kafka_since")
     zkmigrate_json(services, "restore", path, "--execute", "--backup-dir", str(tmp_path), expect=0)
     code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--execute", "--backup-dir", str(tmp_path))
     assert code != 0 and out["unchecked"] == ["%s-0" % t, "%s-1" % t], out
@@ -198,11 +203,7 @@ def test_a_zookeeper_offset_restored_from_a_backup_without_its_time_is_not_check
     code, rs, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "zookeeper",
                                  "--to-offset", "3", "--execute", "--backup-dir", str(tmp_path), expect=0)
     path = _manifest(rs)
-    with open(path) as f:
-        doc = json.load(f)
-    del doc["zk_mtime"]
-    with open(path, "w") as f:
-        json.dump(doc, f)
+    _as_an_older_zkmigrate_wrote_it(path, "zk_mtime")
     zkmigrate_json(services, "restore", path, "--execute", "--backup-dir", str(tmp_path), expect=0)
     code, out, _ = zkmigrate_json(services, "cutover", "--group", g, "--backup-dir", str(tmp_path))
     assert code != 0 and out["unchecked"] == ["%s-0" % t, "%s-1" % t], out
