@@ -61,7 +61,7 @@ from zkconsumer.errors import GroupConflictError
 
 from . import state
 from .backup import STORES, Backup, write_backup
-from .stale import since_of_lower_kafka, zk_mtimes_for_backup, zk_offset_versions, zk_offsets_and_versions
+from .stale import since_of_lower_kafka, zk_mtimes_for_backup, zk_offsets_and_versions
 from .transfer import apply_copy, check_no_broker_consumers, check_no_live_members
 
 __all__ = ["plan_restore", "restore_group", "undone", "newer_commits"]
@@ -253,7 +253,7 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
                                                                        for tp in plan["zookeeper"]["set"]})
             state.add_restored_nodes(
                 gofs.zk, gofs.group, {tp: mz for tp, mz in theirs.items() if tp in seen},
-                state.restored_nodes(gofs.zk, gofs.group), mtimes={tp: ms for tp, (_, ms) in times.items()},
+                mtimes={tp: ms for tp, (_, ms) in times.items()},
                 pending={tp: (o, before.get(tp), backup.zk_mtime.get(tp)) for tp, o in plan["zookeeper"]["set"].items()})
         for i, s in enumerate(STORES):
             store = gofs.store(s)
@@ -277,11 +277,11 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         # a later stale check does not take these ZooKeeper writes for a member's (:func:`.stale.frozen_ahead`): a
         # node holding the offset planned, written since it was read, is the restore's (a write reported failed may
         # have been applied); the pending entries of the others end (never written)
-        now = zk_offsets_and_versions(gofs.zk, gofs.group, list(planned))
-        written = {tp: mz for tp, (off, mz) in now.items()
-                   if off == planned[tp] and (before.get(tp) is None or mz > before[tp])}
         earlier = state.restored_nodes(gofs.zk, gofs.group)
-        state.add_restored_nodes(gofs.zk, gofs.group, written, zk_offset_versions(gofs.zk, gofs.group, list(earlier)),
+        now = zk_offsets_and_versions(gofs.zk, gofs.group, sorted(set(planned) | set(earlier)))
+        written = {tp: mz for tp, (off, mz) in now.items() if tp in planned
+                   and off == planned[tp] and (before.get(tp) is None or mz > before[tp])}
+        state.add_restored_nodes(gofs.zk, gofs.group, written, {tp: mz for tp, (_, mz) in now.items()},
                                  mtimes={tp: backup.zk_mtime[tp] for tp in written if tp in backup.zk_mtime},
                                  drop_pending=list(planned))
     if execute and not refused and kafka_written:
@@ -289,8 +289,8 @@ def restore_group(gofs, backup: Backup, execute: bool = False, force: bool = Fal
         # only where ZooKeeper is as the backup had it too
         as_backup = {tp for tp in kafka_written if tp in written or (
             tp not in planned and "zookeeper:%s" % _name(tp) not in out["failed"])}
-        state.add_restored_nodes(gofs.zk, gofs.group, {}, state.restored_nodes(gofs.zk, gofs.group),
-                                 _read_back(gofs, backup, kafka_written, out["warnings"], as_backup))
+        state.add_restored_nodes(gofs.zk, gofs.group, {},
+                                 kafka=_read_back(gofs, backup, kafka_written, out["warnings"], as_backup))
     lifted = None
     if execute and not refused and unfence and not out["failed"]:
         gofs.check_lock()

@@ -180,17 +180,26 @@ def restored_nodes(zk, group: str) -> Dict[Tuple[str, int], int]:
     return {tp: z for tp, (z, _) in _zk_written(_restored_doc(zk, group)[0]).items()}
 
 
-def _zk_written(doc: dict) -> Dict[Tuple[str, int], Tuple[int, Optional[int]]]:
-    raw = doc.get("zk_written") or []
+def _entries(doc: dict, key: str, parse) -> Dict[Tuple[str, int], tuple]:
+    """``{(topic, partition): parse(rest)}`` of the list *key* of the restored node's *doc* (``[topic, partition,
+    ...rest]`` each); an entry that does not parse is skipped."""
+    raw = doc.get(key) or []
     out = {}
     for item in raw if isinstance(raw, list) else []:
         try:
-            t, p, z = item[:3]
-            m = item[3] if len(item) > 3 else None
-            out[(str(t), int(p))] = (int(z), None if m is None else int(m))
-        except (TypeError, ValueError):
+            out[(str(item[0]), int(item[1]))] = parse(*item[2:])
+        except (TypeError, ValueError, IndexError, KeyError):
             continue
     return out
+
+
+def _opt(v) -> Optional[int]:
+    return None if v is None else int(v)
+
+
+def _zk_written(doc: dict) -> Dict[Tuple[str, int], Tuple[int, Optional[int]]]:
+    # [t, p, mzxid] or [t, p, mzxid, backup's ms]
+    return _entries(doc, "zk_written", lambda z, m=None, *_: (int(z), _opt(m)))
 
 
 class RestoredKafka(NamedTuple):
@@ -209,26 +218,18 @@ def restored_kafka(zk, group: str) -> Dict[Tuple[str, int], RestoredKafka]:
 
 
 def _kafka_written(doc: dict) -> Dict[Tuple[str, int], RestoredKafka]:
-    raw = doc.get("kafka_written") or []
-    out = {}
-    for item in raw if isinstance(raw, list) else []:
-        try:
-            t, p, off, at, since = item
-            out[(str(t), int(p))] = RestoredKafka(int(off), None if at is None else int(at),
-                                                  None if since is None else int(since))
-        except (TypeError, ValueError):
-            continue
-    return out
+    return _entries(doc, "kafka_written", lambda off, at, since: RestoredKafka(int(off), _opt(at), _opt(since)))
 
 
-def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], current: Dict[Tuple[str, int], int],
+def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int],
+                       current: Optional[Dict[Tuple[str, int], int]] = None,
                        kafka: Optional[Dict[Tuple[str, int], RestoredKafka]] = None,
                        mtimes: Optional[Dict[Tuple[str, int], int]] = None,
                        pending: Optional[Dict[Tuple[str, int], Tuple[int, Optional[int], Optional[int]]]] = None,
                        drop_pending: Iterable[Tuple[str, int]] = ()) -> None:
     """Add *written* (``{tp: mzxid}``, the nodes a restore just wrote; *mtimes*: ``{tp: ms}`` when the backup says
     each offset put back had last been written) to :func:`restored_nodes`, keeping the earlier entries whose node
-    *current* (``{tp: mzxid}`` now) still shows the same write, and ending their pending entries; *kafka* (the Kafka
+    *current* (``{tp: mzxid}`` now; None: all of them) still shows the same write, and ending their pending entries; *kafka* (the Kafka
     offsets it committed) replaces the entries of those partitions in :func:`restored_kafka`; *drop_pending*: the
     partitions whose pending entries end (settled: written, or not); *pending* (``{tp:
     (offset, mzxid before, backup's ms or None)}``, what a restore is ABOUT to write) is recorded first
@@ -236,7 +237,7 @@ def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], curr
     path = paths.group_restored_path(group)
     for _ in range(5):
         doc, stat = _restored_doc(zk, group)
-        keep = {tp: zm for tp, zm in _zk_written(doc).items() if current.get(tp) == zm[0]}
+        keep = {tp: zm for tp, zm in _zk_written(doc).items() if current is None or current.get(tp) == zm[0]}
         keep.update({tp: (z, (mtimes or {}).get(tp)) for tp, z in written.items()})
         ks = {tp: tuple(v) for tp, v in _kafka_written(doc).items()}
         ks.update({tp: tuple(v) for tp, v in (kafka or {}).items()})
@@ -260,15 +261,7 @@ def add_restored_nodes(zk, group: str, written: Dict[Tuple[str, int], int], curr
 
 
 def _zk_pending(doc: dict) -> Dict[Tuple[str, int], Tuple[int, Optional[int], Optional[int]]]:
-    raw = doc.get("zk_pending") or []
-    out = {}
-    for item in raw if isinstance(raw, list) else []:
-        try:
-            t, p, off, before, ms = item
-            out[(str(t), int(p))] = (int(off), None if before is None else int(before), None if ms is None else int(ms))
-        except (TypeError, ValueError):
-            continue
-    return out
+    return _entries(doc, "zk_pending", lambda off, before, ms: (int(off), _opt(before), _opt(ms)))
 
 
 def restored_view(zk, group: str, current: Dict[Tuple[str, int], Tuple[Optional[int], Optional[int]]]) \
