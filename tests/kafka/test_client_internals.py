@@ -73,6 +73,39 @@ def test_a_failed_admin_client_leaves_no_thread(services):
     assert not [t for t in leaked if t.is_alive()], "%s: threads left behind: %s" % (_versions(), leaked)
 
 
+_CLOSE_IN_FLIGHT = """
+import logging, sys, time
+from kafka import KafkaConsumer
+from zkconsumer.cli.common import setup_logging
+from zkconsumer.kafka import internals
+setup_logging("warning")
+for _ in range(25):
+    for client in (internals.AdminClient(bootstrap_servers=sys.argv[1], client_id="internals-test"),
+                   KafkaConsumer(bootstrap_servers=sys.argv[1], client_id="internals-test")):
+        time.sleep(0.05)
+        internals.submit(client, client._manager.cluster.refresh_metadata)
+        if isinstance(client, KafkaConsumer):
+            internals.close_quietly(client, autocommit=False)
+        else:
+            client.close()
+logging.getLogger("kafka.cluster").error("an error of kafka-python's while no client closes")
+"""
+
+
+def test_a_client_closed_with_requests_in_flight_logs_no_error(services):
+    """A command that closes its Kafka clients while a request is still in flight (a metadata refresh) prints no
+    error of kafka-python's about it ("Metadata refresh: failed Cancelled", "Connection lost") at the default log
+    level: AdminClient closes quietly, and so does a client given to close_quietly."""
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-c", _CLOSE_IN_FLIGHT, services.bootstrap_servers], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].endswith("ERROR kafka.cluster: an error of kafka-python's while no client "
+                                                 "closes"), "%s: %s" % (_versions(), p.stderr[-3000:])
+
+
 def test_the_fast_record_decoder_installs(services):
     assert internals.partition_records_class() is not None, "%s: no Fetcher.PartitionRecords" % _versions()
     assert fast_records.fast_partition_records_class() is not None, \

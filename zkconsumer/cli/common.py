@@ -131,12 +131,15 @@ def setup_logging(level):
         for name in ("kazoo", "kazoo.client", "kazoo.protocol.connection", "kazoo.handlers.threading"):
             logging.getLogger(name).addFilter(filt)
     # kafka-python's errors are shown at the default level (warning) as one line, without its tracebacks; its
-    # warnings and retries only with --log-level info or debug
+    # warnings and retries only with --log-level info or debug, and what it logs about the requests a client had in
+    # flight when we closed it only with --log-level debug
     logging.getLogger("kafka").setLevel(logging.ERROR if root >= logging.WARNING else root)
     if root > logging.DEBUG:
         for handler in logging.getLogger().handlers:
             if not any(isinstance(f, _NoTraceback) for f in handler.filters):
                 handler.addFilter(_NoTraceback())
+            if not any(isinstance(f, _NotWhileClosing) for f in handler.filters):
+                handler.addFilter(_NotWhileClosing())
 
 
 class _NoTraceback(logging.Filter):
@@ -149,6 +152,15 @@ class _NoTraceback(logging.Filter):
             record.exc_info = None
             record.exc_text = None
         return True
+
+
+class _NotWhileClosing(logging.Filter):
+    """What kafka-python logs about the requests a client of ours had in flight when we closed it, only at debug
+    level (:func:`zkconsumer.kafka.internals.close_quietly`)."""
+
+    def filter(self, record):
+        from ..kafka.internals import logged_while_closing
+        return not logged_while_closing(record)
 
 
 def emit_json(obj):

@@ -7,6 +7,7 @@ import click
 
 from ..zookeeper import client as zkmod
 from ..kafka.metadata import admin_client
+from ..kafka import internals
 from ..tools.registry_mirror import RegistryMirror
 from .common import (bootstrap_option, connect_zookeeper, emit_json, json_option, kafka_security, resolve_bootstrap,
                      resolve_zookeeper, zookeeper_option)
@@ -55,5 +56,5 @@ def sync(zookeeper, bootstrap, interval, once, as_json):
                                          interval)
         mirror.run(interval, stop)
     finally:
-        admin.close()
+        internals.close_quietly(admin)
         zkmod.close(zk)

@@ -342,7 +342,8 @@ class FetcherThread(threading.Thread):
         finally:
             if self._consumer is not None:
                 try:
-                    self._consumer.close(autocommit=False)
+                    from ..kafka.internals import close_quietly
+                    close_quietly(self._consumer, autocommit=False)
                 except Exception:
                     pass
 

@@ -15,7 +15,10 @@ after NOT_COORDINATOR, and none commits as a simple consumer with per-partition 
   (``_manager.cluster.add_coordinator(..., synthesize_node_id=True)``), :func:`close_connection` drops it
   (``_manager.close(node)``);
 * :class:`AdminClient`: a ``KafkaAdminClient`` whose failed ``__init__`` does not leak its IO thread (it closes
-  ``_client``, ``_net`` and ``_metrics``, which kafka-python leaves running);
+  ``_client``, ``_net`` and ``_metrics``, which kafka-python leaves running) and which closes quietly;
+* :func:`close_quietly`: a client closed with what its IO thread (``_net._io_thread``, a producer's ``_sender``)
+  logs meanwhile known as the close's doing (:func:`logged_while_closing`): a request in flight when its client
+  closes fails, and kafka-python logs that as an error ("Metadata refresh: failed Cancelled");
 * :func:`install_poll_wake`: a fetcher's ``poll`` ended at once when its assignment changes (its consumer's
   ``_net.run`` around ``_manager.wait_for``, ``_fetcher.fetch_records`` and ``_poll_once``, wrapped on the
   instance, and ``_net.call_soon_threadsafe``);
@@ -55,7 +58,7 @@ from kazoo.protocol.serialization import Connect
 
 from ..errors import ZkConsumerError
 
-__all__ = ["IncompatibleClientError", "AdminClient", "run", "submit", "send", "add_group_coordinator",
+__all__ = ["IncompatibleClientError", "AdminClient", "close_quietly", "logged_while_closing", "run", "submit", "send", "add_group_coordinator",
            "close_connection", "PollWoken", "install_poll_wake", "observe_fetch_responses", "fetch_leaders",
            "wrap_header", "partition_records_class",
            "consumer_fetcher", "records_buffer",
@@ -108,6 +111,49 @@ class AdminClient(KafkaAdminClient):
                 except Exception:
                     pass
             raise
+
+    def close(self) -> None:
+        _quietly(self, super().close)
+
+
+_closing_lock = threading.Lock()
+# ident of a thread -> how many closes of clients logging from it are under way
+_closing: dict = {}
+
+
+def _quietly(client: Any, close: Callable[[], Any]) -> Any:
+    idents = [threading.get_ident()]
+    for thread in (getattr(getattr(client, "_net", None), "_io_thread", None), getattr(client, "_sender", None)):
+        if isinstance(thread, threading.Thread) and thread.ident is not None:
+            idents.append(thread.ident)
+    with _closing_lock:
+        for ident in idents:
+            _closing[ident] = _closing.get(ident, 0) + 1
+    try:
+        return close()
+    finally:
+        with _closing_lock:
+            for ident in idents:
+                _closing[ident] -= 1
+                if not _closing[ident]:
+                    del _closing[ident]
+
+
+def close_quietly(client: Any, *args: Any, **kwargs: Any) -> None:
+    """``client.close(*args, **kwargs)`` for a kafka-python client (consumer, producer, admin), with what its IO
+    thread and the calling thread log until it returns known as the close's doing (:func:`logged_while_closing`):
+    requests in flight fail when their client closes, and kafka-python logs each as an error ("Metadata refresh:
+    failed Cancelled", "Connection lost: KafkaConnectionError"), though nothing went wrong."""
+    _quietly(client, lambda: client.close(*args, **kwargs))
+
+
+def logged_while_closing(record: Any) -> bool:
+    """Whether *record* (a ``logging.LogRecord``) is kafka-python's, logged by a client's IO thread (or the thread
+    closing it) while :func:`close_quietly` closes that client."""
+    if record.name.split(".")[0] != "kafka":
+        return False
+    with _closing_lock:
+        return record.thread in _closing
 
 
 def run(admin: Any, coro: Callable[..., Any], *args: Any) -> Any:

@@ -348,7 +348,8 @@ def _metadata_answers(bootstrap: str) -> bool:
     try:
         return admin.describe_cluster() is not None
     finally:
-        admin.close()
+        from ..kafka.internals import close_quietly
+        close_quietly(admin)
 
 
 def _wait_kafka_zk(rec: Record, proc: Any, timeout: float) -> None:

@@ -4,6 +4,7 @@ import time
 
 from ..errors import ClusterUnavailableError, LocalClusterError
 from ..kafka.metadata import admin_client, fetch_cluster_metadata
+from ..kafka import internals
 
 
 def partition_count(bootstrap, name):
@@ -12,7 +13,7 @@ def partition_count(bootstrap, name):
     try:
         existing = fetch_cluster_metadata(admin).topics.get(name)
     finally:
-        admin.close()
+        internals.close_quietly(admin)
     if existing is None:
         raise LocalClusterError("topic %s does not exist (create it with --partitions N)" % name)
     return len(existing)
@@ -58,7 +59,7 @@ def create_or_grow_topic(bootstrap, name, partitions, timeout=30.0, replication_
             time.sleep(0.1)
         return {"topic": name, "action": action, "partitions": partitions}
     finally:
-        admin.close()
+        internals.close_quietly(admin)
 
 
 def wait_for_zk_topic(zookeeper_connect, topic, partitions, timeout=15.0):
@@ -121,4 +122,4 @@ def produce(bootstrap, topic, count, size=100, keys=10, partition=None, one_per_
             fut.get(timeout=30)
         return count
     finally:
-        producer.close()
+        internals.close_quietly(producer)

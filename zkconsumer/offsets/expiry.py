@@ -28,6 +28,7 @@ __all__ = ["java_string_hash", "offsets_topic_partition", "parse_commit_record",
            "Retention", "OFFSETS_TOPIC", "SHORTEST_RETENTION_MINUTES"]
 
 from ..kafka.connect_errors import connect_error
+from ..kafka import internals
 from ..core.kafka_security import PLAINTEXT
 
 log = logging.getLogger(__name__)
@@ -268,7 +269,7 @@ def _scan(bootstrap_servers, groups: Iterable[str], timeout_s: float, security, 
         raise ClusterUnavailableError("cannot read %s for group(s) %s: %s"
                                       % (OFFSETS_TOPIC, ", ".join(sorted(groups)[:5]), e)) from e
     finally:
-        consumer.close()
+        internals.close_quietly(consumer)
 
 
 class Retention(NamedTuple):
@@ -309,7 +310,7 @@ def read_offsets_retention(bootstrap_servers, security=None,
     except Exception as e:
         return Retention(assume_minutes * 60000, False, "DescribeConfigs failed: %s" % e)
     finally:
-        admin.close()
+        internals.close_quietly(admin)
 
 
 def offsets_retention_ms(bootstrap_servers, default_minutes: int = SHORTEST_RETENTION_MINUTES, security=None) -> int:

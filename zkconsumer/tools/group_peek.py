@@ -82,4 +82,5 @@ def peek_records(bootstrap_servers: str, offsets: Dict[TP, Optional[int]], auto_
             for records in batch.values():
                 yield from records
     finally:
-        consumer.close(autocommit=False)
+        from ..kafka.internals import close_quietly
+        close_quietly(consumer, autocommit=False)

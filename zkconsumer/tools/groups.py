@@ -29,6 +29,7 @@ from ..core.subscription.topic_count import consumers_per_topic
 from ..consumer.registration import live_members
 
 from ..kafka.connect_errors import connect_error
+from ..kafka import internals
 from ..core.kafka_security import PLAINTEXT
 
 __all__ = ["GroupNotFoundError", "list_groups", "group_exists", "owners", "zk_offsets",
@@ -180,7 +181,7 @@ def log_ranges(bootstrap_servers, partitions, timestamp_ms=None, timeout_ms=1000
         raise ClusterUnavailableError("cannot read the log range of %s from %s: the broker did not answer for it "
                                       "(may this Kafka identity Describe the topic?)" % (e, bootstrap_servers)) from e
     finally:
-        consumer.close()
+        internals.close_quietly(consumer)
 
 
 def log_end_offsets(bootstrap_servers, partitions, timeout_ms=10000, security=None) -> Dict[TP, int]:
@@ -197,7 +198,7 @@ def log_end_offsets(bootstrap_servers, partitions, timeout_ms=10000, security=No
     except (KafkaError, OSError) as e:
         raise ClusterUnavailableError("cannot read log-end offsets from %s: %s" % (bootstrap_servers, e)) from e
     finally:
-        consumer.close()
+        internals.close_quietly(consumer)
 
 
 @dataclass

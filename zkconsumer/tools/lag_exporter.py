@@ -157,7 +157,8 @@ class LagCache:
         if self._kafka is not None:
             for client in self._kafka:
                 try:
-                    client.close()
+                    from ..kafka.internals import close_quietly
+                    close_quietly(client)
                 except Exception:  # noqa: BLE001
                     pass
             self._kafka = None
