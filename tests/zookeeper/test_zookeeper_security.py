@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 from kazoo.exceptions import NoAuthError, NotEmptyError
@@ -262,6 +263,29 @@ def test_sasl_wrong_password_fails_at_start_without_showing_it(sasl_zk, services
     assert sasl_zk["connect"] in run.stderr and "sasl" in run.stderr
     assert "Wr0ng-pass-456" not in run.stdout + run.stderr
     assert len(run.stderr.strip().splitlines()) <= 3, run.stderr  # one clear line, no traceback
+
+
+def test_sasl_wrong_password_refused_before_the_start_has_looked_is_an_auth_error(sasl_zk, tmp_path, monkeypatch):
+    """kazoo reports CONNECTED before SASL is done: on a loaded machine ZooKeeper's refusal can end the connecting
+    before the starting thread has looked, which kazoo's ``start`` reports as "Connection time-out". It is still
+    the credentials, not an unreachable ZooKeeper: the thread is held back here until the refusal is in."""
+    from kazoo.client import KazooClient
+    wrong = creds_file(tmp_path, "wrong", "alice", "Wr0ng-pass-456")
+    start_async = KazooClient.start_async
+
+    def held_back(self):
+        live = start_async(self)
+
+        class Late:
+            def wait(self, timeout=None):
+                got = live.wait(timeout)
+                time.sleep(2)  # the SASL exchange after CONNECTED ends meanwhile
+                return got
+        return Late()
+    monkeypatch.setattr(KazooClient, "start_async", held_back)
+    with pytest.raises(ZkAuthError) as e:
+        zkmod.connect(sasl_zk["connect"], auth=build("sasl", wrong))
+    assert sasl_zk["connect"] in str(e.value) and "Wr0ng-pass-456" not in str(e.value)
 
 
 def test_another_identity_is_refused_at_start(sasl_zk, tmp_path):

@@ -117,10 +117,7 @@ def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=No
     client = make_client(zookeeper_connect, session_timeout_ms, auth=auth)
     timeout = (connection_timeout_ms or session_timeout_ms) / 1000.0
     try:
-        client.start(timeout=timeout)
-        if auth.enabled:
-            # kazoo reports CONNECTED before SASL is done: the first request fails if it failed
-            client.exists("/")
+        _start(client, timeout, auth.enabled)
     except KazooTimeoutError as e:
         close(client)
         raise ClusterUnavailableError("cannot connect to ZooKeeper at %s within %.1f s"
@@ -129,12 +126,45 @@ def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=No
         close(client)
         raise ZkAuthError("ZooKeeper at %s refused the credentials (%s, from %s)"
                           % (zookeeper_connect, auth.describe(), auth.source or "the credentials file")) from None
+    except BaseException:
+        close(client)
+        raise
     if client.chroot:
         client.ensure_path("/")
     prepare(client, auth)
     if give_up_after_ms is not None:
         _GiveUp(client, give_up_after_ms / 1000.0, zookeeper_connect)
     return client
+
+
+def _start(client, timeout: float, check_auth: bool) -> None:
+    """kazoo's ``KazooClient.start`` and, with *check_auth*, a first request, which fails when ZooKeeper refused the
+    credentials (kazoo reports CONNECTED before SASL is done). A refusal can come before the waiting thread has
+    looked (on a loaded machine): kazoo has then ended the session (LOST), which its ``start`` reports as
+    "Connection time-out" and a later request as a closed connection; here it raises ``AuthFailedError``."""
+    from kazoo.exceptions import AuthFailedError, ConnectionClosedError
+    from kazoo.handlers.threading import KazooTimeoutError
+    from kazoo.protocol.states import KazooState
+    ended = threading.Event()
+
+    def on_state(state) -> None:
+        if state == KazooState.LOST:
+            ended.set()
+    client.add_listener(on_state)
+    try:
+        client.start_async().wait(timeout=timeout)
+        if client.connected and check_auth:
+            try:
+                client.exists("/")
+            except ConnectionClosedError:
+                if not ended.is_set():
+                    raise
+        if ended.is_set() and check_auth:
+            raise AuthFailedError()
+        if not client.connected:
+            raise KazooTimeoutError("Connection time-out")
+    finally:
+        client.remove_listener(on_state)
 
 
 def close(client):
