@@ -8,7 +8,11 @@ keeps a ZooKeeper offset where Kafka has none. That is right for a group that co
   group stopped, or removed with its topic. The ZooKeeper value is where the group stood weeks ago;
 * **an offset of an earlier topic of the same name**: the topic was deleted and created again after the offset was
   written (a new topic id, a new log that starts at 0): the old offset is beyond the new log end (the consumers reset)
-  or points into unrelated records.
+  or points into unrelated records;
+* **a Kafka offset set below ZooKeeper's after ZooKeeper's was last written**: a ``reset-offsets --store kafka`` to
+  reprocess, or the new consumers after a cutover, moved Kafka back while ZooKeeper kept where the group had been:
+  writing ZooKeeper's over it would skip the records between (:func:`frozen_ahead`). A ZooKeeper offset a member wrote
+  after Kafka's was set is where the group stopped, and is copied.
 
 Evidence, in the order it is read (each from a source of record, not a guess):
 
@@ -20,11 +24,16 @@ Evidence, in the order it is read (each from a source of record, not a guess):
   (whatever the group committed to Kafka after it has had time to expire);
 * ZooKeeper's own clock: the offset node's ``mtime`` against the ``ctime`` of ``/brokers/topics/T`` (the topic was
   created after the offset was written) and the topic id the broker stored there;
-* the log end (ListOffsets): an offset beyond it.
+* the log end (ListOffsets): an offset beyond it;
+* for a Kafka offset below ZooKeeper's, since when Kafka has held it (the first commit of its run in
+  ``__consumer_offsets``, :func:`kafka_offset_since`; a ``zkmigrate restore``'s run from the time its backup
+  records) against when ZooKeeper's was last written (its node's ``mtime``; a node a restore wrote, the backup's).
 
 Evidence that cannot be read counts against a write: when ``__consumer_offsets`` cannot be read (no Read right on
 it, a timeout) for a ZooKeeper offset older than the retention without a Kafka offset, copy and cutover refuse
-that partition as not checked (its way out: the Read right, or ``--allow-stale``); when ``offsets.retention.minutes``
+that partition as not checked (its way out: the Read right, or ``--allow-stale``), and so for a ZooKeeper offset
+above Kafka's whose times are not known (``__consumer_offsets`` unread, Kafka's commit or the node's mtime not found,
+a restore's backup that does not say); when ``offsets.retention.minutes``
 cannot be read, the shortest default (1 day, Kafka before 2.0) is taken, so more offsets count as old, and the
 report says so.
 
