@@ -515,6 +515,27 @@ def check_to_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple]) -> StaleChe
     return StaleCheck(refused, notes, sorted(unchecked), kafka_since=since)
 
 
+def _judged_ahead(gofs, ahead: Dict[TP, tuple], both: Dict[TP, tuple], ev: Dict[TP, Evidence], log: Dict,
+                  unread: Optional[str], **kw) -> Tuple[Dict[TP, str], Dict[TP, int], Set[TP], Dict[TP, Evidence],
+                                                        Dict[TP, int]]:
+    """:func:`frozen_ahead` of the ZooKeeper offsets *ahead* of Kafka's (``{tp: (zk, kafka)}``, of *both*), with the
+    times a ``zkmigrate restore`` recorded: since when Kafka has held its offset (:func:`kafka_offset_since`, from
+    *log*, the group's commits) and when ZooKeeper's was written (a node a restore wrote: the backup's time,
+    :func:`_as_written_before`). Returns the frozen ones with why, since, the partitions whose restore did not say
+    (``unknown``), the evidence as judged and the mzxids of the nodes a restore wrote. Nothing is read when *ahead* is
+    empty."""
+    from . import state
+    if not ahead:
+        since, unknown = kafka_offset_since(log, both, {})
+        return {}, since, unknown, ev, {}
+    since, unknown = kafka_offset_since(log, both, state.restored_kafka(gofs.zk, gofs.group))
+    ev, restore_written, rewritten = _as_written_before(ev, *_restored_zk(gofs, both, {tp: e.zk_mzxid
+                                                                                     for tp, e in ev.items()}))
+    frozen = frozen_ahead(gofs.group, ahead, ev, since, restore_written, unread, restored_unknown=unknown,
+                          restored_zk=rewritten, **kw)
+    return frozen, since, unknown, ev, restore_written
+
+
 def _over_lower_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple],
                       ev: Dict[TP, Evidence]) -> Tuple[Dict[TP, str], Set[TP], Dict[TP, int]]:
     """Of the ZooKeeper offsets *todo* that would be written over a LOWER Kafka offset, the ones not shown to be
@@ -526,7 +547,6 @@ def _over_lower_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple],
     ``__consumer_offsets`` once, when there is such a partition."""
     from zkconsumer.errors import ClusterUnavailableError
     from zkconsumer.offsets.expiry import read_commit_log
-    from . import state
     over = {tp: both[tp] for tp in todo if both[tp][1] is not None and both[tp][0] is not None
             and both[tp][0] > both[tp][1]}
     if not over:
@@ -537,11 +557,8 @@ def _over_lower_kafka(gofs, todo: Dict[TP, int], both: Dict[TP, tuple],
         log = read_commit_log(gofs.bootstrap_servers, gofs.group, list(over), security=gofs.security)
     except ClusterUnavailableError as e:
         unread = str(e)
-    since, unknown = kafka_offset_since(log, both, state.restored_kafka(gofs.zk, gofs.group))
-    ev, restore_written, rewritten = _as_written_before(ev, *_restored_zk(gofs, both, {tp: e.zk_mzxid
-                                                                                     for tp, e in ev.items()}))
-    frozen = frozen_ahead(gofs.group, over, ev, since, restore_written, unread,
-                          keep="Kafka's offset stays where it is", restored_unknown=unknown, restored_zk=rewritten)
+    frozen, since, unknown, ev, restore_written = _judged_ahead(gofs, over, both, ev, log, unread,
+                                                                keep="Kafka's offset stays where it is")
     # shown stale: ZooKeeper's written (by a member) before Kafka's offset was set; the others are not checked
     unchecked = {tp for tp in frozen if since.get(tp) is None or ev[tp].zk_mtime is None or tp in unknown
                  or (ev[tp].zk_mzxid is not None and restore_written.get(tp) == ev[tp].zk_mzxid)}
@@ -597,11 +614,7 @@ def check_to_zookeeper(gofs, both: Dict[TP, tuple], keep_ahead: bool = True) -> 
         unchecked = sorted(doubted)
     elif doubted and any(log[tp].removed and log[tp].offset is not None for tp in doubted if tp in log):
         refused = to_zookeeper_refusals(gofs.group, rest, evidence(gofs, rest, end, log), *args, **kw)
-    since, unknown = kafka_offset_since(log, both, state.restored_kafka(gofs.zk, gofs.group) if ahead else {})
-    ev_ahead, restore_written, rewritten = _as_written_before(ev, *_restored_zk(
-        gofs, both, {tp: e.zk_mzxid for tp, e in ev.items()})) if ahead else (ev, {}, set())
-    frozen = frozen_ahead(gofs.group, {tp: both[tp] for tp in ahead}, ev_ahead, since, restore_written, unread,
-                          restored_unknown=unknown, restored_zk=rewritten)
+    frozen, since, unknown = _judged_ahead(gofs, {tp: both[tp] for tp in ahead}, both, ev, log, unread)[:3]
     # kept ahead: ZooKeeper's offset must still fit the log; not kept: ZooKeeper stays as it is, Kafka's is checked
     kw["keep_ahead"] = True
     refused.update(to_zookeeper_refusals(gofs.group, {tp: both[tp] for tp in ahead if tp not in frozen}, ev, *args,

@@ -270,16 +270,20 @@ def test_sasl_wrong_password_refused_before_the_start_has_looked_is_an_auth_erro
     before the starting thread has looked, which kazoo's ``start`` reports as "Connection time-out". It is still
     the credentials, not an unreachable ZooKeeper: the thread is held back here until the refusal is in."""
     from kazoo.client import KazooClient
+    from kazoo.protocol.states import KeeperState
     wrong = creds_file(tmp_path, "wrong", "alice", "Wr0ng-pass-456")
     start_async = KazooClient.start_async
 
-    def held_back(self):
-        live = start_async(self)
+    def held_back(client):
+        live = start_async(client)
 
         class Late:
             def wait(self, timeout=None):
                 got = live.wait(timeout)
-                time.sleep(2)  # the SASL exchange after CONNECTED ends meanwhile
+                deadline = time.monotonic() + 30  # until the SASL exchange after CONNECTED has ended the session
+                while client.client_state not in (KeeperState.AUTH_FAILED, KeeperState.CLOSED):
+                    assert time.monotonic() < deadline, client.client_state
+                    time.sleep(0.05)
                 return got
         return Late()
     monkeypatch.setattr(KazooClient, "start_async", held_back)

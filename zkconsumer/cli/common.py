@@ -138,8 +138,7 @@ def setup_logging(level):
         for handler in logging.getLogger().handlers:
             if not any(isinstance(f, _NoTraceback) for f in handler.filters):
                 handler.addFilter(_NoTraceback())
-            if not any(isinstance(f, _NotWhileClosing) for f in handler.filters):
-                handler.addFilter(_NotWhileClosing())
+        quiet_closes()
 
 
 class _NoTraceback(logging.Filter):
@@ -158,9 +157,21 @@ class _NotWhileClosing(logging.Filter):
     """What kafka-python logs about the requests a client of ours had in flight when we closed it, only at debug
     level (:func:`zkconsumer.kafka.internals.close_quietly`)."""
 
-    def filter(self, record):
+    def __init__(self):
+        super().__init__()
         from ..kafka.internals import logged_while_closing
-        return not logged_while_closing(record)
+        self.logged_while_closing = logged_while_closing
+
+    def filter(self, record):
+        return not self.logged_while_closing(record)
+
+
+def quiet_closes() -> None:
+    """The root logger's handlers leave out what kafka-python logs about the requests a client had in flight when
+    it was closed through :func:`zkconsumer.kafka.internals.close_quietly` (for log levels above debug)."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _NotWhileClosing) for f in handler.filters):
+            handler.addFilter(_NotWhileClosing())
 
 
 def emit_json(obj):

@@ -117,26 +117,26 @@ class AdminClient(KafkaAdminClient):
 
 
 _closing_lock = threading.Lock()
-# ident of a thread -> how many closes of clients logging from it are under way
+# the threads logging for clients being closed (each with how many closes of its clients are under way)
 _closing: dict = {}
 
 
 def _quietly(client: Any, close: Callable[[], Any]) -> Any:
-    idents = [threading.get_ident()]
+    threads = [threading.current_thread()]
     for thread in (getattr(getattr(client, "_net", None), "_io_thread", None), getattr(client, "_sender", None)):
-        if isinstance(thread, threading.Thread) and thread.ident is not None:
-            idents.append(thread.ident)
+        if isinstance(thread, threading.Thread) and thread.is_alive():
+            threads.append(thread)
     with _closing_lock:
-        for ident in idents:
-            _closing[ident] = _closing.get(ident, 0) + 1
+        for thread in threads:
+            _closing[thread] = _closing.get(thread, 0) + 1
     try:
         return close()
     finally:
         with _closing_lock:
-            for ident in idents:
-                _closing[ident] -= 1
-                if not _closing[ident]:
-                    del _closing[ident]
+            for thread in threads:
+                _closing[thread] -= 1
+                if not _closing[thread]:
+                    del _closing[thread]
 
 
 def close_quietly(client: Any, *args: Any, **kwargs: Any) -> None:
@@ -148,12 +148,14 @@ def close_quietly(client: Any, *args: Any, **kwargs: Any) -> None:
 
 
 def logged_while_closing(record: Any) -> bool:
-    """Whether *record* (a ``logging.LogRecord``) is kafka-python's, logged by a client's IO thread (or the thread
-    closing it) while :func:`close_quietly` closes that client."""
+    """Whether *record* (a ``logging.LogRecord``, asked on the thread that logged it, as logging's handlers and
+    their filters are) is kafka-python's, logged by a client's IO thread (or the thread closing it) while
+    :func:`close_quietly` closes that client. Threads are matched as objects, not by ident: a thread started
+    meanwhile may get the ident of one that ended."""
     if record.name.split(".")[0] != "kafka":
         return False
     with _closing_lock:
-        return record.thread in _closing
+        return threading.current_thread() in _closing
 
 
 def run(admin: Any, coro: Callable[..., Any], *args: Any) -> Any:

@@ -108,6 +108,7 @@ def produce(bootstrap, topic, count, size=100, keys=10, partition=None, one_per_
                                  max_in_flight_requests_per_connection=1 if one_per_batch else 5)
     except (KafkaError, OSError) as e:
         raise ClusterUnavailableError("cannot reach the broker at %s: %s" % (bootstrap, e)) from e
+    sent = False
     try:
         futures = []
         for i in range(count):
@@ -120,6 +121,8 @@ def produce(bootstrap, topic, count, size=100, keys=10, partition=None, one_per_
         producer.flush(timeout=120)
         for fut in futures:
             fut.get(timeout=30)
+        sent = True
         return count
     finally:
-        internals.close_quietly(producer)
+        # after a failure, what the producer logs about the records it could not send is shown
+        internals.close_quietly(producer) if sent else producer.close()

@@ -78,7 +78,8 @@ class LogEndProbe:
     def close(self):
         if self._c is not None:
             try:
-                self._c.close(autocommit=False)
+                from ..kafka.internals import close_quietly
+                close_quietly(self._c, autocommit=False)
             except Exception:
                 pass
             self._c = None
@@ -257,7 +258,8 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int,
         if cols[0]:
             yield _batch(topic, partition, cols)
     finally:
-        c.close(autocommit=False)
+        from ..kafka.internals import close_quietly
+        close_quietly(c, autocommit=False)
 
 
 def _out_of_range(c, tp, name, pos, start, end, fail_on_data_loss, cause) -> int:

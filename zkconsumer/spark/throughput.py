@@ -38,7 +38,8 @@ def raw_kafka_python(bootstrap, ranges, poll_timeout_s=120.0):
                     c.pause(tp)
         return n, nbytes
     finally:
-        c.close(autocommit=False)
+        from ..kafka.internals import close_quietly
+        close_quietly(c, autocommit=False)
 
 
 def _raw_partition(task):

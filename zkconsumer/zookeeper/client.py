@@ -117,21 +117,23 @@ def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=No
     client = make_client(zookeeper_connect, session_timeout_ms, auth=auth)
     timeout = (connection_timeout_ms or session_timeout_ms) / 1000.0
     try:
-        _start(client, timeout, auth.enabled)
-    except KazooTimeoutError as e:
-        close(client)
-        raise ClusterUnavailableError("cannot connect to ZooKeeper at %s within %.1f s"
-                                      % (zookeeper_connect, timeout)) from e
-    except AuthFailedError:
-        close(client)
-        raise ZkAuthError("ZooKeeper at %s refused the credentials (%s, from %s)"
-                          % (zookeeper_connect, auth.describe(), auth.source or "the credentials file")) from None
+        try:
+            _start(client, timeout, auth.enabled)
+        except KazooTimeoutError as e:
+            raise ClusterUnavailableError("cannot connect to ZooKeeper at %s within %.1f s"
+                                          % (zookeeper_connect, timeout)) from e
+        except AuthFailedError:
+            raise ZkAuthError("ZooKeeper at %s refused the credentials (%s, from %s)"
+                              % (zookeeper_connect, auth.describe(), auth.source or "the credentials file")) from None
+        if client.chroot:
+            client.ensure_path("/")
+        prepare(client, auth)
     except BaseException:
-        close(client)
+        try:
+            close(client)
+        except Exception:  # noqa: BLE001 — the error of the start is the one to report
+            log.debug("closing the ZooKeeper client that did not start failed", exc_info=True)
         raise
-    if client.chroot:
-        client.ensure_path("/")
-    prepare(client, auth)
     if give_up_after_ms is not None:
         _GiveUp(client, give_up_after_ms / 1000.0, zookeeper_connect)
     return client
@@ -140,16 +142,18 @@ def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=No
 def _start(client, timeout: float, check_auth: bool) -> None:
     """kazoo's ``KazooClient.start`` and, with *check_auth*, a first request, which fails when ZooKeeper refused the
     credentials (kazoo reports CONNECTED before SASL is done). A refusal can come before the waiting thread has
-    looked (on a loaded machine): kazoo has then ended the session (LOST), which its ``start`` reports as
-    "Connection time-out" and a later request as a closed connection; here it raises ``AuthFailedError``."""
+    looked (on a loaded machine): kazoo has then ended the session (AUTH_FAILED), which its ``start`` reports as
+    "Connection time-out" and a later request as a closed connection; here it raises ``AuthFailedError``. A session
+    that ended otherwise is not taken for a refusal."""
     from kazoo.exceptions import AuthFailedError, ConnectionClosedError
     from kazoo.handlers.threading import KazooTimeoutError
-    from kazoo.protocol.states import KazooState
-    ended = threading.Event()
+    from kazoo.protocol.states import KazooState, KeeperState
+    refused = threading.Event()
 
     def on_state(state) -> None:
-        if state == KazooState.LOST:
-            ended.set()
+        # kazoo calls its listeners with the state it has just taken (client_state) set
+        if state == KazooState.LOST and client.client_state == KeeperState.AUTH_FAILED:
+            refused.set()
     client.add_listener(on_state)
     try:
         client.start_async().wait(timeout=timeout)
@@ -157,9 +161,9 @@ def _start(client, timeout: float, check_auth: bool) -> None:
             try:
                 client.exists("/")
             except ConnectionClosedError:
-                if not ended.is_set():
+                if not refused.is_set():
                     raise
-        if ended.is_set() and check_auth:
+        if refused.is_set():
             raise AuthFailedError()
         if not client.connected:
             raise KazooTimeoutError("Connection time-out")
