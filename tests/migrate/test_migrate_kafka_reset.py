@@ -196,6 +196,49 @@ def test_a_restore_stopped_before_it_records_its_zookeeper_writes_leaves_them_kn
     assert set(out["refused"]) == {"%s-1" % t}, out
 
 
+def test_a_restore_that_fails_after_one_that_stopped_keeps_the_stopped_ones_writes_known(services, zk, unique,
+                                                                                          tmp_path, monkeypatch):
+    """As above, a restore stops after writing ZooKeeper's 8 back, before recording that write (left pending). Then
+    another restore of the same partitions (the stopped one's own backup: ZooKeeper 3) fails to write ZooKeeper and
+    ends its own pending entries: it must first have confirmed the stopped restore's, or ZooKeeper's 8 would read as
+    a member's write made now, and copy would write it over Kafka's 2 (skipping 2..7)."""
+    from kazoo.exceptions import ConnectionLoss
+    import zkconsumer_migrate.restore as restore
+    from zkconsumer_migrate import state
+    t, g = _group(services, zk, unique, "rf")
+    time.sleep(0.05)
+    kafka_commit(services, g, {(t, 0): 2, (t, 1): 2})
+    code, rs, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "zookeeper",
+                                 "--to-offset", "3", "--execute", "--backup-dir", str(tmp_path), expect=0)
+    record = state.add_restored_nodes
+
+    def stopped(*a, **kw):
+        if kw.get("pending") is None:
+            raise ConnectionLoss()
+        return record(*a, **kw)
+    monkeypatch.setattr(state, "add_restored_nodes", stopped)
+    code, _, _ = zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path))
+    monkeypatch.undo()
+    assert code != 0 and ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+    # the backup the stopped restore took (its report, cut short, does not name it)
+    its_backup = [str(p) for p in tmp_path.glob("*.json") if json.loads(p.read_text())["by"] == "zkmigrate restore"]
+    assert len(its_backup) == 1, its_backup
+    write = restore.apply_copy
+
+    def zookeeper_fails(store, offsets, *a, **kw):
+        if store.name == "zookeeper":
+            return {tp: "connection lost" for tp in offsets}
+        return write(store, offsets, *a, **kw)
+    monkeypatch.setattr(restore, "apply_copy", zookeeper_fails)
+    code, second, _ = zkmigrate_json(services, "restore", its_backup[0], "--execute", "--discard-newer",
+                                     "--backup-dir", str(tmp_path))
+    monkeypatch.undo()
+    assert code != 0 and set(second["failed"]) == {"zookeeper:%s-0" % t, "zookeeper:%s-1" % t}, second
+    assert ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+    code, out, _ = zkmigrate_json(services, "copy", "--group", g, "--backup-dir", str(tmp_path))
+    assert code == 1 and set(out["refused"]) == {"%s-0" % t, "%s-1" % t} and out["unchecked"] == [], out
+
+
 def test_a_zookeeper_offset_restored_from_a_backup_without_its_time_is_not_checked(services, zk, unique, tmp_path):
     """A backup of an older zkmigrate gives no zk_mtime: ZooKeeper's offset the restore wrote back is no evidence of
     a member, and nothing shows it stale either: cutover is not ready because it could not check."""
