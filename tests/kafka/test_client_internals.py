@@ -95,8 +95,23 @@ def closes(quiet):
             client.close()
 
 
-for _ in range(25):
+hidden = []
+judge = internals.logged_while_closing
+
+
+def counting(record):
+    quiet = judge(record)
+    if quiet and "Metadata refresh: failed" in record.getMessage():
+        hidden.append(record)
+    return quiet
+
+
+internals.logged_while_closing = counting
+for _ in range(100):  # until a close has caught a refresh in flight
     closes(True)
+    if hidden:
+        break
+print("-- %d left out --" % len(hidden), file=sys.stderr, flush=True)
 print("-- closed as kafka-python closes --", file=sys.stderr, flush=True)
 seen = []
 counter = logging.Handler()
@@ -114,8 +129,8 @@ _NOISE = ("Metadata refresh: failed", "Connection lost", "Abort (")
 def test_a_client_closed_with_requests_in_flight_logs_no_error(services):
     """A command that closes its Kafka clients while a request is still in flight (a metadata refresh) prints no
     error of kafka-python's about it ("Metadata refresh: failed Cancelled", "Connection lost") at the default log
-    level: AdminClient closes quietly, and so does a client given to close_quietly. The same closes through
-    kafka-python's own close() print those errors (the test makes them happen)."""
+    level: AdminClient closes quietly, and so does a client given to close_quietly (the filter on kafka-python's
+    loggers left such a line out). The same closes through kafka-python's own close() print those errors."""
     import subprocess
     import sys
     p = subprocess.run([sys.executable, "-c", _CLOSE_IN_FLIGHT, services.bootstrap_servers], capture_output=True,
@@ -125,6 +140,7 @@ def test_a_client_closed_with_requests_in_flight_logs_no_error(services):
     assert plain, p.stderr[-3000:]
     assert not [line for line in quiet.splitlines() if any(n in line for n in _NOISE)], \
         "%s: %s" % (_versions(), quiet[-3000:])
+    assert "-- 0 left out --" not in quiet, "no quiet close caught a metadata refresh in flight: the test shows nothing"
     assert [line for line in plain.splitlines() if "Metadata refresh: failed" in line], \
         "the closes did not catch a metadata refresh in flight: the test shows nothing (%s)" % plain[-2000:]
 

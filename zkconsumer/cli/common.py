@@ -138,7 +138,6 @@ def setup_logging(level):
         for handler in logging.getLogger().handlers:
             if not any(isinstance(f, _NoTraceback) for f in handler.filters):
                 handler.addFilter(_NoTraceback())
-        quiet_closes()
 
 
 class _NoTraceback(logging.Filter):
@@ -151,27 +150,6 @@ class _NoTraceback(logging.Filter):
             record.exc_info = None
             record.exc_text = None
         return True
-
-
-class _NotWhileClosing(logging.Filter):
-    """What kafka-python logs about the requests a client of ours had in flight when we closed it, only at debug
-    level (:func:`zkconsumer.kafka.internals.close_quietly`)."""
-
-    def __init__(self):
-        super().__init__()
-        from ..kafka.internals import logged_while_closing
-        self.logged_while_closing = logged_while_closing
-
-    def filter(self, record):
-        return not self.logged_while_closing(record)
-
-
-def quiet_closes() -> None:
-    """The root logger's handlers leave out what kafka-python logs about the requests a client had in flight when
-    it was closed through :func:`zkconsumer.kafka.internals.close_quietly` (for log levels above debug)."""
-    for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, _NotWhileClosing) for f in handler.filters):
-            handler.addFilter(_NotWhileClosing())
 
 
 def emit_json(obj):

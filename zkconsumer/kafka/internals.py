@@ -49,6 +49,7 @@ against a real broker and ZooKeeper, so an upgrade that changes any of it fails 
 """
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any, Callable, Optional, Tuple
 
@@ -121,7 +122,26 @@ _closing_lock = threading.Lock()
 _closing: dict = {}
 
 
+class _NotWhileClosing(logging.Filter):
+    """On kafka-python's loggers: what a client's threads log while :func:`close_quietly` closes it, only when the
+    root logger is at debug level."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return logging.getLogger().isEnabledFor(logging.DEBUG) or not logged_while_closing(record)
+
+
+_NOT_WHILE_CLOSING = _NotWhileClosing()
+
+
+def _on_kafka_loggers() -> None:
+    for name, logger in list(logging.Logger.manager.loggerDict.items()):
+        if (name == "kafka" or name.startswith("kafka.")) and isinstance(logger, logging.Logger) \
+                and _NOT_WHILE_CLOSING not in logger.filters:
+            logger.addFilter(_NOT_WHILE_CLOSING)
+
+
 def _quietly(client: Any, close: Callable[[], Any]) -> Any:
+    _on_kafka_loggers()
     threads = [threading.current_thread()]
     for thread in (getattr(getattr(client, "_net", None), "_io_thread", None), getattr(client, "_sender", None)):
         if isinstance(thread, threading.Thread) and thread.is_alive():
@@ -141,17 +161,18 @@ def _quietly(client: Any, close: Callable[[], Any]) -> Any:
 
 def close_quietly(client: Any, *args: Any, **kwargs: Any) -> None:
     """``client.close(*args, **kwargs)`` for a kafka-python client (consumer, producer, admin), with what its IO
-    thread and the calling thread log until it returns known as the close's doing (:func:`logged_while_closing`):
-    requests in flight fail when their client closes, and kafka-python logs each as an error ("Metadata refresh:
-    failed Cancelled", "Connection lost: KafkaConnectionError"), though nothing went wrong."""
+    thread and the calling thread log until it returns left out unless the root logger is at debug level (a filter
+    on kafka-python's loggers, :func:`logged_while_closing`, in the CLIs, in Spark's executors and in applications
+    alike): requests in flight fail when their client closes, and kafka-python logs each as an error ("Metadata
+    refresh: failed Cancelled", "Connection lost: KafkaConnectionError"), though nothing went wrong."""
     _quietly(client, lambda: client.close(*args, **kwargs))
 
 
 def logged_while_closing(record: Any) -> bool:
-    """Whether *record* (a ``logging.LogRecord``, asked on the thread that logged it, as logging's handlers and
-    their filters are) is kafka-python's, logged by a client's IO thread (or the thread closing it) while
-    :func:`close_quietly` closes that client. Threads are matched as objects, not by ident: a thread started
-    meanwhile may get the ident of one that ended."""
+    """Whether *record* (a ``logging.LogRecord``, asked on the thread that logged it, as logging's filters are) is
+    kafka-python's, logged by a client's IO thread (or the thread closing it) while :func:`close_quietly` closes that
+    client. Threads are matched as objects, not by ident: a thread started meanwhile may get the ident of one that
+    ended."""
     if record.name.split(".")[0] != "kafka":
         return False
     with _closing_lock:

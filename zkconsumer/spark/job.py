@@ -179,9 +179,6 @@ def main(argv=None):
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("kafka", "kazoo", "py4j"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    if logging.getLogger().level > logging.DEBUG:
-        from ..cli.common import quiet_closes
-        quiet_closes()
     from . import name_member
     opts = name_member(build_options(args))
     spark = make_session(master=args.master)

@@ -144,8 +144,9 @@ def _start(client, timeout: float, check_auth: bool) -> None:
     credentials (kazoo reports CONNECTED before SASL is done). A refusal can come before the waiting thread has
     looked (on a loaded machine): kazoo has then ended the session (AUTH_FAILED), which its ``start`` reports as
     "Connection time-out" and a later request as a closed connection; here it raises ``AuthFailedError``. A session
-    that ended otherwise is not taken for a refusal."""
-    from kazoo.exceptions import AuthFailedError, ConnectionClosedError
+    that ended otherwise is not taken for a refusal (kazoo itself takes a connection dropped during SASL for one); a
+    first request not answered within *timeout* is a connection that did not come up (``KazooTimeoutError``)."""
+    from kazoo.exceptions import AuthFailedError, ConnectionClosedError, ConnectionLoss
     from kazoo.handlers.threading import KazooTimeoutError
     from kazoo.protocol.states import KazooState, KeeperState
     refused = threading.Event()
@@ -159,8 +160,8 @@ def _start(client, timeout: float, check_auth: bool) -> None:
         client.start_async().wait(timeout=timeout)
         if client.connected and check_auth:
             try:
-                client.exists("/")
-            except ConnectionClosedError:
+                client.exists_async("/").get(timeout=timeout)
+            except (ConnectionClosedError, ConnectionLoss, KazooTimeoutError):
                 if not refused.is_set():
                     raise
         if refused.is_set():
