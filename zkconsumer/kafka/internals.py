@@ -123,11 +123,11 @@ _closing: dict = {}
 
 
 class _NotWhileClosing(logging.Filter):
-    """On kafka-python's loggers: what a client's threads log while :func:`close_quietly` closes it, only when the
-    root logger is at debug level."""
+    """On kafka-python's loggers: what a client's threads log while :func:`close_quietly` closes it, only where that
+    logger is at debug level (the CLIs' ``--log-level debug``, an application's own choice)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return logging.getLogger().isEnabledFor(logging.DEBUG) or not logged_while_closing(record)
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG) or not logged_while_closing(record)
 
 
 _NOT_WHILE_CLOSING = _NotWhileClosing()
@@ -141,7 +141,10 @@ def _on_kafka_loggers() -> None:
 
 
 def _quietly(client: Any, close: Callable[[], Any]) -> Any:
-    _on_kafka_loggers()
+    try:
+        _on_kafka_loggers()
+    except Exception:  # noqa: BLE001 — the close happens whatever becomes of its log lines
+        pass
     threads = [threading.current_thread()]
     for thread in (getattr(getattr(client, "_net", None), "_io_thread", None), getattr(client, "_sender", None)):
         if isinstance(thread, threading.Thread) and thread.is_alive():
@@ -161,8 +164,8 @@ def _quietly(client: Any, close: Callable[[], Any]) -> Any:
 
 def close_quietly(client: Any, *args: Any, **kwargs: Any) -> None:
     """``client.close(*args, **kwargs)`` for a kafka-python client (consumer, producer, admin), with what its IO
-    thread and the calling thread log until it returns left out unless the root logger is at debug level (a filter
-    on kafka-python's loggers, :func:`logged_while_closing`, in the CLIs, in Spark's executors and in applications
+    thread and the calling thread log until it returns left out unless kafka-python's logger is at debug level (a
+    filter on kafka-python's loggers, :func:`logged_while_closing`, in the CLIs, in Spark's executors and in applications
     alike): requests in flight fail when their client closes, and kafka-python logs each as an error ("Metadata
     refresh: failed Cancelled", "Connection lost: KafkaConnectionError"), though nothing went wrong."""
     _quietly(client, lambda: client.close(*args, **kwargs))

@@ -118,7 +118,7 @@ def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=No
     timeout = (connection_timeout_ms or session_timeout_ms) / 1000.0
     try:
         try:
-            _start(client, timeout, auth.enabled)
+            _start(client, timeout, auth.enabled, max(timeout, session_timeout_ms / 1000.0))
         except KazooTimeoutError as e:
             raise ClusterUnavailableError("cannot connect to ZooKeeper at %s within %.1f s"
                                           % (zookeeper_connect, timeout)) from e
@@ -139,13 +139,14 @@ def connect(zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=No
     return client
 
 
-def _start(client, timeout: float, check_auth: bool) -> None:
+def _start(client, timeout: float, check_auth: bool, answer_s: float) -> None:
     """kazoo's ``KazooClient.start`` and, with *check_auth*, a first request, which fails when ZooKeeper refused the
     credentials (kazoo reports CONNECTED before SASL is done). A refusal can come before the waiting thread has
     looked (on a loaded machine): kazoo has then ended the session (AUTH_FAILED), which its ``start`` reports as
     "Connection time-out" and a later request as a closed connection; here it raises ``AuthFailedError``. A session
     that ended otherwise is not taken for a refusal (kazoo itself takes a connection dropped during SASL for one); a
-    first request not answered within *timeout* is a connection that did not come up (``KazooTimeoutError``)."""
+    first request not answered within *answer_s* (no sooner than kazoo gives up on a silent connection itself) is a
+    connection that did not come up (``KazooTimeoutError``)."""
     from kazoo.exceptions import AuthFailedError, ConnectionClosedError, ConnectionLoss
     from kazoo.handlers.threading import KazooTimeoutError
     from kazoo.protocol.states import KazooState, KeeperState
@@ -160,9 +161,9 @@ def _start(client, timeout: float, check_auth: bool) -> None:
         client.start_async().wait(timeout=timeout)
         if client.connected and check_auth:
             try:
-                client.exists_async("/").get(timeout=timeout)
+                client.exists_async("/").get(timeout=answer_s)
             except (ConnectionClosedError, ConnectionLoss, KazooTimeoutError):
-                if not refused.is_set():
+                if not refused.wait(0.5):  # a refusal on its way
                     raise
         if refused.is_set():
             raise AuthFailedError()
