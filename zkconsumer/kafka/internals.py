@@ -59,8 +59,8 @@ from kazoo.protocol.serialization import Connect
 
 from ..errors import ZkConsumerError
 
-__all__ = ["IncompatibleClientError", "AdminClient", "close_quietly", "logged_while_closing", "run", "submit", "send", "add_group_coordinator",
-           "close_connection", "PollWoken", "install_poll_wake", "observe_fetch_responses", "fetch_leaders",
+__all__ = ["IncompatibleClientError", "AdminClient", "close_quietly", "logged_while_closing", "run", "submit", "send",
+           "add_group_coordinator", "close_connection", "PollWoken", "install_poll_wake", "observe_fetch_responses", "fetch_leaders",
            "wrap_header", "partition_records_class",
            "consumer_fetcher", "records_buffer",
            "batch_data", "plain_connections", "set_socket_reader", "socket_reader_replaced", "kazoo_supports_call",
@@ -165,9 +165,9 @@ def _quietly(client: Any, close: Callable[[], Any]) -> Any:
 def close_quietly(client: Any, *args: Any, **kwargs: Any) -> None:
     """``client.close(*args, **kwargs)`` for a kafka-python client (consumer, producer, admin), with what its IO
     thread and the calling thread log until it returns left out unless kafka-python's logger is at debug level (a
-    filter on kafka-python's loggers, :func:`logged_while_closing`, in the CLIs, in Spark's executors and in applications
-    alike): requests in flight fail when their client closes, and kafka-python logs each as an error ("Metadata
-    refresh: failed Cancelled", "Connection lost: KafkaConnectionError"), though nothing went wrong."""
+    filter on kafka-python's loggers, :func:`logged_while_closing`, in the CLIs, in Spark's executors and in
+    applications alike): requests in flight fail when their client closes, and kafka-python logs each as an error
+    ("Metadata refresh: failed Cancelled", "Connection lost: KafkaConnectionError"), though nothing went wrong."""
     _quietly(client, lambda: client.close(*args, **kwargs))
 
 
