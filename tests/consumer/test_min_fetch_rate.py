@@ -128,3 +128,14 @@ def test_a_failing_leader_lookup_keeps_the_brokers_seen_last():
     f._consumer._manager.cluster.leader_for_partition = broken
     rates = _run(f, clock, 15, [1])
     assert len(rates) == 1 and rates[0] > 9.9
+
+
+def test_a_kafka_python_that_cannot_name_the_leaders_reads_every_broker_that_answered():
+    """Where kafka-python has no leader lookup (``fetch_leaders`` gives None), the brokers read are those that
+    have answered since the assignment: each its own rate, one that stops answering falling under 1/s."""
+    f, clock = _fetcher({0: 1, 1: 2})
+    f._consumer = SimpleNamespace()  # no _manager.cluster.leader_for_partition
+    rates = _run(f, clock, 600, [1, 2])
+    assert len(rates) == 2 and min(rates) > 9.9
+    rates = _run(f, clock, 150, [1])
+    assert sorted(rates)[0] < 1.0 and sorted(rates)[1] > 9.9

@@ -145,6 +145,7 @@ def _quietly(client: Any, close: Callable[[], Any]) -> Any:
         _on_kafka_loggers()
     except Exception:  # noqa: BLE001 — the close happens whatever becomes of its log lines
         pass
+    # the calling thread too: kafka-python closes the connections on it ("Abort", "Connection lost")
     threads = [threading.current_thread()]
     for thread in (getattr(getattr(client, "_net", None), "_io_thread", None), getattr(client, "_sender", None)):
         if isinstance(thread, threading.Thread) and thread.is_alive():
