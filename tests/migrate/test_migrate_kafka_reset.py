@@ -39,6 +39,32 @@ def _as_an_older_zkmigrate_wrote_it(path, key):
         json.dump(doc, f)
 
 
+def _stops_before_recording_its_writes(monkeypatch):
+    """The next restore stops (connection lost) after recording the ZooKeeper writes it is about to make and writing
+    them, before recording them as made."""
+    from kazoo.exceptions import ConnectionLoss
+    from zkconsumer_migrate import state
+    record = state.add_restored_nodes
+
+    def stopped(*a, **kw):
+        if kw.get("pending") is None:
+            raise ConnectionLoss()
+        return record(*a, **kw)
+    monkeypatch.setattr(state, "add_restored_nodes", stopped)
+
+
+def _zookeeper_writes_fail(monkeypatch):
+    """The next restore's ZooKeeper offset writes fail (its Kafka ones are made)."""
+    import zkconsumer_migrate.restore as restore
+    write = restore.apply_copy
+
+    def zookeeper_fails(store, offsets, *a, **kw):
+        if store.name == "zookeeper":
+            return {tp: "connection lost" for tp in offsets}
+        return write(store, offsets, *a, **kw)
+    monkeypatch.setattr(restore, "apply_copy", zookeeper_fails)
+
+
 def test_cutover_and_copy_do_not_copy_a_frozen_zookeeper_offset_over_a_deliberate_kafka_reset(services, zk, unique,
                                                                                              tmp_path):
     """Cut over at ZooKeeper's 8; the new consumers committed 10, then the operator reset Kafka to 2 to reprocess.
@@ -165,8 +191,6 @@ def test_a_restore_stopped_before_it_records_its_zookeeper_writes_leaves_them_kn
     by mistake, undone by a restore that stops (connection lost) after writing ZooKeeper's 8 back and before
     recording that write; run again, it has nothing to write. ZooKeeper's 8 must still count as the restore's write
     of the backup's offset (recorded before writing), not as a member's made now: copy still refuses it."""
-    from kazoo.exceptions import ConnectionLoss
-    from zkconsumer_migrate import state
     t, g = _group(services, zk, unique, "rc")
     time.sleep(0.05)
     kafka_commit(services, g, {(t, 0): 2, (t, 1): 2})
@@ -174,13 +198,7 @@ def test_a_restore_stopped_before_it_records_its_zookeeper_writes_leaves_them_kn
     assert set(out["refused"]) == {"%s-0" % t, "%s-1" % t}, out
     code, rs, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "zookeeper",
                                  "--to-offset", "3", "--execute", "--backup-dir", str(tmp_path), expect=0)
-    record = state.add_restored_nodes
-
-    def stopped(*a, **kw):
-        if kw.get("pending") is None:
-            raise ConnectionLoss()
-        return record(*a, **kw)
-    monkeypatch.setattr(state, "add_restored_nodes", stopped)
+    _stops_before_recording_its_writes(monkeypatch)
     code, _, _ = zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path))
     monkeypatch.undo()
     assert code != 0 and ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
@@ -202,34 +220,19 @@ def test_a_restore_that_fails_after_one_that_stopped_keeps_the_stopped_ones_writ
     another restore of the same partitions (the stopped one's own backup: ZooKeeper 3) fails to write ZooKeeper and
     ends its own pending entries: it must first have confirmed the stopped restore's, or ZooKeeper's 8 would read as
     a member's write made now, and copy would write it over Kafka's 2 (skipping 2..7)."""
-    from kazoo.exceptions import ConnectionLoss
-    import zkconsumer_migrate.restore as restore
-    from zkconsumer_migrate import state
     t, g = _group(services, zk, unique, "rf")
     time.sleep(0.05)
     kafka_commit(services, g, {(t, 0): 2, (t, 1): 2})
     code, rs, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "zookeeper",
                                  "--to-offset", "3", "--execute", "--backup-dir", str(tmp_path), expect=0)
-    record = state.add_restored_nodes
-
-    def stopped(*a, **kw):
-        if kw.get("pending") is None:
-            raise ConnectionLoss()
-        return record(*a, **kw)
-    monkeypatch.setattr(state, "add_restored_nodes", stopped)
+    _stops_before_recording_its_writes(monkeypatch)
     code, _, _ = zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path))
     monkeypatch.undo()
     assert code != 0 and ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
     # the backup the stopped restore took (its report, cut short, does not name it)
     its_backup = [str(p) for p in tmp_path.glob("*.json") if json.loads(p.read_text())["by"] == "zkmigrate restore"]
     assert len(its_backup) == 1, its_backup
-    write = restore.apply_copy
-
-    def zookeeper_fails(store, offsets, *a, **kw):
-        if store.name == "zookeeper":
-            return {tp: "connection lost" for tp in offsets}
-        return write(store, offsets, *a, **kw)
-    monkeypatch.setattr(restore, "apply_copy", zookeeper_fails)
+    _zookeeper_writes_fail(monkeypatch)
     code, second, _ = zkmigrate_json(services, "restore", its_backup[0], "--execute", "--discard-newer",
                                      "--backup-dir", str(tmp_path))
     monkeypatch.undo()
@@ -259,18 +262,11 @@ def test_a_restore_that_wrote_kafka_but_not_zookeeper_does_not_vouch_for_zookeep
     on to ZooKeeper 15. Restoring that backup (--discard-newer) puts Kafka's 5 back but its ZooKeeper write fails:
     the backup's time for Kafka's 5 describes it beside ZooKeeper's 8, not 15, so it must not make 15 look written
     after Kafka's 5 was set; copying 15 over 5 would skip 5..14, which the restore meant to deliver again."""
-    import zkconsumer_migrate.restore as restore
     t, g = _group(services, zk, unique, "rh")
     code, cp, _ = zkmigrate_json(services, "copy", "--group", g, "--execute", "--backup-dir", str(tmp_path), expect=0)
     time.sleep(0.05)
     ZooKeeperOffsetStore(zk, g).commit({(t, 0): 15, (t, 1): 15}).raise_for_errors()
-    write = restore.apply_copy
-
-    def zookeeper_fails(store, offsets, *a, **kw):
-        if store.name == "zookeeper":
-            return {tp: "connection lost" for tp in offsets}
-        return write(store, offsets, *a, **kw)
-    monkeypatch.setattr(restore, "apply_copy", zookeeper_fails)
+    _zookeeper_writes_fail(monkeypatch)
     code, rs, _ = zkmigrate_json(services, "restore", _manifest(cp), "--execute", "--discard-newer", "--backup-dir",
                                  str(tmp_path))
     monkeypatch.undo()
