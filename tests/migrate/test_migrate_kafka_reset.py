@@ -53,6 +53,18 @@ def _stops_before_recording_its_writes(monkeypatch):
     monkeypatch.setattr(state, "add_restored_nodes", stopped)
 
 
+def _reset_undone_by_a_restore_that_stops(services, zk, t, g, tmp_path, monkeypatch):
+    """ZooKeeper's 8 reset to 3 by mistake, then its backup restored by a restore that stops after writing 8 back,
+    before recording that write (:func:`_stops_before_recording_its_writes`); the reset's report."""
+    code, rs, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "zookeeper",
+                                 "--to-offset", "3", "--execute", "--backup-dir", str(tmp_path), expect=0)
+    _stops_before_recording_its_writes(monkeypatch)
+    code, _, _ = zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path))
+    monkeypatch.undo()
+    assert code != 0 and ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+    return rs
+
+
 def _zookeeper_writes_fail(monkeypatch):
     """The next restore's ZooKeeper offset writes fail (its Kafka ones are made)."""
     import zkconsumer_migrate.restore as restore
@@ -196,12 +208,7 @@ def test_a_restore_stopped_before_it_records_its_zookeeper_writes_leaves_them_kn
     kafka_commit(services, g, {(t, 0): 2, (t, 1): 2})
     code, out, _ = zkmigrate_json(services, "copy", "--group", g, "--backup-dir", str(tmp_path))
     assert set(out["refused"]) == {"%s-0" % t, "%s-1" % t}, out
-    code, rs, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "zookeeper",
-                                 "--to-offset", "3", "--execute", "--backup-dir", str(tmp_path), expect=0)
-    _stops_before_recording_its_writes(monkeypatch)
-    code, _, _ = zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path))
-    monkeypatch.undo()
-    assert code != 0 and ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+    rs = _reset_undone_by_a_restore_that_stops(services, zk, t, g, tmp_path, monkeypatch)
     code, again, _ = zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path),
                                     expect=0)
     assert again["written"] == 0, again
@@ -223,12 +230,7 @@ def test_a_restore_that_fails_after_one_that_stopped_keeps_the_stopped_ones_writ
     t, g = _group(services, zk, unique, "rf")
     time.sleep(0.05)
     kafka_commit(services, g, {(t, 0): 2, (t, 1): 2})
-    code, rs, _ = zkmigrate_json(services, "reset-offsets", "--group", g, "--all-topics", "--store", "zookeeper",
-                                 "--to-offset", "3", "--execute", "--backup-dir", str(tmp_path), expect=0)
-    _stops_before_recording_its_writes(monkeypatch)
-    code, _, _ = zkmigrate_json(services, "restore", _manifest(rs), "--execute", "--backup-dir", str(tmp_path))
-    monkeypatch.undo()
-    assert code != 0 and ZooKeeperOffsetStore(zk, g).fetch([(t, 0), (t, 1)]) == {(t, 0): 8, (t, 1): 8}
+    _reset_undone_by_a_restore_that_stops(services, zk, t, g, tmp_path, monkeypatch)
     # the backup the stopped restore took (its report, cut short, does not name it)
     its_backup = [str(p) for p in tmp_path.glob("*.json") if json.loads(p.read_text())["by"] == "zkmigrate restore"]
     assert len(its_backup) == 1, its_backup
