@@ -55,7 +55,7 @@ from zkconsumer.offsets.expiry import OFFSETS_TOPIC, Retention
 
 from .expiry import iso
 
-__all__ = ["Evidence", "evidence", "to_kafka_refusals", "to_zookeeper_refusals", "zk_offset_mtimes", "zk_offset_versions",
+__all__ = ["Evidence", "evidence", "to_kafka_refusals", "to_zookeeper_refusals", "zk_offset_mtimes",
            "frozen_ahead", "kafka_offset_since", "since_of_lower_kafka",
            "zk_mtimes_for_backup", "zk_offsets_and_versions",
            "topic_births", "check_to_kafka", "check_to_zookeeper", "StaleCheck"]
@@ -90,12 +90,6 @@ def _zk_offset_stats(zk, group: str, partitions) -> Dict[TP, Tuple[int, int]]:
         if stat is not None:
             out[tp] = (int(stat.mtime), int(stat.mzxid))
     return out
-
-
-def zk_offset_versions(zk, group: str, partitions) -> Dict[TP, int]:
-    """``{tp: mzxid}`` of the ZooKeeper offset nodes of *partitions* that exist: the transaction that last wrote
-    each (ZooKeeper's own order, no clock)."""
-    return {tp: st[1] for tp, st in _zk_offset_stats(zk, group, partitions).items()}
 
 
 def zk_offsets_and_versions(zk, group: str, partitions) -> Dict[TP, Tuple[Optional[int], int]]:

@@ -124,5 +124,7 @@ def produce(bootstrap, topic, count, size=100, keys=10, partition=None, one_per_
         sent = True
         return count
     finally:
-        # after a failure, what the producer logs about the records it could not send is shown
-        internals.close_quietly(producer) if sent else producer.close()
+        if sent:
+            internals.close_quietly(producer)
+        else:  # what the producer logs about the records it could not send is shown
+            producer.close()
