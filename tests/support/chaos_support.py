@@ -272,11 +272,25 @@ class OwnCluster:
 
     # duck-types conftest.Services for CliConsumer / create_topic
     def create_topic(self, name, partitions):
+        from zkconsumer.errors import ClusterUnavailableError
         from zkconsumer.local import tools
-        tools.create_or_grow_topic(self.bootstrap_servers, name, partitions,
-                                   replication_factor=min(3, len(self.cluster.broker_names())))
+        try:
+            tools.create_or_grow_topic(self.bootstrap_servers, name, partitions,
+                                       replication_factor=min(3, len(self.cluster.broker_names())))
+        except ClusterUnavailableError as e:
+            raise AssertionError("%s\n%s" % (e, self.server_logs())) from e
         tools.wait_for_zk_topic(self.zookeeper_connect, name, partitions, timeout=30)
         return name
+
+    def server_logs(self, lines=40):
+        """The last lines of every server's log in this cluster's directory (for a failure's message)."""
+        out = []
+        for entry in sorted(os.listdir(self.cluster.dir)):
+            if entry.endswith(".log"):
+                with open(os.path.join(self.cluster.dir, entry), errors="replace") as f:
+                    tail = f.readlines()[-lines:]
+                out.append("--- %s (last %d lines)\n%s" % (entry, len(tail), "".join(tail)))
+        return "\n".join(out)
 
     def state(self):
         return self.cluster.read_state()
