@@ -71,6 +71,12 @@ IDLE_POLL_MS = 500
 #: the same where a poll cannot be woken (the librdkafka engine), or while a reset point is looked for (every 0.2 s)
 SHORT_POLL_MS = 20
 
+#: the longest an idle watch (:mod:`~zkconsumer.kafka.idle_watch`) lasts before the client polls once more (its own
+#: checks, its metadata); it ends sooner when anything arrives, on any error, and at an assignment change or a shutdown
+WATCH_MAX_S = 30.0
+#: how long a fetcher leaves the idle watch alone after a connection or an answer it could not use
+WATCH_BACKOFF_S = 10.0
+
 #: how long applying an assignment waits for the reset points of partitions without a committed offset; one that
 #: is not known by then (its partition has no leader, say) is resolved by the fetch loop when it can be
 RESOLVE_WAIT_S = 2.0
@@ -112,6 +118,11 @@ class FetcherThread(threading.Thread):
         self._leaders: List[object] = []  # the brokers leading this fetcher's partitions (_refresh_leaders)
         self._leaders_at = float("-inf")
         self.errors = 0             # fetch errors, retried or not (metrics)
+        self._count_lock = threading.Lock()  # the IO thread and the idle watch both count Fetch responses
+        self._watch = None          # the idle watch (PLAINTEXT clients whose poll can be woken)
+        self._watch_not_before = 0.0
+        self._watch_troubles = 0
+        self.watch_rounds = 0       # idle watch rounds answered
 
     # -- called by the rebalancer ------------------------------------------------------------------------------
     def assign(self, generation, work, timeout=None):
@@ -145,6 +156,9 @@ class FetcherThread(threading.Thread):
         wake = self._wake
         if wake is not None:
             wake()
+        watch = self._watch
+        if watch is not None:
+            watch.wake()
 
     # -- fetcher thread ----------------------------------------------------------------------------------------
     def _changing(self):
@@ -308,6 +322,7 @@ class FetcherThread(threading.Thread):
             from ..kafka.internals import install_poll_wake, observe_fetch_responses
             self._wake = install_poll_wake(self._consumer)
             self._counts_requests = observe_fetch_responses(self._consumer, self._count_response)
+            self._watch = self._make_watch()
             if self._wake is None:
                 log.warning("fetcher %s: this kafka-python's poll cannot be woken (an internal install_poll_wake "
                             "uses is missing): polling %d ms at a time, with more CPU while idle",
@@ -340,6 +355,8 @@ class FetcherThread(threading.Thread):
                     if self._stopped:
                         return
         finally:
+            if self._watch is not None:
+                self._watch.close()
             if self._consumer is not None:
                 try:
                     from ..kafka.internals import close_quietly
@@ -421,13 +438,63 @@ class FetcherThread(threading.Thread):
                 self.fetch_seconds += time.monotonic() - polled_at
                 self._poll_meter.mark(self.clock())
             self._refresh_leaders()
+            if not batches and self._watch is not None:
+                self._watch_while_idle()
 
     def _count_response(self, node_id, seconds):
         """A Fetch response came from broker *node_id* *seconds* after its request (the client's IO thread, the only
-        writer then)."""
-        self.fetches += 1
-        self.fetch_seconds += seconds
-        self._broker_meter(node_id).mark(self.clock())
+        writer then, or the idle watch on the fetcher thread)."""
+        with self._count_lock:
+            self.fetches += 1
+            self.fetch_seconds += seconds
+            self._broker_meter(node_id).mark(self.clock())
+
+    def _make_watch(self):
+        """An idle watch for this fetcher's client, or None: only plain TCP connections (TLS and SASL stay on the
+        client's path), and only where the client's poll can be woken and its Fetch responses are counted (the
+        watch's answers are counted the same way)."""
+        from ..core.kafka_security import of
+        if self._wake is None or not self._counts_requests or of(self.config).protocol != "PLAINTEXT":
+            return None
+        from ..kafka.idle_watch import IdleWatch
+        settings = consumer_settings(self.config)
+        return IdleWatch(settings["client_id"], self.config.fetch_wait_max_ms, self.config.fetch_min_bytes,
+                         self.config.fetch_message_max_bytes, settings["request_timeout_ms"] / 1000.0,
+                         self.config.socket_timeout_ms / 1000.0)
+
+    def _watch_while_idle(self):
+        """Every partition caught up after a poll that fetched nothing: ask their leaders with the idle watch instead
+        of polling the client, until an answer has records, a higher high watermark or an error, the assignment
+        changes, the fetcher stops, or WATCH_MAX_S passed. Nothing is fetched or moved meanwhile: the client goes on
+        from its own positions."""
+        now = time.monotonic()
+        if now < self._watch_not_before or self._unresolved or self._changing():
+            return
+        from kafka import TopicPartition
+        from ..kafka.idle_watch import WatchTrouble
+        from ..kafka.internals import caught_up_plan
+        plan = caught_up_plan(self._consumer, [TopicPartition(*tp) for tp in self._assignment])
+        if plan is None:
+            return
+        watch = self._watch
+        watch.clear_wake()
+        until = now + WATCH_MAX_S
+        while not self._changing() and time.monotonic() < until:
+            try:
+                moved, answered = watch.round(plan)
+            except WatchTrouble as e:
+                self._watch_troubles += 1
+                self._watch_not_before = time.monotonic() + WATCH_BACKOFF_S
+                (log.info if self._watch_troubles == 1 else log.debug)(
+                    "fetcher %s: idle watch stopped (%s); its client fetches, the watch is tried again in %.0f s",
+                    self.name, e, WATCH_BACKOFF_S)
+                return
+            for node, seconds in answered:
+                self._count_response(node, seconds)
+            self.watch_rounds += len(answered)
+            self._refresh_leaders()
+            if moved is not False:
+                return
 
     def _broker_meter(self, node_id):
         meter = self._broker_meters.get(node_id)

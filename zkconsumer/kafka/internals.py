@@ -25,7 +25,10 @@ after NOT_COORDINATOR, and none commits as a simple consumer with per-partition 
 * :func:`observe_fetch_responses`: each Fetch response a fetcher's client receives, from which broker and how long
   after its request (its fetcher's ``_handle_fetch_response``, wrapped on the instance: the fetch metrics count
   requests per broker, as Scala's fetcher threads did), and :func:`fetch_leaders`: the brokers it fetches partitions
-  from (``_manager.cluster.leader_for_partition``);
+  from (``_manager.cluster.leader_for_partition``); :func:`caught_up_plan`: what a fetcher's idle watch
+  (:mod:`zkconsumer.kafka.idle_watch`) asks, from the client's partition states (``_subscription.assignment``: a
+  position, the last answer's high watermark), its metadata (``cluster.leader_for_partition``, ``broker_metadata``)
+  and the Fetch versions its brokers answer (``_manager.broker_version_data``);
 * :func:`wrap_header`: a request's ``_header``, so an OffsetCommit v2-v5 answer is read by zkconsumer's reader.
 
 The record decoder (:mod:`zkconsumer.kafka.fast_records`) subclasses ``Fetcher.PartitionRecords`` and reads
@@ -61,7 +64,7 @@ from ..errors import ZkConsumerError
 
 __all__ = ["IncompatibleClientError", "AdminClient", "close_quietly", "logged_while_closing", "run", "submit", "send",
            "add_group_coordinator", "close_connection", "PollWoken", "install_poll_wake", "observe_fetch_responses", "fetch_leaders",
-           "wrap_header", "partition_records_class",
+           "caught_up_plan", "wrap_header", "partition_records_class",
            "consumer_fetcher", "records_buffer",
            "batch_data", "plain_connections", "set_socket_reader", "socket_reader_replaced", "kazoo_supports_call",
            "kazoo_call", "kazoo_observe_requests", "kazoo_transaction_requests", "kazoo_session_timeout_ms",
@@ -365,6 +368,37 @@ def fetch_leaders(consumer: Any, partitions: Any) -> Optional[set]:
         if leader is not None and leader != -1:
             out.add(leader)
     return out
+
+
+def caught_up_plan(consumer: Any, partitions: Any) -> Optional[dict]:
+    """``{leader node id: ((host, port), [(topic, partition, position), ...])}`` when every one of *partitions*
+    (TopicPartitions) of *consumer* (a KafkaConsumer) is fetchable at a position at or above the high watermark its
+    last Fetch answer gave, has a known leader whose address the client knows, and the brokers answer Fetch v4; None
+    otherwise (and where this kafka-python lacks any of it)."""
+    try:
+        from kafka.protocol.consumer import FetchRequest
+        manager: Any = consumer._manager
+        cluster: Any = manager.cluster
+        if manager.broker_version_data is None or \
+                manager.broker_version_data.api_version(FetchRequest, max_version=4) != 4:
+            return None
+        states: Any = consumer._subscription.assignment
+        plan: dict = {}
+        for tp in partitions:
+            state = states.get(tp)
+            if state is None or not state.is_fetchable() or state.highwater is None:
+                return None
+            offset = state.position.offset
+            if offset < state.highwater:
+                return None
+            leader = cluster.leader_for_partition(tp)
+            broker = cluster.broker_metadata(leader) if leader is not None and leader != -1 else None
+            if broker is None:
+                return None
+            plan.setdefault(leader, ((broker.host, broker.port), []))[1].append((tp.topic, tp.partition, offset))
+        return plan or None
+    except Exception:  # a kafka-python without these internals, or a broker without Fetch v4: no watch
+        return None
 
 
 def wrap_header(request: Any, wrap: Callable[[Any], Any]) -> None:

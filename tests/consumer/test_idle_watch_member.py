@@ -1,0 +1,62 @@
+"""Members at the defaults (``largest``, 60 s auto-commit) whose partitions are caught up stop polling their
+kafka-python client and watch the leaders themselves (zkconsumer.kafka.idle_watch): records produced while they
+watch are delivered, each exactly once and in order; the watch starts again once they are caught up again; a
+member joining while the first watches rebalances the group at once; after the rebalance every record is delivered
+exactly once across the two. Real ZooKeeper and broker."""
+import pytest
+
+from tests.support.consumer_helpers import StreamCollector, connector, owners, produce_tracked
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.skipif(
+    __import__("os").environ.get("ZKCONSUMER_TEST_FETCH_ENGINE") == "librdkafka",
+    reason="the idle watch is the kafka-python engine's")
+
+
+def _watch_rounds(conn):
+    return sum(f.watch_rounds for f in conn.fetchers.fetchers)
+
+
+def _watching(conn, after=0):
+    """Wait until *conn*'s fetchers have had idle watch rounds answered beyond *after*; their number."""
+    return wait_until(lambda: _watch_rounds(conn) > after and _watch_rounds(conn), 30,
+                      message="the member's fetcher to watch its caught-up partitions")
+
+
+def _delivered_once(cols, produced, t):
+    want = {(t, p, o) for p, o, _ in produced}
+    wait_until(lambda: want <= {x for c in cols for x in c.seen()}, 30, message="every produced record delivered")
+    seen = [x for c in cols for x in c.seen()]
+    dups = sorted({x for x in seen if seen.count(x) > 1})
+    assert not dups, "delivered twice: %s" % dups[:10]
+    for c in cols:
+        for p in {p for _, p, _ in c.seen()}:
+            offs = [o for _, q, o in c.seen() if q == p]
+            assert offs == sorted(offs), "partition %d out of order" % p
+
+
+def test_records_produced_while_a_member_watches_are_delivered_once(services, zk, unique, conns):
+    g, t = unique("iwm"), unique("iwm")
+    services.create_topic(t, 3)
+    a = connector(services, g, defaults=True, **{"consumer.id": "a"})
+    conns.append(a)
+    col = StreamCollector(a.create_message_streams({t: 1})[t][0], name="a")
+    col.start()
+    wait_until(lambda: len(owners(zk, g, [t])) == 3, 30, message="a to own every partition")
+    rounds = _watching(a)
+
+    produced = produce_tracked(services.bootstrap_servers, t, 30, partitions=3, tag="first")
+    _delivered_once([col], produced, t)
+    assert len(col.seen()) == 30  # largest: nothing from before the member started; nothing twice
+    _watching(a, after=_watch_rounds(a))  # caught up again: watching again
+
+    # a member joins while a watches: the rebalance wakes the watch, both consume, nothing is lost or repeated
+    b = connector(services, g, defaults=True, **{"consumer.id": "b"})
+    conns.append(b)
+    col_b = StreamCollector(b.create_message_streams({t: 1})[t][0], name="b")
+    col_b.start()
+    wait_until(lambda: {v.rsplit("_", 1)[-1] for v in owners(zk, g, [t]).values()} == {"a-0", "b-0"}, 30, message=lambda: "a and b to share the topic: %s" % owners(zk, g, [t]))
+    _watching(b)
+    produced += produce_tracked(services.bootstrap_servers, t, 60, partitions=3, tag="second")
+    _delivered_once([col, col_b], produced, t)
+    assert rounds > 0
