@@ -1,9 +1,19 @@
 """Members at the defaults (``largest``, 60 s auto-commit) whose partitions are caught up stop polling their
 kafka-python client and watch the leaders themselves (zkconsumer.kafka.idle_watch): records produced while they
-watch are delivered, each exactly once and in order; the watch starts again once they are caught up again; a
-member joining while the first watches rebalances the group at once; after the rebalance every record is delivered
-exactly once across the two. Real ZooKeeper and broker."""
+watch are delivered, each exactly once and in order; the watch starts again once they are caught up again; the
+watch's answers are counted as Fetch responses (FetchRequestRateAndTimeMs, MinFetchRate); a member joining while the
+first watches rebalances the group; after the rebalance every record is delivered exactly once across the two. A
+fetcher's new assignment and its shutdown end its watch at once (WATCH_MAX_S made 10 minutes long, so that a missed
+wake shows). Real ZooKeeper and broker."""
+import queue
+import time
+
 import pytest
+
+from zkconsumer.consumer import fetcher as fetcher_mod
+from zkconsumer.consumer.fetcher import FetcherThread
+from zkconsumer.consumer.partition_info import PartitionTopicInfo
+from zkconsumer.core.config import ConsumerConfig
 
 from tests.support.consumer_helpers import StreamCollector, connector, owners, produce_tracked
 from tests.support.waiting import wait_until
@@ -44,6 +54,9 @@ def test_records_produced_while_a_member_watches_are_delivered_once(services, zk
     col.start()
     wait_until(lambda: len(owners(zk, g, [t])) == 3, 30, message="a to own every partition")
     rounds = _watching(a)
+    counted = sum(f.fetches for f in a.fetchers.fetchers)
+    _watching(a, after=_watch_rounds(a) + 3)
+    assert sum(f.fetches for f in a.fetchers.fetchers) >= counted + 3, "the watch's answers were not counted"
 
     produced = produce_tracked(services.bootstrap_servers, t, 30, partitions=3, tag="first")
     _delivered_once([col], produced, t)
@@ -60,3 +73,35 @@ def test_records_produced_while_a_member_watches_are_delivered_once(services, zk
     produced += produce_tracked(services.bootstrap_servers, t, 60, partitions=3, tag="second")
     _delivered_once([col, col_b], produced, t)
     assert rounds > 0
+
+
+@pytest.fixture
+def long_watches(monkeypatch):
+    monkeypatch.setattr(fetcher_mod, "WATCH_MAX_S", 600.0)
+
+
+def _part(t, p, consumed):
+    part = PartitionTopicInfo((t, p), "m-0")
+    part.consumed = consumed
+    part.queue = queue.Queue(1000)
+    return part
+
+
+def test_an_assignment_change_and_a_shutdown_end_a_fetchers_watch(services, unique, long_watches):
+    t = services.create_topic(unique("iwf"), 2)
+    cfg = ConsumerConfig.from_properties({"group.id": unique("iwf"), "zookeeper.connect": services.zookeeper_connect})
+    f = FetcherThread(0, services.bootstrap_servers, cfg)
+    f.start()
+    try:
+        f.assign(1, {(t, 0): _part(t, 0, 0)})
+        assert f._watch is not None, "no idle watch for a PLAINTEXT fetcher"
+        wait_until(lambda: f.watch_rounds > 3, 30, message="the fetcher to watch its caught-up partition")
+        f.assign(2, {(t, 1): _part(t, 1, 0)}, timeout=30)  # raises unless the watch ended
+        before = f.watch_rounds
+        wait_until(lambda: f.watch_rounds > before + 3, 30, message="the fetcher to watch its new partition")
+        started = time.monotonic()
+    finally:
+        f.shutdown()
+        f.join(30)
+    assert not f.is_alive(), "the shutdown did not end the watch"
+    assert time.monotonic() - started < 30

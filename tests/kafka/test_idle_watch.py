@@ -1,7 +1,11 @@
 """The idle watch (zkconsumer.kafka.idle_watch) against the real broker: what it asks (internals.caught_up_plan from a
-kafka-python client at the end of its partitions), when an answer says "fetch" (records, a high watermark above a
-position, an error) and when it does not, that a wake ends a round the broker is holding, that a record produced
-during a held round ends it, and that a broker it cannot reach is trouble, never "nothing arrived"."""
+kafka-python client at the end of its partitions), when an answer says "fetch" (records, another high watermark, an
+error) and when it does not; that it asks again as soon as a leader answered, and that one silent leader neither
+delays what another leader's answer says nor stops that leader's answers being counted; that a wake ends it, while
+the broker holds a request or while a connection hangs; that a record produced while the broker holds the request
+ends it; that a broker it cannot reach or that stays silent is trouble, never "nothing arrived"; and that it works
+with descriptors above 1024. A listening socket that never answers stands for a silent leader."""
+import os
 import socket
 import threading
 import time
@@ -14,12 +18,12 @@ from tests.support.waiting import wait_until
 from zkconsumer.kafka.idle_watch import IdleWatch, WatchTrouble
 from zkconsumer.kafka.internals import caught_up_plan
 
-HOLD_MS = 20_000  # the broker holds a round this long when nothing arrives: a missed wake or record shows
+HOLD_MS = 20_000  # the broker holds a request this long when nothing arrives: a missed wake or record shows
+# (the watches end after 60 s at the latest: a missed wake fails the test instead of hanging it)
 
 
-def _watch(max_wait_ms=HOLD_MS):
-    return IdleWatch("idle-watch-test", max_wait_ms, 1, 1 << 20, timeout_s=max_wait_ms / 1000.0 + 30,
-                     connect_timeout_s=10)
+def _watch(max_wait_ms=HOLD_MS, margin_s=30.0):
+    return IdleWatch("idle-watch-test", max_wait_ms, 1, 1 << 20, answer_margin_s=margin_s)
 
 
 def _caught_up(services, t, partitions):
@@ -38,53 +42,84 @@ def _caught_up(services, t, partitions):
         c.close()
 
 
-def test_the_plan_is_every_partition_at_its_end_and_an_unchanged_log_is_not_moved(services, unique):
+def _one(plan):
+    node, (address, parts) = next(iter(plan.items()))
+    return node, address, parts
+
+
+class Answers(list):
+    def __call__(self, node, seconds):
+        self.append((node, seconds))
+
+
+@pytest.fixture
+def silent():
+    """The address of a listener that accepts connections (its backlog does) and never answers."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)
+    yield s.getsockname()
+    s.close()
+
+
+@pytest.fixture
+def hanging():
+    """An address whose connections hang: a listener with a full backlog (one connection waiting, never accepted)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(0)
+    filler = socket.create_connection(s.getsockname())
+    yield s.getsockname()
+    filler.close()
+    s.close()
+
+
+def test_the_plan_is_every_partition_at_its_end_and_an_unchanged_log_is_asked_again_and_again(services, unique):
     t = services.create_topic(unique("iw"), 3)
     produce_tracked(services.bootstrap_servers, t, 6, partitions=2)  # partition 2 stays empty
     plan = _caught_up(services, t, 3)
     assert sorted(p for _, parts in plan.values() for p in parts) == [(t, 0, 3), (t, 1, 3), (t, 2, 0)]
-    w = _watch(max_wait_ms=300)
+    w, answers = _watch(max_wait_ms=100), Answers()
     try:
-        moved, answered = w.round(plan)
-        assert moved is False and [n for n, _ in answered] == list(plan)
-        moved, _ = w.round(plan)  # the same sockets again
-        assert moved is False
+        assert w.watch(plan, time.monotonic() + 1.0, answers) is False
+        assert len(answers) >= 3 and {n for n, _ in answers} == set(plan)
     finally:
         w.close()
 
 
-def test_a_position_below_the_end_or_an_unknown_partition_moves(services, unique):
+def test_a_position_other_than_the_end_or_an_unknown_partition_moves(services, unique):
     t = services.create_topic(unique("iw"), 2)
     produce_tracked(services.bootstrap_servers, t, 4, partitions=2)
-    plan = _caught_up(services, t, 2)
-    node, (address, parts) = next(iter(plan.items()))
-    w = _watch(max_wait_ms=300)
+    node, address, _ = _one(_caught_up(services, t, 2))
+    w = _watch(max_wait_ms=100)
+
+    def ask(parts):
+        return w.watch({node: (address, parts)}, time.monotonic() + 0.3, Answers())
     try:
-        assert w.round({node: (address, [(t, 0, 2), (t, 1, 2)])})[0] is False
-        assert w.round({node: (address, [(t, 0, 1), (t, 1, 2)])})[0] is True   # records at 1
-        assert w.round({node: (address, [(t, 0, 2), (t, 7, 0)])})[0] is True   # no partition 7: an error
-        assert w.round({node: (address, [(t, 0, 9), (t, 1, 2)])})[0] is True   # beyond the log: out of range
+        assert ask([(t, 0, 2), (t, 1, 2)]) is False
+        assert ask([(t, 0, 1), (t, 1, 2)]) is True   # records at 1
+        assert ask([(t, 0, 2), (t, 7, 0)]) is True   # no partition 7: an error
+        assert ask([(t, 0, 9), (t, 1, 2)]) is True   # beyond the log: out of range
     finally:
         w.close()
 
 
-def test_a_record_produced_while_the_broker_holds_the_round_ends_it(services, unique):
+def test_a_record_produced_while_the_broker_holds_the_request_ends_the_watch(services, unique):
     t = services.create_topic(unique("iw"), 1)
     plan = _caught_up(services, t, 1)
-    w = _watch()
+    w, answers = _watch(), Answers()
     timer = threading.Timer(1.0, lambda: produce_tracked(services.bootstrap_servers, t, 1, partition=0))
     timer.start()
     started = time.monotonic()
     try:
-        moved, answered = w.round(plan)
+        assert w.watch(plan, time.monotonic() + 60, answers) is True and len(answers) == 1
     finally:
         timer.join()
         w.close()
-    assert moved is True and len(answered) == 1
-    assert time.monotonic() - started < HOLD_MS / 1000.0, "the round waited for the broker's hold, not the record"
+    assert time.monotonic() - started < HOLD_MS / 1000.0, "the watch waited for the broker's hold, not the record"
 
 
-def test_a_wake_ends_a_round_the_broker_holds(services, unique):
+def test_a_wake_ends_the_watch_while_the_broker_holds_the_request(services, unique):
     t = services.create_topic(unique("iw"), 1)
     plan = _caught_up(services, t, 1)
     w = _watch()
@@ -92,30 +127,84 @@ def test_a_wake_ends_a_round_the_broker_holds(services, unique):
     timer.start()
     started = time.monotonic()
     try:
-        assert w.round(plan) == (None, [])
-        assert time.monotonic() - started < HOLD_MS / 1000.0, "the wake did not end the round"
-        # the dropped request's answer never reaches the next round: a new connection, an unchanged log
-        short = _watch(max_wait_ms=200)
-        try:
-            assert short.round(plan)[0] is False
-        finally:
-            short.close()
+        assert w.watch(plan, time.monotonic() + 60, Answers()) is None
+        assert time.monotonic() - started < HOLD_MS / 1000.0, "the wake did not end the watch"
+        # the dropped request's answer never reaches the next watch (its socket was closed): an unchanged log
+        w.max_wait_ms = 100
+        assert w.watch(plan, time.monotonic() + 0.2, Answers()) is False
     finally:
         timer.join()
         w.close()
 
 
+def test_a_wake_ends_the_watch_while_a_connection_hangs(services, unique, hanging):
+    t = services.create_topic(unique("iw"), 1)
+    node, _, parts = _one(_caught_up(services, t, 1))
+    w = _watch(margin_s=60.0)
+    timer = threading.Timer(1.0, w.wake)
+    timer.start()
+    started = time.monotonic()
+    try:
+        assert w.watch({node: (hanging, parts)}, time.monotonic() + 60, Answers()) is None
+        assert time.monotonic() - started < 30, "the wake did not end a hanging connect"
+    finally:
+        timer.join()
+        w.close()
+
+
+def test_a_silent_leader_delays_nothing_another_leader_says_and_is_trouble_in_the_end(services, unique, silent):
+    t = services.create_topic(unique("iw"), 1)
+    node, address, parts = _one(_caught_up(services, t, 1))
+    plan = {node: (address, parts), "silent": (silent, [(t, 0, 0)])}
+    # the real leader is asked every 100 ms and each answer counted while the other says nothing; then a record on
+    # the real leader ends the watch at once
+    w, answers = _watch(max_wait_ms=100, margin_s=60.0), Answers()
+    timer = threading.Timer(1.5, lambda: produce_tracked(services.bootstrap_servers, t, 1, partition=0))
+    timer.start()
+    started = time.monotonic()
+    try:
+        assert w.watch(plan, time.monotonic() + 60, answers) is True
+        assert time.monotonic() - started < 30, "the silent leader held the watch"
+        assert len(answers) >= 5 and {n for n, _ in answers} == {node}
+    finally:
+        timer.join()
+    # nothing arrives anywhere: the silent leader is trouble once its margin is gone, the other's answers counted
+    answers = Answers()
+    plan[node] = (address, [(t, 0, 1)])  # at the end again
+    try:
+        w.answer_margin_s = 1.0
+        with pytest.raises(WatchTrouble, match="did not answer"):
+            w.watch(plan, time.monotonic() + 60, answers)
+        assert len(answers) >= 5
+    finally:
+        w.close()
+
+
 def test_a_broker_it_cannot_reach_is_trouble(services, unique):
     t = services.create_topic(unique("iw"), 1)
-    plan = _caught_up(services, t, 1)
-    node, (_, parts) = next(iter(plan.items()))
+    node, _, parts = _one(_caught_up(services, t, 1))
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     closed_port = s.getsockname()[1]
     s.close()
     w = _watch()
     try:
-        with pytest.raises(WatchTrouble):
-            w.round({node: (("127.0.0.1", closed_port), parts)})
+        with pytest.raises(WatchTrouble, match="cannot connect"):
+            w.watch({node: (("127.0.0.1", closed_port), parts)}, time.monotonic() + 60, Answers())
     finally:
         w.close()
+
+
+def test_descriptors_above_1024(services, unique):
+    t = services.create_topic(unique("iw"), 1)
+    plan = _caught_up(services, t, 1)
+    spare = [os.dup(0) for _ in range(1100)]
+    try:
+        w = _watch(max_wait_ms=100)
+        try:
+            assert w.watch(plan, time.monotonic() + 0.3, Answers()) is False
+        finally:
+            w.close()
+    finally:
+        for fd in spare:
+            os.close(fd)

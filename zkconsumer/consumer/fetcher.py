@@ -13,6 +13,11 @@ built as the stream hands them out (:func:`~.fast_records.install_lazy`). A chun
 stream is full is retried until it fits or the assignment changes — the bounded queue is the back-pressure, so
 memory stays bounded by the queue settings whatever the backlog.
 
+While every partition of a fetcher is caught up, it stops polling its client and asks the leaders itself whether
+anything arrived (:mod:`~zkconsumer.kafka.idle_watch`: the same Fetch, ~10x less CPU than the client's rounds, plain
+TCP only); the first answer with records, a higher high watermark or an error sends it back to its client, which
+fetches from its own positions (the watch reads and moves none).
+
 Resets are the fetcher's (Kafka 1.1.1 ``ConsumerFetcherThread.handleOffsetOutOfRange``): a partition without a
 committed offset starts at ``auto.offset.reset``'s end of the log, a position the log does not have (retention
 overtook it, the log was truncated) is reset the same way, and either way the new position becomes the partition's
@@ -72,10 +77,13 @@ IDLE_POLL_MS = 500
 SHORT_POLL_MS = 20
 
 #: the longest an idle watch (:mod:`~zkconsumer.kafka.idle_watch`) lasts before the client polls once more (its own
-#: checks, its metadata); it ends sooner when anything arrives, on any error, and at an assignment change or a shutdown
+#: checks, its metadata); it ends at once when an answer has anything, on any trouble, and at an assignment change or a
+#: shutdown
 WATCH_MAX_S = 30.0
-#: how long a fetcher leaves the idle watch alone after a connection or an answer it could not use
+#: how long a fetcher leaves the idle watch alone after a connection, an answer or a leader's silence it could not use
 WATCH_BACKOFF_S = 10.0
+#: a fetcher logs the idle watch's trouble at INFO at most this often (at DEBUG otherwise)
+WATCH_TROUBLE_LOG_S = 600.0
 
 #: how long applying an assignment waits for the reset points of partitions without a committed offset; one that
 #: is not known by then (its partition has no leader, say) is resolved by the fetch loop when it can be
@@ -121,8 +129,9 @@ class FetcherThread(threading.Thread):
         self._count_lock = threading.Lock()  # the IO thread and the idle watch both count Fetch responses
         self._watch = None          # the idle watch (PLAINTEXT clients whose poll can be woken)
         self._watch_not_before = 0.0
-        self._watch_troubles = 0
-        self.watch_rounds = 0       # idle watch rounds answered
+        self._watch_trouble_logged = float("-inf")
+        self.watch_troubles = 0     # idle watches ended by a connection, an answer or a leader's silence
+        self.watch_rounds = 0       # idle watch answers read
 
     # -- called by the rebalancer ------------------------------------------------------------------------------
     def assign(self, generation, work, timeout=None):
@@ -451,20 +460,20 @@ class FetcherThread(threading.Thread):
 
     def _make_watch(self):
         """An idle watch for this fetcher's client, or None: only plain TCP connections (TLS and SASL stay on the
-        client's path), and only where the client's poll can be woken and its Fetch responses are counted (the
-        watch's answers are counted the same way)."""
+        client's path), only where the client's poll can be woken and its Fetch responses are counted (the watch's
+        answers are counted the same way), and only with ``fetch.min.bytes`` of at least 1 (at 0 every answer comes at
+        once: nothing to watch)."""
         from ..core.kafka_security import of
-        if self._wake is None or not self._counts_requests or of(self.config).protocol != "PLAINTEXT":
+        if self._wake is None or not self._counts_requests or self.config.fetch_min_bytes < 1 or \
+                of(self.config).protocol != "PLAINTEXT":
             return None
         from ..kafka.idle_watch import IdleWatch
-        settings = consumer_settings(self.config)
-        return IdleWatch(settings["client_id"], self.config.fetch_wait_max_ms, self.config.fetch_min_bytes,
-                         self.config.fetch_message_max_bytes, settings["request_timeout_ms"] / 1000.0,
-                         self.config.socket_timeout_ms / 1000.0)
+        return IdleWatch(consumer_settings(self.config)["client_id"], self.config.fetch_wait_max_ms,
+                         self.config.fetch_min_bytes, self.config.fetch_message_max_bytes)
 
     def _watch_while_idle(self):
         """Every partition caught up after a poll that fetched nothing: ask their leaders with the idle watch instead
-        of polling the client, until an answer has records, a higher high watermark or an error, the assignment
+        of polling the client, until an answer has records, another high watermark or an error, the assignment
         changes, the fetcher stops, or WATCH_MAX_S passed. Nothing is fetched or moved meanwhile: the client goes on
         from its own positions."""
         now = time.monotonic()
@@ -478,23 +487,24 @@ class FetcherThread(threading.Thread):
             return
         watch = self._watch
         watch.clear_wake()
-        until = now + WATCH_MAX_S
-        while not self._changing() and time.monotonic() < until:
-            try:
-                moved, answered = watch.round(plan)
-            except WatchTrouble as e:
-                self._watch_troubles += 1
-                self._watch_not_before = time.monotonic() + WATCH_BACKOFF_S
-                (log.info if self._watch_troubles == 1 else log.debug)(
-                    "fetcher %s: idle watch stopped (%s); its client fetches, the watch is tried again in %.0f s",
-                    self.name, e, WATCH_BACKOFF_S)
-                return
-            for node, seconds in answered:
-                self._count_response(node, seconds)
-            self.watch_rounds += len(answered)
-            self._refresh_leaders()
-            if moved is not False:
-                return
+        if self._changing():
+            return
+        try:
+            watch.watch(plan, now + WATCH_MAX_S, self._count_watch_answer)
+        except WatchTrouble as e:
+            self.watch_troubles += 1
+            self._watch_not_before = time.monotonic() + WATCH_BACKOFF_S
+            log_it = log.info if now - self._watch_trouble_logged >= WATCH_TROUBLE_LOG_S else log.debug
+            if log_it is log.info:
+                self._watch_trouble_logged = now
+            log_it("fetcher %s: idle watch ended (%s); its client fetches, the watch is tried again in %.0f s "
+                   "(%d times so far)", self.name, e, WATCH_BACKOFF_S, self.watch_troubles)
+
+    def _count_watch_answer(self, node_id, seconds):
+        """An idle watch's answer: a Fetch response like the client's (fetch metrics, MinFetchRate)."""
+        self._count_response(node_id, seconds)
+        self.watch_rounds += 1
+        self._refresh_leaders()
 
     def _broker_meter(self, node_id):
         meter = self._broker_meters.get(node_id)

@@ -3,184 +3,238 @@
 An idle fetcher's kafka-python client sends a Fetch every ``fetch.wait.max.ms`` (the broker holds each one that
 long when nothing arrives) and spends ~2 ms of CPU on each round trip, most of it in kafka-python's request path
 (its fetch session's request built partition by partition, its generic protocol objects, its event loop): ~20 ms of
-CPU per idle member per second, so 300 idle members want ~6 cores. The Scala consumer's fetcher threads sent the
-same requests for a fraction of that.
+CPU per idle member per second, so 300 idle members want ~6 cores.
 
 While every partition of a fetcher is caught up (its position at the high watermark the last answer gave), the
-fetcher stops polling its client and asks the same question itself: one Fetch v4 request per leader (the partitions
-at the client's positions, the member's ``fetch.min.bytes`` and ``fetch.wait.max.ms``), encoded and read with
-``struct`` (:mod:`.protocol.fetch_v4`) over plain sockets of its own, ~0.1 ms per round trip. The broker answers
-when it would have answered the client's fetch. An answer with records, a high watermark above a position or any
-error ends the watch and the client fetches again from its own positions: the watch reads no record and moves no
-position, so it cannot lose or repeat one; at worst it ends early. Connection or protocol trouble ends it too, and
-the fetcher then leaves it alone for a while (the client's own path, with its reconnects and metadata refreshes,
-handles what went wrong).
+fetcher stops polling its client and asks the same question itself (:meth:`IdleWatch.watch`): a Fetch v4 request
+to each leader (the partitions at the client's positions, the member's ``fetch.min.bytes`` and
+``fetch.wait.max.ms``), encoded and read with ``struct`` (:mod:`.protocol.fetch_v4`) over plain sockets of its own
+(to the address the client's own connection to that broker reached: no name lookup), each leader asked again as
+soon as it answered, ~0.1-0.3 ms of CPU per answer. The broker answers when it would have answered the client's
+fetch. The first answer with records, a high watermark other than the position asked about, or any error ends the
+watch at once, whatever the other leaders are doing; the client then fetches from its own positions. The watch moves
+no position and hands over no record (an answer's records, at most one batch as the request's ``max_bytes`` is
+``fetch.min.bytes``, are dropped: the client fetches them), so it can neither lose nor repeat one. A connection that
+fails, an answer that does not parse, or a leader that does not answer within ``fetch.wait.max.ms`` plus
+:data:`ANSWER_MARGIN_S` ends it too (:class:`WatchTrouble`), and the fetcher leaves it alone for a while: the
+client's own path, with its reconnects and metadata refreshes, handles what went wrong. A wake (an assignment
+change, a shutdown) ends it at once, connecting included. Its sockets are closed whenever a watch ends.
 
 Only plain TCP connections (``security.protocol=PLAINTEXT``) are watched: TLS and SASL stay on the client's path.
 """
 from __future__ import annotations
 
+import errno
+import os
 import select
 import socket
 import struct
+import threading
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
 from .protocol import fetch_v4
 
-__all__ = ["IdleWatch", "WatchTrouble", "Plan"]
+__all__ = ["IdleWatch", "WatchTrouble", "Plan", "ANSWER_MARGIN_S"]
 
-#: {node id: ((host, port), [(topic, partition, fetch offset), ...])}
-Plan = Dict[object, Tuple[Tuple[str, int], List[Tuple[str, int, int]]]]
+#: {node id: (socket address (host, port) or IPv6's 4-tuple, [(topic, partition, fetch offset), ...])}
+Plan = Dict[object, Tuple[tuple, List[Tuple[str, int, int]]]]
+
+#: how much longer than ``fetch.wait.max.ms`` a leader may take to connect or to answer before the watch ends
+ANSWER_MARGIN_S = 5.0
 
 _LENGTH = struct.Struct(">i")
+_IN, _OUT = select.POLLIN, select.POLLOUT
+_GONE = select.POLLERR | select.POLLHUP | select.POLLNVAL
 
 
 class WatchTrouble(Exception):
-    """A connection or an answer the watch could not use: the fetcher goes back to its client's path."""
+    """A connection, an answer or a leader's silence the watch could not use: the fetcher goes back to its client."""
+
+
+class _Leader:
+    """One leader's socket in a watch: connecting, then one request in flight at a time."""
+
+    __slots__ = ("node", "address", "parts", "sock", "connecting", "buf", "correlation", "sent_at", "deadline")
+
+    def __init__(self, node: object, address: tuple, parts: List[Tuple[str, int, int]],
+                 sock: socket.socket, deadline: float) -> None:
+        self.node, self.address, self.parts, self.sock = node, address, parts, sock
+        self.connecting = True
+        self.buf = bytearray()
+        self.correlation = 0
+        self.sent_at = 0.0
+        self.deadline: Optional[float] = deadline  # None: nothing asked (the watch is draining)
 
 
 class IdleWatch:
-    """The sockets (one per broker) and the rounds of one fetcher's idle watch; used by the fetcher thread only,
-    except :meth:`wake`, which any thread may call."""
+    """One fetcher's idle watch; :meth:`watch` runs on the fetcher thread, :meth:`wake` on any thread."""
 
     def __init__(self, client_id: str, max_wait_ms: int, min_bytes: int, partition_max_bytes: int,
-                 timeout_s: float, connect_timeout_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+                 answer_margin_s: float = ANSWER_MARGIN_S, clock: Callable[[], float] = time.monotonic) -> None:
         self.client_id = client_id
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.partition_max_bytes = partition_max_bytes
-        self.timeout_s = timeout_s
-        self.connect_timeout_s = connect_timeout_s
+        self.answer_margin_s = answer_margin_s
         self.clock = clock
-        self._socks: Dict[object, Tuple[Tuple[str, int], socket.socket]] = {}
         self._correlation = 0
+        self._lock = threading.Lock()  # wake() against close(): never a write to a closed (reused) descriptor
+        self._closed = False
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
 
     def wake(self) -> None:
-        """End the round in progress (or the next one) at once."""
-        try:
-            self._wake_w.send(b"x")
-        except (BlockingIOError, OSError):
-            pass  # already woken (the pair's buffer is full) or closed
+        """End the watch in progress (or the next one) at once."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                self._wake_w.send(b"x")
+            except OSError:
+                pass  # already woken (the pair's buffer is full)
 
     def clear_wake(self) -> None:
         """Forget wakes from before now (the fetcher checks for a change after this)."""
         try:
             while self._wake_r.recv(4096):
                 pass
-        except (BlockingIOError, OSError):
+        except OSError:
             pass
 
-    def round(self, plan: Plan) -> Tuple[Optional[bool], List[Tuple[object, float]]]:
-        """Send one request to each broker of *plan* and wait for every answer: ``(moved, answered)``, *moved* True
-        when some partition has records, a high watermark above its position or an error, False when none has, None
-        when woken first (the unanswered requests are dropped with their sockets); *answered*: ``(node id, seconds
-        from its request)`` per answer read. WatchTrouble for a connection or an answer that failed (every socket is
-        closed then)."""
+    def watch(self, plan: Plan, until: float, on_answer: Callable[[object, float], None]) -> Optional[bool]:
+        """Ask every leader of *plan*, each again as soon as it answered, until: an answer says the client should
+        fetch (True); *until* (the clock's time) passed and the last requests were answered (False); a wake (None).
+        ``on_answer(node id, seconds from its request)`` is called for every answer read. WatchTrouble when a
+        connection or an answer failed or a leader did not answer in time. Every socket is closed when it returns."""
+        leaders: Dict[int, _Leader] = {}
         try:
-            return self._round(plan)
+            return self._watch(plan, until, on_answer, leaders)
         except WatchTrouble:
-            self.close_sockets()
             raise
-        except (OSError, fetch_v4.FetchAnswerError) as e:
-            self.close_sockets()
+        except Exception as e:  # a watch's failure is never the fetcher's: its client takes over
             raise WatchTrouble("%s: %s" % (type(e).__name__, e)) from e
+        finally:
+            for leader in leaders.values():
+                _close(leader.sock)
 
-    def _round(self, plan: Plan) -> Tuple[Optional[bool], List[Tuple[object, float]]]:
-        for node in [n for n in self._socks if n not in plan]:
-            self._drop(node)
-        waiting: Dict[socket.socket, Tuple[object, int, float, List[Tuple[str, int, int]]]] = {}
+    def _watch(self, plan: Plan, until: float, on_answer: Callable[[object, float], None],
+               leaders: Dict[int, _Leader]) -> Optional[bool]:
+        poller = select.poll()
+        wake_fd = self._wake_r.fileno()
+        poller.register(wake_fd, _IN)
+        bound = self.max_wait_ms / 1000.0 + self.answer_margin_s
         for node, (address, parts) in plan.items():
-            sock = self._socket(node, address)
-            self._correlation = (self._correlation + 1) & 0x7FFFFFFF
-            request = fetch_v4.encode_request(self._correlation, self.client_id, self.max_wait_ms, self.min_bytes,
-                                              self.min_bytes, parts, self.partition_max_bytes)
-            sock.sendall(request)
-            waiting[sock] = (node, self._correlation, self.clock(), parts)
-        deadline = self.clock() + self.timeout_s
-        buffers: Dict[socket.socket, bytearray] = {s: bytearray() for s in waiting}
-        answered: List[Tuple[object, float]] = []
-        moved = False
-        while waiting:
-            left = deadline - self.clock()
+            sock = socket.socket(socket.AF_INET6 if len(address) == 4 else socket.AF_INET, socket.SOCK_STREAM)
+            leaders[sock.fileno()] = leader = _Leader(node, address, parts, sock, self.clock() + bound)
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            err = sock.connect_ex(address)
+            if err not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
+                raise WatchTrouble("cannot connect to broker %s at %s:%d: %s" % (node, address[0], address[1],
+                                                                                 os.strerror(err)))
+            poller.register(sock.fileno(), _OUT)
+        while True:
+            waiting = [x.deadline for x in leaders.values() if x.deadline is not None]
+            if not waiting:
+                return False
+            left = min(waiting) - self.clock()
             if left <= 0:
-                raise WatchTrouble("no answer from broker(s) %s within %.1f s"
-                                   % (", ".join(str(w[0]) for w in waiting.values()), self.timeout_s))
-            readable, _, _ = select.select(list(waiting) + [self._wake_r], [], [], left)
-            if self._wake_r in readable:
+                late = [x for x in leaders.values() if x.deadline is not None and x.deadline <= self.clock()]
+                raise WatchTrouble("broker %s did not %s within %.1f s" % (
+                    ", ".join(str(x.node) for x in late), "connect" if late[0].connecting else "answer", bound))
+            events = poller.poll(max(1, int(left * 1000) + 1))
+            if any(fd == wake_fd for fd, _ in events):
                 self.clear_wake()
-                for sock in list(waiting):
-                    self._drop(waiting[sock][0])
-                return None, answered
-            for sock in readable:
-                payload = self._read(sock, buffers[sock])
-                if payload is None:
+                return None
+            for fd, event in events:
+                leader = leaders[fd]
+                if leader.connecting:
+                    err = leader.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                    if err:
+                        raise WatchTrouble("cannot connect to broker %s at %s:%d: %s" % (
+                            leader.node, leader.address[0], leader.address[1], os.strerror(err)))
+                    leader.connecting = False
+                    poller.modify(fd, _IN)
+                    self._ask(leader, bound)
                     continue
-                node, correlation, sent_at, parts = waiting.pop(sock)
+                payload = self._read(leader)
+                if payload is None:
+                    if event & _GONE and not event & _IN:
+                        raise WatchTrouble("broker %s closed the connection" % leader.node)
+                    continue
                 got, answers = fetch_v4.decode_response(payload)
-                if got != correlation:
-                    raise WatchTrouble("broker %s answered request %d, not %d" % (node, got, correlation))
-                answered.append((node, self.clock() - sent_at))
-                moved = moved or _moved(parts, answers)
-        return moved, answered
+                if got != leader.correlation:
+                    raise WatchTrouble("broker %s answered request %d, not %d" % (leader.node, got,
+                                                                                  leader.correlation))
+                on_answer(leader.node, self.clock() - leader.sent_at)
+                if _moved(leader.parts, answers):
+                    return True
+                if self.clock() < until:
+                    self._ask(leader, bound)
+                else:
+                    leader.deadline = None
+
+    def _ask(self, leader: _Leader, bound: float) -> None:
+        self._correlation = (self._correlation + 1) & 0x7FFFFFFF
+        # max_bytes (the whole answer's) = fetch.min.bytes: the broker answers when it would answer the client's
+        # fetch (the partitions' own limits decide that) but sends at most one batch, which the watch drops
+        request = fetch_v4.encode_request(self._correlation, self.client_id, self.max_wait_ms, self.min_bytes,
+                                          self.min_bytes, leader.parts, self.partition_max_bytes)
+        leader.sock.settimeout(self.answer_margin_s)  # a request of a few hundred bytes to an empty socket buffer
+        try:
+            leader.sock.sendall(request)
+        finally:
+            leader.sock.setblocking(False)
+        leader.correlation = self._correlation
+        leader.sent_at = self.clock()
+        leader.deadline = leader.sent_at + bound
 
     @staticmethod
-    def _read(sock: socket.socket, buf: bytearray) -> Optional[bytes]:
-        """Read what *sock* has into *buf*; the answer's bytes (after its length) once complete, else None."""
-        data = sock.recv(65536)
+    def _read(leader: _Leader) -> Optional[bytes]:
+        """Read what *leader*'s socket has; the answer's bytes (after its length) once complete, else None."""
+        try:
+            data = leader.sock.recv(1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return None
         if not data:
-            raise WatchTrouble("the broker closed the connection")
+            raise WatchTrouble("broker %s closed the connection" % leader.node)
+        buf = leader.buf
         buf += data
         if len(buf) < 4:
             return None
         (size,) = _LENGTH.unpack_from(buf, 0)
+        if size < 4:
+            raise WatchTrouble("broker %s sent an answer of length %d" % (leader.node, size))
         if len(buf) < 4 + size:
             return None
         if len(buf) > 4 + size:
-            raise WatchTrouble("more bytes than one answer")
-        return bytes(buf[4:])
-
-    def _socket(self, node: object, address: Tuple[str, int]) -> socket.socket:
-        have = self._socks.get(node)
-        if have is not None and have[0] == address:
-            return have[1]
-        if have is not None:
-            self._drop(node)
-        sock = socket.create_connection(address, timeout=self.connect_timeout_s)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.settimeout(None)
-        self._socks[node] = (address, sock)
-        return sock
-
-    def _drop(self, node: object) -> None:
-        have = self._socks.pop(node, None)
-        if have is not None:
-            try:
-                have[1].close()
-            except OSError:
-                pass
-
-    def close_sockets(self) -> None:
-        for node in list(self._socks):
-            self._drop(node)
+            raise WatchTrouble("broker %s sent more than the answer asked for" % leader.node)
+        payload = bytes(buf[4:])
+        buf.clear()
+        return payload
 
     def close(self) -> None:
-        self.close_sockets()
-        for s in (self._wake_r, self._wake_w):
-            try:
-                s.close()
-            except OSError:
-                pass
+        with self._lock:
+            self._closed = True
+            _close(self._wake_r)
+            _close(self._wake_w)
+
+
+def _close(sock: socket.socket) -> None:
+    try:
+        sock.close()
+    except OSError:
+        pass
 
 
 def _moved(parts: List[Tuple[str, int, int]], answers: Dict[Tuple[str, int], fetch_v4.PartitionAnswer]) -> bool:
     """Whether an answer says the client should fetch: a partition asked about that has records, a high watermark
-    above its position, an error, or no answer at all."""
+    other than its position (above: something arrived; below: the log is not what the client thinks), an error, or
+    no answer at all."""
     for topic, partition, offset in parts:
         a = answers.get((topic, partition))
-        if a is None or a.error_code != 0 or a.records_bytes > 0 or a.high_watermark > offset:
+        if a is None or a.error_code != 0 or a.records_bytes > 0 or a.high_watermark != offset:
             return True
     return False

@@ -27,8 +27,9 @@ after NOT_COORDINATOR, and none commits as a simple consumer with per-partition 
   requests per broker, as Scala's fetcher threads did), and :func:`fetch_leaders`: the brokers it fetches partitions
   from (``_manager.cluster.leader_for_partition``); :func:`caught_up_plan`: what a fetcher's idle watch
   (:mod:`zkconsumer.kafka.idle_watch`) asks, from the client's partition states (``_subscription.assignment``: a
-  position, the last answer's high watermark), its metadata (``cluster.leader_for_partition``, ``broker_metadata``)
-  and the Fetch versions its brokers answer (``_manager.broker_version_data``);
+  position, the last answer's high watermark), its metadata (``cluster.leader_for_partition``), its connections
+  (``_manager._conns``, a plain transport's ``_sock``) and the Fetch versions its brokers answer
+  (``_manager.broker_version_data``);
 * :func:`wrap_header`: a request's ``_header``, so an OffsetCommit v2-v5 answer is read by zkconsumer's reader.
 
 The record decoder (:mod:`zkconsumer.kafka.fast_records`) subclasses ``Fetcher.PartitionRecords`` and reads
@@ -371,17 +372,19 @@ def fetch_leaders(consumer: Any, partitions: Any) -> Optional[set]:
 
 
 def caught_up_plan(consumer: Any, partitions: Any) -> Optional[dict]:
-    """``{leader node id: ((host, port), [(topic, partition, position), ...])}`` when every one of *partitions*
-    (TopicPartitions) of *consumer* (a KafkaConsumer) is fetchable at a position at or above the high watermark its
-    last Fetch answer gave, has a known leader whose address the client knows, and the brokers answer Fetch v4; None
-    otherwise (and where this kafka-python lacks any of it)."""
+    """``{leader node id: (socket address, [(topic, partition, position), ...])}`` when every one of *partitions*
+    (TopicPartitions) of *consumer* (a KafkaConsumer) is fetchable at a position equal to the high watermark its last
+    Fetch answer gave, its leader is known, the client's connection to that leader is up and plain TCP (the address
+    is that connection's peer: no name lookup, no proxy), and the brokers answer Fetch v4; None otherwise (and where
+    this kafka-python lacks any of it)."""
     try:
+        from kafka.net.transport import KafkaTCPTransport
         from kafka.protocol.consumer import FetchRequest
         manager: Any = consumer._manager
-        cluster: Any = manager.cluster
-        if manager.broker_version_data is None or \
+        if consumer.config.get("socks5_proxy") or manager.broker_version_data is None or \
                 manager.broker_version_data.api_version(FetchRequest, max_version=4) != 4:
             return None
+        cluster: Any = manager.cluster
         states: Any = consumer._subscription.assignment
         plan: dict = {}
         for tp in partitions:
@@ -389,13 +392,16 @@ def caught_up_plan(consumer: Any, partitions: Any) -> Optional[dict]:
             if state is None or not state.is_fetchable() or state.highwater is None:
                 return None
             offset = state.position.offset
-            if offset < state.highwater:
+            if offset != state.highwater:
                 return None
             leader = cluster.leader_for_partition(tp)
-            broker = cluster.broker_metadata(leader) if leader is not None and leader != -1 else None
-            if broker is None:
-                return None
-            plan.setdefault(leader, ((broker.host, broker.port), []))[1].append((tp.topic, tp.partition, offset))
+            if leader not in plan:
+                conn = manager._conns.get(leader) if leader is not None and leader != -1 else None
+                transport: Any = getattr(conn, "transport", None) if conn is not None and conn.connected else None
+                if type(transport) is not KafkaTCPTransport:
+                    return None
+                plan[leader] = (transport._sock.getpeername(), [])
+            plan[leader][1].append((tp.topic, tp.partition, offset))
         return plan or None
     except Exception:  # a kafka-python without these internals, or a broker without Fetch v4: no watch
         return None
