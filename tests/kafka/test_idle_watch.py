@@ -4,8 +4,11 @@ error) and when it does not; that it asks again as soon as a leader answered, an
 delays what another leader's answer says nor stops that leader's answers being counted; that a wake ends it, while
 the broker holds a request or while a connection hangs; that a record produced while the broker holds the request
 ends it; that a broker it cannot reach or that stays silent is trouble, never "nothing arrived"; and that it works
-with descriptors above 1024. A listening socket that never answers stands for a silent leader."""
+with descriptors above 1024; that it keeps its connection from one watch to the next and closes it with itself; and
+that a client before or after the end of a partition gets no plan. A listening socket that never answers stands for
+a silent leader."""
 import os
+import resource
 import socket
 import threading
 import time
@@ -26,9 +29,10 @@ def _watch(max_wait_ms=HOLD_MS, margin_s=30.0):
     return IdleWatch("idle-watch-test", max_wait_ms, 1, 1 << 20, answer_margin_s=margin_s)
 
 
-def _caught_up(services, t, partitions):
-    """A plan from a kafka-python client that fetched each partition of *t* to its end."""
-    c = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, fetch_max_wait_ms=100)
+def _caught_up(services, t, partitions, client=None):
+    """A plan from a kafka-python client (*client*, else one of its own) that fetched each partition of *t* to its
+    end."""
+    c = client or KafkaConsumer(bootstrap_servers=services.bootstrap_servers, fetch_max_wait_ms=100)
     try:
         tps = [TopicPartition(t, p) for p in range(partitions)]
         c.assign(tps)
@@ -39,7 +43,12 @@ def _caught_up(services, t, partitions):
             return caught_up_plan(c, tps)
         return wait_until(plan, 30, message="the client to reach the end of every partition")
     finally:
-        c.close()
+        if client is None:
+            c.close()
+
+
+def _descriptors():
+    return len(os.listdir("/proc/self/fd"))
 
 
 def _one(plan):
@@ -129,7 +138,8 @@ def test_a_wake_ends_the_watch_while_the_broker_holds_the_request(services, uniq
     try:
         assert w.watch(plan, time.monotonic() + 60, Answers()) is None
         assert time.monotonic() - started < HOLD_MS / 1000.0, "the wake did not end the watch"
-        # the dropped request's answer never reaches the next watch (its socket was closed): an unchanged log
+        # the request the wake left unanswered is not in the next watch's way (its socket was closed): an unchanged log
+        assert w.connections() == 0
         w.max_wait_ms = 100
         assert w.watch(plan, time.monotonic() + 0.2, Answers()) is False
     finally:
@@ -195,9 +205,45 @@ def test_a_broker_it_cannot_reach_is_trouble(services, unique):
         w.close()
 
 
+def test_a_client_before_or_after_the_end_of_a_partition_gets_no_plan(services, unique):
+    t = services.create_topic(unique("iw"), 1)
+    produce_tracked(services.bootstrap_servers, t, 3, partition=0)
+    c = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, fetch_max_wait_ms=100)
+    try:
+        tp = TopicPartition(t, 0)
+        assert _caught_up(services, t, 1, client=c)
+        c.seek(tp, 1)
+        assert caught_up_plan(c, [tp]) is None
+        c.seek(tp, 3)
+        c._subscription.assignment[tp].highwater = 2  # a position above the high watermark the client last saw
+        assert caught_up_plan(c, [tp]) is None
+    finally:
+        c.close()
+
+
+def test_the_connection_is_kept_from_one_watch_to_the_next_and_closed_with_the_watch(services, unique):
+    t = services.create_topic(unique("iw"), 1)
+    plan = _caught_up(services, t, 1)
+    before = _descriptors()
+    w = _watch(max_wait_ms=100)
+    try:
+        for _ in range(3):
+            assert w.watch(plan, time.monotonic() + 0.3, Answers()) is False
+            assert w.connections() == 1
+        assert _descriptors() == before + 3  # the wake pair and one connection
+    finally:
+        w.close()
+    assert _descriptors() == before
+
+
 def test_descriptors_above_1024(services, unique):
     t = services.create_topic(unique("iw"), 1)
     plan = _caught_up(services, t, 1)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        if hard != resource.RLIM_INFINITY and hard < 1200:
+            pytest.skip("this process may not open 1,200 descriptors (RLIMIT_NOFILE %d)" % hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
     spare = [os.dup(0) for _ in range(1100)]
     try:
         w = _watch(max_wait_ms=100)
@@ -208,3 +254,4 @@ def test_descriptors_above_1024(services, unique):
     finally:
         for fd in spare:
             os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -15,7 +15,7 @@ memory stays bounded by the queue settings whatever the backlog.
 
 While every partition of a fetcher is caught up, it stops polling its client and asks the leaders itself whether
 anything arrived (:mod:`~zkconsumer.kafka.idle_watch`: the same Fetch, ~10x less CPU than the client's rounds, plain
-TCP only); the first answer with records, a higher high watermark or an error sends it back to its client, which
+TCP only); the first answer with records, another high watermark or an error sends it back to its client, which
 fetches from its own positions (the watch reads and moves none).
 
 Resets are the fetcher's (Kafka 1.1.1 ``ConsumerFetcherThread.handleOffsetOutOfRange``): a partition without a
@@ -80,8 +80,11 @@ SHORT_POLL_MS = 20
 #: checks, its metadata); it ends at once when an answer has anything, on any trouble, and at an assignment change or a
 #: shutdown
 WATCH_MAX_S = 30.0
-#: how long a fetcher leaves the idle watch alone after a connection, an answer or a leader's silence it could not use
+#: how long a fetcher leaves the idle watch alone after a connection, an answer or a leader's silence it could not use;
+#: doubled at each such trouble in a row, up to WATCH_BACKOFF_MAX_S (a leader that cannot be watched costs its
+#: partitions a delay of up to CONNECT_S or ANSWER_MARGIN_S each time the watch tries it)
 WATCH_BACKOFF_S = 10.0
+WATCH_BACKOFF_MAX_S = 600.0
 #: a fetcher logs the idle watch's trouble at INFO at most this often (at DEBUG otherwise)
 WATCH_TROUBLE_LOG_S = 600.0
 
@@ -116,7 +119,7 @@ class FetcherThread(threading.Thread):
         self.failures = 0           # consecutive failures of the fetch loop
         # what the fetch metrics count (FetchRequestRateAndTimeMs, MinFetchRate): the Fetch responses the client
         # received and the time from each request, and a one-minute rate of them per broker, as Scala's fetcher
-        # threads (one per broker) counted (on the client's IO thread, _count_response); where the client cannot
+        # threads (one per broker) counted (on the client's IO thread and by the idle watch, _count_response); where the client cannot
         # report them (the librdkafka engine), the fetch loop's polls
         self.fetches = 0
         self.fetch_seconds = 0.0
@@ -129,6 +132,7 @@ class FetcherThread(threading.Thread):
         self._count_lock = threading.Lock()  # the IO thread and the idle watch both count Fetch responses
         self._watch = None          # the idle watch (PLAINTEXT clients whose poll can be woken)
         self._watch_not_before = 0.0
+        self._watch_backoff = WATCH_BACKOFF_S
         self._watch_trouble_logged = float("-inf")
         self.watch_troubles = 0     # idle watches ended by a connection, an answer or a leader's silence
         self.watch_rounds = 0       # idle watch answers read
@@ -461,10 +465,11 @@ class FetcherThread(threading.Thread):
     def _make_watch(self):
         """An idle watch for this fetcher's client, or None: only plain TCP connections (TLS and SASL stay on the
         client's path), only where the client's poll can be woken and its Fetch responses are counted (the watch's
-        answers are counted the same way), and only with ``fetch.min.bytes`` of at least 1 (at 0 every answer comes at
-        once: nothing to watch)."""
+        answers are counted the same way), and only with ``fetch.min.bytes`` and ``fetch.wait.max.ms`` of at least 1
+        (at 0 every answer comes at once: nothing to watch)."""
         from ..core.kafka_security import of
         if self._wake is None or not self._counts_requests or self.config.fetch_min_bytes < 1 or \
+                self.config.fetch_wait_max_ms < 1 or \
                 of(self.config).protocol != "PLAINTEXT":
             return None
         from ..kafka.idle_watch import IdleWatch
@@ -493,12 +498,15 @@ class FetcherThread(threading.Thread):
             watch.watch(plan, now + WATCH_MAX_S, self._count_watch_answer)
         except WatchTrouble as e:
             self.watch_troubles += 1
-            self._watch_not_before = time.monotonic() + WATCH_BACKOFF_S
+            backoff, self._watch_backoff = self._watch_backoff, min(self._watch_backoff * 2, WATCH_BACKOFF_MAX_S)
+            self._watch_not_before = time.monotonic() + backoff
             log_it = log.info if now - self._watch_trouble_logged >= WATCH_TROUBLE_LOG_S else log.debug
             if log_it is log.info:
                 self._watch_trouble_logged = now
             log_it("fetcher %s: idle watch ended (%s); its client fetches, the watch is tried again in %.0f s "
-                   "(%d times so far)", self.name, e, WATCH_BACKOFF_S, self.watch_troubles)
+                   "(%d times so far)", self.name, e, backoff, self.watch_troubles)
+        else:
+            self._watch_backoff = WATCH_BACKOFF_S
 
     def _count_watch_answer(self, node_id, seconds):
         """An idle watch's answer: a Fetch response like the client's (fetch metrics, MinFetchRate)."""
@@ -796,7 +804,8 @@ class FetcherManager(Fetchers):
         return [rate for f in self.fetchers for rate in f.fetch_rates_now()]
 
     def counters(self):
-        """The fetcher threads' counters, summed (read without a lock: each is a plain number one thread writes)."""
+        """The fetcher threads' counters, summed (read without a lock: each is a plain number, written under its
+        fetcher's count lock or by one thread)."""
         return FetchCounters(requests=sum(f.fetches for f in self.fetchers),
                              seconds=sum(f.fetch_seconds for f in self.fetchers),
                              errors=sum(f.errors for f in self.fetchers))

@@ -381,7 +381,8 @@ def caught_up_plan(consumer: Any, partitions: Any) -> Optional[dict]:
         from kafka.net.transport import KafkaTCPTransport
         from kafka.protocol.consumer import FetchRequest
         manager: Any = consumer._manager
-        if consumer.config.get("socks5_proxy") or manager.broker_version_data is None or \
+        if consumer.config.get("proxy_url") or consumer.config.get("socks5_proxy") or \
+                manager.broker_version_data is None or \
                 manager.broker_version_data.api_version(FetchRequest, max_version=4) != 4:
             return None
         cluster: Any = manager.cluster
