@@ -128,22 +128,29 @@ def test_a_record_produced_while_the_broker_holds_the_request_ends_the_watch(ser
     assert time.monotonic() - started < HOLD_MS / 1000.0, "the watch waited for the broker's hold, not the record"
 
 
-def test_a_wake_ends_the_watch_while_the_broker_holds_the_request(services, unique):
-    t = services.create_topic(unique("iw"), 1)
-    plan = _caught_up(services, t, 1)
-    w = _watch()
+def _woken(w, plan, within_s):
+    """*w* watches *plan* and is woken 1 s in: the watch ends (None) within *within_s* seconds."""
     timer = threading.Timer(1.0, w.wake)
     timer.start()
     started = time.monotonic()
     try:
         assert w.watch(plan, time.monotonic() + 60, Answers()) is None
-        assert time.monotonic() - started < HOLD_MS / 1000.0, "the wake did not end the watch"
+    finally:
+        timer.join()
+    assert time.monotonic() - started < within_s, "the wake did not end the watch"
+
+
+def test_a_wake_ends_the_watch_while_the_broker_holds_the_request(services, unique):
+    t = services.create_topic(unique("iw"), 1)
+    plan = _caught_up(services, t, 1)
+    w = _watch()
+    try:
+        _woken(w, plan, HOLD_MS / 1000.0)
         # the request the wake left unanswered is not in the next watch's way (its socket was closed): an unchanged log
         assert w.connections() == 0
         w.max_wait_ms = 100
         assert w.watch(plan, time.monotonic() + 0.2, Answers()) is False
     finally:
-        timer.join()
         w.close()
 
 
@@ -151,14 +158,10 @@ def test_a_wake_ends_the_watch_while_a_connection_hangs(services, unique, hangin
     t = services.create_topic(unique("iw"), 1)
     node, _, parts = _one(_caught_up(services, t, 1))
     w = _watch(margin_s=60.0)
-    timer = threading.Timer(1.0, w.wake)
-    timer.start()
-    started = time.monotonic()
+    w.connect_s = 60.0
     try:
-        assert w.watch({node: (hanging, parts)}, time.monotonic() + 60, Answers()) is None
-        assert time.monotonic() - started < 30, "the wake did not end a hanging connect"
+        _woken(w, {node: (hanging, parts)}, 30)
     finally:
-        timer.join()
         w.close()
 
 
@@ -224,26 +227,58 @@ def test_a_client_before_or_after_the_end_of_a_partition_gets_no_plan(services, 
 def test_the_connection_is_kept_from_one_watch_to_the_next_and_closed_with_the_watch(services, unique):
     t = services.create_topic(unique("iw"), 1)
     plan = _caught_up(services, t, 1)
+    node = next(iter(plan))
     before = _descriptors()
     w = _watch(max_wait_ms=100)
     try:
+        ends = set()
         for _ in range(3):
             assert w.watch(plan, time.monotonic() + 0.3, Answers()) is False
             assert w.connections() == 1
+            ends.add(w._kept[node].sock.getsockname())
+        assert len(ends) == 1, "a new connection for each watch"
         assert _descriptors() == before + 3  # the wake pair and one connection
     finally:
         w.close()
     assert _descriptors() == before
 
 
+def test_a_request_held_when_another_leader_ended_the_watch_is_answered_first_in_the_next(services, unique):
+    """Two leaders (two connections to the one broker, a partition each): a record on the first ends the watch while
+    the broker holds the second's request; the next watch takes that request's answer first, drops it, and asks
+    again on the same connection: no trouble, and the answers it counts are its own."""
+    t = services.create_topic(unique("iw"), 2)
+    node, address, _ = _one(_caught_up(services, t, 2))
+    plan = {"first": (address, [(t, 0, 0)]), "second": (address, [(t, 1, 0)])}
+    w, answers = _watch(max_wait_ms=1500), Answers()
+    timer = threading.Timer(0.5, lambda: produce_tracked(services.bootstrap_servers, t, 1, partition=0))
+    timer.start()
+    try:
+        assert w.watch(plan, time.monotonic() + 60, answers) is True
+        timer.join()
+        second = w._kept["second"]
+        assert second.asked is not None, "the second leader's request was not in flight any more"
+        kept = second.sock.getsockname()
+        plan["first"] = (address, [(t, 0, 1)])
+        answers = Answers()
+        assert w.watch(plan, time.monotonic() + 2.0, answers) is False
+        assert w._kept["second"].sock.getsockname() == kept
+        assert all(seconds < 1.5 + 0.4 for _, seconds in answers), "an earlier request's hold counted as this one's"
+        assert {n for n, _ in answers} == {"first", "second"}
+    finally:
+        timer.join()
+        w.close()
+
+
 def test_descriptors_above_1024(services, unique):
     t = services.create_topic(unique("iw"), 1)
     plan = _caught_up(services, t, 1)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < 1200:
-        if hard != resource.RLIM_INFINITY and hard < 1200:
-            pytest.skip("this process may not open 1,200 descriptors (RLIMIT_NOFILE %d)" % hard)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
+    need = _descriptors() + 1200
+    if soft < need:
+        if hard != resource.RLIM_INFINITY and hard < need:
+            pytest.skip("this process may not open %d descriptors (RLIMIT_NOFILE %d)" % (need, hard))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
     spare = [os.dup(0) for _ in range(1100)]
     try:
         w = _watch(max_wait_ms=100)

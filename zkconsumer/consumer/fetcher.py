@@ -81,8 +81,9 @@ SHORT_POLL_MS = 20
 #: shutdown
 WATCH_MAX_S = 30.0
 #: how long a fetcher leaves the idle watch alone after a connection, an answer or a leader's silence it could not use;
-#: doubled at each such trouble in a row, up to WATCH_BACKOFF_MAX_S (a leader that cannot be watched costs its
-#: partitions a delay of up to CONNECT_S or ANSWER_MARGIN_S each time the watch tries it)
+#: doubled at each such trouble until a watch lasts its WATCH_MAX_S without any, up to WATCH_BACKOFF_MAX_S (a leader
+#: that cannot be watched costs its partitions a delay of up to CONNECT_S, or fetch.wait.max.ms + ANSWER_MARGIN_S,
+#: each time the watch tries it)
 WATCH_BACKOFF_S = 10.0
 WATCH_BACKOFF_MAX_S = 600.0
 #: a fetcher logs the idle watch's trouble at INFO at most this often (at DEBUG otherwise)
@@ -495,7 +496,7 @@ class FetcherThread(threading.Thread):
         if self._changing():
             return
         try:
-            watch.watch(plan, now + WATCH_MAX_S, self._count_watch_answer)
+            ended = watch.watch(plan, now + WATCH_MAX_S, self._count_watch_answer)
         except WatchTrouble as e:
             self.watch_troubles += 1
             backoff, self._watch_backoff = self._watch_backoff, min(self._watch_backoff * 2, WATCH_BACKOFF_MAX_S)
@@ -506,7 +507,8 @@ class FetcherThread(threading.Thread):
             log_it("fetcher %s: idle watch ended (%s); its client fetches, the watch is tried again in %.0f s "
                    "(%d times so far)", self.name, e, backoff, self.watch_troubles)
         else:
-            self._watch_backoff = WATCH_BACKOFF_S
+            if ended is False:  # every leader answered for WATCH_MAX_S: the next trouble waits WATCH_BACKOFF_S again
+                self._watch_backoff = WATCH_BACKOFF_S
 
     def _count_watch_answer(self, node_id, seconds):
         """An idle watch's answer: a Fetch response like the client's (fetch metrics, MinFetchRate)."""

@@ -20,7 +20,7 @@ connect within :data:`CONNECT_S`, an answer that does not parse, or a leader tha
 ``fetch.wait.max.ms`` plus :data:`ANSWER_MARGIN_S` ends it too (:class:`WatchTrouble`; its sockets are closed),
 and the fetcher leaves it alone for a while: the client's own path, with its reconnects and metadata refreshes,
 handles what went wrong. A wake (an assignment change, a shutdown) ends it at once, connecting included (a request
-being written excepted: a few hundred bytes to an empty send buffer).
+being written excepted: a few hundred bytes on a connection with no other request in flight).
 
 Only plain TCP connections (``security.protocol=PLAINTEXT``) are watched: TLS and SASL stay on the client's path.
 """
@@ -60,16 +60,18 @@ class WatchTrouble(Exception):
 
 
 class _Leader:
-    """One leader's socket, kept from one watch to the next: connecting, then requests answered in order."""
+    """One leader's socket, kept from one watch to the next: connecting, then one request at a time."""
 
-    __slots__ = ("node", "address", "parts", "sock", "connecting", "buf", "sent", "sent_at", "deadline", "used_at")
+    __slots__ = ("node", "address", "parts", "sock", "connecting", "buf", "asked", "mine", "sent_at", "deadline",
+                 "used_at")
 
     def __init__(self, node: object, address: tuple, sock: socket.socket, deadline: float) -> None:
         self.node, self.address, self.sock = node, address, sock
         self.parts: List[Tuple[str, int, int]] = []
         self.connecting = True
         self.buf = bytearray()
-        self.sent: List[int] = []  # correlation ids asked and not answered yet, oldest first
+        self.asked: Optional[int] = None  # the correlation id of the request in flight
+        self.mine = False  # whether that request was sent by the watch in progress (else by an earlier one)
         self.sent_at = 0.0
         self.deadline: Optional[float] = deadline  # None: nothing awaited in this watch
         self.used_at = 0.0
@@ -123,8 +125,9 @@ class IdleWatch:
         fetch (True); *until* (the clock's time) passed and the last requests were answered (False); a wake (None).
         ``on_answer(node id, seconds from its request)`` is called for every answer read. WatchTrouble when a
         connection or an answer failed or a leader did not connect or answer in time (every socket is closed then).
-        The sockets are kept for the next watch (a request still unanswered when an answer ended this one is answered
-        first then, and dropped), but those with a request or a connection in flight when a wake came."""
+        The sockets are kept for the next watch (one request at a time per leader: a request still in flight when an
+        answer ended this one is answered first then, and its answer dropped), but those with a request or a
+        connection in flight when a wake came."""
         try:
             return self._watch(plan, until, on_answer)
         except WatchTrouble:
@@ -139,7 +142,7 @@ class IdleWatch:
         leader = self._kept.get(node)
         if leader is not None and (leader.connecting or leader.address != address or
                                    now - leader.used_at > KEEP_IDLE_S or
-                                   (not leader.sent and not leader.connecting and _readable(leader.sock))):
+                                   (leader.asked is None and _readable(leader.sock))):
             # still connecting when the last watch ended, moved, idle long enough for the broker to close it
             # (connections.max.idle.ms: 10 minutes by default), or closed by the broker (or sent something unasked)
             self._drop(node)
@@ -174,11 +177,15 @@ class IdleWatch:
             leader = self._leader(node, address, now)
             leader.parts = parts
             by_fd[leader.sock.fileno()] = leader
+            leader.mine = False
             if leader.connecting:
                 poller.register(leader.sock, _OUT)
             else:
                 poller.register(leader.sock, _IN)
-                self._ask(leader, bound)
+                if leader.asked is None:
+                    self._ask(leader, bound)
+                else:  # an earlier watch's request is in flight: its answer (dropped) first, then this watch's
+                    leader.deadline = now + bound
         while True:
             waiting = [x for x in by_fd.values() if x.deadline is not None]
             if not waiting:
@@ -196,7 +203,7 @@ class IdleWatch:
                 # a wake is rare (an assignment change, a shutdown): a request the broker may hold for as long as
                 # fetch.wait.max.ms is not left in the next watch's way
                 for leader in list(by_fd.values()):
-                    if leader.sent or leader.connecting:
+                    if leader.asked is not None or leader.connecting:
                         self._drop(leader.node)
                 return None
             for fd, event in events:
@@ -215,16 +222,15 @@ class IdleWatch:
                     raise WatchTrouble("broker %s closed the connection" % leader.node)
                 for payload in payloads:
                     got, answers = fetch_v4.decode_response(payload)
-                    if not leader.sent or got != leader.sent[0]:
-                        raise WatchTrouble("broker %s answered request %d, not %s" % (
-                            leader.node, got, leader.sent[0] if leader.sent else "none"))
-                    leader.sent.pop(0)
+                    if got != leader.asked:
+                        raise WatchTrouble("broker %s answered request %d, not %s" % (leader.node, got, leader.asked))
+                    leader.asked = None
                     leader.used_at = self.clock()
-                    if leader.sent:
-                        continue  # an answer to an earlier watch's request: the one it waits for is next
-                    on_answer(leader.node, leader.used_at - leader.sent_at)
-                    if _moved(leader.parts, answers):
-                        return True
+                    if leader.mine:
+                        on_answer(leader.node, leader.used_at - leader.sent_at)
+                        if _moved(leader.parts, answers):
+                            return True
+                    # (an earlier watch's answer, about positions that may have moved since, is dropped)
                     if leader.used_at < until:
                         self._ask(leader, bound)
                     else:
@@ -237,13 +243,14 @@ class IdleWatch:
         # batch), which the watch drops
         request = fetch_v4.encode_request(self._correlation, self.client_id, self.max_wait_ms, self.min_bytes,
                                           self.min_bytes, leader.parts, self.partition_max_bytes)
-        # a request of a few hundred bytes to a socket whose earlier requests were read: the send buffer has room
+        # a request of a few hundred bytes on a connection with no other request in flight: the send buffer has room
         leader.sock.settimeout(self.answer_margin_s)
         try:
             leader.sock.sendall(request)
         finally:
             leader.sock.setblocking(False)
-        leader.sent.append(self._correlation)
+        leader.asked = self._correlation
+        leader.mine = True
         leader.sent_at = self.clock()
         leader.deadline = leader.sent_at + bound
 
