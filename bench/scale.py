@@ -297,6 +297,5 @@ TIME_GOES = ("every member reads the group from a cache kept true by watches (re
              "(one multi-op each) and some wait for a predecessor's release. Then each moved member restarts its "
              "fetcher on its new partitions (a kafka-python client per member, positions read from the offset "
              "store). The members run in 4 processes on the 2 cores (a group's members run on many hosts); their "
-             "idle fetchers (each an idle watch of its own: a Fetch per leader per fetch.wait.max.ms) take a share "
-             "of the cores, which is most of the difference from coordination alone (see bench/model.py for larger "
-             "groups).")
+             "idle fetchers' polls alone keep the cores busy, which is most of the difference from coordination "
+             "alone (see bench/model.py for larger groups).")
