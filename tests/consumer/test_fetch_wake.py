@@ -2,17 +2,15 @@
 ``fetch.wait.max.ms``) and an assignment change or a shutdown wakes that poll at once
 (:func:`zkconsumer.kafka.internals.install_poll_wake`): a rebalance never waits for an idle fetcher's poll, and a wake
 never drops records kafka-python handed over. Real broker; the poll is made 10 s long so that a missed wake shows."""
-import queue
 import threading
 import time
 
 import pytest
 
-from tests.support.consumer_helpers import produce_tracked
+from tests.support.consumer_helpers import fetcher_part, produce_tracked
 from tests.support.waiting import wait_until
 from zkconsumer.consumer import fetcher as fetcher_mod
 from zkconsumer.consumer.fetcher import FetcherThread
-from zkconsumer.consumer.partition_info import PartitionTopicInfo
 from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.kafka.fast_records import offset_at
 
@@ -26,13 +24,6 @@ def _config(services, unique):
     return ConsumerConfig.from_properties({"group.id": unique("wake"), "zookeeper.connect": services.zookeeper_connect})
 
 
-def _part(t, p, consumed):
-    part = PartitionTopicInfo((t, p), "m-0")
-    part.consumed = consumed
-    part.queue = queue.Queue(1000)
-    return part
-
-
 def _polling(f):
     """True once the fetcher's client exists and its poll can be woken."""
     return f._consumer is not None and f._wake is not None
@@ -44,10 +35,10 @@ def test_an_assignment_change_wakes_an_idle_fetchers_poll(services, unique, long
     f = FetcherThread(0, services.bootstrap_servers, _config(services, unique))
     f.start()
     try:
-        f.assign(1, {(t, 0): _part(t, 0, 0)})
+        f.assign(1, {(t, 0): fetcher_part(t, 0, 0)})
         assert _polling(f), "this kafka-python's poll cannot be woken: the fetcher polls 20 ms at a time"
         time.sleep(1.0)  # inside its idle poll now
-        f.assign(2, {(t, 1): _part(t, 1, 0)}, timeout=30)
+        f.assign(2, {(t, 1): fetcher_part(t, 1, 0)}, timeout=30)
         f.assign(3, {}, timeout=30)
     finally:
         f.shutdown()
@@ -58,7 +49,7 @@ def test_a_shutdown_wakes_an_idle_fetchers_poll(services, unique, long_idle_poll
     t = services.create_topic(unique("wake"), 1)
     f = FetcherThread(0, services.bootstrap_servers, _config(services, unique))
     f.start()
-    f.assign(1, {(t, 0): _part(t, 0, 0)})
+    f.assign(1, {(t, 0): fetcher_part(t, 0, 0)})
     assert _polling(f)
     time.sleep(1.0)  # inside its idle poll now
     f.shutdown()
@@ -73,7 +64,7 @@ def test_wakes_while_records_flow_drop_nothing(services, unique, long_idle_polls
     t = services.create_topic(unique("wake"), 1)
     f = FetcherThread(0, services.bootstrap_servers, _config(services, unique))
     f.start()
-    part = _part(t, 0, 0)
+    part = fetcher_part(t, 0, 0)
     got, woken, stop = [], [0], threading.Event()
     try:
         f.assign(1, {(t, 0): part})

@@ -5,17 +5,15 @@ watch's answers are counted as Fetch responses (FetchRequestRateAndTimeMs, MinFe
 first watches rebalances the group; after the rebalance every record is delivered exactly once across the two. A
 fetcher's new assignment and its shutdown end its watch at once (WATCH_MAX_S made 10 minutes long, so that a missed
 wake shows). Real ZooKeeper and broker."""
-import queue
 import time
 
 import pytest
 
 from zkconsumer.consumer import fetcher as fetcher_mod
 from zkconsumer.consumer.fetcher import FetcherThread
-from zkconsumer.consumer.partition_info import PartitionTopicInfo
 from zkconsumer.core.config import ConsumerConfig
 
-from tests.support.consumer_helpers import StreamCollector, connector, owners, produce_tracked
+from tests.support.consumer_helpers import StreamCollector, connector, fetcher_part, owners, produce_tracked
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(
@@ -80,23 +78,16 @@ def long_watches(monkeypatch):
     monkeypatch.setattr(fetcher_mod, "WATCH_MAX_S", 600.0)
 
 
-def _part(t, p, consumed):
-    part = PartitionTopicInfo((t, p), "m-0")
-    part.consumed = consumed
-    part.queue = queue.Queue(1000)
-    return part
-
-
 def test_an_assignment_change_and_a_shutdown_end_a_fetchers_watch(services, unique, long_watches):
     t = services.create_topic(unique("iwf"), 2)
     cfg = ConsumerConfig.from_properties({"group.id": unique("iwf"), "zookeeper.connect": services.zookeeper_connect})
     f = FetcherThread(0, services.bootstrap_servers, cfg)
     f.start()
     try:
-        f.assign(1, {(t, 0): _part(t, 0, 0)})
+        f.assign(1, {(t, 0): fetcher_part(t, 0, 0)})
         assert f._watch is not None, "no idle watch for a PLAINTEXT fetcher"
         wait_until(lambda: f.watch_rounds > 3, 30, message="the fetcher to watch its caught-up partition")
-        f.assign(2, {(t, 1): _part(t, 1, 0)}, timeout=30)  # raises unless the watch ended
+        f.assign(2, {(t, 1): fetcher_part(t, 1, 0)}, timeout=30)  # raises unless the watch ended
         before = f.watch_rounds
         wait_until(lambda: f.watch_rounds > before + 3, 30, message="the fetcher to watch its new partition")
         started = time.monotonic()

@@ -15,6 +15,7 @@ auto-commit interval, 6 s sessions, the default rebalance back-off), for tests w
 """
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from zkconsumer.core.assignors import range_assign
 from zkconsumer.core.config import ConsumerConfig
 from zkconsumer.consumer import ZookeeperConsumerConnector
 from zkconsumer.consumer.ownership import read_owners
+from zkconsumer.consumer.partition_info import PartitionTopicInfo
 from zkconsumer.errors import ConsumerTimeoutError
 from zkconsumer.core.layout import codecs, paths
 from zkconsumer.core.subscription.topic_count import consumers_per_topic
@@ -480,3 +482,12 @@ class BrokerMember:
         self.stop.set()
         self.poller.join(10)
         self.consumer.close()
+
+
+def fetcher_part(topic, partition, consumed):
+    """A PartitionTopicInfo of thread "m-0" consumed up to *consumed*, with a queue of 1,000 chunks: the work a test
+    hands a FetcherThread directly (``assign``)."""
+    part = PartitionTopicInfo((topic, partition), "m-0")
+    part.consumed = consumed
+    part.queue = queue.Queue(1000)
+    return part
