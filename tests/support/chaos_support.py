@@ -284,13 +284,9 @@ class OwnCluster:
 
     def server_logs(self, lines=40):
         """The last lines of every server's log in this cluster's directory (for a failure's message)."""
-        out = []
-        for entry in sorted(os.listdir(self.cluster.dir)):
-            if entry.endswith(".log"):
-                with open(os.path.join(self.cluster.dir, entry), errors="replace") as f:
-                    tail = f.readlines()[-lines:]
-                out.append("--- %s (last %d lines)\n%s" % (entry, len(tail), "".join(tail)))
-        return "\n".join(out)
+        from zkconsumer.local.processes import log_tail
+        return "\n".join("--- %s (last %d lines)\n%s" % (entry, lines, log_tail(os.path.join(self.cluster.dir, entry), lines))
+                         for entry in sorted(os.listdir(self.cluster.dir)) if entry.endswith(".log"))
 
     def state(self):
         return self.cluster.read_state()
