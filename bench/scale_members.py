@@ -5,9 +5,10 @@ on many hosts: all 300 sessions in one interpreter measured one core taking turn
 threads contending for one interpreter lock), not the group protocol. Each process runs its members (as users run
 them: fetchers, auto-commit and the start-up checks on) and answers one JSON command per line on stdin with one JSON line on stdout:
 
-* ``{"cmd": "start", "names": [consumer.id, ...]}``: starts a member per name (its ``consumer.id``), STARTERS at
-  a time, each returning once its first rebalance is done -> ``{"ids": [consumer ids], "failed": ["name: why"]}``
-  (a member that could not start, e.g. refused by a start-up check, is shut down and named);
+* ``{"cmd": "start", "names": [consumer.id, ...]}``: starts a member per name (its ``consumer.id``), all at once
+  as a fleet's deploy starts them, each returning once its first rebalance is done (or, with a warning, after the
+  connector's own wait for it) -> ``{"ids": [consumer ids], "failed": ["name: why"]}`` (a member that could not
+  start, e.g. refused by a start-up check, is shut down and named);
 * ``{"cmd": "converged", "threads": [every thread id of the group], "partitions": P, "since": {id: attempts},
   "timeout": S}``: polls every 5 ms until each of its members has finished an attempt since *since* (the attempt
   counts the ``stats`` command gave), is IDLE and fetching, and owns exactly its share of the range assignment of *threads*
@@ -28,7 +29,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-STARTERS = 5  # members starting at once in one process (each waits for its first rebalance)
+STOPPERS = 5  # members shutting down at once in one process
 
 
 def make_member(zookeeper_connect, bootstrap_servers, group, name):
@@ -126,7 +127,7 @@ def main(argv=None):
                     if m is not None:
                         m.shutdown()
                     return None, "%s: %s: %s" % (name, type(e).__name__, e)
-            with ThreadPoolExecutor(STARTERS) as pool:
+            with ThreadPoolExecutor(max(1, len(req["names"]))) as pool:
                 results = list(pool.map(start, req["names"]))
             started = [m for m, _ in results if m is not None]
             for m in started:
@@ -156,7 +157,7 @@ def main(argv=None):
                     m.shutdown()
                 except Exception:
                     pass
-            with ThreadPoolExecutor(STARTERS) as pool:
+            with ThreadPoolExecutor(STOPPERS) as pool:
                 list(pool.map(stop, members.values()))
             out.write(json.dumps({"stopped": len(members)}) + "\n")
             out.flush()
