@@ -39,7 +39,7 @@ PROCESSES = 4  # member processes: two per core here; each runs N / PROCESSES me
 # 2.5 s of the mass start's load (both cores busy for minutes) left the quorum and closed every one of its clients'
 # connections: a third of the members lost their connection together, some in their start-up checks
 ENSEMBLE_TICK_MS = 2000
-ASK_TIMEOUT_S = 600  # the longest a command may take (the mass start of 300 members with fetchers: 190 s here)
+ASK_TIMEOUT_S = 600  # the longest a command may take (300 members with fetchers: start and first convergence 100-190 s here)
 QUIET_S = 2.0
 GROUPS = ((100, 1000, "scale.100"), (300, 3000, "scale.300"))  # (members, partitions, goal) of each row
 
@@ -231,6 +231,8 @@ def _run(cluster, n, partitions, log, key, ensemble_why="", processes=PROCESSES)
             reads += s["zk_reads"] - b["zk_reads"]
             attempts += s["attempts"] - b["attempts"]
         degraded = sum(a["degraded"] for a in final) + (joiner.rebalancer.state == "DEGRADED")
+        troubles_before = sum(q.get("watch_troubles", 0) for q in quiet)
+        troubles_during = sum(a.get("watch_troubles", 0) for a in final) - troubles_before
         zk_requests = {k: sum(a["requests"][k] - q["requests"][k] for a, q in zip(final, quiet)) + joiner_requests[k]
                        for k in ("reads", "writes")}
         log("scale: join converged in %.2f s; %d attempts, %d failed, %d claim waits, %d ZK reads in the group "
@@ -244,11 +246,11 @@ def _run(cluster, n, partitions, log, key, ensemble_why="", processes=PROCESSES)
                          "requests the group sent for the rebalance (the joiner's included): %d reads, %d writes (a "
                          "multi-op counts one); CPU while converging: the members' processes %.2f s (%.1f ms per "
                          "attempt), ZooKeeper %s s; before the join, the idle group's processes used %.0f%% of a "
-                         "core (%d cores here)"
+                         "core (%d cores here); idle watches that ended in trouble: %d before the join, %d during it"
                          % ("goal not met: %s; " % ensemble_why if ensemble_why else "", processes,
                             _servers(cluster.zookeeper_connect), attempts, failed, waits, degraded, reads / max(attempts, 1),
                             reads, zk_requests["reads"], zk_requests["writes"], cpu, cpu / max(attempts, 1) * 1000,
-                            zk_cpu, quiet_share, os.cpu_count() or 0),
+                            zk_cpu, quiet_share, os.cpu_count() or 0, troubles_before, troubles_during),
                          met=failed == 0 and degraded == 0 and not ensemble_why)
     finally:
         t1 = time.perf_counter()
@@ -298,6 +300,6 @@ TIME_GOES = ("every member reads the group from a cache kept true by watches (re
              "fetcher on its new partitions (a kafka-python client per member, positions read from the offset "
              "store). The members run in 4 processes on the 2 cores (a group's members run on many hosts), with "
              "ZooKeeper's three servers and the broker; a fetcher whose partitions are all caught up asks their "
-             "leaders over sockets of its own instead of polling kafka-python (the idle watch), so the idle group "
-             "costs less than a core (100 members polling had used 1.4 cores), and the join's CPU is the moved "
-             "members' attempts and fetcher restarts (see bench/model.py for larger groups).")
+             "leaders over sockets of its own instead of polling kafka-python (the idle watch; 100 members polling "
+             "had used 1.4 cores). The row's note gives what the idle group used before the join; the CPU while "
+             "converging includes that idle cost (see bench/model.py for larger groups).")

@@ -6,9 +6,11 @@ threads contending for one interpreter lock), not the group protocol. Each proce
 them: fetchers, auto-commit and the start-up checks on) and answers one JSON command per line on stdin with one JSON line on stdout:
 
 * ``{"cmd": "start", "names": [consumer.id, ...]}``: starts a member per name (its ``consumer.id``), all at once
-  as a fleet's deploy starts them, each returning once its first rebalance is done (or, with a warning, after the
-  connector's own wait for it) -> ``{"ids": [consumer ids], "failed": ["name: why"]}`` (a member that could not
-  start, e.g. refused by a start-up check, is shut down and named);
+  as a fleet's deploy starts them (the members of one process share one split-brain asking and one storage-check
+  asking, as a process's members do), each returning once its first rebalance is done or, with a warning, after
+  the connector's own wait for it (38 s at these settings: in a 300-member start most return that way) ->
+  ``{"ids": [consumer ids], "failed": ["name: why"]}`` (a member that could not start, e.g. refused by a start-up
+  check, is shut down and named). The answer does not mean the members are ready: ``converged`` does;
 * ``{"cmd": "converged", "threads": [every thread id of the group], "partitions": P, "since": {id: attempts},
   "timeout": S}``: polls every 5 ms until each of its members has finished an attempt since *since* (the attempt
   counts the ``stats`` command gave), is IDLE and fetching, and owns exactly its share of the range assignment of *threads*
@@ -17,8 +19,9 @@ them: fetchers, auto-commit and the start-up checks on) and answers one JSON com
 * ``{"cmd": "settle", "quiet": S}``: waits until none of its members has started an attempt for S seconds (at most
   60), then collects the start's garbage -> ``{"waited": s}``;
 * ``{"cmd": "stats"}`` -> ``{"cpu": process CPU seconds, "members": {id: rebalancer stats}, "degraded": n,
-  "requests": {"reads": n, "writes": n}}``: the ZooKeeper requests its members' clients have sent (see
-  :func:`count_requests`);
+  "requests": {"reads": n, "writes": n}, "watch_troubles": n}``: the ZooKeeper requests its members' clients have
+  sent (see :func:`count_requests`) and the idle watches of its members' fetchers that ended in trouble (each backs
+  its fetcher off to polling kafka-python for 10 s or more);
 * ``{"cmd": "stop"}``: shuts every member down -> ``{"stopped": n}``, then the process exits.
 """
 import gc
@@ -150,7 +153,9 @@ def main(argv=None):
             reply = {"cpu": time.process_time(),
                      "members": {cid: dict(m.rebalancer.stats) for cid, m in members.items()},
                      "degraded": sum(1 for m in members.values() if m.rebalancer.state == "DEGRADED"),
-                     "requests": dict(requests)}
+                     "requests": dict(requests),
+                     "watch_troubles": sum(getattr(f, "watch_troubles", 0) for m in members.values()
+                                           for f in getattr(m.fetchers, "fetchers", ()))}
         elif cmd == "stop":
             def stop(m):
                 try:
