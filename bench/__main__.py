@@ -26,8 +26,8 @@ def main(argv=None):
         "baselines measured in the same run (tuned peers, the Java consumer as the limit); starts its own cluster "
         "on loopback unless $ZK_CONNECT and $KAFKA_BOOTSTRAP are both set. Exits 1 when a goal is not met.")
     ap.add_argument("--quick", action="store_true",
-                    help="smaller runs (~41 min on a loaded 2-core VM: 1,823 s measured, of which scale ~13 min "
-                         "as its members fetch, then 10 min more for dual commits 60 s apart)")
+                    help="smaller runs (~28 min on a 2-core VM: 1,695 s measured, of which scale ~7 min and "
+                         "dual commits 60 s apart ~11 min)")
     ap.add_argument("--only", default="consume,rebalance,churn,fleet,scale,commit,exporter,spark,spark-cluster",
                     help="comma-separated suites [default: all]")
     ap.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "results.json"),

@@ -141,8 +141,12 @@ def machine():
     except OSError:
         pass
     try:
+        here = os.path.dirname(__file__)
         info["commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                        cwd=os.path.dirname(__file__)).stdout.strip()
+                                        cwd=here).stdout.strip()
+        if subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                          cwd=here).stdout.strip():
+            info["commit"] += "+dirty"  # tracked files differ from the commit: the figures are not that commit's
     except OSError:
         pass
     info["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

@@ -154,7 +154,7 @@ def main(argv=None):
                      "members": {cid: dict(m.rebalancer.stats) for cid, m in members.items()},
                      "degraded": sum(1 for m in members.values() if m.rebalancer.state == "DEGRADED"),
                      "requests": dict(requests),
-                     "watch_troubles": sum(getattr(f, "watch_troubles", 0) for m in members.values()
+                     "watch_troubles": sum(f.watch_troubles for m in members.values()
                                            for f in getattr(m.fetchers, "fetchers", ()))}
         elif cmd == "stop":
             def stop(m):
