@@ -231,8 +231,8 @@ def _run(cluster, n, partitions, log, key, ensemble_why="", processes=PROCESSES)
             reads += s["zk_reads"] - b["zk_reads"]
             attempts += s["attempts"] - b["attempts"]
         degraded = sum(a["degraded"] for a in final) + (joiner.rebalancer.state == "DEGRADED")
-        troubles_before = sum(q.get("watch_troubles", 0) for q in quiet)
-        troubles_during = sum(a.get("watch_troubles", 0) for a in final) - troubles_before
+        troubles_before = sum(q["watch_troubles"] for q in quiet)
+        troubles_during = sum(a["watch_troubles"] for a in final) - troubles_before
         zk_requests = {k: sum(a["requests"][k] - q["requests"][k] for a, q in zip(final, quiet)) + joiner_requests[k]
                        for k in ("reads", "writes")}
         log("scale: join converged in %.2f s; %d attempts, %d failed, %d claim waits, %d ZK reads in the group "
