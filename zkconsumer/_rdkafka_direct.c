@@ -7,27 +7,35 @@
  * interpreter lock. Here the engine's partitions are routed to a queue of its own (librdkafka's per-partition
  * queues, ``rd_kafka_queue_get_partition`` + ``rd_kafka_queue_forward``: an application's forward is kept by
  * librdkafka when it starts fetching a partition) and their messages become records straight from librdkafka's
- * message structs. Only fetch results and per-partition consumer errors travel through that queue, so serving it
- * never runs one of confluent-kafka's callbacks (those need the calling thread's state that confluent-kafka's own
- * calls set up); the consumer's own queue (errors, logs) stays confluent-kafka's to serve.
+ * message structs.
+ *
+ * That queue is read with librdkafka's event API (``rd_kafka_queue_poll``), never with ``rd_kafka_consume*``: a
+ * partition's queue also carries errors (a deleted topic, a partition gone: ``rd_kafka_toppar_enq_error``), and the
+ * consume calls hand those to the client's ``error_cb``, which confluent-kafka always installs and which needs the
+ * per-thread state its own calls set up (without it the process aborts). The event API returns them as error events
+ * instead (``rd_kafka_event_setup``), and runs no callback. Each poll of the queue drops the ops of an outdated
+ * version (after a seek or an assign), as the consume calls do.
  *
  * The library is the one confluent-kafka loaded (``bind(path)``: dlopen with RTLD_NOLOAD, so never another copy),
  * and the client handle is the ``rd_kafka_t *`` that confluent-kafka's ``Handle`` struct keeps right after the
- * object header (confluent_kafka.h, v1.0.0 to v2.16). A Reader is only built when that pointer's
- * ``rd_kafka_opaque`` is the Consumer object itself (confluent-kafka sets the Handle as the opaque), and it reads
- * the pointer again before every call: a closed Consumer (NULL) raises instead of being used.
+ * object header (confluent_kafka.h, v1.0.0 to v2.16; the Python side only builds a Reader for confluent-kafka 1.x and
+ * 2.x). A Reader is only built when that pointer's ``rd_kafka_opaque`` is the Consumer object itself (confluent-kafka
+ * sets the Handle as the opaque). The reader holds references to librdkafka's queues, so the reader is closed before
+ * the consumer (librdkafka's destroy waits for them): each call checks the consumer is still open.
  *
  *   bind(path) -> version string of the bound librdkafka; raises OSError when it is not loaded or lacks a function
  *   Reader(consumer) -> a reader of consumer's routed partitions
  *   Reader.route([(topic, partition), ...]) -> routes those partitions to the reader's queue (kept until unroute)
- *   Reader.unroute() -> forgets every routed partition (their queues are librdkafka's again)
+ *   Reader.reroute() -> forwards the routed partitions again (librdkafka drops a forward when it stops a partition)
+ *   Reader.unroute() -> forgets every routed partition
  *   Reader.read(n, timeout_ms, record_cls, tp_cls, eof_code) -> ({tp: [record, ...]}, [error, ...]): waits at
- *       most timeout_ms for a first message, then takes at most n - 1 more of those already queued
+ *       most timeout_ms for a first event, then takes at most n - 1 more of those already queued
  *   Reader.close() -> unroute and let the queue go; the reader is unusable after
  *
  * Records are the 13-field tuples of zkconsumer/_rdkafka_records.c (the same fields from the message struct
- * instead of a Message); an error is (code, name, reason, topic or None, partition, offset) of a message whose
- * ``err`` is set and not ``eof_code``, in the order they came, the records after it still converted.
+ * instead of a Message; a header name that is not UTF-8 is decoded with replacement characters, where a Message's
+ * headers() raises); an error is (code, name, reason, topic or None, partition, offset) of an error event whose code
+ * is not ``eof_code``, in the order they came, the records after it still converted.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -40,6 +48,12 @@ typedef struct rk_s rk_t;
 typedef struct rkq_s rkq_t;
 typedef struct rkt_s rkt_t;
 typedef struct rkh_s rkh_t;
+typedef struct rkev_s rkev_t;
+typedef struct {  /* rd_kafka_topic_partition_t: its leading fields */
+    char *topic;
+    int32_t partition;
+    int64_t offset;
+} rktpar_t;
 typedef struct {
     int err;
     rkt_t *rkt;
@@ -60,8 +74,14 @@ static struct {
     void (*queue_destroy)(rkq_t *);
     rkq_t *(*queue_get_partition)(rk_t *, const char *, int32_t);
     void (*queue_forward)(rkq_t *, rkq_t *);
-    ssize_t (*consume_batch_queue)(rkq_t *, int, rkm_t **, size_t);
-    void (*message_destroy)(rkm_t *);
+    rkev_t *(*queue_poll)(rkq_t *, int);
+    int (*event_type)(const rkev_t *);
+    const rkm_t *(*event_message_next)(rkev_t *);
+    int (*event_error)(rkev_t *);
+    const char *(*event_error_string)(rkev_t *);
+    rktpar_t *(*event_topic_partition)(rkev_t *);
+    void (*topic_partition_destroy)(rktpar_t *);
+    void (*event_destroy)(rkev_t *);
     const char *(*topic_name)(const rkt_t *);
     int64_t (*message_timestamp)(const rkm_t *, int *);
     int (*message_headers)(const rkm_t *, rkh_t **);
@@ -71,10 +91,16 @@ static struct {
 } rd;
 
 #define LOG_APPEND_TIME 2  /* RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME */
+#define EVENT_FETCH 0x2    /* RD_KAFKA_EVENT_FETCH */
+#define EVENT_ERROR 0x8    /* RD_KAFKA_EVENT_ERROR */
 
 static PyObject *bind(PyObject *Py_UNUSED(self), PyObject *arg)
 {
     PyObject *bytes;
+    if (rd.lib) {
+        PyErr_SetString(PyExc_RuntimeError, "librdkafka is bound already");
+        return NULL;
+    }
     if (!PyUnicode_FSConverter(arg, &bytes))
         return NULL;
     void *lib = dlopen(PyBytes_AS_STRING(bytes), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -95,8 +121,14 @@ static PyObject *bind(PyObject *Py_UNUSED(self), PyObject *arg)
     SYM(queue_destroy, "rd_kafka_queue_destroy");
     SYM(queue_get_partition, "rd_kafka_queue_get_partition");
     SYM(queue_forward, "rd_kafka_queue_forward");
-    SYM(consume_batch_queue, "rd_kafka_consume_batch_queue");
-    SYM(message_destroy, "rd_kafka_message_destroy");
+    SYM(queue_poll, "rd_kafka_queue_poll");
+    SYM(event_type, "rd_kafka_event_type");
+    SYM(event_message_next, "rd_kafka_event_message_next");
+    SYM(event_error, "rd_kafka_event_error");
+    SYM(event_error_string, "rd_kafka_event_error_string");
+    SYM(event_topic_partition, "rd_kafka_event_topic_partition");
+    SYM(topic_partition_destroy, "rd_kafka_topic_partition_destroy");
+    SYM(event_destroy, "rd_kafka_event_destroy");
     SYM(topic_name, "rd_kafka_topic_name");
     SYM(message_timestamp, "rd_kafka_message_timestamp");
     SYM(message_headers, "rd_kafka_message_headers");
@@ -104,14 +136,11 @@ static PyObject *bind(PyObject *Py_UNUSED(self), PyObject *arg)
     SYM(err2str, "rd_kafka_err2str");
     SYM(err2name, "rd_kafka_err2name");
 #undef SYM
-    if (rd.lib && rd.lib != lib)
-        dlclose(rd.lib);  /* bound before: keep one reference */
-    rd.lib = lib;
+    rd.lib = lib;  /* set last: until then no Reader can be built */
     return PyUnicode_FromString(rd.version_str());
 fail:
     dlclose(lib);
-    if (!rd.lib)
-        memset(&rd, 0, sizeof(rd));
+    memset(&rd, 0, sizeof(rd));
     return NULL;
 }
 
@@ -128,7 +157,7 @@ typedef struct {
     rkq_t *queue;        /* the reader's queue; NULL once closed */
     rkq_t **routed;      /* the partitions' queues forwarded to it (references held) */
     Py_ssize_t nrouted;
-    rkm_t **buf;
+    rkev_t **buf;        /* the events of one read */
     Py_ssize_t bufsize;
 } Reader;
 
@@ -206,7 +235,7 @@ static void reader_close_queue(Reader *r)
 
 static void reader_dealloc(Reader *r)
 {
-    /* librdkafka objects of a closed consumer are gone: only a live one's are given back */
+    /* a reader dropped unclosed (its consumer open: the consumer's close would wait for these references) */
     if (r->queue && r->consumer && ((HandleHead *)r->consumer)->rk == r->rk)
         reader_close_queue(r);
     PyMem_Free(r->routed);
@@ -258,6 +287,16 @@ fail:
     PyMem_Free(routed);
     Py_DECREF(seq);
     return NULL;
+}
+
+static PyObject *reader_reroute(Reader *r, PyObject *Py_UNUSED(arg))
+{
+    if (!live_rk(r))
+        return NULL;
+    /* the queues' own locks only (no lookup of the partitions, which takes the client's lock) */
+    for (Py_ssize_t i = 0; i < r->nrouted; i++)
+        rd.queue_forward(r->routed[i], r->queue);
+    Py_RETURN_NONE;
 }
 
 static PyObject *reader_unroute(Reader *r, PyObject *Py_UNUSED(arg))
@@ -359,17 +398,19 @@ static PyObject *make_record(PyTypeObject *record_cls, const rkm_t *m, PyObject 
     return rec;
 }
 
-static PyObject *error_of(const rkm_t *m)
+static PyObject *error_of(rkev_t *ev)
 {
-    const char *reason = m->payload && m->len ? NULL : rd.err2str(m->err);
-    PyObject *why = reason ? PyUnicode_FromString(reason)
-                           : PyUnicode_DecodeUTF8((const char *)m->payload, (Py_ssize_t)m->len, "replace");
-    if (!why)
-        return NULL;
-    PyObject *topic = m->rkt ? PyUnicode_FromString(rd.topic_name(m->rkt)) : Py_NewRef(Py_None);
-    PyObject *e = topic ? Py_BuildValue("(isOOiL)", m->err, rd.err2name(m->err), why, topic, (int)m->partition,
-                                        (long long)m->offset) : NULL;
-    Py_DECREF(why);
+    int code = rd.event_error(ev);
+    const char *reason = rd.event_error_string(ev);
+    rktpar_t *tp = rd.event_topic_partition(ev);  /* NULL: not a partition's error */
+    PyObject *why = PyUnicode_DecodeUTF8(reason ? reason : "", reason ? (Py_ssize_t)strlen(reason) : 0, "replace");
+    PyObject *topic = !why ? NULL : tp && tp->topic ? PyUnicode_DecodeUTF8(tp->topic, (Py_ssize_t)strlen(tp->topic),
+                                                                             "replace") : Py_NewRef(Py_None);
+    PyObject *e = topic ? Py_BuildValue("(isOOiL)", code, rd.err2name(code), why, topic, tp ? (int)tp->partition : -1,
+                                        tp ? (long long)tp->offset : -1LL) : NULL;
+    if (tp)
+        rd.topic_partition_destroy(tp);
+    Py_XDECREF(why);
     Py_XDECREF(topic);
     return e;
 }
@@ -393,44 +434,46 @@ static PyObject *reader_read(Reader *r, PyObject *args)
     if (!live_rk(r))
         return NULL;
     if (r->bufsize < n) {
-        rkm_t **buf = PyMem_Realloc(r->buf, n * sizeof(rkm_t *));
+        rkev_t **buf = PyMem_Realloc(r->buf, n * sizeof(rkev_t *));
         if (!buf)
             return PyErr_NoMemory();
         r->buf = buf;
         r->bufsize = n;
     }
-    rkm_t **ms = r->buf;
+    rkev_t **evs = r->buf;
     rkq_t *q = r->queue;
-    ssize_t got;
-    /* wait for the first message only, then take what is queued: a batch never waits to fill up */
+    Py_ssize_t got = 0;
+    rkev_t *ev;
+    /* wait for the first event only, then take what is queued: a batch never waits to fill up */
     Py_BEGIN_ALLOW_THREADS
-    got = rd.consume_batch_queue(q, timeout_ms, ms, 1);
-    if (got == 1 && n > 1) {
-        ssize_t more = rd.consume_batch_queue(q, 0, ms + 1, (size_t)(n - 1));
-        got += more > 0 ? more : 0;
-    }
+    while (got < n && (ev = rd.queue_poll(q, got ? 0 : timeout_ms)))
+        evs[got++] = ev;
     Py_END_ALLOW_THREADS
-    if (got < 0)
-        return PyErr_Format(PyExc_RuntimeError, "librdkafka: consuming the reader's queue failed");
     PyObject *out = PyDict_New(), *errors = PyList_New(0), *minus_one = PyLong_FromLong(-1), *result = NULL;
     PyObject *topic = NULL, *partition = NULL, *bucket = NULL;
     const rkt_t *last_rkt = NULL;
     int32_t last_partition = -1;
-    ssize_t i = 0;
+    Py_ssize_t i = 0;
     if (!out || !errors || !minus_one)
         goto done;
     for (; i < got; i++) {
-        rkm_t *m = ms[i];
-        if (m->err) {
-            if (m->err != eof_code) {
-                PyObject *e = error_of(m);
+        ev = evs[i];
+        int type = rd.event_type(ev);
+        const rkm_t *m = type == EVENT_FETCH ? rd.event_message_next(ev) : NULL;
+        if (type == EVENT_ERROR || (m && m->err)) {
+            if ((m ? m->err : rd.event_error(ev)) != eof_code) {
+                PyObject *e = error_of(ev);
                 if (!e || PyList_Append(errors, e) < 0) {
                     Py_XDECREF(e);
                     goto done;
                 }
                 Py_DECREF(e);
             }
-            rd.message_destroy(m);
+            rd.event_destroy(ev);
+            continue;
+        }
+        if (!m) {  /* another kind of event: nothing to hand out */
+            rd.event_destroy(ev);
             continue;
         }
         if (!bucket || m->rkt != last_rkt || m->partition != last_partition) {
@@ -451,17 +494,11 @@ static PyObject *reader_read(Reader *r, PyObject *args)
             Py_XDECREF(fresh);
             if (!bucket)
                 goto done;
-            /* a bucket made for another topic object: records share its own */
-            PyObject *first = PyList_GET_SIZE(bucket) ? PyList_GET_ITEM(bucket, 0) : NULL;
-            if (first) {
-                Py_XSETREF(topic, Py_NewRef(PyTuple_GET_ITEM(first, 0)));
-                Py_XSETREF(partition, Py_NewRef(PyTuple_GET_ITEM(first, 1)));
-            }
             last_rkt = m->rkt;
             last_partition = m->partition;
         }
         PyObject *rec = make_record(record_cls, m, topic, partition, minus_one);
-        rd.message_destroy(m);
+        rd.event_destroy(ev);
         if (!rec || PyList_Append(bucket, rec) < 0) {
             Py_XDECREF(rec);
             i++;
@@ -471,8 +508,8 @@ static PyObject *reader_read(Reader *r, PyObject *args)
     }
     result = PyTuple_Pack(2, out, errors);
 done:
-    for (; i < got; i++)  /* after an error: what was not converted is dropped (the caller's read failed) */
-        rd.message_destroy(ms[i]);
+    for (; i < got; i++)  /* after a failure (memory): what was not converted is dropped with the read */
+        rd.event_destroy(evs[i]);
     Py_XDECREF(topic);
     Py_XDECREF(partition);
     Py_XDECREF(out);
@@ -484,10 +521,12 @@ done:
 static PyMethodDef reader_methods[] = {
     {"route", (PyCFunction)reader_route, METH_O,
      "route([(topic, partition), ...]): their fetched messages come to this reader (replaces the routed set)"},
+    {"reroute", (PyCFunction)reader_reroute, METH_NOARGS,
+     "reroute(): forward the routed partitions to this reader again (librdkafka drops a forward when it stops one)"},
     {"unroute", (PyCFunction)reader_unroute, METH_NOARGS, "unroute(): no partition is routed to this reader"},
     {"read", (PyCFunction)reader_read, METH_VARARGS,
      "read(n, timeout_ms, record_cls, tp_cls, eof_code) -> ({tp: [record, ...]}, [(code, name, reason, topic, "
-     "partition, offset), ...]): at most n messages, waiting at most timeout_ms for the first (not for more)"},
+     "partition, offset), ...]): at most n events, waiting at most timeout_ms for the first (not for more)"},
     {"close", (PyCFunction)reader_close, METH_NOARGS, "close(): unroute and let the queue go (before the consumer's close)"},
     {NULL, NULL, 0, NULL}};
 

@@ -52,7 +52,9 @@ CONSUME_BATCH = 200
 # Messages per poll() of the direct reader (direct_reader): its records are not tracked by the collector, so larger
 # batches only spread each poll's fixed cost (the fetcher's loop, a chunk per partition) over more records: process
 # CPU per record at 200 / 1,000 / 2,000 / 5,000, one bench.cpu run each: 2.61 / 1.88 / 1.63 / 1.81 us. A batch holds
-# only what librdkafka had queued (within queued.max.messages.kbytes): it waits for the first message only.
+# only what librdkafka had queued (within queued.max.messages.kbytes): it waits for the first message only. A stream
+# queue holds queued.max.message.chunks chunks of one poll's records of a partition: up to 2,000 records each (200 on
+# the Message path), never more than librdkafka had queued.
 DIRECT_BATCH = 2000
 # How often the direct reader routes the assigned partitions again: librdkafka drops a partition's forward when it
 # stops fetching it (an assign that replaces the assignment stops and restarts a kept partition after the call
@@ -137,6 +139,11 @@ def direct_reader(consumer: Any) -> Optional[Any]:
     if _rdkafka_direct is None or os.environ.get("ZKCONSUMER_RDKAFKA_DIRECT", "1") == "0":
         return None
     import confluent_kafka
+    if confluent_kafka.version()[0].split(".")[0] not in ("1", "2"):
+        # the client handle's place in the Consumer object is known for confluent-kafka 1.x and 2.x
+        log.info("librdkafka engine: reading confluent-kafka's Messages (confluent-kafka %s is not known to the direct "
+                 "reader)", confluent_kafka.version()[0])
+        return None
     if _bound is None:
         path = _loaded_librdkafka()
         try:
@@ -294,31 +301,29 @@ class RdKafkaFetchClient:
             self._routed_at = time.monotonic()
 
     def _read_direct(self, reader: Any, timeout_ms: int) -> Dict[Any, list]:
-        """What the direct reader has (its failed messages noted as ``_after_error`` notes them), and anything found
-        in the consumer's own queue: serving it (confluent-kafka's ``poll``) runs its callbacks on this thread as its
-        own calls do, and a message there (a partition librdkafka fetched before it was routed, which routing before
-        ``assign`` should prevent) is merged in offset order rather than left behind."""
+        """What the direct reader has (its errors noted as ``_after_error`` notes a failed message's), and anything
+        found in the consumer's own queue: serving it (confluent-kafka's ``consume``) runs its callbacks on this thread
+        as its own calls do, and a message there (a partition librdkafka fetched before it was routed, which routing
+        before ``assign`` should prevent) is merged in offset order rather than left behind."""
         from confluent_kafka import KafkaError as RdError
         from kafka.errors import KafkaError
         if time.monotonic() - self._routed_at >= REROUTE_S:
-            self._route()
+            reader.reroute()
+            self._routed_at = time.monotonic()
         out, errors = reader.read(DIRECT_BATCH, max(0, int(timeout_ms)), self._record, self._tp, self._eof)
         for code, name, reason, topic, partition, offset in errors:
             if code == RdError._AUTO_OFFSET_RESET and topic is not None:
                 self._out_of_range[self._tp(topic, partition)] = offset if offset >= 0 else -1
             elif self._deferred is None:
                 self._deferred = KafkaError('librdkafka: KafkaError{code=%s,val=%d,str="%s"}' % (name, code, reason))
-        stray = self._c.poll(0)
-        if stray is not None:
-            more: Dict[Any, list] = {}
-            err = stray.error()
-            if err is not None and err.code() != self._eof:
-                self._after_error([stray], more, err)
-            elif err is None:
-                more, _ = from_messages([stray], self._record, self._tp, self._eof)
+        stray = self._c.consume(num_messages=CONSUME_BATCH, timeout=0)
+        if stray:
+            more, err = from_messages(stray, self._record, self._tp, self._eof)
+            if err is not None:
+                self._after_error(stray, more, err)
             for tp, recs in more.items():
-                log.warning("librdkafka engine: %s-%d offset %d came through the consumer's own queue; merged",
-                            tp.topic, tp.partition, recs[0][3])
+                log.warning("librdkafka engine: %d record(s) of %s-%d from offset %d came through the consumer's own "
+                            "queue; merged in offset order", len(recs), tp.topic, tp.partition, recs[0][3])
                 merged = out.setdefault(tp, [])
                 merged.extend(recs)
                 merged.sort(key=lambda r: r[3])
@@ -392,9 +397,11 @@ class RdKafkaFetchClient:
         return self._watermarks(tps, 1)
 
     def close(self, autocommit: bool = False) -> None:
-        if self._reader is not None:
-            self._reader.close()
-        self._c.close()
+        try:
+            if self._reader is not None:
+                self._reader.close()  # first: the consumer's close waits for the reader's references to its queues
+        finally:
+            self._c.close()
 
 
 def _from_messages_py(msgs: List[Any], record_cls: Any, tp_cls: Any,
