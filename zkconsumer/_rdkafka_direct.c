@@ -14,7 +14,9 @@
  * consume calls hand those to the client's ``error_cb``, which confluent-kafka always installs and which needs the
  * per-thread state its own calls set up (without it the process aborts). The event API returns them as error events
  * instead (``rd_kafka_event_setup``), and runs no callback. Each poll of the queue drops the ops of an outdated
- * version (after a seek or an assign), as the consume calls do.
+ * version (after a seek or an assign) as it pops them; unlike the consume calls it does not purge messages already
+ * taken when it meets a barrier, which cannot matter here: the engine's assign is synchronous (librdkafka bumps the
+ * versions before it returns) and runs on the thread that reads, between reads.
  *
  * The library is the one confluent-kafka loaded (``bind(path)``: dlopen with RTLD_NOLOAD, so never another copy),
  * and the client handle is the ``rd_kafka_t *`` that confluent-kafka's ``Handle`` struct keeps right after the
@@ -32,10 +34,14 @@
  *       most timeout_ms for a first event, then takes at most n - 1 more of those already queued
  *   Reader.close() -> unroute and let the queue go; the reader is unusable after
  *
+ * A Reader is used by one thread (the fetcher's): read() releases the interpreter lock while it polls, so a close()
+ * from another thread meanwhile would free the queue it polls.
+ *
  * Records are the 13-field tuples of zkconsumer/_rdkafka_records.c (the same fields from the message struct
  * instead of a Message; a header name that is not UTF-8 is decoded with replacement characters, where a Message's
  * headers() raises); an error is (code, name, reason, topic or None, partition, offset) of an error event whose code
- * is not ``eof_code``, in the order they came, the records after it still converted.
+ * is not ``eof_code``, in the order they came, the records after it still converted (the offset is the one the
+ * error names, 0 for an error that names none).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -97,10 +103,8 @@ static struct {
 static PyObject *bind(PyObject *Py_UNUSED(self), PyObject *arg)
 {
     PyObject *bytes;
-    if (rd.lib) {
-        PyErr_SetString(PyExc_RuntimeError, "librdkafka is bound already");
-        return NULL;
-    }
+    if (rd.lib)  /* bound already (to the library the first call found) */
+        return PyUnicode_FromString(rd.version_str());
     if (!PyUnicode_FSConverter(arg, &bytes))
         return NULL;
     void *lib = dlopen(PyBytes_AS_STRING(bytes), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -197,7 +201,7 @@ static int reader_init(Reader *r, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_RuntimeError, "bind() librdkafka first");
         return -1;
     }
-    if (r->queue) {
+    if (r->queue || r->consumer) {
         PyErr_SetString(PyExc_RuntimeError, "a Reader is built once");
         return -1;
     }

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 import uuid
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
@@ -112,6 +113,11 @@ def _queue_backoff(config: Any) -> Dict[str, Any]:
 
 
 _bound: Optional[str] = None  # the librdkafka path the direct reader is bound to, "" when it cannot bind
+_bind_lock = threading.Lock()
+# librdkafka's errors for a partition's existence (a deleted topic, a partition gone, one not known yet), which the
+# Message path never sees (confluent-kafka's error_cb drops them without a callback set): logged, not raised, so the
+# fetcher does not back off its other partitions; the group's rebalance follows the topic's change in ZooKeeper
+_EXISTENCE_ERRORS = {"_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "UNKNOWN_TOPIC_OR_PART"}
 
 
 def _loaded_librdkafka() -> Optional[str]:
@@ -144,20 +150,21 @@ def direct_reader(consumer: Any) -> Optional[Any]:
         log.info("librdkafka engine: reading confluent-kafka's Messages (confluent-kafka %s is not known to the direct "
                  "reader)", confluent_kafka.version()[0])
         return None
-    if _bound is None:
-        path = _loaded_librdkafka()
-        try:
-            if path is None:
-                raise OSError("the librdkafka confluent-kafka uses is not found in /proc/self/maps")
-            version = _rdkafka_direct.bind(path)
-            if version != confluent_kafka.libversion()[0]:
-                raise OSError("%s is librdkafka %s, confluent-kafka uses %s"
-                              % (path, version, confluent_kafka.libversion()[0]))
-            _bound = path
-        except OSError as e:
-            log.info("librdkafka engine: reading confluent-kafka's Messages (%s)", e)
-            _bound = ""
-    if not _bound:
+    with _bind_lock:  # fetcher threads build their clients concurrently
+        if _bound is None:
+            path = _loaded_librdkafka()
+            try:
+                if path is None:
+                    raise OSError("the librdkafka confluent-kafka uses is not found in /proc/self/maps")
+                version = _rdkafka_direct.bind(path)
+                if version != confluent_kafka.libversion()[0]:
+                    raise OSError("%s is librdkafka %s, confluent-kafka uses %s"
+                                  % (path, version, confluent_kafka.libversion()[0]))
+                _bound = path
+            except OSError as e:
+                log.info("librdkafka engine: reading confluent-kafka's Messages (%s)", e)
+                _bound = ""
+    if not _bound or type(consumer) is not confluent_kafka.Consumer:
         return None
     try:
         return _rdkafka_direct.Reader(consumer)
@@ -193,7 +200,11 @@ class RdKafkaFetchClient:
         except BaseException:
             self._c.close()
             raise
-        self._reader = direct_reader(self._c)
+        try:
+            self._reader = direct_reader(self._c)
+        except BaseException:
+            self._c.close()
+            raise
         self._routed_at = 0.0
         self._reset = _BEGINNING if config.auto_offset_reset == "smallest" else _END
         self._assigned: List[Any] = []          # kafka TopicPartitions, in assign order
@@ -243,6 +254,7 @@ class RdKafkaFetchClient:
         if self._pending is None:
             return
         from confluent_kafka import TopicPartition as RdTP
+        self._route()  # before librdkafka starts fetching them (and before any state changes: it may fail)
         pending, self._pending = self._pending, None
         deadline = time.monotonic() + (self._timeout_s if wait_s is None else wait_s)
         rd = []
@@ -260,7 +272,6 @@ class RdKafkaFetchClient:
                 off = low if off == _BEGINNING else high
             self._position[tp] = off
             rd.append(RdTP(tp.topic, tp.partition, off))
-        self._route()  # before librdkafka starts fetching them: their first messages come to the reader too
         self._c.assign(rd)
 
     def position(self, tp: Any, timeout_ms: Optional[int] = None) -> Optional[int]:
@@ -314,6 +325,8 @@ class RdKafkaFetchClient:
         for code, name, reason, topic, partition, offset in errors:
             if code == RdError._AUTO_OFFSET_RESET and topic is not None:
                 self._out_of_range[self._tp(topic, partition)] = offset if offset >= 0 else -1
+            elif name in _EXISTENCE_ERRORS:
+                log.info("librdkafka engine: %s", reason)
             elif self._deferred is None:
                 self._deferred = KafkaError('librdkafka: KafkaError{code=%s,val=%d,str="%s"}' % (name, code, reason))
         stray = self._c.consume(num_messages=CONSUME_BATCH, timeout=0)
