@@ -609,15 +609,15 @@ def _pykafka_version():
 
 
 TIME_GOES = ("the default engine's fetcher thread checks each fetched batch (CRC, every record's structure) in C "
-             "and queues it undecoded; the consuming thread builds each record as it hands it out (C, ~0.2 us "
-             "with its later free) beside the application's own loop (~0.11 us); kafka-python's IO thread reads "
-             "the sockets (~0.17 us, most of it the kernel mapping pages for its buffers): ~0.6 us of CPU per "
-             "100 B record in all (python -m bench.cpu), all on one interpreter lock, against ~0.8 us for tuned "
-             "confluent-kafka, ~0.58 us of it its one Python thread (it fetches and decodes on librdkafka's own "
+             "and queues it undecoded (~0.1 us); the consuming thread builds each record as it hands it out (C) "
+             "beside the application's own loop (~0.57 us together); kafka-python's IO thread reads the sockets "
+             "(~0.19 us, most of it the kernel mapping pages for its buffers): ~0.88 us of CPU per 100 B record in "
+             "all (python -m bench.cpu, 3 rounds, this VM), all on one interpreter lock, against ~1.23 us for tuned "
+             "confluent-kafka, ~0.83 us of it its one Python thread (it fetches and decodes on librdkafka's own "
              "threads in C). The Java consumers decode on one thread while the caller iterates, JIT-compiled. The "
-             "librdkafka engine takes Messages 200 at a time (so they die young for the garbage collector), "
-             "converts each to a record on the fetcher thread in C, reading the Message's fields instead of "
-             "calling its accessors (~0.55 us on that thread with confluent-kafka's own building of the Message), "
-             "and hands records out as the default engine does: ~1.1 us per record. Metrics: one scrape costs the "
-             "member ~0.6 ms of CPU on the endpoint's own thread (collecting, encoding the page, the HTTP "
-             "exchange).")
+             "librdkafka engine routes its partitions to a queue of its own and builds each record on the fetcher "
+             "thread in C from librdkafka's messages (no confluent-kafka Message; up to 2,000 per poll, untracked by "
+             "the garbage collector): ~0.88 us on that thread, with librdkafka's own handing out of each message, "
+             "then hands records out as the default engine does (~0.48 us): ~1.64 us of process CPU per record. "
+             "Metrics: one scrape costs the member ~0.6 ms of CPU on the endpoint's own thread (collecting, encoding "
+             "the page, the HTTP exchange).")
