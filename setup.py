@@ -14,6 +14,10 @@ from setuptools import Extension, setup
 # dlopen: in libc from glibc 2.34, in libdl before (and on other systems libdl exists for compatibility)
 _DL = ["dl"] if sys.platform != "win32" else []
 
+# the librdkafka engine's two readers build their records with zkconsumer/_consumer_record.h
+_RECORD_H = ["zkconsumer/_consumer_record.h"]
+
 setup(ext_modules=[Extension("zkconsumer." + name, ["zkconsumer/%s.c" % name], optional=True, extra_compile_args=["-O2"],
-                             libraries=_DL if name == "_rdkafka_direct" else [])
+                             libraries=_DL if name == "_rdkafka_direct" else [],
+                             depends=_RECORD_H if name.startswith("_rdkafka") else [])
                    for name in ("_records", "_rdkafka_records", "_rdkafka_direct", "_stream")])

@@ -49,6 +49,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "_consumer_record.h"
+
 /* librdkafka's public ABI (rdkafka.h), only what is used here */
 typedef struct rk_s rk_t;
 typedef struct rkq_s rkq_t;
@@ -373,24 +375,9 @@ static PyObject *make_record(PyTypeObject *record_cls, const rkm_t *m, PyObject 
     PyObject *ksize = value ? PyLong_FromSsize_t(m->key ? (Py_ssize_t)m->key_len : -1) : NULL;
     PyObject *vsize = ksize ? PyLong_FromSsize_t(m->payload ? (Py_ssize_t)m->len : -1) : NULL;
     PyObject *hsz = vsize ? PyLong_FromSsize_t(hsize) : NULL;
-    if (hsz && (rec = record_cls->tp_alloc(record_cls, 13))) {
-        PyTuple_SET_ITEM(rec, 0, Py_NewRef(topic));
-        PyTuple_SET_ITEM(rec, 1, Py_NewRef(partition));
-        PyTuple_SET_ITEM(rec, 2, Py_NewRef(minus_one));
-        PyTuple_SET_ITEM(rec, 3, Py_NewRef(offset));
-        PyTuple_SET_ITEM(rec, 4, Py_NewRef(tsobj));
-        PyTuple_SET_ITEM(rec, 5, PyLong_FromLong(tstype == LOG_APPEND_TIME));  /* a cached small int */
-        PyTuple_SET_ITEM(rec, 6, Py_NewRef(key));
-        PyTuple_SET_ITEM(rec, 7, Py_NewRef(value));
-        PyTuple_SET_ITEM(rec, 8, Py_NewRef(hs));
-        PyTuple_SET_ITEM(rec, 9, Py_NewRef(Py_None));
-        PyTuple_SET_ITEM(rec, 10, Py_NewRef(ksize));
-        PyTuple_SET_ITEM(rec, 11, Py_NewRef(vsize));
-        PyTuple_SET_ITEM(rec, 12, Py_NewRef(hsz));
-        /* no cycle runs through a record (str, bytes, ints, None, its own list of (str, bytes) tuples) */
-        PyObject_GC_UnTrack(hs);
-        PyObject_GC_UnTrack(rec);
-    }
+    if (hsz)
+        rec = new_consumer_record(record_cls, topic, partition, minus_one, offset, tsobj, tstype == LOG_APPEND_TIME, key,
+                                  value, hs, ksize, vsize, hsz);
     Py_XDECREF(hs);
     Py_XDECREF(offset);
     Py_XDECREF(tsobj);

@@ -32,6 +32,8 @@
 #include <limits.h>
 #include <stdint.h>
 
+#include "_consumer_record.h"
+
 static PyObject *log_append_time;  /* 2: librdkafka's RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME */
 static PyObject *s_error, *s_code, *s_topic, *s_partition, *s_offset, *s_key, *s_value, *s_headers, *s_timestamp;
 static PyObject *s_leader_epoch;
@@ -303,25 +305,8 @@ static PyObject *make_record(PyTypeObject *record_cls, const Fields *f, PyObject
     if (log_append < 0 || !(hs = convert_headers(f->headers, &header_size)) || !(ksize = size_or_minus_one(f->key))
         || !(vsize = size_or_minus_one(f->value)) || !(hsize = PyLong_FromSsize_t(header_size)))
         goto done;
-    if (!(rec = record_cls->tp_alloc(record_cls, 13)))
-        goto done;
-    PyTuple_SET_ITEM(rec, 0, Py_NewRef(f->topic));
-    PyTuple_SET_ITEM(rec, 1, Py_NewRef(f->partition));
-    PyTuple_SET_ITEM(rec, 2, Py_NewRef(minus_one));
-    PyTuple_SET_ITEM(rec, 3, Py_NewRef(f->offset));
-    PyTuple_SET_ITEM(rec, 4, Py_NewRef(f->ts));
-    PyTuple_SET_ITEM(rec, 5, PyLong_FromLong(log_append));  /* 0 and 1 are cached small ints: cannot fail */
-    PyTuple_SET_ITEM(rec, 6, Py_NewRef(f->key));
-    PyTuple_SET_ITEM(rec, 7, Py_NewRef(f->value));
-    PyTuple_SET_ITEM(rec, 8, Py_NewRef(hs));
-    PyTuple_SET_ITEM(rec, 9, Py_NewRef(Py_None));
-    PyTuple_SET_ITEM(rec, 10, Py_NewRef(ksize));
-    PyTuple_SET_ITEM(rec, 11, Py_NewRef(vsize));
-    PyTuple_SET_ITEM(rec, 12, Py_NewRef(hsize));
-    /* as in _records.c: a record holds str, bytes, ints, None and its own fresh headers list of (str, bytes)
-     * tuples, so no cycle runs through it and the cyclic GC need not walk the tens of thousands queued */
-    PyObject_GC_UnTrack(hs);
-    PyObject_GC_UnTrack(rec);
+    rec = new_consumer_record(record_cls, f->topic, f->partition, minus_one, f->offset, f->ts, log_append, f->key,
+                              f->value, hs, ksize, vsize, hsize);
 done:
     Py_XDECREF(hs);
     Py_XDECREF(ksize);
