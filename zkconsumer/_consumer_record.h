@@ -1,5 +1,5 @@
 /*
- * The kafka-python ConsumerRecord the librdkafka engine's two readers build (zkconsumer/_rdkafka_records.c from a
+ * The kafka-python ConsumerRecords the librdkafka engine's two readers build, and the lists per partition they go to (zkconsumer/_rdkafka_records.c from a
  * confluent-kafka Message, zkconsumer/_rdkafka_direct.c from librdkafka's message): a tuple subtype of 13 fields,
  * (topic, partition, leader_epoch, offset, timestamp, timestamp_type, key, value, headers, checksum,
  *  serialized_key_size, serialized_value_size, serialized_header_size).
@@ -36,6 +36,20 @@ static inline PyObject *new_consumer_record(PyTypeObject *record_cls, PyObject *
     PyObject_GC_UnTrack(headers);
     PyObject_GC_UnTrack(rec);
     return rec;
+}
+
+/* The list of *out* ({tp_cls(topic, partition): [record, ...]}) for that partition, made empty on first use:
+ * borrowed (kept alive by *out*), NULL on error. */
+static inline PyObject *partition_bucket(PyObject *out, PyObject *tp_cls, PyObject *topic, PyObject *partition)
+{
+    PyObject *tp = PyObject_CallFunctionObjArgs(tp_cls, topic, partition, NULL);
+    if (!tp)
+        return NULL;
+    PyObject *fresh = PyList_New(0);
+    PyObject *bucket = fresh ? PyDict_SetDefault(out, tp, fresh) : NULL;
+    Py_DECREF(tp);
+    Py_XDECREF(fresh);
+    return bucket;
 }
 
 #endif

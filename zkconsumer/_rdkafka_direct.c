@@ -476,14 +476,7 @@ static PyObject *reader_read(Reader *r, PyObject *args)
             Py_XSETREF(partition, PyLong_FromLong(m->partition));
             if (!partition)
                 goto done;
-            PyObject *tp = PyObject_CallFunctionObjArgs(tp_cls, topic, partition, NULL);
-            if (!tp)
-                goto done;
-            PyObject *fresh = PyList_New(0);
-            bucket = fresh ? PyDict_SetDefault(out, tp, fresh) : NULL;  /* borrowed, kept alive by out */
-            Py_DECREF(tp);
-            Py_XDECREF(fresh);
-            if (!bucket)
+            if (!(bucket = partition_bucket(out, tp_cls, topic, partition)))
                 goto done;
             last_rkt = m->rkt;
             last_partition = m->partition;

@@ -379,17 +379,8 @@ static PyObject *from_messages(PyObject *Py_UNUSED(self), PyObject *args)
             if (same < 0)
                 goto done;
         }
-        if (!same) {
-            PyObject *tp = PyObject_CallFunctionObjArgs(tp_cls, f.topic, f.partition, NULL);
-            if (!tp)
-                goto done;
-            PyObject *fresh = PyList_New(0);
-            bucket = fresh ? PyDict_SetDefault(out, tp, fresh) : NULL;  /* borrowed, kept alive by out */
-            Py_DECREF(tp);
-            Py_XDECREF(fresh);
-            if (!bucket)
-                goto done;
-        }
+        if (!same && !(bucket = partition_bucket(out, tp_cls, f.topic, f.partition)))
+            goto done;
         PyObject *rec = make_record(record_cls, &f, minus_one);
         fields_clear(&f);
         if (!rec)
