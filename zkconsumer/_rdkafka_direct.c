@@ -27,9 +27,8 @@
  *
  *   bind(path) -> version string of the bound librdkafka; raises OSError when it is not loaded or lacks a function
  *   Reader(consumer) -> a reader of consumer's routed partitions
- *   Reader.route([(topic, partition), ...]) -> routes those partitions to the reader's queue (kept until unroute)
+ *   Reader.route([(topic, partition), ...]) -> routes those partitions to the reader's queue (replaces the set)
  *   Reader.reroute() -> forwards the routed partitions again (librdkafka drops a forward when it stops a partition)
- *   Reader.unroute() -> forgets every routed partition
  *   Reader.read(n, timeout_ms, record_cls, tp_cls, eof_code) -> ({tp: [record, ...]}, [error, ...]): waits at
  *       most timeout_ms for a first event, then takes at most n - 1 more of those already queued
  *   Reader.close() -> unroute and let the queue go; the reader is unusable after
@@ -305,14 +304,6 @@ static PyObject *reader_reroute(Reader *r, PyObject *Py_UNUSED(arg))
     Py_RETURN_NONE;
 }
 
-static PyObject *reader_unroute(Reader *r, PyObject *Py_UNUSED(arg))
-{
-    if (!live_rk(r))
-        return NULL;
-    unroute(r);
-    Py_RETURN_NONE;
-}
-
 static PyObject *reader_close(Reader *r, PyObject *Py_UNUSED(arg))
 {
     if (r->queue) {
@@ -507,7 +498,6 @@ static PyMethodDef reader_methods[] = {
      "route([(topic, partition), ...]): their fetched messages come to this reader (replaces the routed set)"},
     {"reroute", (PyCFunction)reader_reroute, METH_NOARGS,
      "reroute(): forward the routed partitions to this reader again (librdkafka drops a forward when it stops one)"},
-    {"unroute", (PyCFunction)reader_unroute, METH_NOARGS, "unroute(): no partition is routed to this reader"},
     {"read", (PyCFunction)reader_read, METH_VARARGS,
      "read(n, timeout_ms, record_cls, tp_cls, eof_code) -> ({tp: [record, ...]}, [(code, name, reason, topic, "
      "partition, offset), ...]): at most n events, waiting at most timeout_ms for the first (not for more)"},
