@@ -73,6 +73,41 @@ def test_records_produced_while_a_member_watches_are_delivered_once(services, zk
     assert rounds > 0
 
 
+def test_a_record_ends_a_long_held_watch_at_once(services, zk, unique, conns):
+    """The watch asks the broker to hold each Fetch fetch.idle.wait.ms (here its maximum, 30 s): a record produced
+    while a Fetch is held is answered when it arrives, not when the hold ends, so the longer hold delays nothing
+    (delivered well within the hold; a watch that waited for its answer's end would take ~30 s). At the defaults
+    otherwise (largest, 60 s auto-commit); each record once and in order."""
+    g, t = unique("iwl"), unique("iwl")
+    services.create_topic(t, 2)
+    a = connector(services, g, defaults=True, **{"consumer.id": "a", "fetch.idle.wait.ms": "30000"})
+    conns.append(a)
+    col = StreamCollector(a.create_message_streams({t: 1})[t][0], name="a")
+    col.start()
+    wait_until(lambda: len(owners(zk, g, [t])) == 2, 30, message="a to own both partitions")
+    [f] = a.fetchers.fetchers
+    assert f._watch is not None and f._watch.max_wait_ms == 30000
+
+    def held():  # a watch's Fetch is in flight to the leader (the broker holds it)
+        watch = f._watch
+        return watch is not None and any(x.asked is not None and x.mine for x in list(watch._kept.values()))
+    everything = []
+    for tag in ("first", "second"):
+        wait_until(held, 60, message="the fetcher's watch to have a Fetch held by the broker")
+        time.sleep(0.5)  # in the broker's hands by now
+        wait_until(held, 60, message="the fetcher's watch to have a Fetch held by the broker")
+        sent = time.monotonic()
+        produced = produce_tracked(services.bootstrap_servers, t, 10, partitions=2, tag=tag)
+        everything += produced
+        want = {(t, p, o) for p, o, _ in produced}
+        wait_until(lambda: want <= set(col.seen()), 30, message="the records produced during the hold")
+        took = max(ts for r, ts in zip(list(col.records), list(col.times))
+                   if (r.topic, r.partition, r.offset) in want) - sent
+        assert took < 10.0, "delivered %.1f s after the produce: the watch waited for its 30 s hold" % took
+    _delivered_once([col], everything, t)
+    assert len(col.seen()) == 20  # largest: nothing from before; nothing twice
+
+
 @pytest.fixture
 def long_watches(monkeypatch):
     monkeypatch.setattr(fetcher_mod, "WATCH_MAX_S", 600.0)

@@ -73,6 +73,7 @@ REFERENCE_DEFAULTS = {
     "dual_commit_enabled": False,
     "fetch_max_bytes": 50 * 1024 * 1024,
     # extensions
+    "fetch_idle_wait_ms": 1000,
     "rebalance_settle_ms": 20,
     "rebalance_slow_retry_ms": 10000,
     "zookeeper_suspended_grace_ms": 1000,
@@ -97,7 +98,7 @@ def test_every_reference_key_is_known():
     reference_keys = {"group.id", "consumer.id", "zookeeper.connect", "zookeeper.auth.credentials.file"} | {
         a.replace("_", ".") for a in REFERENCE_DEFAULTS}
     assert set(KNOWN_KEYS) == reference_keys
-    assert set(EXTENSION_KEYS) == {"rebalance.settle.ms", "rebalance.slow.retry.ms",
+    assert set(EXTENSION_KEYS) == {"fetch.idle.wait.ms", "rebalance.settle.ms", "rebalance.slow.retry.ms",
                                    "zookeeper.suspended.grace.ms", "legacy.consumer.version", "split.brain.check",
                                    "split.brain.check.timeout.ms", "cutover.fence", "rebalance.leave.grace.ms",
                                    "dual.commit.kafka.outage.ms", "offsets.storage.switch.check", "fetch.engine",
@@ -179,6 +180,7 @@ def test_int_parsing_java_semantics():
     ("offsets.commit.max.retries", "-1", "0"),
     ("fetch.max.bytes", "0", "1"),
     ("rebalance.settle.ms", "-1", "0"),
+    ("fetch.idle.wait.ms", "-1", "0"),
     ("rebalance.slow.retry.ms", "0", "1"),
     ("zookeeper.suspended.grace.ms", "-1", "0"),
 ])
@@ -268,6 +270,21 @@ def test_zookeeper_connect_bad(connect):
         make({"zookeeper.connect": connect})
     assert "zookeeper.connect" in str(e.value) and repr(connect) in str(e.value)
     assert "host[:port]" in str(e.value)
+
+
+def test_the_idle_watch_s_wait():
+    """fetch.idle.wait.ms: at most 30000 (a watch lasts at most 30 s), refused with its value; the watch's wait is
+    it with fetch.min.bytes=1, never below fetch.wait.max.ms, and fetch.wait.max.ms with fetch.min.bytes > 1."""
+    from zkconsumer.consumer.fetcher import idle_wait_ms
+    with pytest.raises(ConfigError, match=r"'30001' for fetch.idle.wait.ms: at most 30000") as e:
+        make({"fetch.idle.wait.ms": "30001"})
+    assert e.value.key == "fetch.idle.wait.ms"
+    assert make({"fetch.idle.wait.ms": "30000"}).fetch_idle_wait_ms == 30000
+    assert idle_wait_ms(make({})) == 1000
+    assert idle_wait_ms(make({"fetch.idle.wait.ms": "100"})) == 100
+    assert idle_wait_ms(make({"fetch.idle.wait.ms": "0", "fetch.wait.max.ms": "250"})) == 250
+    assert idle_wait_ms(make({"fetch.wait.max.ms": "5000"})) == 5000
+    assert idle_wait_ms(make({"fetch.min.bytes": "2"})) == 100
 
 
 def test_fetch_wait_must_not_exceed_socket_timeout():

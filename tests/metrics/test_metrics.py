@@ -160,14 +160,15 @@ def test_member_metrics_per_topic_fetch_commit_failures_session_expiries_and_inf
 
 def test_fetch_request_metrics_count_requests_as_scala_did(services, unique, conns):
     """zkconsumer_fetch_requests_total and MinFetchRate count the Fetch requests answered (Scala's
-    FetchRequestRateAndTimeMs, MinFetchRate), not the fetch loop's polls: an idle member with the defaults
-    (fetch.wait.max.ms=100) is asked again by the broker's answer every ~0.1 s, ~10 requests/s of <= ~0.1 s each
-    (its polls are ~2/s of ~0.5 s). How MinFetchRate falls when a broker stops answering:
-    tests/consumer/test_min_fetch_rate.py."""
+    FetchRequestRateAndTimeMs, MinFetchRate), not the fetch loop's polls: an idle member with the defaults and
+    Scala's cadence (fetch.idle.wait.ms=100 = fetch.wait.max.ms) is asked again by the broker's answer every ~0.1 s,
+    ~10 requests/s of <= ~0.1 s each (its polls are ~2/s of ~0.5 s). How MinFetchRate falls when a broker stops
+    answering: tests/consumer/test_min_fetch_rate.py."""
     import time
     topic = services.create_topic(unique("metreq"), 2)
     # the kafka-python engine whatever ZKCONSUMER_TEST_FETCH_ENGINE says: the librdkafka engine counts its polls
-    a = connector(services, unique("metreq"), defaults=True, **{"fetch.engine": "kafka-python"})
+    a = connector(services, unique("metreq"), defaults=True, **{"fetch.engine": "kafka-python",
+                                                                 "fetch.idle.wait.ms": "100"})
     conns.append(a)
     a.create_message_streams({topic: 1})
     wait_until(lambda: a.metrics_snapshot().fetch.requests > 0, 30, message="a first fetch answered")
@@ -181,3 +182,26 @@ def test_fetch_request_metrics_count_requests_as_scala_did(services, unique, con
     assert n >= 2.5 * elapsed, "%d fetch requests in %.1f s: polls counted, not requests?" % (n, elapsed)
     assert mean <= 0.3, "%.3f s per fetch request while idle (fetch.wait.max.ms=100): polls counted?" % mean
     wait_until(lambda: a.metrics()["MinFetchRate"] >= 2.0, 30, message="MinFetchRate of an idle member >= 2/s")
+
+
+def test_an_idle_member_at_the_defaults_is_asked_about_once_a_second(services, unique, conns):
+    """At the defaults (fetch.idle.wait.ms=1000, fetch.min.bytes=1) an idle member's watch asks each leader to hold
+    its Fetch 1 s: ~1 request/s of ~1 s (fetch.wait.max.ms=100 alone would be ~10/s of ~0.1 s), so the brokers
+    answer an idle fleet a tenth as often; MinFetchRate stays above 0 (a live fetcher)."""
+    import time
+    topic = services.create_topic(unique("metidle"), 2)
+    a = connector(services, unique("metidle"), defaults=True, **{"fetch.engine": "kafka-python"})
+    conns.append(a)
+    a.create_message_streams({topic: 1})
+    wait_until(lambda: a.metrics_snapshot().fetch.requests > 0, 30, message="a first fetch answered")
+    wait_until(lambda: sum(f.watch_rounds for f in a.fetchers.fetchers) > 1, 30, message="the idle watch answered")
+    before, t0 = a.metrics_snapshot().fetch, time.monotonic()
+    time.sleep(6.0)
+    after, elapsed = a.metrics_snapshot().fetch, time.monotonic() - t0
+    n = after.requests - before.requests
+    mean = (after.seconds - before.seconds) / max(1, n)
+    # ~6 expected (one broker); ~60 of ~0.1 s at the old cadence. Loose for a loaded machine (fewer, longer answers)
+    # and for one pass of the client between two watches (a handful of ~0.1 s fetches)
+    assert 1 <= n <= 2.5 * elapsed, "%d fetch requests in %.1f s while idle: not ~1/s" % (n, elapsed)
+    assert mean >= 0.4, "%.3f s per fetch request while idle: the broker does not hold the watch's Fetch 1 s" % mean
+    wait_until(lambda: a.metrics()["MinFetchRate"] > 0, 30, message="MinFetchRate of an idle member above 0")

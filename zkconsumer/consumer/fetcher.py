@@ -82,7 +82,7 @@ SHORT_POLL_MS = 20
 WATCH_MAX_S = 30.0
 #: how long a fetcher leaves the idle watch alone after a connection, an answer or a leader's silence it could not use;
 #: doubled at each such trouble until a watch lasts its WATCH_MAX_S without any, up to WATCH_BACKOFF_MAX_S (a leader
-#: that cannot be watched costs its partitions a delay of up to CONNECT_S, or fetch.wait.max.ms + ANSWER_MARGIN_S,
+#: that cannot be watched costs its partitions a delay of up to CONNECT_S, or the watch's wait + ANSWER_MARGIN_S,
 #: each time the watch tries it)
 WATCH_BACKOFF_S = 10.0
 WATCH_BACKOFF_MAX_S = 600.0
@@ -92,6 +92,16 @@ WATCH_TROUBLE_LOG_S = 600.0
 #: how long applying an assignment waits for the reset points of partitions without a committed offset; one that
 #: is not known by then (its partition has no leader, say) is resolved by the fetch loop when it can be
 RESOLVE_WAIT_S = 2.0
+
+
+def idle_wait_ms(config) -> int:
+    """How long the idle watch asks a leader to hold each Fetch: ``fetch.idle.wait.ms`` when ``fetch.min.bytes`` is 1
+    (the broker answers a Fetch as soon as one byte is there, so a longer hold delays nothing; it only answers an
+    idle fetcher less often), never less than ``fetch.wait.max.ms``; ``fetch.wait.max.ms`` when ``fetch.min.bytes`` is
+    more than 1 (the broker holds what is below it until the wait ends, as it would hold the client's Fetch)."""
+    if config.fetch_min_bytes == 1:
+        return max(config.fetch_wait_max_ms, config.fetch_idle_wait_ms)
+    return config.fetch_wait_max_ms
 
 
 class FetcherThread(threading.Thread):
@@ -467,14 +477,15 @@ class FetcherThread(threading.Thread):
         """An idle watch for this fetcher's client, or None: only plain TCP connections (TLS and SASL stay on the
         client's path), only where the client's poll can be woken and its Fetch responses are counted (the watch's
         answers are counted the same way), and only with ``fetch.min.bytes`` and ``fetch.wait.max.ms`` of at least 1
-        (at 0 every answer comes at once: nothing to watch)."""
+        (at 0 every answer comes at once: nothing to watch). It asks its leaders to hold each Fetch
+        :func:`idle_wait_ms`."""
         from ..core.kafka_security import of
         if self._wake is None or not self._counts_requests or self.config.fetch_min_bytes < 1 or \
                 self.config.fetch_wait_max_ms < 1 or \
                 of(self.config).protocol != "PLAINTEXT":
             return None
         from ..kafka.idle_watch import IdleWatch
-        return IdleWatch(consumer_settings(self.config)["client_id"], self.config.fetch_wait_max_ms,
+        return IdleWatch(consumer_settings(self.config)["client_id"], idle_wait_ms(self.config),
                          self.config.fetch_min_bytes, self.config.fetch_message_max_bytes)
 
     def _watch_while_idle(self):

@@ -7,8 +7,10 @@ CPU per idle member per second, so 300 idle members want ~6 cores.
 
 While every partition of a fetcher is caught up (its position at the high watermark the last answer gave), the
 fetcher stops polling its client and asks the same question itself (:meth:`IdleWatch.watch`): a Fetch v4 request
-to each leader (the partitions at the client's positions, the member's ``fetch.min.bytes`` and
-``fetch.wait.max.ms``), encoded and read with ``struct`` (:mod:`.protocol.fetch_v4`) over a plain socket of its own
+to each leader (the partitions at the client's positions, the member's ``fetch.min.bytes``, and a wait of
+``fetch.idle.wait.ms``, 1 s by default, when ``fetch.min.bytes`` is 1: the broker answers as soon as a record is
+there, so the longer wait delays nothing and an idle member is answered ~1 time a second instead of ~10; else
+``fetch.wait.max.ms``, as the client), encoded and read with ``struct`` (:mod:`.protocol.fetch_v4`) over a plain socket of its own
 per leader (to the address the client's own connection to that broker reached: no name lookup; kept from one watch
 to the next, as the client keeps its connections), each leader asked again as soon as it answered, ~0.1-0.3 ms of
 CPU per answer. The broker answers when it would have answered the client's fetch. The first answer with records,
@@ -17,7 +19,7 @@ leaders are doing; the client then fetches from its own positions. The watch mov
 record (an answer's records, little more than ``fetch.min.bytes`` as that is the request's ``max_bytes``, are
 dropped: the client fetches them), so it can neither lose nor repeat one. A connection that fails or does not
 connect within :data:`CONNECT_S`, an answer that does not parse, or a leader that does not answer within
-``fetch.wait.max.ms`` plus :data:`ANSWER_MARGIN_S` ends it too (:class:`WatchTrouble`; its sockets are closed),
+the watch's wait plus :data:`ANSWER_MARGIN_S` ends it too (:class:`WatchTrouble`; its sockets are closed),
 and the fetcher leaves it alone for a while: the client's own path, with its reconnects and metadata refreshes,
 handles what went wrong. A wake (an assignment change, a shutdown) ends it at once, connecting included (a request
 being written excepted: a few hundred bytes on a connection with no other request in flight).
@@ -42,7 +44,7 @@ __all__ = ["IdleWatch", "WatchTrouble", "Plan", "ANSWER_MARGIN_S", "CONNECT_S", 
 #: {node id: (socket address (host, port) or IPv6's 4-tuple, [(topic, partition, fetch offset), ...])}
 Plan = Dict[object, Tuple[tuple, List[Tuple[str, int, int]]]]
 
-#: how much longer than ``fetch.wait.max.ms`` a leader may take to answer before the watch ends
+#: how much longer than the watch's wait (``max_wait_ms``) a leader may take to answer before the watch ends
 ANSWER_MARGIN_S = 5.0
 #: how long a new connection to a leader may take before the watch ends
 CONNECT_S = 2.0
@@ -201,7 +203,7 @@ class IdleWatch:
             if any(fd == wake_fd for fd, _ in events):
                 self.clear_wake()
                 # a wake is rare (an assignment change, a shutdown): a request the broker may hold for as long as
-                # fetch.wait.max.ms is not left in the next watch's way
+                # the watch's wait is not left in the next watch's way
                 for leader in list(by_fd.values()):
                     if leader.asked is not None or leader.connecting:
                         self._drop(leader.node)
