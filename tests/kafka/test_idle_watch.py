@@ -181,13 +181,17 @@ def test_a_silent_leader_delays_nothing_another_leader_says_and_is_trouble_in_th
         assert len(answers) >= 5 and {n for n, _ in answers} == {node}
     finally:
         timer.join()
-    # nothing arrives anywhere: the silent leader is trouble once its margin is gone, the other's answers counted
+    # nothing arrives anywhere: the silent leader is trouble once its margin is gone, counted from its request (sent
+    # when the first watch began), not from this watch's start; the other's answers counted meanwhile
     answers = Answers()
     plan[node] = (address, [(t, 0, 1)])  # at the end again
+    time.sleep(1.0)
     try:
-        w.answer_margin_s = 1.0
+        w.answer_margin_s = 8.0
         with pytest.raises(WatchTrouble, match="did not answer"):
             w.watch(plan, time.monotonic() + 60, answers)
+        # ~8.1 s after the silent leader was asked; counted from this watch's start it would be >= 11 s
+        assert time.monotonic() - started < 9.6, "the silent leader's bound began again with the second watch"
         assert len(answers) >= 5
     finally:
         w.close()
@@ -265,6 +269,34 @@ def test_a_request_held_when_another_leader_ended_the_watch_is_answered_first_in
         assert w._kept["second"].sock.getsockname() == kept
         assert all(seconds < 1.5 + 0.4 for _, seconds in answers), "an earlier request's hold counted as this one's"
         assert {n for n, _ in answers} == {"first", "second"}
+    finally:
+        timer.join()
+        w.close()
+
+
+def test_a_partition_that_moved_to_a_leader_holding_an_earlier_request_is_asked_about_at_once(services, unique):
+    """A record on the first leader ends a watch while the broker holds the second's request (partition 1 only);
+    then partition 2 moves to the second leader. That held request does not ask about partition 2, so a record there
+    would not end its hold: the next watch asks the second leader afresh (a new connection) and a record on
+    partition 2 ends it at once, not when the earlier request's hold (20 s) ends."""
+    t = services.create_topic(unique("iw"), 3)
+    node, address, _ = _one(_caught_up(services, t, 3))
+    plan = {"first": (address, [(t, 0, 0)]), "second": (address, [(t, 1, 0)])}
+    w = _watch()
+    timer = threading.Timer(0.5, lambda: produce_tracked(services.bootstrap_servers, t, 1, partition=0))
+    timer.start()
+    try:
+        assert w.watch(plan, time.monotonic() + 60, Answers()) is True
+        timer.join()
+        assert w._kept["second"].asked is not None, "the second leader's request was not in flight any more"
+        held = w._kept["second"].sock.getsockname()
+        plan = {"first": (address, [(t, 0, 1)]), "second": (address, [(t, 1, 0), (t, 2, 0)])}
+        timer = threading.Timer(0.5, lambda: produce_tracked(services.bootstrap_servers, t, 1, partition=2))
+        timer.start()
+        started = time.monotonic()
+        assert w.watch(plan, time.monotonic() + 60, Answers()) is True
+        assert time.monotonic() - started < 10, "the record on the moved partition waited for the earlier hold"
+        assert w._kept["second"].sock.getsockname() != held
     finally:
         timer.join()
         w.close()

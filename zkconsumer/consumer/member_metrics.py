@@ -21,8 +21,9 @@ class FetchCounters:
     """What a member's fetcher threads did since they started, summed over the threads."""
 
     #: Fetch requests answered, as Scala's FetchRequestRateAndTimeMs counted them (an idle fetcher sends one per
-    #: broker every fetch.idle.wait.ms, where Scala's sent one every fetch.wait.max.ms); the librdkafka engine, whose
-    #: client does not report them, counts its fetch loop's polls (records, or 20 ms without any)
+    #: broker per idle watch wait, fetch.idle.wait.ms by default, where Scala's sent one every fetch.wait.max.ms);
+    #: the librdkafka engine, whose client does not report them, counts its fetch loop's polls (records, or 20 ms
+    #: without any)
     requests: int = 0
     #: the time from each of those requests to its answer (librdkafka engine: the polls' time)
     seconds: float = 0.0

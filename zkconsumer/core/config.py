@@ -60,7 +60,7 @@ _GROUP_RULE = _NAME_RULE + ", at most 249 characters, not '.' or '..'"
 _ZK_RULE = ("host:port[,host:port...][/chroot] (chroot starts with '/', has no empty segments and "
             "does not end with '/' unless it is exactly '/')")
 
-#: the longest fetch.idle.wait.ms (the fetcher's idle watch lasts at most 30 s before its client polls again)
+#: the longest fetch.idle.wait.ms (a silent leader is given up on this long + 5 s after it was asked)
 IDLE_WAIT_MAX_MS = 30000
 
 # Derived defaults: the default is the value of another key (Kafka 1.1.1 ``ConsumerConfig`` and ``ZKConfig``, e.g.
@@ -120,7 +120,7 @@ _KEYS: Tuple[_Key, ...] = (
     _Key("offsets.commit.max.retries", "int", 5, "Retries of a commit to (or an offset fetch from) Kafka's offset manager, offsets.channel.backoff.ms apart.", lo=0),
     _Key("dual.commit.enabled", "bool", None, "Also commit to ZooKeeper when offsets.storage=kafka; defaults to true only then."),
     _Key("fetch.max.bytes", "int", 50 * 1024 * 1024, "Max bytes per fetch response (0.10.1+; read by no old-consumer code).", lo=1),
-    _Key("fetch.idle.wait.ms", "int", 1000, "Extension: how long a fetcher whose partitions are all caught up asks each leader to hold its Fetch (the idle watch: kafka-python engine, PLAINTEXT) when fetch.min.bytes is 1: the broker answers as soon as a record arrives, so nothing is delivered later, and an idle fetcher costs each broker ~1 Fetch a second instead of one every fetch.wait.max.ms. The watch uses fetch.wait.max.ms when that is longer or when fetch.min.bytes is more than 1. 100 = the Scala consumer's cadence (FetchRequestRateAndTimeMs ~10/s of ~0.1 s for an idle member, as MinFetchRate alerts may expect); at most 30000.", lo=0, extension=True),
+    _Key("fetch.idle.wait.ms", "int", 1000, "Extension: how long a fetcher whose partitions are all caught up asks each leader to hold its Fetch (the idle watch: kafka-python engine, PLAINTEXT, fetch.min.bytes and fetch.wait.max.ms above 0) when fetch.min.bytes is 1: the broker answers as soon as a record arrives, so records are not delivered later, and an idle fetcher costs each broker ~1 Fetch a second instead of one every fetch.wait.max.ms. The watch uses fetch.wait.max.ms when that is longer or when fetch.min.bytes is more than 1. A leader that stops answering without closing its connection is given up on this wait + 5 s after it was asked (its client then fetches). 100 = the Scala consumer's cadence (FetchRequestRateAndTimeMs ~10/s of ~0.1 s for an idle member, which MinFetchRate alerts written for Scala expect); at most 30000.", lo=0, extension=True),
     _Key("rebalance.settle.ms", "int", 20, "Extension: coalescing window for bursts of ZooKeeper events before a rebalance.", lo=0, extension=True),
     _Key("rebalance.slow.retry.ms", "int", 10000, "Extension: retry period after rebalance.max.retries attempts failed (we never sit idle).", lo=1, extension=True),
     _Key("legacy.consumer.version", "enum", "1.1", "Extension: the Kafka release of the group's JVM (Scala) members, for what changed across releases: the roundrobin assignor lays partitions out by the hash of \"[topic,partition]\" up to 0.11 and of \"topic-partition\" from 1.0 (set it to match the JVM members, or a mixed group never agrees).", choices=("0.8.2", "0.9", "0.10", "0.11", "1.0", "1.1"), extension=True),
@@ -380,7 +380,7 @@ class ConsumerConfig:
                               "socket.timeout.ms should always be at least fetch.wait.max.ms")
         if values["fetch_idle_wait_ms"] > IDLE_WAIT_MAX_MS:
             raise ConfigError("fetch.idle.wait.ms", merged.get("fetch.idle.wait.ms", str(values["fetch_idle_wait_ms"])),
-                              "at most %d (an idle watch lasts at most 30 s)" % IDLE_WAIT_MAX_MS)
+                              "at most %d" % IDLE_WAIT_MAX_MS)
         grace, session = values["zookeeper_suspended_grace_ms"], values["zookeeper_session_timeout_ms"]
         if "zookeeper.suspended.grace.ms" not in merged and grace >= session:
             # default clamped below session

@@ -64,8 +64,8 @@ class WatchTrouble(Exception):
 class _Leader:
     """One leader's socket, kept from one watch to the next: connecting, then one request at a time."""
 
-    __slots__ = ("node", "address", "parts", "sock", "connecting", "buf", "asked", "mine", "sent_at", "deadline",
-                 "used_at")
+    __slots__ = ("node", "address", "parts", "sock", "connecting", "buf", "asked", "asked_about", "mine", "sent_at",
+                 "deadline", "used_at")
 
     def __init__(self, node: object, address: tuple, sock: socket.socket, deadline: float) -> None:
         self.node, self.address, self.sock = node, address, sock
@@ -73,6 +73,7 @@ class _Leader:
         self.connecting = True
         self.buf = bytearray()
         self.asked: Optional[int] = None  # the correlation id of the request in flight
+        self.asked_about: frozenset = frozenset()  # the (topic, partition)s that request asks about
         self.mine = False  # whether that request was sent by the watch in progress (else by an earlier one)
         self.sent_at = 0.0
         self.deadline: Optional[float] = deadline  # None: nothing awaited in this watch
@@ -177,6 +178,11 @@ class IdleWatch:
         by_fd: Dict[int, _Leader] = {}
         for node, (address, parts) in plan.items():
             leader = self._leader(node, address, now)
+            if leader.asked is not None and not {(t, p) for t, p, _ in parts} <= leader.asked_about:
+                # an earlier watch's request in flight leaves out a partition of this plan (one that moved to this
+                # leader): a record there would not end its hold, so it would wait for that hold. A new connection.
+                self._drop(node)
+                leader = self._leader(node, address, now)
             leader.parts = parts
             by_fd[leader.sock.fileno()] = leader
             leader.mine = False
@@ -186,8 +192,9 @@ class IdleWatch:
                 poller.register(leader.sock, _IN)
                 if leader.asked is None:
                     self._ask(leader, bound)
-                else:  # an earlier watch's request is in flight: its answer (dropped) first, then this watch's
-                    leader.deadline = now + bound
+                else:  # an earlier watch's request is in flight: its answer (dropped) first, then this watch's;
+                    # answered by the bound it was sent with (a leader silent since then is not given more time)
+                    leader.deadline = leader.sent_at + bound
         while True:
             waiting = [x for x in by_fd.values() if x.deadline is not None]
             if not waiting:
@@ -252,6 +259,7 @@ class IdleWatch:
         finally:
             leader.sock.setblocking(False)
         leader.asked = self._correlation
+        leader.asked_about = frozenset((t, p) for t, p, _ in leader.parts)
         leader.mine = True
         leader.sent_at = self.clock()
         leader.deadline = leader.sent_at + bound

@@ -98,9 +98,9 @@ class MetricsCollector:
                   [([t, str(p)], v) for (t, p), v in sorted(m.consumer_lag.items())])
         yield series(Gauge, "zkconsumer_max_lag", "Largest ConsumerLag of this member (Scala MaxLag)", m.max_lag)
         yield series(Gauge, "zkconsumer_min_fetch_rate", "Smallest one-minute rate of Fetch requests answered, per "
-                     "fetcher thread and broker of its partitions (Scala MinFetchRate; an idle fetcher asks each "
-                     "broker every fetch.idle.wait.ms, 1 s by default, where Scala asked every fetch.wait.max.ms; the "
-                     "librdkafka engine counts its polls)", m.min_fetch_rate)
+                     "fetcher thread and broker of its partitions (Scala MinFetchRate; an idle fetcher's watch asks each "
+                     "broker once per its wait, fetch.idle.wait.ms, 1 s by default, where Scala asked every "
+                     "fetch.wait.max.ms; the librdkafka engine counts its polls)", m.min_fetch_rate)
         yield series(Counter, "zkconsumer_messages", "Messages fetched into the streams, all topics (Scala "
                      "MessagesPerSec, AllTopics)", m.messages)
         yield series(Counter, "zkconsumer_bytes", "Key and value bytes fetched into the streams, all topics (Scala "
@@ -113,7 +113,8 @@ class MetricsCollector:
         yield series(Counter, "zkconsumer_fetch_requests", "Fetch requests the fetcher threads sent and had answered "
                      "(Scala FetchRequestRateAndTimeMs; the librdkafka engine counts its polls)", m.fetch.requests)
         yield series(Counter, "zkconsumer_fetch_request_seconds", "Time from each of those fetch requests to its "
-                     "answer, summed (Scala FetchRequestRateAndTimeMs; at most fetch.idle.wait.ms each while idle)",
+                     "answer, summed (Scala FetchRequestRateAndTimeMs; while idle each up to the idle watch's wait, "
+                     "fetch.idle.wait.ms by default)",
                      m.fetch.seconds)
         yield series(Gauge, "zkconsumer_fetch_queue_chunks", "Fetched chunks waiting in the streams' queues (Scala "
                      "FetchQueueSize; at most queued.max.message.chunks per stream)", m.queued_chunks)

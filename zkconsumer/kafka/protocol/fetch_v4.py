@@ -1,7 +1,8 @@
 """Fetch v4 request and response, encoded and read with ``struct`` (pure).
 
 :mod:`zkconsumer.kafka.idle_watch` asks the leaders of a fetcher's caught-up partitions whether anything arrived
-with these: one request per broker per ``fetch.wait.max.ms``, read only as far as each partition's error code, high
+with these: one request per broker per wait (``fetch.idle.wait.ms``, or ``fetch.wait.max.ms``:
+:func:`zkconsumer.consumer.fetcher.idle_wait_ms`), read only as far as each partition's error code, high
 watermark and the length of its records (the records themselves are skipped: the fetcher's client fetches them).
 Version 4 (Kafka 0.11, ``FetchRequest`` in ``clients/src/main/resources/common/message/FetchRequest.json``) is the
 oldest version Kafka 4.x still answers (KIP-896) and needs no fetch session; its header is request header v1, its
