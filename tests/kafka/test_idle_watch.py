@@ -302,6 +302,28 @@ def test_a_partition_that_moved_to_a_leader_holding_an_earlier_request_is_asked_
         w.close()
 
 
+def test_an_earlier_request_answered_while_nobody_watched_is_read_not_taken_for_silence(services, unique):
+    """A watch ends at once (the first leader's partition is behind its end) while the broker holds the second's
+    request; the broker answers it (nothing arrived) while nobody watches, and the next watch begins well after that
+    request's bound: its answer, waiting in the socket, is read and dropped, not taken for a silent leader (which
+    would be trouble: sockets closed and the client polling for 10 s or more)."""
+    t = services.create_topic(unique("iw"), 2)
+    produce_tracked(services.bootstrap_servers, t, 1, partition=0)
+    node, address, _ = _one(_caught_up(services, t, 2))
+    w = _watch(max_wait_ms=300, margin_s=0.5)
+    try:
+        plan = {"first": (address, [(t, 0, 0)]), "second": (address, [(t, 1, 0)])}
+        assert w.watch(plan, time.monotonic() + 60, Answers()) is True
+        assert w._kept["second"].asked is not None, "the second leader's request was not in flight any more"
+        time.sleep(2.0)  # answered after 0.3 s; its bound (0.8 s) long gone
+        plan["first"] = (address, [(t, 0, 1)])
+        answers = Answers()
+        assert w.watch(plan, time.monotonic() + 1.0, answers) is False
+        assert {n for n, _ in answers} == {"first", "second"}
+    finally:
+        w.close()
+
+
 def test_descriptors_above_1024(services, unique):
     t = services.create_topic(unique("iw"), 1)
     plan = _caught_up(services, t, 1)

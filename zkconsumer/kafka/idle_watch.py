@@ -202,10 +202,14 @@ class IdleWatch:
             now = self.clock()
             late = [x for x in waiting if x.deadline is not None and x.deadline <= now]
             if late:
+                # an answer already there (an earlier watch's request, answered while nobody watched) is read first
+                ready = {fd for fd, _ in poller.poll(0)}
+                late = [x for x in late if x.sock.fileno() not in ready]
+            if late:
                 raise WatchTrouble("broker %s did not %s within %.1f s" % (
                     ", ".join(str(x.node) for x in late), "connect" if late[0].connecting else "answer",
                     self.connect_s if late[0].connecting else bound))
-            left = min(x.deadline for x in waiting if x.deadline is not None) - now
+            left = max(0.0, min(x.deadline for x in waiting if x.deadline is not None) - now)
             events = poller.poll(max(1, int(left * 1000) + 1))
             if any(fd == wake_fd for fd, _ in events):
                 self.clear_wake()
