@@ -198,12 +198,19 @@ def test_an_idle_member_at_the_defaults_is_asked_about_once_a_second(services, u
 
     def troubles():
         return sum(f.watch_troubles for f in a.fetchers.fetchers)
-    for _ in range(3):  # a window in which no watch ended in trouble (its client polls meanwhile, ~10/s)
+
+    def watching():  # no fetcher in its backoff after a watch's trouble, and watch answers coming
+        rounds = sum(f.watch_rounds for f in a.fetchers.fetchers)
+        return all(time.monotonic() >= f._watch_not_before for f in a.fetchers.fetchers) and wait_until(
+            lambda: sum(f.watch_rounds for f in a.fetchers.fetchers) > rounds, 30, message="a watch answer")
+    for attempt in range(3):  # a window in which no watch ended in trouble (its client polls meanwhile, ~10/s)
+        wait_until(watching, 60, message="the fetcher watching (not backing off after a trouble)")
         seen, before, t0 = troubles(), a.metrics_snapshot().fetch, time.monotonic()
         time.sleep(6.0)
         after, elapsed = a.metrics_snapshot().fetch, time.monotonic() - t0
         if troubles() == seen:
             break
+        assert attempt < 2, "a watch ended in trouble in each of 3 windows: %d troubles" % troubles()
     n = after.requests - before.requests
     mean = (after.seconds - before.seconds) / max(1, n)
     # ~6 expected (one broker); ~60 of ~0.1 s at the old cadence. Loose for a loaded machine (fewer, longer answers)
