@@ -192,10 +192,9 @@ class IdleWatch:
                 poller.register(leader.sock, _IN)
                 if leader.asked is None:
                     self._ask(leader, bound)
-                elif leader.deadline is None:  # an earlier watch's request is in flight: its answer (dropped)
-                    # first, then this watch's; by the deadline it was sent with (a leader silent since then is not
-                    # given more time; an answer already in its socket is read before it is called silent)
-                    leader.deadline = leader.sent_at + bound
+                # else an earlier watch's request is in flight: its answer (dropped) first, then this watch's, by the
+                # deadline _ask gave it (a leader silent since then is not given more time; an answer already in
+                # its socket is read before it is called silent)
         while True:
             waiting = [x for x in by_fd.values() if x.deadline is not None]
             if not waiting:
