@@ -194,15 +194,18 @@ def test_an_idle_member_at_the_defaults_is_asked_about_once_a_second(services, u
     conns.append(a)
     a.create_message_streams({topic: 1})
     wait_until(lambda: a.metrics_snapshot().fetch.requests > 0, 30, message="a first fetch answered")
-    wait_until(lambda: sum(f.watch_rounds for f in a.fetchers.fetchers) > 1, 30, message="the idle watch answered")
+
+    def rounds():
+        return sum(f.watch_rounds for f in a.fetchers.fetchers)
 
     def troubles():
         return sum(f.watch_troubles for f in a.fetchers.fetchers)
 
     def watching():  # no fetcher in its backoff after a watch's trouble, and watch answers coming
-        rounds = sum(f.watch_rounds for f in a.fetchers.fetchers)
+        seen = rounds()
         return all(time.monotonic() >= f._watch_not_before for f in a.fetchers.fetchers) and wait_until(
-            lambda: sum(f.watch_rounds for f in a.fetchers.fetchers) > rounds, 30, message="a watch answer")
+            lambda: rounds() > seen, 30, message="a watch answer")
+    wait_until(lambda: rounds() > 1, 30, message="the idle watch answered")
     for attempt in range(3):  # a window in which no watch ended in trouble (its client polls meanwhile, ~10/s)
         wait_until(watching, 60, message="the fetcher watching (not backing off after a trouble)")
         seen, before, t0 = troubles(), a.metrics_snapshot().fetch, time.monotonic()
