@@ -28,7 +28,8 @@ from kazoo.exceptions import NoNodeError
 from ..errors import InvalidNameError, RebalanceError, ZnodeFormatError
 from ..core.layout import codecs, paths
 from ..core.layout.names import validate_topic
-from ..core.subscription.topic_count import UnusableRegistration, consumers_per_topic
+from ..core.subscription.topic_count import (UnusableRegistration, is_wildcard, merge_thread_ids,
+                                             thread_ids_per_topic)
 from .leave_grace import read_ghosts
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,8 @@ class GroupReader:
         self._maps: Dict[str, List[int]] = {}
         # (id of _regs or _maps, key) -> watch firings seen
         self._changes: Dict[tuple, int] = {}
+        # (cid, mzxid) -> thread ids per topic of a cached static registration (they depend on nothing else)
+        self._threads: Dict[tuple, Dict[str, List[str]]] = {}
         self._ids_ensured = False
 
     def _dropper(self, table, key):
@@ -109,9 +112,10 @@ class GroupReader:
                 zk.ensure_path(ids_path)
                 children, stat = zk.get_children(ids_path, watch=watch, include_data=True)
             reads += 1
+            listed = set(children)
             with self._lock:
                 for cid in list(self._regs):
-                    if cid not in children:
+                    if cid not in listed:
                         del self._regs[cid]
                         self._changes.pop((id(self._regs), cid), None)
                 missing = [cid for cid in children if cid not in self._regs]
@@ -160,8 +164,8 @@ class GroupReader:
             everyone = dict(members)
             everyone.update(ghosts)
             try:
-                cft = consumers_per_topic({cid: (r.subscription, r.pattern) for cid, r in everyone.items()},
-                                          all_topics, exclude_internal_topics, unusable=unusable)
+                cft = merge_thread_ids(self._thread_ids(everyone, versions, ghosts, all_topics,
+                                                        exclude_internal_topics, unusable))
             except RebalanceError as e:
                 raise RebalanceError("cannot compute the group's subscriptions: %s" % e) from e
             for cid, unusable_error in unusable.items():
@@ -170,13 +174,35 @@ class GroupReader:
                             "until it registers again" % (group, unusable_error))
             partitions, r = self._partition_maps(cft, watch)
             reads += r
-            _, stat_after = zk.get_children(ids_path, include_data=True)
+            # the list's version only (not its names again: 300 of them cost the server and this client)
+            stat_after = zk.exists(ids_path)
             reads += 1
-            if stat_after.cversion == stat.cversion:
+            if stat_after is not None and stat_after.cversion == stat.cversion:
                 return GroupSnapshot(members, sorted(all_topics), partitions, cft, broker_ids, reads, ghosts,
                                      ghost_expiry)
             log.debug("group %s changed while being read; reading again", group)
         raise RebalanceError("group %s kept changing during %d consecutive reads" % (group, max_passes))
+
+    def _thread_ids(self, everyone, versions, ghosts, all_topics, exclude_internal_topics, unusable):
+        """Each member's thread ids per topic (:func:`thread_ids_per_topic`; a member whose registration cannot be
+        used goes into *unusable* instead), those of a static registration kept for as long as its version
+        (``mzxid``) is the one read: an attempt of a large group otherwise spent most of its own CPU here."""
+        out = []
+        known, self._threads = self._threads, {}
+        for cid, reg in everyone.items():
+            key = (cid, versions.get(cid)) if cid not in ghosts and cid in versions else None
+            per_topic = known.get(key) if key is not None else None
+            if per_topic is None:
+                try:
+                    per_topic = thread_ids_per_topic(cid, reg.subscription, reg.pattern, all_topics,
+                                                     exclude_internal_topics)
+                except UnusableRegistration as exc:
+                    unusable[cid] = exc
+                    continue
+            if key is not None and not is_wildcard(reg.subscription, reg.pattern):
+                self._threads[key] = per_topic
+            out.append(per_topic)
+        return out
 
     def _partition_maps(self, topics, watch):
         zk, reads = self.zk, 0

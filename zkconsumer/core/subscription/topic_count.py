@@ -130,14 +130,23 @@ def consumers_per_topic(members: Mapping[str, Tuple[object, str]], all_topics: I
     ``consumer id -> UnusableRegistration`` for each such member (for the caller to log).
     """
     all_topics = list(all_topics)
-    merged: Dict[str, List[str]] = {}
+    per_member = []
     for consumer_id, (subscription, pattern) in members.items():
         try:
-            per_topic = thread_ids_per_topic(consumer_id, subscription, pattern, all_topics, exclude_internal_topics)
+            per_member.append(thread_ids_per_topic(consumer_id, subscription, pattern, all_topics,
+                                                   exclude_internal_topics))
         except UnusableRegistration as exc:
             if unusable is not None:
                 unusable[consumer_id] = exc
-            continue
+    return merge_thread_ids(per_member)
+
+
+def merge_thread_ids(per_member: Iterable[Mapping[str, List[str]]]) -> Dict[str, List[str]]:
+    """The members' thread ids per topic (each a :func:`thread_ids_per_topic` result) as
+    :func:`consumers_per_topic` gives them: merged per topic, each list sorted as strings; a thread id that two
+    members give is a :class:`RebalanceError`."""
+    merged: Dict[str, List[str]] = {}
+    for per_topic in per_member:
         for topic, thread_ids in per_topic.items():
             merged.setdefault(topic, []).extend(thread_ids)
     result = {}
