@@ -90,7 +90,7 @@ def test_thread_ids_of_a_static_registration_are_worked_out_once_per_version(ser
     again = reader.read()
     assert worked == ["w00"]
     assert again.consumers_for_topic == read_group(zk, g).consumers_for_topic
-    # a member registers again under its id with another subscription: its new version is worked out
+    # a member's registration is rewritten (a set) with another subscription: its new version is worked out
     del worked[:]
     changes.clear()
     zk.set(paths.consumer_registration_path(g, "m03"), codecs.encode_consumer_registration(
@@ -104,6 +104,42 @@ def test_thread_ids_of_a_static_registration_are_worked_out_once_per_version(ser
     snap = reader.read()
     assert snap.consumers_for_topic[t3] == ["w00-0"]
     assert snap.consumers_for_topic == read_group(zk, g).consumers_for_topic
+    # members that leave take their kept thread ids and change counts with them
+    for i in range(5):
+        zk.delete(paths.consumer_registration_path(g, "m%02d" % i))
+    reader.read()
+    assert sorted(cid for cid, _ in reader._threads) == ["m%02d" % i for i in range(5, 10)]
+    assert not [k for k in reader._changes if k[1] in {"m%02d" % i for i in range(5)}]
+
+
+def test_a_registration_set_while_a_read_is_under_way_leaves_no_member_out(services, zk, unique, monkeypatch):
+    """A cached registration whose watch fires in the middle of a pass (its registration set, as a member's own
+    publish does) is used by that pass as read, and read again by the next: it was once dropped from the cache
+    after the pass had decided what to read, so that pass counted the group without that member."""
+    g, t = unique("reader-race"), services.create_topic(unique("rr"), 6)
+    for cid in ("a", "b"):
+        _register(zk, g, cid, [t])
+    changes = []
+    reader = GroupReader(zk, g, on_change=lambda e: changes.append(e))
+    reader.read()
+    _register(zk, g, "c", [t])  # one joins: the next pass reads its registration
+    real = zk.get_children_async
+    state = {"armed": True}
+
+    def topics_list(path, *a, **k):
+        if state["armed"] and path == paths.broker_topics_path():
+            state["armed"] = False
+            # same content, a new version: a's watch fires and drops its cached copy, mid-pass
+            zk.set(paths.consumer_registration_path(g, "a"), zk.get(paths.consumer_registration_path(g, "a"))[0])
+            wait_until(lambda: "a" not in reader._regs, 10, message="a's watch to drop its cached registration")
+        return real(path, *a, **k)
+    monkeypatch.setattr(zk, "get_children_async", topics_list)
+    snap = reader.read()
+    assert not state["armed"]
+    assert sorted(snap.members) == ["a", "b", "c"]
+    assert snap.consumers_for_topic == {t: ["a-0", "b-0", "c-0"]}
+    monkeypatch.setattr(zk, "get_children_async", real)
+    assert reader.read().consumers_for_topic == read_group(zk, g).consumers_for_topic
 
 
 def test_concurrent_reads_and_changes_converge(services, zk, unique):

@@ -59,9 +59,11 @@ class GroupReader:
     effect). Here registrations and partition maps are cached, each with a one-shot data watch armed when it is
     read: a change or deletion drops the entry (and calls *on_change*, so the member rebalances again), so an
     attempt reads only the member list, the topic and broker lists, and what is new or changed. The member list's
-    ``cversion`` is compared before and after the read; a registration that was deleted and recreated under the
-    same consumer id fires its watch (deletion) and is read again. The reads give the assignor the same input as
-    uncached reads would (bit-identical assignments).
+    ``cversion`` (and creation) is compared before and after the read; a registration that was deleted and
+    recreated under the same consumer id fires its watch (deletion) and is read again. A static registration's
+    thread ids depend on its consumer id and content only (not on the topic list or ``exclude.internal.topics``):
+    they are kept while its version (``mzxid``) is the one read; a wildcard's are worked out on every read. The
+    reads give the assignor the same input as uncached reads would (bit-identical assignments).
 
     A watch can fire between ZooKeeper's answer to a read and the moment the answer is stored (the node changed
     right after it was read): the answer is then stale and no watch is left on the node. Each entry has a change
@@ -117,8 +119,16 @@ class GroupReader:
                 for cid in list(self._regs):
                     if cid not in listed:
                         del self._regs[cid]
-                        self._changes.pop((id(self._regs), cid), None)
-                missing = [cid for cid in children if cid not in self._regs]
+                # the change counts of members no longer listed (no read of theirs is awaited: a pass reads only
+                # listed ids): members that left would otherwise stay here for ever
+                regs_table = id(self._regs)
+                for key in [k for k in self._changes if k[0] == regs_table and k[1] not in listed]:
+                    del self._changes[key]
+                # the cached entries of this pass, taken now: one whose watch fires while the pass goes on (a set of
+                # the registration) is used by this pass as read, and read again by the next attempt; taken later
+                # it would be missing from both the cache and this pass's reads, and the member left out
+                cached = {cid: self._regs[cid] for cid in children if cid in self._regs}
+                missing = [cid for cid in children if cid not in cached]
                 tokens = {cid: self._token(self._regs, cid) for cid in missing}
             asyncs = {cid: zk.get_async(ids_path + "/" + cid, watch=self._dropper(self._regs, cid))
                       for cid in missing}
@@ -148,15 +158,13 @@ class GroupReader:
                     if self._token(self._regs, cid) == tokens[cid]:
                         self._regs[cid] = (reg, reg_stat.mzxid)
                 fresh[cid] = (reg, reg_stat.mzxid)
-            with self._lock:
-                cached = {cid: self._regs[cid] for cid in children if cid in self._regs}
-            cached.update((cid, v) for cid, v in fresh.items() if cid not in cached)
+            cached.update(fresh)
             members = {cid: reg for cid, (reg, _) in cached.items() if reg is not None}
             versions = {cid: mz for cid, (_, mz) in cached.items()}
             all_topics = _children_or_empty(topics_async)
             broker_ids = sorted(int(b) for b in _children_or_empty(brokers_async) if b.isdigit())
             ghost_reads = [0]
-            ghosts, ghost_expiry = read_ghosts(zk, group, set(children), watch=watch, names_async=leaving_async,
+            ghosts, ghost_expiry = read_ghosts(zk, group, listed, watch=watch, names_async=leaving_async,
                                                reads=ghost_reads)
             # the topic, broker and leave-marker lists (one round trip), then the markers
             reads += 3 + ghost_reads[0]
@@ -164,8 +172,8 @@ class GroupReader:
             everyone = dict(members)
             everyone.update(ghosts)
             try:
-                cft = merge_thread_ids(self._thread_ids(everyone, versions, ghosts, all_topics,
-                                                        exclude_internal_topics, unusable))
+                cft = merge_thread_ids(self._thread_ids(everyone, versions, all_topics, exclude_internal_topics,
+                                                        unusable))
             except RebalanceError as e:
                 raise RebalanceError("cannot compute the group's subscriptions: %s" % e) from e
             for cid, unusable_error in unusable.items():
@@ -174,23 +182,25 @@ class GroupReader:
                             "until it registers again" % (group, unusable_error))
             partitions, r = self._partition_maps(cft, watch)
             reads += r
-            # the list's version only (not its names again: 300 of them cost the server and this client)
+            # the list's version only (not its names again: 300 of them cost the server and this client); the
+            # node's creation too: a list deleted and made again starts its cversion afresh
             stat_after = zk.exists(ids_path)
             reads += 1
-            if stat_after is not None and stat_after.cversion == stat.cversion:
+            if stat_after is not None and (stat_after.czxid, stat_after.cversion) == (stat.czxid, stat.cversion):
                 return GroupSnapshot(members, sorted(all_topics), partitions, cft, broker_ids, reads, ghosts,
                                      ghost_expiry)
             log.debug("group %s changed while being read; reading again", group)
         raise RebalanceError("group %s kept changing during %d consecutive reads" % (group, max_passes))
 
-    def _thread_ids(self, everyone, versions, ghosts, all_topics, exclude_internal_topics, unusable):
+    def _thread_ids(self, everyone, versions, all_topics, exclude_internal_topics, unusable):
         """Each member's thread ids per topic (:func:`thread_ids_per_topic`; a member whose registration cannot be
         used goes into *unusable* instead), those of a static registration kept for as long as its version
         (``mzxid``) is the one read: an attempt of a large group otherwise spent most of its own CPU here."""
         out = []
         known, self._threads = self._threads, {}
         for cid, reg in everyone.items():
-            key = (cid, versions.get(cid)) if cid not in ghosts and cid in versions else None
+            # ghosts are not in the member list, so never in *versions*: theirs are worked out on every read
+            key = (cid, versions[cid]) if cid in versions else None
             per_topic = known.get(key) if key is not None else None
             if per_topic is None:
                 try:
@@ -208,6 +218,12 @@ class GroupReader:
         zk, reads = self.zk, 0
         partitions: Dict[str, List[int]] = {}
         with self._lock:
+            # topics nobody subscribes to any more: their maps and change counts go (read again if asked again)
+            maps_table = id(self._maps)
+            for t in [t for t in self._maps if t not in topics]:
+                del self._maps[t]
+            for key in [k for k in self._changes if k[0] == maps_table and k[1] not in topics]:
+                del self._changes[key]
             for t in topics:
                 if t in self._maps:
                     partitions[t] = self._maps[t]

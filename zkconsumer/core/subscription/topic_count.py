@@ -23,8 +23,9 @@ class UnusableRegistration(RebalanceError):
     """One member's registration cannot be turned into thread ids (a wildcard regex that cannot be evaluated, a
     wildcard subscription without exactly one key, a stream count < 1).
 
-    :func:`consumers_per_topic` does not let it fail the group's rebalance: that member gets no thread id at all
-    (it is assigned nothing) and everyone else is assigned as if it subscribed to nothing.
+    :func:`consumers_per_topic` (and the group reader, ``zkconsumer.consumer.group_view``, which keeps static
+    registrations' thread ids between reads) does not let it fail the group's rebalance: that member gets no thread
+    id at all (it is assigned nothing) and everyone else is assigned as if it subscribed to nothing.
     """
 
     def __init__(self, consumer_id: str, pattern: str, subscription: object, reason: str) -> None:
