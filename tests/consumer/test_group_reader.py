@@ -105,17 +105,20 @@ def test_thread_ids_of_a_static_registration_are_worked_out_once_per_version(ser
     assert snap.consumers_for_topic[t3] == ["w00-0"]
     assert snap.consumers_for_topic == read_group(zk, g).consumers_for_topic
     # members that leave take their kept thread ids and change counts with them
+    changes.clear()
     for i in range(5):
         zk.delete(paths.consumer_registration_path(g, "m%02d" % i))
+    wait_until(lambda: len(changes) >= 5, 10, message="the watches of the 5 leaving members to fire")
     reader.read()
     assert sorted(cid for cid, _ in reader._threads) == ["m%02d" % i for i in range(5, 10)]
     assert not [k for k in reader._changes if k[1] in {"m%02d" % i for i in range(5)}]
 
 
 def test_a_registration_set_while_a_read_is_under_way_leaves_no_member_out(services, zk, unique, monkeypatch):
-    """A cached registration whose watch fires in the middle of a pass (its registration set, as a member's own
-    publish does) is used by that pass as read, and read again by the next: it was once dropped from the cache
-    after the pass had decided what to read, so that pass counted the group without that member."""
+    """A cached registration whose watch fires in the middle of a pass (its registration set: ``register`` does so
+    when the node is already its session's with other content) is used by that pass as read, and read again by the
+    next: it was once dropped from the cache after the pass had decided what to read, so that pass counted the group
+    without that member."""
     g, t = unique("reader-race"), services.create_topic(unique("rr"), 6)
     for cid in ("a", "b"):
         _register(zk, g, cid, [t])
@@ -140,6 +143,32 @@ def test_a_registration_set_while_a_read_is_under_way_leaves_no_member_out(servi
     assert snap.consumers_for_topic == {t: ["a-0", "b-0", "c-0"]}
     monkeypatch.setattr(zk, "get_children_async", real)
     assert reader.read().consumers_for_topic == read_group(zk, g).consumers_for_topic
+
+
+def test_a_member_list_made_again_during_a_read_is_read_again(services, zk, unique, monkeypatch):
+    """The pass's closing check compares the member list's creation as well as its cversion: a list deleted and made
+    again while the pass read it starts its cversion afresh, so after as many joins it had the same cversion and the
+    pass's member list, gone since, was taken as current."""
+    g, t = unique("reader-aba"), services.create_topic(unique("ra"), 2)
+    _register(zk, g, "a", [t])
+    reader = GroupReader(zk, g, on_change=lambda e: None)
+    assert sorted(reader.read().members) == ["a"]
+    ids = paths.group_ids_path(g)
+    real = zk.exists
+    state = {"armed": True}
+
+    def exists(path, *a, **k):
+        if state["armed"] and path == ids:
+            state["armed"] = False
+            # a leaves, the empty list is removed (a tool's cleanup) and made again, b joins: cversion 1 again
+            zk.delete(paths.consumer_registration_path(g, "a"))
+            zk.delete(ids)
+            _register(zk, g, "b", [t])
+        return real(path, *a, **k)
+    monkeypatch.setattr(zk, "exists", exists)
+    snap = reader.read()
+    assert not state["armed"]
+    assert sorted(snap.members) == ["b"] and snap.consumers_for_topic == {t: ["b-0"]}
 
 
 def test_concurrent_reads_and_changes_converge(services, zk, unique):

@@ -5,7 +5,7 @@ different moments still compute the same assignment.
 Reads the member list, every member's registration, the topic list (for wildcard members) and the partition map
 of every topic any member subscribes to — with parallel asynchronous reads, and watches re-armed on the nodes whose
 changes must trigger a rebalance. The read is repeated until the member list did not change while it was being
-read (the ``cversion`` of ``/ids`` before and after), so every member computing from the same ZooKeeper state gets
+read (the creation and ``cversion`` of ``/ids`` before and after), so every member computing from the same ZooKeeper state gets
 the same answer. Members that vanish between the list and the read are skipped.
 
 One rule for a registration that cannot be used — not JSON, missing ``pattern``/``subscription``, a bad stream
@@ -67,7 +67,9 @@ class GroupReader:
 
     A watch can fire between ZooKeeper's answer to a read and the moment the answer is stored (the node changed
     right after it was read): the answer is then stale and no watch is left on the node. Each entry has a change
-    count, taken before the read and bumped by its watch; an answer is cached only if the count did not move."""
+    count, taken before the read and bumped by its watch; an answer is cached only if the count did not move. A
+    read prunes the counts of members and topics it no longer asks about, which is safe with one ``read()`` at a
+    time (the rebalancer's thread; :func:`read_group` makes a reader per call)."""
 
     def __init__(self, zk, group, on_change=None):
         self.zk, self.group = zk, group
