@@ -29,6 +29,20 @@ def _count_reads(zk):
     return counted
 
 
+def _first_call_on(monkeypatch, zk, method, path, action):
+    """Run *action* once, when the reader first calls ``zk.<method>`` for *path* (before the real call); returns a
+    list that holds True once it has run."""
+    real, ran = getattr(zk, method), []
+
+    def wrapped(p, *a, **k):
+        if not ran and p == path:
+            ran.append(True)
+            action()
+        return real(p, *a, **k)
+    monkeypatch.setattr(zk, method, wrapped)
+    return ran
+
+
 def test_reads_only_what_changed_and_agrees_with_a_fresh_read(services, zk, unique):
     g = unique("reader")
     sent = _count_reads(zk)
@@ -126,22 +140,15 @@ def test_a_registration_set_while_a_read_is_under_way_leaves_no_member_out(servi
     reader = GroupReader(zk, g, on_change=lambda e: changes.append(e))
     reader.read()
     _register(zk, g, "c", [t])  # one joins: the next pass reads its registration
-    real = zk.get_children_async
-    state = {"armed": True}
 
-    def topics_list(path, *a, **k):
-        if state["armed"] and path == paths.broker_topics_path():
-            state["armed"] = False
-            # same content, a new version: a's watch fires and drops its cached copy, mid-pass
-            zk.set(paths.consumer_registration_path(g, "a"), zk.get(paths.consumer_registration_path(g, "a"))[0])
-            wait_until(lambda: "a" not in reader._regs, 10, message="a's watch to drop its cached registration")
-        return real(path, *a, **k)
-    monkeypatch.setattr(zk, "get_children_async", topics_list)
+    def set_a():  # same content, a new version: a's watch fires and drops its cached copy, mid-pass
+        zk.set(paths.consumer_registration_path(g, "a"), zk.get(paths.consumer_registration_path(g, "a"))[0])
+        wait_until(lambda: "a" not in reader._regs, 10, message="a's watch to drop its cached registration")
+    ran = _first_call_on(monkeypatch, zk, "get_children_async", paths.broker_topics_path(), set_a)
     snap = reader.read()
-    assert not state["armed"]
+    assert ran
     assert sorted(snap.members) == ["a", "b", "c"]
     assert snap.consumers_for_topic == {t: ["a-0", "b-0", "c-0"]}
-    monkeypatch.setattr(zk, "get_children_async", real)
     assert reader.read().consumers_for_topic == read_group(zk, g).consumers_for_topic
 
 
@@ -154,20 +161,14 @@ def test_a_member_list_made_again_during_a_read_is_read_again(services, zk, uniq
     reader = GroupReader(zk, g, on_change=lambda e: None)
     assert sorted(reader.read().members) == ["a"]
     ids = paths.group_ids_path(g)
-    real = zk.exists
-    state = {"armed": True}
 
-    def exists(path, *a, **k):
-        if state["armed"] and path == ids:
-            state["armed"] = False
-            # a leaves, the empty list is removed (a tool's cleanup) and made again, b joins: cversion 1 again
-            zk.delete(paths.consumer_registration_path(g, "a"))
-            zk.delete(ids)
-            _register(zk, g, "b", [t])
-        return real(path, *a, **k)
-    monkeypatch.setattr(zk, "exists", exists)
+    def remake():  # a leaves, the empty list is removed (a tool's cleanup) and made again, b joins: cversion 1 again
+        zk.delete(paths.consumer_registration_path(g, "a"))
+        zk.delete(ids)
+        _register(zk, g, "b", [t])
+    ran = _first_call_on(monkeypatch, zk, "exists", ids, remake)
     snap = reader.read()
-    assert not state["armed"]
+    assert ran
     assert sorted(snap.members) == ["b"] and snap.consumers_for_topic == {t: ["b-0"]}
 
 

@@ -28,8 +28,7 @@ from kazoo.exceptions import NoNodeError
 from ..errors import InvalidNameError, RebalanceError, ZnodeFormatError
 from ..core.layout import codecs, paths
 from ..core.layout.names import validate_topic
-from ..core.subscription.topic_count import (UnusableRegistration, is_wildcard, merge_thread_ids,
-                                             thread_ids_per_topic)
+from ..core.subscription.topic_count import UnusableRegistration, merge_thread_ids, thread_ids_per_topic
 from .leave_grace import read_ghosts
 
 log = logging.getLogger(__name__)
@@ -94,6 +93,16 @@ class GroupReader:
                 self.on_change(event)
         return watcher
 
+    def _forget(self, table, keep):
+        """Drop the entries of *table* (``_regs`` or ``_maps``) and their change counts whose keys are not in
+        *keep* (call with the lock held): members that left and topics no longer asked about would otherwise stay
+        for ever."""
+        for key in [k for k in table if k not in keep]:
+            del table[key]
+        table_id = id(table)
+        for key in [k for k in self._changes if k[0] == table_id and k[1] not in keep]:
+            del self._changes[key]
+
     def _token(self, table, key):
         """The change count of an entry, taken before it is read (call with the lock held)."""
         return self._changes.get((id(table), key), 0)
@@ -118,14 +127,8 @@ class GroupReader:
             reads += 1
             listed = set(children)
             with self._lock:
-                for cid in list(self._regs):
-                    if cid not in listed:
-                        del self._regs[cid]
-                # the change counts of members no longer listed (no read of theirs is awaited: a pass reads only
-                # listed ids): members that left would otherwise stay here for ever
-                regs_table = id(self._regs)
-                for key in [k for k in self._changes if k[0] == regs_table and k[1] not in listed]:
-                    del self._changes[key]
+                # members no longer listed (no read of theirs is awaited: a pass reads only listed ids)
+                self._forget(self._regs, listed)
                 # the cached entries of this pass, taken now: one whose watch fires while the pass goes on (a set of
                 # the registration) is used by this pass as read, and read again by the next attempt; taken later
                 # it would be missing from both the cache and this pass's reads, and the member left out
@@ -211,7 +214,7 @@ class GroupReader:
                 except UnusableRegistration as exc:
                     unusable[cid] = exc
                     continue
-            if key is not None and not is_wildcard(reg.subscription, reg.pattern):
+            if key is not None and not reg.is_wildcard:
                 self._threads[key] = per_topic
             out.append(per_topic)
         return out
@@ -220,12 +223,8 @@ class GroupReader:
         zk, reads = self.zk, 0
         partitions: Dict[str, List[int]] = {}
         with self._lock:
-            # topics nobody subscribes to any more: their maps and change counts go (read again if asked again)
-            maps_table = id(self._maps)
-            for t in [t for t in self._maps if t not in topics]:
-                del self._maps[t]
-            for key in [k for k in self._changes if k[0] == maps_table and k[1] not in topics]:
-                del self._changes[key]
+            # topics nobody subscribes to any more (read again if asked again)
+            self._forget(self._maps, topics)
             for t in topics:
                 if t in self._maps:
                     partitions[t] = self._maps[t]
