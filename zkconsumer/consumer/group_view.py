@@ -4,9 +4,9 @@ different moments still compute the same assignment.
 
 Reads the member list, every member's registration, the topic list (for wildcard members) and the partition map
 of every topic any member subscribes to — with parallel asynchronous reads, and watches re-armed on the nodes whose
-changes must trigger a rebalance. The read is repeated until the member list did not change while it was being
-read (the creation and ``cversion`` of ``/ids`` before and after), so every member computing from the same ZooKeeper state gets
-the same answer. Members that vanish between the list and the read are skipped.
+changes must trigger a rebalance. The read is repeated until the member list did not change while the registrations
+were being read (the creation and ``cversion`` of ``/ids`` before and after), so every member computing from the same
+ZooKeeper state gets the same answer. Members that vanish between the list and the read are skipped.
 
 One rule for a registration that cannot be used — not JSON, missing ``pattern``/``subscription``, a bad stream
 count, a wildcard regex that cannot be evaluated (see :mod:`zkconsumer.core.subscription.topic_filter`): that
@@ -57,9 +57,11 @@ class GroupReader:
     ``AssignmentContext`` does, costs O(N) reads per member and O(N^2) per rebalance of the group (the herd
     effect). Here registrations and partition maps are cached, each with a one-shot data watch armed when it is
     read: a change or deletion drops the entry (and calls *on_change*, so the member rebalances again), so an
-    attempt reads only the member list, the topic and broker lists, and what is new or changed. The member list's
-    ``cversion`` (and creation) is compared before and after the read; a registration that was deleted and
-    recreated under the same consumer id fires its watch (deletion) and is read again. A static registration's
+    attempt reads only the member list, the topic and broker lists, and what is new or changed: in two round trips
+    when a member joined (the lists; its registration and the list's version), one when nobody did. The member
+    list's ``cversion`` (and creation) is compared before and after the registrations it names are read; a
+    registration that was deleted and recreated under the same consumer id fires its watch (deletion) and is read
+    again. A static registration's
     thread ids depend on its consumer id and content only (not on the topic list or ``exclude.internal.topics``):
     they are kept while its version (``mzxid``) is the one read; a wildcard's are worked out on every read. The
     reads give the assignor the same input as uncached reads would (bit-identical assignments).
@@ -119,12 +121,18 @@ class GroupReader:
         else:
             reads = 0
         for _ in range(max_passes):
+            # the member list, and with it the topic, broker and leave-marker lists (one round trip)
+            ids_async = zk.get_children_async(ids_path, watch=watch, include_data=True)
+            topics_async = zk.get_children_async(paths.broker_topics_path(), watch=watch)
+            brokers_async = zk.get_children_async(paths.broker_ids_path(), watch=watch)
+            leaving_async = zk.get_children_async(paths.group_leaving_dir(group), watch=watch)
+            reads += 4
             try:
-                children, stat = zk.get_children(ids_path, watch=watch, include_data=True)
+                children, stat = ids_async.get()
             except NoNodeError:
                 zk.ensure_path(ids_path)
                 children, stat = zk.get_children(ids_path, watch=watch, include_data=True)
-            reads += 1
+                reads += 2
             listed = set(children)
             with self._lock:
                 # members no longer listed (no read of theirs is awaited: a pass reads only listed ids)
@@ -137,10 +145,11 @@ class GroupReader:
                 tokens = {cid: self._token(self._regs, cid) for cid in missing}
             asyncs = {cid: zk.get_async(ids_path + "/" + cid, watch=self._dropper(self._regs, cid))
                       for cid in missing}
-            topics_async = zk.get_children_async(paths.broker_topics_path(), watch=watch)
-            brokers_async = zk.get_children_async(paths.broker_ids_path(), watch=watch)
-            # in the same round trip as the topic and broker lists
-            leaving_async = zk.get_children_async(paths.group_leaving_dir(group), watch=watch)
+            # the list's version, right behind the registrations (ZooKeeper answers a session's requests in order):
+            # unchanged, no member came or went while they were read. Only its version (not its names again: 300 of
+            # them cost the server and this client), and its creation too: a list deleted and made again starts its
+            # cversion afresh. Nothing read after the list, nothing to check.
+            version_async = zk.exists_async(ids_path) if asyncs else None
             # answers of this pass (a stale one is used by this pass only: its watch asked for another)
             fresh = {}
             for cid, res in asyncs.items():
@@ -163,6 +172,12 @@ class GroupReader:
                     if self._token(self._regs, cid) == tokens[cid]:
                         self._regs[cid] = (reg, reg_stat.mzxid)
                 fresh[cid] = (reg, reg_stat.mzxid)
+            if version_async is not None:
+                stat_after = version_async.get()
+                reads += 1
+                if stat_after is None or (stat_after.czxid, stat_after.cversion) != (stat.czxid, stat.cversion):
+                    log.debug("group %s changed while being read; reading again", group)
+                    continue
             cached.update(fresh)
             members = {cid: reg for cid, (reg, _) in cached.items() if reg is not None}
             versions = {cid: mz for cid, (_, mz) in cached.items()}
@@ -171,8 +186,7 @@ class GroupReader:
             ghost_reads = [0]
             ghosts, ghost_expiry = read_ghosts(zk, group, listed, watch=watch, names_async=leaving_async,
                                                reads=ghost_reads)
-            # the topic, broker and leave-marker lists (one round trip), then the markers
-            reads += 3 + ghost_reads[0]
+            reads += ghost_reads[0]
             unusable: Dict[str, UnusableRegistration] = {}
             everyone = dict(members)
             everyone.update(ghosts)
@@ -187,14 +201,7 @@ class GroupReader:
                             "until it registers again" % (group, unusable_error))
             partitions, r = self._partition_maps(cft, watch)
             reads += r
-            # the list's version only (not its names again: 300 of them cost the server and this client); the
-            # node's creation too: a list deleted and made again starts its cversion afresh
-            stat_after = zk.exists(ids_path)
-            reads += 1
-            if stat_after is not None and (stat_after.czxid, stat_after.cversion) == (stat.czxid, stat.cversion):
-                return GroupSnapshot(members, sorted(all_topics), partitions, cft, broker_ids, reads, ghosts,
-                                     ghost_expiry)
-            log.debug("group %s changed while being read; reading again", group)
+            return GroupSnapshot(members, sorted(all_topics), partitions, cft, broker_ids, reads, ghosts, ghost_expiry)
         raise RebalanceError("group %s kept changing during %d consecutive reads" % (group, max_passes))
 
     def _thread_ids(self, everyone, versions, all_topics, exclude_internal_topics, unusable):
