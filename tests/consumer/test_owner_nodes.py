@@ -139,3 +139,45 @@ def test_a_claim_woken_by_the_release_resumes_without_reading_the_group(services
         assert st["claim_resumes"] == 1 and st["attempts"] == attempts + 1 and st["zk_reads"] == reads, st
     finally:
         zkmod.close(squatter)
+
+
+def test_a_claim_makes_an_owner_directory_once_and_again_if_a_tool_removed_it(zk, unique, monkeypatch):
+    """``ensure_path`` of /owners/[t] costs a round trip before the claim's multi-op: with the caller's set of
+    directories made, a claim makes each once. A directory removed since (a tool's cleanup of an unowned topic)
+    fails the multi-op: the claim reports its partitions as conflicts, makes it again, and the next claim succeeds."""
+    g, t = unique("dirs"), "t"
+    made = []
+    real = zk.ensure_path
+    monkeypatch.setattr(zk, "ensure_path", lambda path, *a, **k: made.append(path) or real(path, *a, **k))
+    dirs = set()
+    mine = {(t, 0): "me-0", (t, 1): "me-0"}
+    assert ownership.claim(zk, g, mine, dirs) == set() and dirs == {t}
+    assert made == [paths.topic_owners_path(g, t)]
+    ownership.release(zk, g, list(mine))
+    assert ownership.claim(zk, g, mine, dirs) == set() and len(made) == 1  # not made again
+    ownership.release(zk, g, list(mine))
+    zk.delete(paths.topic_owners_path(g, t))  # an operator's cleanup of the empty directory
+    conflicts = ownership.claim(zk, g, mine, dirs)
+    assert conflicts and conflicts <= set(mine)  # the multi-op's first NoNode (the rest rolled back)
+    assert zk.exists(paths.topic_owners_path(g, t)) and zk.get_children(paths.topic_owners_path(g, t)) == []
+    assert ownership.claim(zk, g, mine, dirs) == set()
+    assert sorted(zk.get_children(paths.topic_owners_path(g, t))) == ["0", "1"]
+
+
+def test_owner_nodes_and_their_directory_removed_out_of_band_are_claimed_again(services, zk, unique, conns):
+    """The member made its owner directory once; an operator removes its owner nodes and the directory: the member
+    notices (the audit, its fenced commits) and claims both partitions again, making the directory again."""
+    g, t = unique("own-dir"), services.create_topic(unique("own-dir"), 2)
+    conn = connector(services, g)
+    conns.append(conn)
+    conn.create_message_streams({t: 1})
+    wait_until(lambda: len(conn.owned_partitions()) == 2, 20, message="both partitions owned")
+    for p in (0, 1):
+        zk.delete(paths.partition_owner_path(g, t, p))
+    zk.delete(paths.topic_owners_path(g, t))
+    session = conn.zk.client_id[0]
+
+    def owned_again():
+        return all((zk.exists(paths.partition_owner_path(g, t, p)) or None) is not None
+                   and zk.exists(paths.partition_owner_path(g, t, p)).ephemeralOwner == session for p in (0, 1))
+    wait_until(owned_again, 30, message="both owner nodes made again by the member")

@@ -30,12 +30,23 @@ def ensure_owner_dirs(zk, group, topics):
         zk.ensure_path(paths.topic_owners_path(group, t))
 
 
-def claim(zk, group, decision):
+def claim(zk, group, decision, dirs_made=None):
     """Create owner nodes for {(topic, partition): thread_id}. Returns the set of conflicting (t, p) (empty = all
-    claimed). On conflict nothing of this call remains claimed (earlier committed chunks are released again)."""
+    claimed). On conflict nothing of this call remains claimed (earlier committed chunks are released again).
+
+    ``dirs_made``: None, or a set of the topics whose ``/owners/[t]`` a previous claim of the caller made or found,
+    kept by the caller across claims: those are not made again (``ensure_path`` costs a round trip before the
+    multi-op). A directory removed since (a tool's cleanup of an unowned topic) fails the multi-op with NoNode; it is
+    then made again and the topic dropped from the set, and the partitions are reported as conflicts, so the caller
+    tries again."""
     if not decision:
         return set()
-    ensure_owner_dirs(zk, group, (t for t, _ in decision))
+    topics = {t for t, _ in decision}
+    if dirs_made is None:
+        ensure_owner_dirs(zk, group, topics)
+    else:
+        ensure_owner_dirs(zk, group, topics - dirs_made)
+        dirs_made.update(topics)
     done = []
     conflicts = set()
     for chunk in _chunks(sorted(decision.items())):
@@ -57,6 +68,8 @@ def claim(zk, group, decision):
                 conflicts.add((t, p))
             elif isinstance(err, NoNodeError):
                 ensure_owner_dirs(zk, group, [t])
+                if dirs_made is not None:
+                    dirs_made.discard(t)
                 conflicts.add((t, p))
             else:
                 raise err

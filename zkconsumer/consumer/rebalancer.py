@@ -164,6 +164,8 @@ class Rebalancer(threading.Thread):
         self._ghost_timer = None
         # registrations and partition maps cached between attempts
         self._reader = None
+        # topics whose owner directory (persistent) a claim made or found: not ensured again
+        self._owner_dirs: Set[str] = set()
         self._fence = None
         self._fence_key = None
         # every fence handed out that a commit may still hold (a store retrying across rebalances), and its lock
@@ -485,7 +487,7 @@ class Rebalancer(threading.Thread):
             raise _Stopping(self.consumer_id)
         # settled below, unless the claim's outcome cannot be known
         self._uncertain.update(coming)
-        conflicts = ownership.claim(self.zk, self.group, coming)
+        conflicts = ownership.claim(self.zk, self.group, coming, self._owner_dirs)
         self._uncertain.difference_update(coming)
         if conflicts:
             self._conflicted = True
