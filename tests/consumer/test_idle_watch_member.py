@@ -131,3 +131,65 @@ def test_an_assignment_change_and_a_shutdown_end_a_fetchers_watch(services, uniq
         f.join(30)
     assert not f.is_alive(), "the shutdown did not end the watch"
     assert time.monotonic() - started < 30
+
+
+@pytest.fixture
+def silent_leader():
+    """The address of a listener that accepts connections (its backlog does) and never answers: a leader too busy to
+    answer (a fleet's mass start on the brokers' machines)."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)
+    yield s.getsockname()
+    s.close()
+
+
+@pytest.mark.parametrize("leader", ["late", "refusing"])
+def test_a_late_leader_leaves_the_watch_tried_again_soon_a_refusing_one_ever_later(services, unique, monkeypatch,
+                                                                                  silent_leader, leader):
+    """A leader that does not answer the watch in time is what an overloaded broker gives for a while: the fetcher
+    tries the watch again after WATCH_BACKOFF_S every time (doubled on every late answer, a fleet's mass start had
+    left a sixth of its fetchers polling their clients for minutes afterwards). A refused connection doubles the wait
+    at each trouble (a leader that cannot be watched costs its partitions a delay each time the watch tries it)."""
+    import socket
+    from zkconsumer.kafka import idle_watch, internals
+    if leader == "late":
+        address = silent_leader
+    else:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        address = s.getsockname()
+        s.close()
+    real_plan = internals.caught_up_plan
+
+    def elsewhere(consumer, partitions):  # every leader watched at *address*; the client fetches from the broker
+        plan = real_plan(consumer, partitions)
+        return None if plan is None else {node: (address, parts) for node, (_, parts) in plan.items()}
+    monkeypatch.setattr(internals, "caught_up_plan", elsewhere)
+
+    class Impatient(idle_watch.IdleWatch):  # a leader is late 0.2 s after the watch's 100 ms wait
+        def __init__(self, *a, **k):
+            super().__init__(*a, **dict(k, answer_margin_s=0.2))
+    monkeypatch.setattr(idle_watch, "IdleWatch", Impatient)
+    monkeypatch.setattr(fetcher_mod, "WATCH_BACKOFF_S", 0.3)
+    t = services.create_topic(unique("iwl"), 1)
+    cfg = ConsumerConfig.from_properties({"group.id": unique("iwl"), "zookeeper.connect": services.zookeeper_connect,
+                                          "fetch.idle.wait.ms": "100"})
+    f = FetcherThread(0, services.bootstrap_servers, cfg)
+    f._watch_backoff = fetcher_mod.WATCH_BACKOFF_S
+    f.start()
+    try:
+        part = fetcher_part(t, 0, 0)
+        f.assign(1, {(t, 0): part})
+        wait_until(lambda: f.watch_troubles >= 4, 60, message="four troubles of the idle watch")
+        if leader == "late":
+            assert f._watch_backoff == 0.3, "late answers doubled the wait: %.1f s" % f._watch_backoff
+        else:
+            assert f._watch_backoff >= 0.3 * 2 ** 4, "refusals did not double the wait: %.1f s" % f._watch_backoff
+        # the client fetches meanwhile: a record produced now is fetched
+        produce_tracked(services.bootstrap_servers, t, 1, partition=0)
+        wait_until(lambda: not part.queue.empty(), 30, message="the record fetched by the client")
+    finally:
+        f.shutdown()
+        f.join(30)

@@ -80,14 +80,28 @@ SHORT_POLL_MS = 20
 #: checks, its metadata); it ends at once when an answer has anything, on any trouble, and at an assignment change or a
 #: shutdown
 WATCH_MAX_S = 30.0
-#: how long a fetcher leaves the idle watch alone after a connection, an answer or a leader's silence it could not use;
-#: doubled at each such trouble until a watch lasts its WATCH_MAX_S without any, up to WATCH_BACKOFF_MAX_S (a leader
-#: that cannot be watched costs its partitions a delay of up to CONNECT_S, or the watch's wait + ANSWER_MARGIN_S,
-#: each time the watch tries it)
+#: how long a fetcher leaves the idle watch alone after a connection, an answer or a leader's silence it could not use
+#: (see :func:`watch_retry`)
 WATCH_BACKOFF_S = 10.0
 WATCH_BACKOFF_MAX_S = 600.0
 #: a fetcher logs the idle watch's trouble at INFO at most this often (at DEBUG otherwise)
 WATCH_TROUBLE_LOG_S = 600.0
+
+
+def watch_retry(backoff: float, late: bool) -> Tuple[float, float]:
+    """``(seconds the fetcher leaves the idle watch alone, the *backoff* for the next trouble)`` after a trouble of
+    the watch, *backoff* being the one for this trouble (``WATCH_BACKOFF_S`` until a trouble doubled it).
+
+    A refused or closed connection or an answer that could not be used doubles the wait at each such trouble until
+    a watch lasts its WATCH_MAX_S without any, up to WATCH_BACKOFF_MAX_S: a leader that cannot be watched costs its
+    partitions a delay of up to CONNECT_S, or the watch's wait + ANSWER_MARGIN_S, each time the watch tries it. A
+    leader late to connect or answer (``WatchTrouble.late``) is an overloaded broker or host, which passes: the watch
+    is tried again after WATCH_BACKOFF_S, the doubling left where it was. Doubled on every late answer, a fleet's
+    mass start had left a sixth of its fetchers polling their clients for minutes after the load was gone (each ~2%
+    of a core while idle)."""
+    if late:
+        return WATCH_BACKOFF_S, backoff
+    return backoff, min(backoff * 2, WATCH_BACKOFF_MAX_S)
 
 #: how long applying an assignment waits for the reset points of partitions without a committed offset; one that
 #: is not known by then (its partition has no leader, say) is resolved by the fetch loop when it can be
@@ -510,7 +524,7 @@ class FetcherThread(threading.Thread):
             ended = watch.watch(plan, now + WATCH_MAX_S, self._count_watch_answer)
         except WatchTrouble as e:
             self.watch_troubles += 1
-            backoff, self._watch_backoff = self._watch_backoff, min(self._watch_backoff * 2, WATCH_BACKOFF_MAX_S)
+            backoff, self._watch_backoff = watch_retry(self._watch_backoff, e.late)
             self._watch_not_before = time.monotonic() + backoff
             log_it = log.info if now - self._watch_trouble_logged >= WATCH_TROUBLE_LOG_S else log.debug
             if log_it is log.info:

@@ -58,7 +58,15 @@ _GONE = select.POLLERR | select.POLLHUP | select.POLLNVAL
 
 
 class WatchTrouble(Exception):
-    """A connection, an answer or a leader's silence the watch could not use: the fetcher goes back to its client."""
+    """A connection, an answer or a leader's silence the watch could not use: the fetcher goes back to its client.
+
+    ``late``: a leader did not connect or answer in time, what an overloaded broker or host gives for a while (a
+    fleet's mass start on the same machines); not a refused or closed connection or an answer that could not be
+    used."""
+
+    def __init__(self, message: str, late: bool = False) -> None:
+        super().__init__(message)
+        self.late = late
 
 
 class _Leader:
@@ -208,7 +216,7 @@ class IdleWatch:
             if late:
                 raise WatchTrouble("broker %s did not %s within %.1f s" % (
                     ", ".join(str(x.node) for x in late), "connect" if late[0].connecting else "answer",
-                    self.connect_s if late[0].connecting else bound))
+                    self.connect_s if late[0].connecting else bound), late=True)
             left = max(0.0, min(x.deadline for x in waiting if x.deadline is not None) - now)
             events = poller.poll(max(1, int(left * 1000) + 1))
             if any(fd == wake_fd for fd, _ in events):
