@@ -276,3 +276,31 @@ def test_a_topic_created_between_the_missing_map_and_its_watch_is_read(services,
     snap = reader.read()
     assert created, "the window was not reached"
     assert snap.partitions.get(t) == [0, 1], snap.partitions
+
+
+def test_a_member_leaving_while_the_leave_markers_are_read_is_seen(services, zk, unique, monkeypatch):
+    """Leave markers are read against the member list (a JVM member, one without an info node, turns every leave grace
+    off; a marker of a member not listed is a ghost), so the list's closing check comes after them: a member that
+    left while they were read (its registration, then its info node deleted) once left the pass with a list naming
+    it, its info node gone, and so no ghosts at all: the leaving member's partitions handed to the others."""
+    from zkconsumer.consumer.leave_grace import encode_marker
+    g, t = unique("reader-ghost"), services.create_topic(unique("rg"), 4)
+    info_dir = paths.group_member_info_dir(g)
+    for cid in ("c", "y"):
+        _register(zk, g, cid, [t])
+        zk.create(info_dir + "/" + cid, b"{}", ephemeral=True, makepath=True)
+    # a left with a grace of a minute: a ghost, assigned its partitions
+    zk.create(paths.group_leaving_dir(g) + "/a", encode_marker(codecs.ConsumerRegistration.static({t: 1}), 60000),
+              makepath=True)
+    reader = GroupReader(zk, g, on_change=lambda e: None)
+    first = reader.read()
+    assert sorted(first.members) == ["c", "y"] and sorted(first.ghosts) == ["a"]
+
+    def y_leaves():
+        zk.delete(paths.consumer_registration_path(g, "y"))
+        zk.delete(info_dir + "/y")
+    ran = _first_call_on(monkeypatch, zk, "get_children", info_dir, y_leaves)
+    snap = reader.read()
+    assert ran
+    assert sorted(snap.members) == ["c"] and sorted(snap.ghosts) == ["a"], (sorted(snap.members), sorted(snap.ghosts))
+    assert snap.consumers_for_topic == {t: ["a-0", "c-0"]}

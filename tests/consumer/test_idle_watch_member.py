@@ -146,12 +146,13 @@ def silent_leader():
 
 
 @pytest.mark.parametrize("leader", ["late", "refusing"])
-def test_a_late_leader_leaves_the_watch_tried_again_soon_a_refusing_one_ever_later(services, unique, monkeypatch,
-                                                                                  silent_leader, leader):
-    """A leader that does not answer the watch in time is what an overloaded broker gives for a while: the fetcher
-    tries the watch again after WATCH_BACKOFF_S every time (doubled on every late answer, a fleet's mass start had
-    left a sixth of its fetchers polling their clients for minutes afterwards). A refused connection doubles the wait
-    at each trouble (a leader that cannot be watched costs its partitions a delay each time the watch tries it)."""
+def test_a_late_leader_has_the_watch_tried_again_soon_a_refusing_one_ever_later(services, unique, monkeypatch,
+                                                                                silent_leader, leader):
+    """A leader that does not answer the watch in time is most often an overloaded broker, which passes: the fetcher
+    tries the watch again after WATCH_BACKOFF_S WATCH_LATE_AT_BASE times in a row, then after a doubled wait up to
+    WATCH_LATE_BACKOFF_MAX_S (doubled on every late answer up to 600 s, a fleet's mass start had left a sixth of its
+    fetchers polling their clients for minutes afterwards). A refused connection doubles the wait at every trouble.
+    Meanwhile the client fetches."""
     import socket
     from zkconsumer.kafka import idle_watch, internals
     if leader == "late":
@@ -172,7 +173,16 @@ def test_a_late_leader_leaves_the_watch_tried_again_soon_a_refusing_one_ever_lat
         def __init__(self, *a, **k):
             super().__init__(*a, **dict(k, answer_margin_s=0.2))
     monkeypatch.setattr(idle_watch, "IdleWatch", Impatient)
-    monkeypatch.setattr(fetcher_mod, "WATCH_BACKOFF_S", 0.3)
+    monkeypatch.setattr(fetcher_mod, "WATCH_BACKOFF_S", 0.1)
+    monkeypatch.setattr(fetcher_mod, "WATCH_LATE_BACKOFF_MAX_S", 0.6)
+    waits = []
+    real_retry = fetcher_mod.watch_retry
+
+    def recorded(backoff, lates, late):
+        out = real_retry(backoff, lates, late)
+        waits.append((late, out[0]))
+        return out
+    monkeypatch.setattr(fetcher_mod, "watch_retry", recorded)
     t = services.create_topic(unique("iwl"), 1)
     cfg = ConsumerConfig.from_properties({"group.id": unique("iwl"), "zookeeper.connect": services.zookeeper_connect,
                                           "fetch.idle.wait.ms": "100"})
@@ -182,11 +192,11 @@ def test_a_late_leader_leaves_the_watch_tried_again_soon_a_refusing_one_ever_lat
     try:
         part = fetcher_part(t, 0, 0)
         f.assign(1, {(t, 0): part})
-        wait_until(lambda: f.watch_troubles >= 4, 60, message="four troubles of the idle watch")
+        wait_until(lambda: len(waits) >= 7, 60, message="seven troubles of the idle watch")
         if leader == "late":
-            assert f._watch_backoff == 0.3, "late answers doubled the wait: %.1f s" % f._watch_backoff
+            assert waits[:7] == [(True, w) for w in (0.1, 0.1, 0.1, 0.2, 0.4, 0.6, 0.6)], waits
         else:
-            assert f._watch_backoff >= 0.3 * 2 ** 4, "refusals did not double the wait: %.1f s" % f._watch_backoff
+            assert waits[:4] == [(False, w) for w in (0.1, 0.2, 0.4, 0.8)], waits
         # the client fetches meanwhile: a record produced now is fetched
         produce_tracked(services.bootstrap_servers, t, 1, partition=0)
         wait_until(lambda: not part.queue.empty(), 30, message="the record fetched by the client")

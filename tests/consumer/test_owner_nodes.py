@@ -144,7 +144,7 @@ def test_a_claim_woken_by_the_release_resumes_without_reading_the_group(services
 def test_a_claim_makes_an_owner_directory_once_and_again_if_a_tool_removed_it(zk, unique, monkeypatch):
     """``ensure_path`` of /owners/[t] costs a round trip before the claim's multi-op: with the caller's set of
     directories made, a claim makes each once. A directory removed since (a tool's cleanup of an unowned topic)
-    fails the multi-op: the claim reports its partitions as conflicts, makes it again, and the next claim succeeds."""
+    fails the multi-op: the claim makes it again and tries once more."""
     g, t = unique("dirs"), "t"
     made = []
     real = zk.ensure_path
@@ -157,11 +157,9 @@ def test_a_claim_makes_an_owner_directory_once_and_again_if_a_tool_removed_it(zk
     assert ownership.claim(zk, g, mine, dirs) == set() and len(made) == 1  # not made again
     ownership.release(zk, g, list(mine))
     zk.delete(paths.topic_owners_path(g, t))  # an operator's cleanup of the empty directory
-    conflicts = ownership.claim(zk, g, mine, dirs)
-    assert conflicts and conflicts <= set(mine)  # the multi-op's first NoNode (the rest rolled back)
-    assert zk.exists(paths.topic_owners_path(g, t)) and zk.get_children(paths.topic_owners_path(g, t)) == []
-    assert ownership.claim(zk, g, mine, dirs) == set()
+    assert ownership.claim(zk, g, mine, dirs) == set() and len(made) == 2 and dirs == {t}
     assert sorted(zk.get_children(paths.topic_owners_path(g, t))) == ["0", "1"]
+    assert all(zk.exists(paths.partition_owner_path(g, t, p)).ephemeralOwner == zk.client_id[0] for p in (0, 1))
 
 
 def test_owner_nodes_and_their_directory_removed_out_of_band_are_claimed_again(services, zk, unique, conns):
@@ -176,8 +174,10 @@ def test_owner_nodes_and_their_directory_removed_out_of_band_are_claimed_again(s
         zk.delete(paths.partition_owner_path(g, t, p))
     zk.delete(paths.topic_owners_path(g, t))
     session = conn.zk.client_id[0]
+    from zkconsumer.consumer.rebalancer import AUDIT_INTERVAL_S
 
     def owned_again():
         return all((zk.exists(paths.partition_owner_path(g, t, p)) or None) is not None
                    and zk.exists(paths.partition_owner_path(g, t, p)).ephemeralOwner == session for p in (0, 1))
-    wait_until(owned_again, 30, message="both owner nodes made again by the member")
+    # the member's next commit is fenced, or its audit (every AUDIT_INTERVAL_S) finds them gone
+    wait_until(owned_again, 2 * AUDIT_INTERVAL_S + 15, message="both owner nodes made again by the member")

@@ -165,6 +165,19 @@ def test_a_wake_ends_the_watch_while_a_connection_hangs(services, unique, hangin
         w.close()
 
 
+def test_a_leader_that_does_not_connect_in_time_is_late_trouble(services, unique, hanging):
+    t = services.create_topic(unique("iw"), 1)
+    node, _, parts = _one(_caught_up(services, t, 1))
+    w = _watch()
+    w.connect_s = 0.5
+    try:
+        with pytest.raises(WatchTrouble, match="did not connect") as trouble:
+            w.watch({node: (hanging, parts)}, time.monotonic() + 60, Answers())
+        assert trouble.value.late  # an overloaded broker's, for a while: the fetcher tries again soon
+    finally:
+        w.close()
+
+
 def test_a_silent_leader_delays_nothing_another_leader_says_and_is_trouble_in_the_end(services, unique, silent):
     t = services.create_topic(unique("iw"), 1)
     node, address, parts = _one(_caught_up(services, t, 1))

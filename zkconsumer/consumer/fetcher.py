@@ -84,24 +84,32 @@ WATCH_MAX_S = 30.0
 #: (see :func:`watch_retry`)
 WATCH_BACKOFF_S = 10.0
 WATCH_BACKOFF_MAX_S = 600.0
+#: a leader late to connect or answer: the watch tried again after WATCH_BACKOFF_S this many times in a row, then after
+#: a doubled wait, up to WATCH_LATE_BACKOFF_MAX_S
+WATCH_LATE_AT_BASE = 3
+WATCH_LATE_BACKOFF_MAX_S = 120.0
 #: a fetcher logs the idle watch's trouble at INFO at most this often (at DEBUG otherwise)
 WATCH_TROUBLE_LOG_S = 600.0
 
 
-def watch_retry(backoff: float, late: bool) -> Tuple[float, float]:
-    """``(seconds the fetcher leaves the idle watch alone, the *backoff* for the next trouble)`` after a trouble of
-    the watch, *backoff* being the one for this trouble (``WATCH_BACKOFF_S`` until a trouble doubled it).
+def watch_retry(backoff: float, lates: int, late: bool) -> Tuple[float, float, int]:
+    """``(seconds the fetcher leaves the idle watch alone, the backoff for the next trouble, the late troubles in a
+    row)`` after a trouble of the watch; *backoff* and *lates* are what the last trouble left (``WATCH_BACKOFF_S``
+    and 0 after a watch that lasted its WATCH_MAX_S without any).
 
-    A refused or closed connection or an answer that could not be used doubles the wait at each such trouble until
-    a watch lasts its WATCH_MAX_S without any, up to WATCH_BACKOFF_MAX_S: a leader that cannot be watched costs its
-    partitions a delay of up to CONNECT_S, or the watch's wait + ANSWER_MARGIN_S, each time the watch tries it. A
-    leader late to connect or answer (``WatchTrouble.late``) is an overloaded broker or host, which passes: the watch
-    is tried again after WATCH_BACKOFF_S, the doubling left where it was. Doubled on every late answer, a fleet's
-    mass start had left a sixth of its fetchers polling their clients for minutes after the load was gone (each ~2%
-    of a core while idle)."""
+    A refused or closed connection or an answer that could not be used: the wait is *backoff*, doubled at each such
+    trouble up to WATCH_BACKOFF_MAX_S. A leader late to connect or answer (``WatchTrouble.late``) is most often an
+    overloaded broker or host, which passes (a fleet's mass start): the watch is tried again after WATCH_BACKOFF_S
+    WATCH_LATE_AT_BASE times in a row, then after a wait doubled at each late trouble up to WATCH_LATE_BACKOFF_MAX_S:
+    a leader that stays late (a broker at its ``max.connections``, which the kernel's backlog hides) costs its
+    partitions a delay of up to CONNECT_S, or the watch's wait + ANSWER_MARGIN_S, each time the watch tries it, and
+    each try connects again. Doubled on every late answer, up to 600 s, a mass start had left a sixth of its
+    fetchers polling their clients for minutes after the load was gone (each ~2% of a core while idle)."""
     if late:
-        return WATCH_BACKOFF_S, backoff
-    return backoff, min(backoff * 2, WATCH_BACKOFF_MAX_S)
+        lates += 1
+        doublings = min(max(0, lates - WATCH_LATE_AT_BASE), 16)
+        return min(WATCH_BACKOFF_S * 2 ** doublings, WATCH_LATE_BACKOFF_MAX_S), backoff, lates
+    return backoff, min(backoff * 2, WATCH_BACKOFF_MAX_S), lates
 
 #: how long applying an assignment waits for the reset points of partitions without a committed offset; one that
 #: is not known by then (its partition has no leader, say) is resolved by the fetch loop when it can be
@@ -158,6 +166,7 @@ class FetcherThread(threading.Thread):
         self._watch = None          # the idle watch (PLAINTEXT clients whose poll can be woken)
         self._watch_not_before = 0.0
         self._watch_backoff = WATCH_BACKOFF_S
+        self._watch_lates = 0
         self._watch_trouble_logged = float("-inf")
         self.watch_troubles = 0     # idle watches ended by a connection, an answer or a leader's silence
         self.watch_rounds = 0       # idle watch answers read
@@ -524,7 +533,8 @@ class FetcherThread(threading.Thread):
             ended = watch.watch(plan, now + WATCH_MAX_S, self._count_watch_answer)
         except WatchTrouble as e:
             self.watch_troubles += 1
-            backoff, self._watch_backoff = watch_retry(self._watch_backoff, e.late)
+            backoff, self._watch_backoff, self._watch_lates = watch_retry(self._watch_backoff, self._watch_lates,
+                                                                          e.late)
             self._watch_not_before = time.monotonic() + backoff
             log_it = log.info if now - self._watch_trouble_logged >= WATCH_TROUBLE_LOG_S else log.debug
             if log_it is log.info:
@@ -533,7 +543,7 @@ class FetcherThread(threading.Thread):
                    "(%d times so far)", self.name, e, backoff, self.watch_troubles)
         else:
             if ended is False:  # every leader answered for WATCH_MAX_S: the next trouble waits WATCH_BACKOFF_S again
-                self._watch_backoff = WATCH_BACKOFF_S
+                self._watch_backoff, self._watch_lates = WATCH_BACKOFF_S, 0
 
     def _count_watch_answer(self, node_id, seconds):
         """An idle watch's answer: a Fetch response like the client's (fetch metrics, MinFetchRate)."""

@@ -4,9 +4,10 @@ different moments still compute the same assignment.
 
 Reads the member list, every member's registration, the topic list (for wildcard members) and the partition map
 of every topic any member subscribes to — with parallel asynchronous reads, and watches re-armed on the nodes whose
-changes must trigger a rebalance. The read is repeated until the member list did not change while the registrations
-were being read (the creation and ``cversion`` of ``/ids`` before and after), so every member computing from the same
-ZooKeeper state gets the same answer. Members that vanish between the list and the read are skipped.
+changes must trigger a rebalance. The read is repeated until the member list did not change while what depends on
+it (registrations, leave markers) was being read (the creation and ``cversion`` of ``/ids`` before and after), so every
+member computing from the same ZooKeeper state gets the same answer. Members that vanish between the list and the
+read are skipped.
 
 One rule for a registration that cannot be used — not JSON, missing ``pattern``/``subscription``, a bad stream
 count, a wildcard regex that cannot be evaluated (see :mod:`zkconsumer.core.subscription.topic_filter`): that
@@ -57,11 +58,12 @@ class GroupReader:
     ``AssignmentContext`` does, costs O(N) reads per member and O(N^2) per rebalance of the group (the herd
     effect). Here registrations and partition maps are cached, each with a one-shot data watch armed when it is
     read: a change or deletion drops the entry (and calls *on_change*, so the member rebalances again), so an
-    attempt reads only the member list, the topic and broker lists, and what is new or changed: in two round trips
-    when a member joined (the lists; its registration and the list's version), one when nobody did. The member
-    list's ``cversion`` (and creation) is compared before and after the registrations it names are read; a
-    registration that was deleted and recreated under the same consumer id fires its watch (deletion) and is read
-    again. A static registration's
+    attempt reads only the member list, the topic, broker and leave-marker lists, and what is new or changed: a
+    member's join costs the others two round trips (the lists; its registration and the list's version), a change
+    that adds nothing to read one, plus the partition maps that changed and the markers of members in their leave
+    grace. The member list's ``cversion`` (and creation) is compared before and after what was read against it
+    (registrations, leave markers); a registration that was deleted and recreated under the same consumer id fires
+    its watch (deletion) and is read again. A static registration's
     thread ids depend on its consumer id and content only (not on the topic list or ``exclude.internal.topics``):
     they are kept while its version (``mzxid``) is the one read; a wildcard's are worked out on every read. The
     reads give the assignor the same input as uncached reads would (bit-identical assignments).
@@ -130,9 +132,11 @@ class GroupReader:
             try:
                 children, stat = ids_async.get()
             except NoNodeError:
+                # removed when empty (a tool's cleanup): made again, and a pass begun afresh (the other lists read
+                # after it)
                 zk.ensure_path(ids_path)
-                children, stat = zk.get_children(ids_path, watch=watch, include_data=True)
-                reads += 2
+                reads += 1
+                continue
             listed = set(children)
             with self._lock:
                 # members no longer listed (no read of theirs is awaited: a pass reads only listed ids)
@@ -145,11 +149,17 @@ class GroupReader:
                 tokens = {cid: self._token(self._regs, cid) for cid in missing}
             asyncs = {cid: zk.get_async(ids_path + "/" + cid, watch=self._dropper(self._regs, cid))
                       for cid in missing}
-            # the list's version, right behind the registrations (ZooKeeper answers a session's requests in order):
-            # unchanged, no member came or went while they were read. Only its version (not its names again: 300 of
-            # them cost the server and this client), and its creation too: a list deleted and made again starts its
-            # cversion afresh. Nothing read after the list, nothing to check.
-            version_async = zk.exists_async(ids_path) if asyncs else None
+            # members in their leave grace: read against the list (every listed member has an info node; a marker
+            # of a member not listed is a ghost), so before the check below
+            ghost_reads = [0]
+            ghosts, ghost_expiry = read_ghosts(zk, group, listed, watch=watch, names_async=leaving_async,
+                                               reads=ghost_reads)
+            reads += ghost_reads[0]
+            # the list's version, right behind the registrations and the leave markers (ZooKeeper answers a
+            # session's requests in order): unchanged, no member came or went while they were read. Only its version
+            # (not its names again: 300 of them cost the server and this client), and its creation too: a list
+            # deleted and made again starts its cversion afresh. Nothing read after the list, nothing to check.
+            version_async = zk.exists_async(ids_path) if asyncs or ghost_reads[0] else None
             # answers of this pass (a stale one is used by this pass only: its watch asked for another)
             fresh = {}
             for cid, res in asyncs.items():
@@ -183,10 +193,6 @@ class GroupReader:
             versions = {cid: mz for cid, (_, mz) in cached.items()}
             all_topics = _children_or_empty(topics_async)
             broker_ids = sorted(int(b) for b in _children_or_empty(brokers_async) if b.isdigit())
-            ghost_reads = [0]
-            ghosts, ghost_expiry = read_ghosts(zk, group, listed, watch=watch, names_async=leaving_async,
-                                               reads=ghost_reads)
-            reads += ghost_reads[0]
             unusable: Dict[str, UnusableRegistration] = {}
             everyone = dict(members)
             everyone.update(ghosts)

@@ -36,9 +36,9 @@ def claim(zk, group, decision, dirs_made=None):
 
     ``dirs_made``: None, or a set of the topics whose ``/owners/[t]`` a previous claim of the caller made or found,
     kept by the caller across claims: those are not made again (``ensure_path`` costs a round trip before the
-    multi-op). A directory removed since (a tool's cleanup of an unowned topic) fails the multi-op with NoNode; it is
-    then made again and the topic dropped from the set, and the partitions are reported as conflicts, so the caller
-    tries again."""
+    multi-op). A directory removed since (a tool's cleanup of an unowned topic) fails the multi-op with NoNode: the
+    chunk's directories are made again and the chunk tried once more; removed yet again, its partitions are
+    reported as conflicts (the caller tries again) and their topics dropped from the set."""
     if not decision:
         return set()
     topics = {t for t, _ in decision}
@@ -50,10 +50,11 @@ def claim(zk, group, decision, dirs_made=None):
     done = []
     conflicts = set()
     for chunk in _chunks(sorted(decision.items())):
-        tx = zk.transaction()
-        for (t, p), thread_id in chunk:
-            tx.create(paths.partition_owner_path(group, t, p), thread_id.encode(), ephemeral=True)
-        results = tx.commit()
+        results = _create_owner_nodes(zk, group, chunk)
+        if any(isinstance(r, NoNodeError) for r in results):
+            # an owner directory removed since it was made: made again, the chunk tried once more
+            ensure_owner_dirs(zk, group, {t for (t, _), _ in chunk})
+            results = _create_owner_nodes(zk, group, chunk)
         failed = [(tp, r) for (tp, _), r in zip(chunk, results) if isinstance(r, Exception)]
         if not failed:
             done.extend(tp for tp, _ in chunk)
@@ -67,9 +68,7 @@ def claim(zk, group, decision, dirs_made=None):
                     continue
                 conflicts.add((t, p))
             elif isinstance(err, NoNodeError):
-                ensure_owner_dirs(zk, group, [t])
-                if dirs_made is not None:
-                    dirs_made.discard(t)
+                _dir_gone(zk, group, t, dirs_made)
                 conflicts.add((t, p))
             else:
                 raise err
@@ -82,6 +81,10 @@ def claim(zk, group, decision, dirs_made=None):
                     if not _owned_by(zk, group, t, p, thread_id):
                         conflicts.add((t, p))
                         continue
+                except NoNodeError:
+                    _dir_gone(zk, group, t, dirs_made)
+                    conflicts.add((t, p))
+                    continue
                 done.append((t, p))
         if conflicts:
             break
@@ -90,6 +93,24 @@ def claim(zk, group, decision, dirs_made=None):
         for t, p in sorted(conflicts):
             log.info("waiting for the partition ownership to be deleted: %d for topic %s", p, t)
     return conflicts
+
+
+def _create_owner_nodes(zk, group, chunk):
+    """One multi-op creating the owner nodes of *chunk* ``[((t, p), thread id), ...]``: its results."""
+    tx = zk.transaction()
+    for (t, p), thread_id in chunk:
+        tx.create(paths.partition_owner_path(group, t, p), thread_id.encode(), ephemeral=True)
+    return tx.commit()
+
+
+def _dir_gone(zk, group, topic, dirs_made):
+    """The owner directory of *topic* was removed (again) while a claim made it: made again, and no longer taken
+    as made by the caller's next claim."""
+    log.info("the owner directory of topic %s in group %s was removed while it was being claimed: made again",
+             topic, group)
+    ensure_owner_dirs(zk, group, [topic])
+    if dirs_made is not None:
+        dirs_made.discard(topic)
 
 
 def _owned_by(zk, group, topic, partition, thread_id):

@@ -146,7 +146,8 @@ class IdleWatch:
             raise
         except Exception as e:  # a watch's failure is never the fetcher's: its client takes over
             self.close_connections()
-            raise WatchTrouble("%s: %s" % (type(e).__name__, e)) from e
+            # a request the broker did not read in time (socket.timeout is a TimeoutError) is a late leader's
+            raise WatchTrouble("%s: %s" % (type(e).__name__, e), late=isinstance(e, TimeoutError)) from e
 
     def _leader(self, node: object, address: tuple, now: float) -> _Leader:
         """The kept socket to *node* at *address*, or a new one (connecting)."""
