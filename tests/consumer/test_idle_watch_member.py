@@ -203,3 +203,58 @@ def test_a_late_leader_has_the_watch_tried_again_soon_a_refusing_one_ever_later(
     finally:
         f.shutdown()
         f.join(30)
+
+
+def test_a_watch_every_leader_answered_in_time_ends_a_row_of_late_troubles(services, unique, monkeypatch,
+                                                                        silent_leader):
+    """Late troubles count in a row: a watch between them that lasted past every leader's bound (the watch's wait +
+    its margin) and ended with a record shows each leader answering in time, so the next late trouble is the first
+    of a new row (the base wait), not the fifth of the old one."""
+    from zkconsumer.kafka import idle_watch, internals
+    real_plan = internals.caught_up_plan
+    late = [True]
+
+    def elsewhere(consumer, partitions):  # the silent listener while *late*, else the real leader
+        plan = real_plan(consumer, partitions)
+        if plan is None or not late[0]:
+            return plan
+        return {node: (silent_leader, parts) for node, (_, parts) in plan.items()}
+    monkeypatch.setattr(internals, "caught_up_plan", elsewhere)
+
+    class Impatient(idle_watch.IdleWatch):  # a leader is late 0.2 s after the watch's 100 ms wait
+        def __init__(self, *a, **k):
+            super().__init__(*a, **dict(k, answer_margin_s=0.2))
+    monkeypatch.setattr(idle_watch, "IdleWatch", Impatient)
+    monkeypatch.setattr(fetcher_mod, "WATCH_BACKOFF_S", 0.1)
+    monkeypatch.setattr(fetcher_mod, "WATCH_LATE_BACKOFF_MAX_S", 0.6)
+    waits = []
+    real_retry = fetcher_mod.watch_retry
+
+    def recorded(backoff, lates, was_late):
+        out = real_retry(backoff, lates, was_late)
+        waits.append(out[0])
+        return out
+    monkeypatch.setattr(fetcher_mod, "watch_retry", recorded)
+    t = services.create_topic(unique("iwr"), 1)
+    cfg = ConsumerConfig.from_properties({"group.id": unique("iwr"), "zookeeper.connect": services.zookeeper_connect,
+                                          "fetch.idle.wait.ms": "100"})
+    f = FetcherThread(0, services.bootstrap_servers, cfg)
+    f._watch_backoff = fetcher_mod.WATCH_BACKOFF_S
+    f.start()
+    try:
+        part = fetcher_part(t, 0, 0)
+        f.assign(1, {(t, 0): part})
+        wait_until(lambda: len(waits) >= 4, 60, message="four late troubles")
+        late[0] = False
+        assert waits[:4] == [0.1, 0.1, 0.1, 0.2], waits
+        rounds = f.watch_rounds
+        wait_until(lambda: f.watch_rounds >= rounds + 8, 30, message="a watch of the real leader, past its bound")
+        produce_tracked(services.bootstrap_servers, t, 1, partition=0)  # ends that watch with a record
+        wait_until(lambda: not part.queue.empty(), 30, message="the record fetched")
+        seen = len(waits)
+        late[0] = True
+        wait_until(lambda: len(waits) > seen, 30, message="a late trouble again")
+        assert waits[seen] == 0.1, "the row went on across a watch every leader answered in time: %s" % waits
+    finally:
+        f.shutdown()
+        f.join(30)

@@ -100,7 +100,8 @@ def watch_retry(backoff: float, lates: int, late: bool) -> Tuple[float, float, i
     A refused or closed connection or an answer that could not be used: the wait is *backoff*, doubled at each such
     trouble up to WATCH_BACKOFF_MAX_S. A leader late to connect or answer (``WatchTrouble.late``) is most often an
     overloaded broker or host, which passes (a fleet's mass start): the watch is tried again after WATCH_BACKOFF_S
-    WATCH_LATE_AT_BASE times in a row, then after a wait doubled at each late trouble up to WATCH_LATE_BACKOFF_MAX_S:
+    WATCH_LATE_AT_BASE times in a row (a watch between them that lasted past every leader's bound, so that each
+    answered in time, ends the row), then after a wait doubled at each late trouble up to WATCH_LATE_BACKOFF_MAX_S:
     a leader that stays late (a broker at its ``max.connections``, which the kernel's backlog hides) costs its
     partitions a delay of up to CONNECT_S, or the watch's wait + ANSWER_MARGIN_S, each time the watch tries it, and
     each try connects again. Doubled on every late answer, up to 600 s, a mass start had left a sixth of its
@@ -544,6 +545,10 @@ class FetcherThread(threading.Thread):
         else:
             if ended is False:  # every leader answered for WATCH_MAX_S: the next trouble waits WATCH_BACKOFF_S again
                 self._watch_backoff, self._watch_lates = WATCH_BACKOFF_S, 0
+            elif ended and time.monotonic() - now >= watch.max_wait_ms / 1000.0 + watch.answer_margin_s:
+                # it lasted past every leader's bound: each answered in time, so a late trouble after it is not in a
+                # row with those before
+                self._watch_lates = 0
 
     def _count_watch_answer(self, node_id, seconds):
         """An idle watch's answer: a Fetch response like the client's (fetch metrics, MinFetchRate)."""

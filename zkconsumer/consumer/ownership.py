@@ -37,8 +37,8 @@ def claim(zk, group, decision, dirs_made=None):
     ``dirs_made``: None, or a set of the topics whose ``/owners/[t]`` a previous claim of the caller made or found,
     kept by the caller across claims: those are not made again (``ensure_path`` costs a round trip before the
     multi-op). A directory removed since (a tool's cleanup of an unowned topic) fails the multi-op with NoNode: the
-    chunk's directories are made again and the chunk tried once more; removed yet again, its partitions are
-    reported as conflicts (the caller tries again) and their topics dropped from the set."""
+    chunk's directories are made again and the chunk tried once more; removed yet again, the directory is made
+    again and the partition whose create failed is reported as a conflict (the caller tries again)."""
     if not decision:
         return set()
     topics = {t for t, _ in decision}
@@ -68,7 +68,7 @@ def claim(zk, group, decision, dirs_made=None):
                     continue
                 conflicts.add((t, p))
             elif isinstance(err, NoNodeError):
-                _dir_gone(zk, group, t, dirs_made)
+                _dir_gone(zk, group, t)
                 conflicts.add((t, p))
             else:
                 raise err
@@ -82,7 +82,7 @@ def claim(zk, group, decision, dirs_made=None):
                         conflicts.add((t, p))
                         continue
                 except NoNodeError:
-                    _dir_gone(zk, group, t, dirs_made)
+                    _dir_gone(zk, group, t)
                     conflicts.add((t, p))
                     continue
                 done.append((t, p))
@@ -103,14 +103,11 @@ def _create_owner_nodes(zk, group, chunk):
     return tx.commit()
 
 
-def _dir_gone(zk, group, topic, dirs_made):
-    """The owner directory of *topic* was removed (again) while a claim made it: made again, and no longer taken
-    as made by the caller's next claim."""
+def _dir_gone(zk, group, topic):
+    """The owner directory of *topic* was removed (again) while a claim made it: made again."""
     log.info("the owner directory of topic %s in group %s was removed while it was being claimed: made again",
              topic, group)
     ensure_owner_dirs(zk, group, [topic])
-    if dirs_made is not None:
-        dirs_made.discard(topic)
 
 
 def _owned_by(zk, group, topic, partition, thread_id):
