@@ -145,31 +145,22 @@ def silent_leader():
     s.close()
 
 
-@pytest.mark.parametrize("leader", ["late", "refusing"])
-def test_a_late_leader_has_the_watch_tried_again_soon_a_refusing_one_ever_later(services, unique, monkeypatch,
-                                                                                silent_leader, leader):
-    """A leader that does not answer the watch in time is most often an overloaded broker, which passes: the fetcher
-    tries the watch again after WATCH_BACKOFF_S WATCH_LATE_AT_BASE times in a row, then after a doubled wait up to
-    WATCH_LATE_BACKOFF_MAX_S (doubled on every late answer up to 600 s, a fleet's mass start had left a sixth of its
-    fetchers polling their clients for minutes afterwards). A refused connection doubles the wait at every trouble.
-    Meanwhile the client fetches."""
-    import socket
+def _troubled_fetcher(services, unique, monkeypatch, where):
+    """(a started FetcherThread of one fresh caught-up partition, that partition's PartitionTopicInfo, the list of
+    ``(late, wait)`` its idle watch's troubles gave): every leader is watched at ``where()`` (None: the real leader;
+    the client fetches from the broker), a leader is late 0.2 s after the watch's 100 ms wait, and the waits are
+    WATCH_BACKOFF_S = 0.1 s and WATCH_LATE_BACKOFF_MAX_S = 0.6 s."""
     from zkconsumer.kafka import idle_watch, internals
-    if leader == "late":
-        address = silent_leader
-    else:
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        address = s.getsockname()
-        s.close()
     real_plan = internals.caught_up_plan
 
-    def elsewhere(consumer, partitions):  # every leader watched at *address*; the client fetches from the broker
-        plan = real_plan(consumer, partitions)
-        return None if plan is None else {node: (address, parts) for node, (_, parts) in plan.items()}
+    def elsewhere(consumer, partitions):
+        plan, address = real_plan(consumer, partitions), where()
+        if plan is None or address is None:
+            return plan
+        return {node: (address, parts) for node, (_, parts) in plan.items()}
     monkeypatch.setattr(internals, "caught_up_plan", elsewhere)
 
-    class Impatient(idle_watch.IdleWatch):  # a leader is late 0.2 s after the watch's 100 ms wait
+    class Impatient(idle_watch.IdleWatch):
         def __init__(self, *a, **k):
             super().__init__(*a, **dict(k, answer_margin_s=0.2))
     monkeypatch.setattr(idle_watch, "IdleWatch", Impatient)
@@ -189,16 +180,36 @@ def test_a_late_leader_has_the_watch_tried_again_soon_a_refusing_one_ever_later(
     f = FetcherThread(0, services.bootstrap_servers, cfg)
     f._watch_backoff = fetcher_mod.WATCH_BACKOFF_S
     f.start()
+    part = fetcher_part(t, 0, 0)
+    f.assign(1, {(t, 0): part})
+    return f, part, waits
+
+
+@pytest.mark.parametrize("leader", ["late", "refusing"])
+def test_a_late_leader_has_the_watch_tried_again_soon_a_refusing_one_ever_later(services, unique, monkeypatch,
+                                                                                silent_leader, leader):
+    """A leader that does not answer the watch in time is most often an overloaded broker, which passes: the fetcher
+    tries the watch again after WATCH_BACKOFF_S WATCH_LATE_AT_BASE times in a row, then after a doubled wait up to
+    WATCH_LATE_BACKOFF_MAX_S (doubled on every late answer up to 600 s, a fleet's mass start had left a sixth of its
+    fetchers polling their clients for minutes afterwards). A refused connection doubles the wait at every trouble.
+    Meanwhile the client fetches."""
+    import socket
+    if leader == "late":
+        address = silent_leader
+    else:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        address = s.getsockname()
+        s.close()
+    f, part, waits = _troubled_fetcher(services, unique, monkeypatch, lambda: address)
     try:
-        part = fetcher_part(t, 0, 0)
-        f.assign(1, {(t, 0): part})
         wait_until(lambda: len(waits) >= 7, 60, message="seven troubles of the idle watch")
         if leader == "late":
             assert waits[:7] == [(True, w) for w in (0.1, 0.1, 0.1, 0.2, 0.4, 0.6, 0.6)], waits
         else:
             assert waits[:4] == [(False, w) for w in (0.1, 0.2, 0.4, 0.8)], waits
         # the client fetches meanwhile: a record produced now is fetched
-        produce_tracked(services.bootstrap_servers, t, 1, partition=0)
+        produce_tracked(services.bootstrap_servers, part.tp[0], 1, partition=0)
         wait_until(lambda: not part.queue.empty(), 30, message="the record fetched by the client")
     finally:
         f.shutdown()
@@ -210,51 +221,20 @@ def test_a_watch_every_leader_answered_in_time_ends_a_row_of_late_troubles(servi
     """Late troubles count in a row: a watch between them that lasted past every leader's bound (the watch's wait +
     its margin) and ended with a record shows each leader answering in time, so the next late trouble is the first
     of a new row (the base wait), not the fifth of the old one."""
-    from zkconsumer.kafka import idle_watch, internals
-    real_plan = internals.caught_up_plan
     late = [True]
-
-    def elsewhere(consumer, partitions):  # the silent listener while *late*, else the real leader
-        plan = real_plan(consumer, partitions)
-        if plan is None or not late[0]:
-            return plan
-        return {node: (silent_leader, parts) for node, (_, parts) in plan.items()}
-    monkeypatch.setattr(internals, "caught_up_plan", elsewhere)
-
-    class Impatient(idle_watch.IdleWatch):  # a leader is late 0.2 s after the watch's 100 ms wait
-        def __init__(self, *a, **k):
-            super().__init__(*a, **dict(k, answer_margin_s=0.2))
-    monkeypatch.setattr(idle_watch, "IdleWatch", Impatient)
-    monkeypatch.setattr(fetcher_mod, "WATCH_BACKOFF_S", 0.1)
-    monkeypatch.setattr(fetcher_mod, "WATCH_LATE_BACKOFF_MAX_S", 0.6)
-    waits = []
-    real_retry = fetcher_mod.watch_retry
-
-    def recorded(backoff, lates, was_late):
-        out = real_retry(backoff, lates, was_late)
-        waits.append(out[0])
-        return out
-    monkeypatch.setattr(fetcher_mod, "watch_retry", recorded)
-    t = services.create_topic(unique("iwr"), 1)
-    cfg = ConsumerConfig.from_properties({"group.id": unique("iwr"), "zookeeper.connect": services.zookeeper_connect,
-                                          "fetch.idle.wait.ms": "100"})
-    f = FetcherThread(0, services.bootstrap_servers, cfg)
-    f._watch_backoff = fetcher_mod.WATCH_BACKOFF_S
-    f.start()
+    f, part, waits = _troubled_fetcher(services, unique, monkeypatch, lambda: silent_leader if late[0] else None)
     try:
-        part = fetcher_part(t, 0, 0)
-        f.assign(1, {(t, 0): part})
         wait_until(lambda: len(waits) >= 4, 60, message="four late troubles")
         late[0] = False
-        assert waits[:4] == [0.1, 0.1, 0.1, 0.2], waits
+        assert [w for _, w in waits[:4]] == [0.1, 0.1, 0.1, 0.2], waits
         rounds = f.watch_rounds
         wait_until(lambda: f.watch_rounds >= rounds + 8, 30, message="a watch of the real leader, past its bound")
-        produce_tracked(services.bootstrap_servers, t, 1, partition=0)  # ends that watch with a record
+        produce_tracked(services.bootstrap_servers, part.tp[0], 1, partition=0)  # ends that watch with a record
         wait_until(lambda: not part.queue.empty(), 30, message="the record fetched")
         seen = len(waits)
         late[0] = True
         wait_until(lambda: len(waits) > seen, 30, message="a late trouble again")
-        assert waits[seen] == 0.1, "the row went on across a watch every leader answered in time: %s" % waits
+        assert waits[seen] == (True, 0.1), "the row went on across a watch every leader answered in time: %s" % waits
     finally:
         f.shutdown()
         f.join(30)
