@@ -61,9 +61,9 @@ class GroupReader:
     attempt reads only the member list, the topic, broker and leave-marker lists, and what is new or changed: a
     member's join costs the others two round trips (the lists; its registration and the list's version), a change
     that adds nothing to read one, plus the partition maps that changed and, when any member left with a leave
-    grace, the member-info list and each leave marker. The member list's ``cversion`` (and creation) is compared before and after what was read against it
-    (registrations, leave markers); a registration that was deleted and recreated under the same consumer id fires
-    its watch (deletion) and is read again. A static registration's
+    grace, the member-info list and each leave marker. The member list's ``cversion`` (and creation) is compared
+    before and after what was read against it (registrations, leave markers); a registration that was deleted and
+    recreated under the same consumer id fires its watch (deletion) and is read again. A static registration's
     thread ids depend on its consumer id and content only (not on the topic list or ``exclude.internal.topics``):
     they are kept while its version (``mzxid``) is the one read; a wildcard's are worked out on every read. The
     reads give the assignor the same input as uncached reads would (bit-identical assignments).
