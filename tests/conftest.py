@@ -118,6 +118,18 @@ def unique():
     return lambda prefix="t": "%s-%s" % (prefix, uuid.uuid4().hex[:8])
 
 
+@pytest.fixture
+def silent():
+    """The address of a listener that accepts connections (its backlog of 8 does) and never answers: a broker that
+    does not answer (the idle watch's tests)."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)
+    yield s.getsockname()
+    s.close()
+
+
 # --- Spark (zkconsumer.spark tests): one local[2] SparkSession for the whole test session -------------------------
 @pytest.fixture(scope="session")
 def spark():

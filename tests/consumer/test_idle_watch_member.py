@@ -133,18 +133,6 @@ def test_an_assignment_change_and_a_shutdown_end_a_fetchers_watch(services, uniq
     assert time.monotonic() - started < 30
 
 
-@pytest.fixture
-def silent_leader():
-    """The address of a listener that accepts connections (its backlog does) and never answers: a leader too busy to
-    answer (a fleet's mass start on the brokers' machines)."""
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen(8)
-    yield s.getsockname()
-    s.close()
-
-
 def _troubled_fetcher(services, unique, monkeypatch, where):
     """(a started FetcherThread of one fresh caught-up partition, that partition's PartitionTopicInfo, the list of
     ``(late, wait)`` its idle watch's troubles gave): every leader is watched at ``where()`` (None: the real leader;
@@ -187,7 +175,7 @@ def _troubled_fetcher(services, unique, monkeypatch, where):
 
 @pytest.mark.parametrize("leader", ["late", "refusing"])
 def test_a_late_leader_has_the_watch_tried_again_soon_a_refusing_one_ever_later(services, unique, monkeypatch,
-                                                                                silent_leader, leader):
+                                                                                silent, leader):
     """A leader that does not answer the watch in time is most often an overloaded broker, which passes: the fetcher
     tries the watch again after WATCH_BACKOFF_S WATCH_LATE_AT_BASE times in a row, then after a doubled wait up to
     WATCH_LATE_BACKOFF_MAX_S (doubled on every late answer up to 600 s, a fleet's mass start had left a sixth of its
@@ -195,7 +183,7 @@ def test_a_late_leader_has_the_watch_tried_again_soon_a_refusing_one_ever_later(
     Meanwhile the client fetches."""
     import socket
     if leader == "late":
-        address = silent_leader
+        address = silent
     else:
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
@@ -217,12 +205,12 @@ def test_a_late_leader_has_the_watch_tried_again_soon_a_refusing_one_ever_later(
 
 
 def test_a_watch_every_leader_answered_in_time_ends_a_row_of_late_troubles(services, unique, monkeypatch,
-                                                                        silent_leader):
+                                                                        silent):
     """Late troubles count in a row: a watch between them that lasted past every leader's bound (the watch's wait +
     its margin) and ended with a record shows each leader answering in time, so the next late trouble is the first
     of a new row (the base wait), not the fifth of the old one."""
     late = [True]
-    f, part, waits = _troubled_fetcher(services, unique, monkeypatch, lambda: silent_leader if late[0] else None)
+    f, part, waits = _troubled_fetcher(services, unique, monkeypatch, lambda: silent if late[0] else None)
     try:
         wait_until(lambda: len(waits) >= 4, 60, message="four late troubles")
         late[0] = False

@@ -62,16 +62,6 @@ class Answers(list):
 
 
 @pytest.fixture
-def silent():
-    """The address of a listener that accepts connections (its backlog does) and never answers."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen(8)
-    yield s.getsockname()
-    s.close()
-
-
-@pytest.fixture
 def hanging():
     """An address whose connections hang: a listener with a full backlog (one connection waiting, never accepted)."""
     s = socket.socket()

@@ -545,7 +545,7 @@ class FetcherThread(threading.Thread):
         else:
             if ended is False:  # every leader answered for WATCH_MAX_S: the next trouble waits WATCH_BACKOFF_S again
                 self._watch_backoff, self._watch_lates = WATCH_BACKOFF_S, 0
-            elif ended and time.monotonic() - now >= watch.max_wait_ms / 1000.0 + watch.answer_margin_s:
+            elif ended and time.monotonic() - now >= watch.answer_bound_s:
                 # it lasted past every leader's bound: each answered in time, so a late trouble after it is not in a
                 # row with those before
                 self._watch_lates = 0

@@ -109,6 +109,11 @@ class IdleWatch:
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
 
+    @property
+    def answer_bound_s(self) -> float:
+        """How long a leader may take to answer a request: the watch's wait + its margin."""
+        return self.max_wait_ms / 1000.0 + self.answer_margin_s
+
     def wake(self) -> None:
         """End the watch in progress (or the next one) at once."""
         with self._lock:
@@ -183,7 +188,7 @@ class IdleWatch:
         poller = select.poll()
         wake_fd = self._wake_r.fileno()
         poller.register(wake_fd, _IN)
-        bound = self.max_wait_ms / 1000.0 + self.answer_margin_s
+        bound = self.answer_bound_s
         by_fd: Dict[int, _Leader] = {}
         for node, (address, parts) in plan.items():
             leader = self._leader(node, address, now)
