@@ -157,8 +157,9 @@ def test_duplicate_consumer_id_is_refused(services, zk, unique, conns, caplog):
     msg = str(err.value)
     assert "already registered" in msg
     assert g + "_same" in msg and "0x%x" % owner_session in msg and "same consumer.id" in msg
-    # the first member keeps its registration and its partitions
+    # the first member keeps its registration, its member info node and its partitions
     assert zk.exists(reg).ephemeralOwner == owner_session
+    assert zk.exists(paths.member_info_path(g, g + "_same")).ephemeralOwner == owner_session
     assert owners(zk, g, [t]) == {(t, 0): g + "_same-0", (t, 1): g + "_same-0"}
     assert first.owned_partitions() == {(t, 0): g + "_same-0", (t, 1): g + "_same-0"}
     # the registration call itself raises the RebalanceError (bounded by wait_timeout)
@@ -172,3 +173,29 @@ def test_duplicate_consumer_id_is_refused(services, zk, unique, conns, caplog):
     second.shutdown()
     assert zk.exists(reg).ephemeralOwner == owner_session
     assert owners(zk, g, [t]) == {(t, 0): g + "_same-0", (t, 1): g + "_same-0"}
+
+
+def test_an_earlier_sessions_member_info_is_replaced_at_registration(services, zk, unique, conns):
+    """A member restarted under its consumer.id before its earlier session expired finds that session's member info
+    node (here: the earlier session deleted its registration and died before its info node went). The node is left
+    while the registration is made, then replaced in one multi-op: the member ends with a node of its own."""
+    from zkconsumer.consumer.registration import publish_member_info
+    from zkconsumer.zookeeper import client as zkmod
+    g, t = unique("g"), unique("t")
+    services.create_topic(t, 2)
+    info_path = paths.member_info_path(g, g + "_again")
+    earlier = zkmod.connect(services.zookeeper_connect)
+    try:
+        earlier.create(info_path, b"the earlier session's", ephemeral=True, makepath=True)
+        first = connector(services, g, **{"consumer.id": "again"})
+        conns.append(first)
+        first.create_message_streams({t: 1})
+        wait_until(lambda: len(first.owned_partitions()) == 2, 20, message="the restarted member owns its partitions")
+        stat = zk.exists(info_path)
+        assert stat is not None and stat.ephemeralOwner == first.zk.client_id[0]
+        assert zk.get(info_path)[0] != b"the earlier session's"
+        # without *replace*, another session's node is left alone
+        assert publish_member_info(earlier, g, g + "_again", first.rebalancer.c.member_info, replace=False) is None
+        assert zk.exists(info_path).ephemeralOwner == first.zk.client_id[0]
+    finally:
+        zkmod.close(earlier)

@@ -10,6 +10,7 @@ import pytest
 from tests.support.consumer_helpers import StreamCollector, connector, produce_tracked
 from tests.support.waiting import wait_until
 from zkconsumer.consumer import RebalanceListener
+from zkconsumer.consumer import rebalancer as rebalancer_module
 from zkconsumer.errors import ConfigError
 from zkconsumer.core.layout import paths
 
@@ -127,3 +128,37 @@ def test_grace_needs_an_explicit_consumer_id(services, unique):
     with pytest.raises(ConfigError) as info:
         connector(services, unique("g"), **{"rebalance.leave.grace.ms": "5000"})
     assert "consumer.id" in str(info.value)
+
+
+def test_a_joiner_is_never_listed_without_its_member_info(services, unique, conns, monkeypatch):
+    """A member listed before its member info node exists looks like a JVM member: every member reading the group
+    meanwhile turns the leave grace off and hands a ghost's partitions out. The joiner's info node is slowed down
+    here (1 s) to hold that moment open if it exists. b, ghost c and joiner a on 6 partitions: with the ghost b
+    goes from 0-2 to 2-3; without it, b would take 3-5 (the ghost's) first."""
+    g, t = unique("lgn"), services.create_topic(unique("lgn"), 6)
+    listeners, collectors, members = {}, {}, {}
+    for cid in "bc":
+        members[cid] = _start(services, g, t, cid, 30000, conns, listeners, collectors)
+
+    def owned(cid):
+        return {tp[1] for tp in members[cid].owned_partitions()}
+
+    wait_until(lambda: owned("b") == {0, 1, 2} and owned("c") == {3, 4, 5}, 30, message="b and c assigned")
+    members["c"].shutdown()  # c leaves a marker: a ghost for 30 s
+    time.sleep(1.0)
+    assert owned("b") == {0, 1, 2}, "c's partitions were taken inside its grace"
+    real = rebalancer_module.publish_member_info
+
+    def slow(zk, group, consumer_id, info, **kw):
+        if consumer_id.endswith("_a"):
+            time.sleep(1.0)
+        return real(zk, group, consumer_id, info, **kw)
+
+    monkeypatch.setattr(rebalancer_module, "publish_member_info", slow)
+    t0 = time.monotonic()
+    members["a"] = _start(services, g, t, "a", 30000, conns, listeners, collectors)
+    wait_until(lambda: owned("a") == {0, 1} and owned("b") == {2, 3}, 30, message="a joins beside ghost c")
+    time.sleep(1.0)
+    given = [{tp[1] for tp in e[2]} for e in listeners["b"].since(t0) if e[0] == "assign"]
+    assert all(not parts & {4, 5} for parts in given), "b was handed the ghost's partitions: %s" % given
+    assert owned("b") == {2, 3}

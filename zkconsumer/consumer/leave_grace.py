@@ -11,8 +11,9 @@ notice deletes the expired marker and the group rebalances as usual (each member
 marker's expiry).
 
 The rule is decided from ZooKeeper alone, so every member agrees: ghosts count only while every live member is a
-zkconsumer member (has a member info node). JVM members know nothing of ghosts: with one of them in the group,
-markers are ignored (the legacy behaviour). Expiry compares the marker's ``ctime`` (the ZooKeeper server's clock)
+zkconsumer member (has a member info node). A zkconsumer member writes its info node before its registration
+and deletes it after, so it is never listed without one. JVM members know nothing of ghosts: with one of them in
+the group, markers are ignored (the legacy behaviour). Expiry compares the marker's ``ctime`` (the ZooKeeper server's clock)
 with the member's wall clock: members' clocks must be within a fraction of the grace of ZooKeeper's.
 
 The cost: a leaver's partitions are not consumed until it is back or the grace has passed.

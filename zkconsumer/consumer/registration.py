@@ -14,7 +14,7 @@ and zkmigrate).
 import logging
 import threading
 import time
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 
@@ -25,14 +25,18 @@ from ..core.layout.member_info import MemberInfo, decode_member_info
 log = logging.getLogger(__name__)
 
 
-def register(zk, group, consumer_id, registration, wait_timeout) -> int:
+def register(zk, group, consumer_id, registration, wait_timeout,
+             prepare: Optional[Callable[[], None]] = None) -> int:
     """Create the registration node; return the id of the ZooKeeper session it belongs to (the client's own
     ``client_id`` may name another one by then, or none while kazoo is disconnected). Raises
-    RegistrationConflictError if another session keeps it for longer than wait_timeout."""
+    RegistrationConflictError if another session keeps it for longer than wait_timeout. *prepare* runs before
+    every attempt to create it (the member info node, which must exist before the registration does)."""
     path = paths.consumer_registration_path(group, consumer_id)
     data = codecs.encode_consumer_registration(registration)
     deadline = time.monotonic() + wait_timeout
     while True:
+        if prepare is not None:
+            prepare()
         before = zk.client_id
         try:
             zk.create(path, data, ephemeral=True, makepath=True)
@@ -109,28 +113,52 @@ def deregister_first(zk, group, consumer_id) -> bool:
     return True
 
 
-def publish_member_info(zk, group, consumer_id, info) -> None:
+def publish_member_info(zk, group, consumer_id, info, replace: bool = True) -> Optional[int]:
     """Create (or update) our member info node beside the registration: ephemeral, so it goes with the session.
-    Best effort: a member that cannot write it still consumes (tools then show it as unknown)."""
+    Return the id of the session it is ours under, or None when it is not (yet) ours.
+
+    Published before the registration: a member listed without one counts as a JVM member, which turns every
+    member's leave grace off (:func:`~.leave_grace.read_ghosts`). A node of another session (an earlier session
+    of ours not yet expired, or a process with the same ``consumer.id``) is replaced only with *replace*, in one
+    multi-op (deleted and created together: the registration beside it is never listed without one), else left
+    (None). Best effort: a member that cannot write it still consumes (tools then show it as unknown)."""
     from ..core.layout.member_info import encode_member_info
     path = paths.member_info_path(group, consumer_id)
     data = encode_member_info(info)
     try:
         try:
+            before = zk.client_id
             zk.create(path, data, ephemeral=True, makepath=True)
-            return
+            return _same_session(before, zk.client_id)
         except NodeExistsError:
             pass
         current, stat = zk.get(path)
-        if stat.ephemeralOwner != zk.client_id[0]:
-            # an earlier session of ours (same consumer.id), not yet expired
-            zk.delete(path, version=stat.version)
-            zk.create(path, data, ephemeral=True, makepath=True)
-        elif current != data:
-            zk.set(path, data, version=stat.version)
+        cid = zk.client_id
+        if cid is not None and stat.ephemeralOwner == cid[0]:
+            if current != data:
+                zk.set(path, data, version=stat.version)
+            return cid[0]
+        if not replace:
+            return None
+        tx = zk.transaction()
+        tx.delete(path, version=stat.version)
+        tx.create(path, data, ephemeral=True)
+        before = zk.client_id
+        failed = [r for r in tx.commit() if isinstance(r, Exception)]
+        if failed:
+            raise failed[0]
+        return _same_session(before, zk.client_id)
     except Exception as e:
         # e.g. no permission under a shared /consumers
         log.warning("could not publish member info %s: %r (tools will show this member as unknown)", path, e)
+        return None
+
+
+def _same_session(before, after) -> Optional[int]:
+    """The session a node created between two reads of ``client_id`` belongs to, when both name the same one."""
+    if before is None or after is None or before[0] != after[0]:
+        return None
+    return before[0]
 
 
 def withdraw_member_info(zk, group, consumer_id) -> None:
