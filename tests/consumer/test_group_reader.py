@@ -304,3 +304,29 @@ def test_a_member_leaving_while_the_leave_markers_are_read_is_seen(services, zk,
     assert ran
     assert sorted(snap.members) == ["c"] and sorted(snap.ghosts) == ["a"], (sorted(snap.members), sorted(snap.ghosts))
     assert snap.consumers_for_topic == {t: ["a-0", "c-0"]}
+
+
+def test_a_change_whose_watch_callback_has_not_run_yet_is_not_read_from_the_cache(services, zk, unique):
+    """kazoo runs watch callbacks on a thread of their own: a registration's change can reach the client before the
+    member list's answer while the callback that drops the cached entry waits behind another callback. The read
+    waits for those callbacks; it never hands out the registration ZooKeeper had said was stale."""
+    from kazoo.protocol.states import Callback
+
+    from zkconsumer.zookeeper import client as zkmod
+    g = unique("reader")
+    t1, t2 = services.create_topic(unique("rd"), 2), services.create_topic(unique("rd"), 2)
+    _register(zk, g, "m0", [t1])
+    reader = GroupReader(zk, g)
+    assert reader.read().members["m0"].subscription == {t1: 1}
+    other = zkmod.connect(services.zookeeper_connect)
+    release = threading.Event()
+    try:
+        # kazoo's watch thread busy for up to 3 s: the change's callback waits behind this one
+        zk.handler.dispatch_callback(Callback("watch", lambda: release.wait(3.0), ()))
+        reg = codecs.ConsumerRegistration.static({t2: 1})
+        other.set(paths.consumer_registration_path(g, "m0"), codecs.encode_consumer_registration(reg))
+        threading.Timer(0.5, release.set).start()
+        assert reader.read().members["m0"].subscription == {t2: 1}
+    finally:
+        release.set()
+        zkmod.close(other)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Hashable, List, Optional, Set
 
 from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import Callback
 
 from ..errors import InvalidNameError, RebalanceError, ZnodeFormatError
 from ..core.layout import codecs, paths
@@ -33,6 +34,8 @@ from ..core.subscription.topic_count import UnusableRegistration, merge_thread_i
 from .leave_grace import read_ghosts
 
 log = logging.getLogger(__name__)
+# how long a pass waits for kazoo's watch thread to run the callbacks queued before the member list's answer
+WATCH_RUN_WAIT_S = 5.0
 
 
 @dataclass
@@ -67,6 +70,11 @@ class GroupReader:
     thread ids depend on its consumer id and content only (not on the topic list or ``exclude.internal.topics``):
     they are kept while its version (``mzxid``) is the one read; a wildcard's are worked out on every read. The
     reads give the assignor the same input as uncached reads would (bit-identical assignments).
+
+    kazoo runs watch callbacks on a thread of their own: a node's change can have reached this client before the
+    member list's answer while its watch callback, which drops the cached entry, has not run yet. Each pass waits
+    for that thread to run the callbacks queued before the answer (:meth:`_watches_run`) and only then takes the
+    cached entries, so a pass never uses an entry ZooKeeper had told it was stale.
 
     A watch can fire between ZooKeeper's answer to a read and the moment the answer is stored (the node changed
     right after it was read): the answer is then stale and no watch is left on the node. Each entry has a change
@@ -111,6 +119,20 @@ class GroupReader:
         """The change count of an entry, taken before it is read (call with the lock held)."""
         return self._changes.get((id(table), key), 0)
 
+    def _watches_run(self) -> None:
+        """Return once kazoo's watch thread has run every callback queued so far (those of the changes ZooKeeper
+        sent before the answer just read), bounded by WATCH_RUN_WAIT_S; at once when called on that thread."""
+        handler = getattr(self.zk, "handler", None)
+        if handler is None or not hasattr(handler, "dispatch_callback"):
+            return
+        if threading.current_thread() in getattr(handler, "_workers", ()):
+            return
+        done = threading.Event()
+        handler.dispatch_callback(Callback("watch", done.set, ()))
+        if not done.wait(WATCH_RUN_WAIT_S):
+            log.debug("group %s: kazoo's watch callbacks did not run within %.1f s; reading on", self.group,
+                      WATCH_RUN_WAIT_S)
+
     def read(self, exclude_internal_topics=True, watch=None, max_passes=5) -> "GroupSnapshot":
         zk, group = self.zk, self.group
         ids_path = paths.group_ids_path(group)
@@ -138,6 +160,7 @@ class GroupReader:
                 reads += 1
                 continue
             listed = set(children)
+            self._watches_run()
             with self._lock:
                 # members no longer listed (no read of theirs is awaited: a pass reads only listed ids)
                 self._forget(self._regs, listed)
