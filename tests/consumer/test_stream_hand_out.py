@@ -4,6 +4,7 @@ inside the hand-out leaves the in-flight flag down with nothing skipped. Every t
 C one (zkconsumer._stream, when built) and the Python one. Pure code: no services needed."""
 import queue
 import threading
+import time
 from collections import namedtuple
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from kafka.consumer.fetcher import ConsumerRecord
 
 from zkconsumer.consumer import stream as stream_module
+from zkconsumer.consumer.lease import SessionLease
 from zkconsumer.consumer.partition_info import PartitionTopicInfo
 from zkconsumer.consumer.stream import Chunk, Generation, KafkaStream, PyKafkaStream
 
@@ -131,6 +133,57 @@ def test_a_stale_lease_is_checked_before_the_next_record_of_a_chunk():
         if rec.offset == 3:
             break
     assert got == [0, 1, 2, 3] and lease.waits == 1
+
+
+class _Renewing(SessionLease):
+    """A real lease (its deadline a slot, read where the C hand-out reads it) on time.monotonic; wait_fresh counts
+    its calls and renews."""
+
+    def __init__(self):
+        super().__init__(None, 6000)
+        self.deadline, self.waits = time.monotonic() + 60.0, 0
+
+    def wait_fresh(self, abort=lambda: False, poll=0.05):
+        self.waits += 1
+        self.deadline = time.monotonic() + 60.0
+        return True
+
+
+def test_a_deadline_passed_on_the_sessions_own_clock_is_seen_at_the_next_record():
+    lease = _Renewing()
+    s, _, _ = _stream(_chunk(0, range(4)), lease=lease)
+    got = []
+    for rec in s:
+        got.append(rec.offset)
+        if rec.offset == 1:
+            lease.deadline = time.monotonic() - 0.001  # just past
+        if rec.offset == 3:
+            break
+    assert got == [0, 1, 2, 3] and lease.waits == 1
+
+
+class _Counted(PartitionTopicInfo):
+    __slots__ = ()
+
+
+def test_the_consumed_position_goes_where_the_partitions_type_says_even_when_it_changes():
+    """The hand-out writes the consumed position at the slot's place only while the type's attribute is that slot:
+    a property defined on the type later, or another type of partition, gets the write its own way."""
+    part, other = _Counted(("t", 0), "c-0"), PartitionTopicInfo(("t", 1), "c-0")
+    s, _, _ = _stream(_chunk(0, range(2), part), _chunk(0, range(5, 7), other), _chunk(0, range(10, 12), part))
+    it = iter(s)
+    assert next(it).offset == 0 and part.consumed == 1
+    seen = []
+    slot = PartitionTopicInfo.consumed
+    try:
+        _Counted.consumed = property(slot.__get__, lambda self, v: (seen.append(v), slot.__set__(self, v)))
+        assert part.consumed == 1  # a lookup on the changed type, which gives it a new version
+        assert next(it).offset == 1 and part.consumed == 2 and seen == [2]
+        assert [next(it).offset, next(it).offset] == [5, 6] and other.consumed == 7
+        assert [next(it).offset, next(it).offset] == [10, 11] and part.consumed == 12 and seen == [2, 11, 12]
+    finally:
+        del _Counted.consumed
+    assert _drain(s) == [] and part.consumed == 12
 
 
 class _FailsOn(PartitionTopicInfo):

@@ -40,6 +40,9 @@ class SessionLease:
     """``deadline`` (monotonic seconds): hand-outs are safe before it. ``+inf`` until :meth:`start` (a member not yet
     registered delivers nothing anyway), ``-inf`` after :meth:`stop`."""
 
+    # the deadline in a slot of its own: a stream's hand-out reads it there (zkconsumer/_stream.c)
+    __slots__ = ("deadline", "__dict__", "__weakref__")
+
     def __init__(self, zk: Any, session_timeout_ms: int, fraction: float = 0.6, interval_fraction: float = 0.45,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.zk = zk
