@@ -52,7 +52,23 @@ def test_a_closed_peer_is_a_connection_error_as_in_kafka_python():
         ours.close()
 
 
-def test_a_fetcher_client_reads_large_responses_whole_and_other_clients_keep_stock_reads(services, unique):
+def test_a_buffer_that_copies_once_reads_what_kafka_pythons_reads():
+    from kafka.protocol.frame import KafkaBytes
+    cls = internals._slice_once_class()
+    assert cls is not None and issubclass(cls, KafkaBytes)
+    data = bytes(range(200))
+    for at in (0, 1, 57, 199, 200, 250):
+        for n in (None, 0, 1, 3, 143, 199, 200, 400, -1, -5):
+            ours, stock = cls(len(data)), KafkaBytes(len(data))
+            for buf in (ours, stock):
+                buf.write(data)
+                buf.seek(at)
+            assert (ours.read(n), ours.tell()) == (stock.read(n), stock.tell()), (at, n)
+            assert (ours.read(7), ours.tell()) == (stock.read(7), stock.tell()), (at, n)
+
+
+def test_a_fetcher_client_reads_large_responses_whole_and_other_clients_keep_stock_reads(services, unique,
+                                                                                       monkeypatch):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition as KTP
     topic = services.create_topic(unique("socket-reads"), 2)
     n = 6000  # ~1.2 MiB of values: responses span many 256 KiB reads
@@ -64,6 +80,13 @@ def test_a_fetcher_client_reads_large_responses_whole_and_other_clients_keep_sto
         producer.flush(30)
     finally:
         producer.close()
+
+    real, buffers = internals.read_response_slices_once, []
+
+    def seeing(transport):
+        real(transport)
+        buffers.append(type(transport._protocol.parser._rbuffer).__name__)
+    monkeypatch.setattr(internals, "read_response_slices_once", seeing)
 
     def read(install):
         c = KafkaConsumer(bootstrap_servers=services.bootstrap_servers, group_id=None, enable_auto_commit=False,
@@ -91,6 +114,8 @@ def test_a_fetcher_client_reads_large_responses_whole_and_other_clients_keep_sto
     ours, patched = read(True)
     assert len(plain) == n and ours == plain
     assert patched and all(patched) and not any(untouched)
+    # responses spanning several reads were decoded from buffers that copy once
+    assert "SliceOnce" in buffers, buffers
 
 
 def test_a_reset_peer_is_one_error_line_without_a_traceback(caplog):

@@ -38,7 +38,8 @@ The record decoder (:mod:`zkconsumer.kafka.fast_records`) subclasses ``Fetcher.P
 back to kafka-python's own decoder when they are missing. A fetcher's client reads its sockets in larger pieces
 (:mod:`zkconsumer.kafka.socket_reads`) through :func:`plain_connections` (``_manager._build_transport`` and
 ``_conns``, a transport's ``_sock``) and :func:`set_socket_reader` (``KafkaTCPTransport._sock_recv``), and keeps
-kafka-python's reads when they are missing. kazoo (2.9-2.11) sends a request object only through
+kafka-python's reads when they are missing; :func:`read_response_slices_once` gives the response it is receiving
+(``transport._protocol.parser._rbuffer``, a ``KafkaBytes``) a subclass whose ``read`` copies once. kazoo (2.9-2.11) sends a request object only through
 ``KazooClient._call`` (what its ``TransactionRequest.commit_async`` does): :func:`kazoo_call` sends the one-pass
 multi-op of :mod:`zkconsumer.zookeeper.multi`, and :func:`kazoo_observe_requests` lets the bench and the tests
 count the requests a client sends. :func:`kazoo_transaction_requests` is a transaction's request list (the ZooKeeper
@@ -481,6 +482,54 @@ def set_socket_reader(transport: Any, read: Callable[[], Tuple[bytes, Any]]) -> 
     """Make a ``KafkaTCPTransport`` read its socket with ``read()`` -> (bytes read, error or None), as its own
     ``_sock_recv`` does."""
     transport._sock_recv = read
+
+
+_slice_once: Any = None
+
+
+def _slice_once_class() -> Any:
+    """kafka-python's ``KafkaBytes`` (the buffer a response is received into and decoded from) with a ``read`` that
+    copies its slice once (``KafkaBytes.read`` copies it twice: a bytearray slice, then bytes of it; a fetch
+    response's record sets are most of its bytes); None where this kafka-python's ``read`` does not answer as
+    this one does (checked once, on a buffer of both kinds)."""
+    global _slice_once
+    if _slice_once is not None:
+        return _slice_once or None
+    try:
+        from kafka.protocol.frame import KafkaBytes
+
+        class SliceOnce(KafkaBytes):  # type: ignore[misc,valid-type]
+            def read(self, nbytes: Any = None) -> bytes:
+                this: Any = self
+                start = this._idx
+                end = len(self) if nbytes is None else min(start + nbytes, len(self))
+                this._idx = end
+                with memoryview(self) as view:
+                    return bytes(view[start:end])
+
+        def reads(cls: Any) -> list:
+            buf = cls(10)
+            buf.write(b"0123456789")
+            out = []
+            for at, n in ((0, 3), (3, None), (8, 5), (4, 0), (10, 1)):
+                buf.seek(at)
+                out.append((buf.read(n), buf.tell()))
+            return out
+        ok = reads(KafkaBytes) == reads(SliceOnce) and SliceOnce(4).__class__ is SliceOnce
+        _slice_once = SliceOnce if ok else False
+    except Exception:
+        _slice_once = False
+    return _slice_once or None
+
+
+def read_response_slices_once(transport: Any) -> None:
+    """Give the response *transport*'s connection is receiving (when it has one under way) a buffer whose reads copy
+    once (:func:`_slice_once_class`): the same bytes. Nothing where this kafka-python lacks what it relies on."""
+    cls = _slice_once_class()
+    parser = getattr(getattr(transport, "_protocol", None), "parser", None)
+    buf = getattr(parser, "_rbuffer", None)
+    if cls is not None and type(buf) is cls.__bases__[0]:
+        buf.__class__ = cls
 
 
 def socket_reader_replaced(transport: Any) -> bool:

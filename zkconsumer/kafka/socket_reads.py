@@ -5,8 +5,11 @@ kafka-python's IO thread reads a plain TCP connection 4 KiB at a time (``KafkaTC
 calls and as many trips through the interpreter: about half of that thread's CPU on the fetch path. :func:`install`
 gives the connections of one ``KafkaConsumer`` — a fetcher's, never the application's or another client's — reads of
 up to :data:`READ_SIZE` bytes: the same bytes, in the same order, handed to the same protocol code, with the same
-errors (a closed socket, a failed read); only their number changes. TLS connections (``KafkaSSLTransport``) keep the
-stock reads. Where this kafka-python does not have the internals it relies on, nothing is changed.
+errors (a closed socket, a failed read); only their number changes. Before each read, a response under way (its
+first bytes came with an earlier read) gets a buffer whose reads copy once where kafka-python's copy twice (a
+bytearray slice, then bytes of it): what the response is decoded into is the same. TLS connections
+(``KafkaSSLTransport``) keep the stock reads. Where this kafka-python does not have the internals it relies on,
+nothing is changed.
 """
 import functools
 import logging
@@ -30,6 +33,8 @@ def install(consumer):
 def _sock_recv(transport, sock):
     """``KafkaTCPTransport._sock_recv`` with reads of up to READ_SIZE bytes: (the bytes read, an error or None)."""
     from kafka.errors import KafkaConnectionError
+    from .internals import read_response_slices_once
+    read_response_slices_once(transport)
     recvd = []
     err = None
     while True:
