@@ -123,7 +123,8 @@ class GroupReader:
         """Return once kazoo's watch thread has run every callback queued so far (those of the changes ZooKeeper
         sent before the answer just read), bounded by WATCH_RUN_WAIT_S; at once when called on that thread."""
         handler = getattr(self.zk, "handler", None)
-        if handler is None or not hasattr(handler, "dispatch_callback"):
+        if handler is None or not hasattr(handler, "dispatch_callback") or not getattr(handler, "running", True):
+            # no watch thread (a client stopped: its callbacks are dropped)
             return
         if threading.current_thread() in getattr(handler, "_workers", ()):
             return
