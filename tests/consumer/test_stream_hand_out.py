@@ -186,6 +186,23 @@ def test_the_consumed_position_goes_where_the_partitions_type_says_even_when_it_
     assert _drain(s) == [] and part.consumed == 12
 
 
+class _Foreign:
+    """A partition-like object carrying PartitionTopicInfo's slot descriptor without being one: the descriptor
+    refuses it, and so must the hand-out (it must not write at another class's offset)."""
+
+    __slots__ = ("tp",)
+    consumed = PartitionTopicInfo.consumed
+
+    def __init__(self, tp):
+        self.tp = tp
+
+
+def test_a_slot_descriptor_of_another_class_is_refused_as_python_refuses_it():
+    s, _, _ = _stream(_chunk(0, range(2), _Foreign(("t", 0))))
+    with pytest.raises(TypeError, match="doesn't apply"):
+        next(iter(s))
+
+
 class _FailsOn(PartitionTopicInfo):
     """Recording the consumed position *offset* + 1 raises once (as an asynchronous exception could)."""
 
