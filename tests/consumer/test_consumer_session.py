@@ -9,6 +9,7 @@ second client to the session, without closing it, does not expire it — the two
 from each other, the first flapping SUSPENDED/CONNECTED.
 """
 import logging
+import threading
 import time
 
 import pytest
@@ -175,11 +176,49 @@ def test_duplicate_consumer_id_is_refused(services, zk, unique, conns, caplog):
     assert owners(zk, g, [t]) == {(t, 0): g + "_same-0", (t, 1): g + "_same-0"}
 
 
+@pytest.mark.parametrize("earlier_info", [True, False], ids=["earlier-zkconsumer", "earlier-jvm"])
+def test_a_member_waiting_for_its_id_never_stands_for_the_session_holding_it(services, zk, unique, conns,
+                                                                          earlier_info):
+    """A member restarted under its consumer.id finds its registration still held by another session: an earlier
+    session of its own, not expired yet (its info node beside it, or none: a JVM member with that id). While it
+    waits, the info node is the other session's or absent, never this member's (standing for a JVM member, it would
+    turn every leave grace in the group on beside a member that knows nothing of it). Once the other session is
+    gone, the member registers with an info node of its own."""
+    from zkconsumer.core.layout import codecs
+    from zkconsumer.zookeeper import client as zkmod
+    g, t = unique("g"), unique("t")
+    services.create_topic(t, 2)
+    reg_path, info_path = paths.consumer_registration_path(g, g + "_again"), paths.member_info_path(g, g + "_again")
+    earlier = zkmod.connect(services.zookeeper_connect)
+    try:
+        earlier.create(reg_path, codecs.encode_consumer_registration(codecs.ConsumerRegistration.static({t: 1})),
+                       ephemeral=True, makepath=True)
+        if earlier_info:
+            earlier.create(info_path, b"the earlier session's", ephemeral=True, makepath=True)
+        member = connector(services, g, **{"consumer.id": "again"})
+        conns.append(member)
+        started = []
+        threading.Thread(target=lambda: started.append(member.create_message_streams({t: 1})), daemon=True).start()
+        owners_seen = set()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 2.5:  # the member waits (up to 2 session timeouts) for the registration
+            stat = zk.exists(info_path)
+            owners_seen.add(stat.ephemeralOwner if stat is not None else None)
+            time.sleep(0.02)
+        assert zk.exists(reg_path).ephemeralOwner == earlier.client_id[0]
+        assert owners_seen == {earlier.client_id[0] if earlier_info else None}, owners_seen
+    finally:
+        zkmod.close(earlier)
+    wait_until(lambda: started and len(member.owned_partitions()) == 2, 20,
+               message="the member registers once the earlier session is gone")
+    assert zk.exists(reg_path).ephemeralOwner == member.zk.client_id[0]
+    assert zk.exists(info_path).ephemeralOwner == member.zk.client_id[0]
+
+
 def test_an_earlier_sessions_member_info_is_replaced_at_registration(services, zk, unique, conns):
     """A member restarted under its consumer.id before its earlier session expired finds that session's member info
-    node (here: the earlier session deleted its registration and died before its info node went). The node is left
-    while the registration is made, then replaced in one multi-op: the member ends with a node of its own."""
-    from zkconsumer.consumer.registration import publish_member_info
+    node (here: the earlier session deleted its registration and died before its info node went). The registration
+    is made alone, then the node replaced in one multi-op: the member ends with a node of its own."""
     from zkconsumer.zookeeper import client as zkmod
     g, t = unique("g"), unique("t")
     services.create_topic(t, 2)
@@ -194,8 +233,5 @@ def test_an_earlier_sessions_member_info_is_replaced_at_registration(services, z
         stat = zk.exists(info_path)
         assert stat is not None and stat.ephemeralOwner == first.zk.client_id[0]
         assert zk.get(info_path)[0] != b"the earlier session's"
-        # without *replace*, another session's node is left alone
-        assert publish_member_info(earlier, g, g + "_again", first.rebalancer.c.member_info, replace=False) is None
-        assert zk.exists(info_path).ephemeralOwner == first.zk.client_id[0]
     finally:
         zkmod.close(earlier)

@@ -132,9 +132,10 @@ def test_grace_needs_an_explicit_consumer_id(services, unique):
 
 def test_a_joiner_is_never_listed_without_its_member_info(services, unique, conns, monkeypatch):
     """A member listed before its member info node exists looks like a JVM member: every member reading the group
-    meanwhile turns the leave grace off and hands a ghost's partitions out. The joiner's info node is slowed down
-    here (1 s) to hold that moment open if it exists. b, ghost c and joiner a on 6 partitions: with the ghost b
-    goes from 0-2 to 2-3; without it, b would take 3-5 (the ghost's) first."""
+    meanwhile turns the leave grace off and hands a ghost's partitions out. Publishing an info node is slowed down
+    here (1 s) to hold that moment open if the joiner's comes after its registration (it comes with it, in one
+    multi-op). b, ghost c and joiner a on 6 partitions: with the ghost b goes from 0-2 to 2-3; without it, b would
+    take 3-5 (the ghost's) first."""
     g, t = unique("lgn"), services.create_topic(unique("lgn"), 6)
     listeners, collectors, members = {}, {}, {}
     for cid in "bc":

@@ -74,7 +74,8 @@ class GroupReader:
     kazoo runs watch callbacks on a thread of their own: a node's change can have reached this client before the
     member list's answer while its watch callback, which drops the cached entry, has not run yet. Each pass waits
     for that thread to run the callbacks queued before the answer (:meth:`_watches_run`) and only then takes the
-    cached entries, so a pass never uses an entry ZooKeeper had told it was stale.
+    cached entries, so a pass does not use an entry ZooKeeper had told it was stale (unless that thread is stuck for
+    longer than ``WATCH_RUN_WAIT_S``: logged, and the callbacks, when they run, start another pass).
 
     A watch can fire between ZooKeeper's answer to a read and the moment the answer is stored (the node changed
     right after it was read): the answer is then stale and no watch is left on the node. Each entry has a change
@@ -131,8 +132,9 @@ class GroupReader:
         done = threading.Event()
         handler.dispatch_callback(Callback("watch", done.set, ()))
         if not done.wait(WATCH_RUN_WAIT_S):
-            log.debug("group %s: kazoo's watch callbacks did not run within %.1f s; reading on", self.group,
-                      WATCH_RUN_WAIT_S)
+            log.warning("group %s: kazoo's watch thread did not run the callbacks queued before the group's member "
+                        "list within %.1f s (a watch callback that blocks?); this pass may use a registration that "
+                        "changed meanwhile, and the next one reads it again", self.group, WATCH_RUN_WAIT_S)
 
     def read(self, exclude_internal_topics=True, watch=None, max_passes=5) -> "GroupSnapshot":
         zk, group = self.zk, self.group
@@ -173,8 +175,8 @@ class GroupReader:
                 tokens = {cid: self._token(self._regs, cid) for cid in missing}
             asyncs = {cid: zk.get_async(ids_path + "/" + cid, watch=self._dropper(self._regs, cid))
                       for cid in missing}
-            # members in their leave grace: read against the list (every listed member has an info node; a marker
-            # of a member not listed is a ghost), so before the check below
+            # members in their leave grace: read against the list (ghosts count while every listed member has an
+            # info node; a marker of a member not listed is a ghost), so before the check below
             ghost_reads = [0]
             ghosts, ghost_expiry = read_ghosts(zk, group, listed, watch=watch, names_async=leaving_async,
                                                reads=ghost_reads)

@@ -59,7 +59,7 @@ from . import ownership
 from .group_view import GroupReader
 from .partition_info import OwnedThreads, PartitionTopicInfo
 from .leave_grace import withdraw_leave
-from .registration import publish_member_info, register, withdraw_member_info
+from .registration import publish_member_info, register
 
 if TYPE_CHECKING:
     from .member import Member
@@ -377,21 +377,15 @@ class Rebalancer(threading.Thread):
             if self._registered_once:
                 c.recheck_join_guards()
             sent = c.lease.clock()
-            # the member info node first: listed without one, this member would turn every leave grace off
-            published = []
-            try:
-                session = register(self.zk, self.group, self.consumer_id, c.registration,
-                                   wait_timeout=self.config.zookeeper_session_timeout_ms / 1000.0 * 2,
-                                   prepare=lambda: published.append(publish_member_info(
-                                       self.zk, self.group, self.consumer_id, c.member_info, replace=False)))
-            except RegistrationConflictError:
-                # the id is another live process's: our info node must not stand for it
-                if any(p is not None for p in published):
-                    withdraw_member_info(self.zk, self.group, self.consumer_id)
-                raise
+            # the member info node with the registration: listed without one, this member would turn every leave
+            # grace off
+            made: list = []
+            session = register(self.zk, self.group, self.consumer_id, c.registration,
+                               wait_timeout=self.config.zookeeper_session_timeout_ms / 1000.0 * 2,
+                               info=c.member_info, made=made)
             self._registered_session = session
-            if not published or published[-1] != session:
-                # an earlier session's node was there (replaced in one multi-op), or the session changed
+            if not (made and made[-1]):
+                # an earlier session's was there (replaced in one multi-op), or it could not be made with it
                 publish_member_info(self.zk, self.group, self.consumer_id, c.member_info)
             # back: no more ghost of us
             withdraw_leave(self.zk, self.group, self.consumer_id)

@@ -14,7 +14,7 @@ and zkmigrate).
 import logging
 import threading
 import time
-from typing import Callable, Dict, Optional
+from typing import Dict, List, Optional
 
 from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 
@@ -25,21 +25,29 @@ from ..core.layout.member_info import MemberInfo, decode_member_info
 log = logging.getLogger(__name__)
 
 
-def register(zk, group, consumer_id, registration, wait_timeout,
-             prepare: Optional[Callable[[], None]] = None) -> int:
+def register(zk, group, consumer_id, registration, wait_timeout, info: Optional[MemberInfo] = None,
+             made: Optional[List[bool]] = None) -> int:
     """Create the registration node; return the id of the ZooKeeper session it belongs to (the client's own
     ``client_id`` may name another one by then, or none while kazoo is disconnected). Raises
-    RegistrationConflictError if another session keeps it for longer than wait_timeout. *prepare* runs before
-    every attempt to create it (the member info node, which must exist before the registration does)."""
+    RegistrationConflictError if another session keeps it for longer than wait_timeout.
+
+    With *info*, the member info node is created with it in one multi-op: listed without one, a member counts as a
+    JVM member and turns every member's leave grace off (:func:`~.leave_grace.read_ghosts`), and made before it,
+    it would stand for whichever session holds the registration meanwhile (a JVM member with the same id). When
+    the info node cannot come with it (an earlier session's is still there, or no right to create it) the
+    registration is created alone: *made* (a list) gets True when the info node came with it, else False, and the
+    caller publishes it (:func:`publish_member_info`)."""
+    from ..core.layout.member_info import encode_member_info
     path = paths.consumer_registration_path(group, consumer_id)
     data = codecs.encode_consumer_registration(registration)
+    info_data = encode_member_info(info) if info is not None else None
     deadline = time.monotonic() + wait_timeout
     while True:
-        if prepare is not None:
-            prepare()
         before = zk.client_id
         try:
-            zk.create(path, data, ephemeral=True, makepath=True)
+            both = info_data is not None and _create_with_info(zk, group, consumer_id, path, data, info_data)
+            if not both:
+                zk.create(path, data, ephemeral=True, makepath=True)
             after = zk.client_id
             if before is not None and after is not None and before[0] == after[0]:
                 session = before[0]
@@ -50,6 +58,8 @@ def register(zk, group, consumer_id, registration, wait_timeout,
                     # gone with the session that created it
                     continue
                 session = stat.ephemeralOwner
+            if made is not None:
+                made.append(both)
             log.info("registered consumer %s in %s (session 0x%x)", consumer_id, path, session)
             return session
         except NodeExistsError:
@@ -69,18 +79,64 @@ def register(zk, group, consumer_id, registration, wait_timeout,
         if cid is not None and stat.ephemeralOwner == cid[0]:
             if current != data:
                 zk.set(path, data, version=stat.version)
+            if made is not None:
+                # a create retried after its answer was lost: the info node came with it, or was not asked for
+                info_stat = zk.exists(paths.member_info_path(group, consumer_id)) if info_data is not None else None
+                made.append(info_stat is not None and info_stat.ephemeralOwner == cid[0])
             log.info("registration %s already belongs to this session", path)
             return stat.ephemeralOwner
+        log.info("registration %s is held by session 0x%x (an earlier session of ours not yet expired, or a "
+                 "duplicate consumer.id); waiting up to %.1f s for it to go", path, stat.ephemeralOwner,
+                 max(0.0, deadline - time.monotonic()))
+        _wait_gone(zk, path, stat, deadline, consumer_id)
+
+
+def _create_with_info(zk, group, consumer_id, path, data, info_data) -> bool:
+    """Create the member info node and the registration at *path* in one multi-op: True when both were made; False
+    when the info node could not be (it exists, no right to create it: nothing was made); the registration's own
+    error (NodeExistsError, NoAuthError, ...) is raised. Their directories are made when missing."""
+    from kazoo.exceptions import RolledBackError, RuntimeInconsistency
+    info_path = paths.member_info_path(group, consumer_id)
+    for attempt in range(2):
+        tx = zk.transaction()
+        tx.create(info_path, info_data, ephemeral=True)
+        tx.create(path, data, ephemeral=True)
+        results = tx.commit()
+        failed = [(k, r) for k, r in enumerate(results) if isinstance(r, Exception)
+                  and not isinstance(r, (RolledBackError, RuntimeInconsistency))]
+        if not failed:
+            return True
+        k, error = failed[0]
+        if isinstance(error, NoNodeError) and attempt == 0:
+            # the group's first member: its directories
+            zk.ensure_path(paths.group_ids_path(group))
+            zk.ensure_path(paths.group_member_info_dir(group))
+            continue
+        if k == 1:
+            raise error
+        log.debug("member info %s not created with the registration: %r", info_path, error)
+        return False
+    return False
+
+
+def _wait_gone(zk, path, stat, deadline, consumer_id) -> None:
+    """Return once the registration at *path* (*stat*: another session's) is gone or ours; RegistrationConflictError
+    when another session still holds it at *deadline*."""
+    gone = threading.Event()
+    # one watcher for every check of this wait (kazoo keeps each distinct callable)
+    watcher = lambda event: gone.set()  # noqa: E731
+    while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise RegistrationConflictError(
                 "consumer id %s is already registered at %s by another live ZooKeeper session (0x%x); is another "
                 "process running with the same consumer.id?" % (consumer_id, path, stat.ephemeralOwner))
-        log.info("registration %s is held by session 0x%x (an earlier session of ours not yet expired, or a "
-                 "duplicate consumer.id); waiting up to %.1f s for it to go", path, stat.ephemeralOwner, remaining)
-        gone = threading.Event()
-        if zk.exists(path, watch=lambda event: gone.set()) is None:
-            continue
+        gone.clear()
+        current = zk.exists(path, watch=watcher)
+        cid = zk.client_id
+        if current is None or (cid is not None and current.ephemeralOwner == cid[0]):
+            return
+        stat = current
         gone.wait(min(remaining, 1.0))
 
 
@@ -113,41 +169,50 @@ def deregister_first(zk, group, consumer_id) -> bool:
     return True
 
 
-def publish_member_info(zk, group, consumer_id, info, replace: bool = True) -> Optional[int]:
-    """Create (or update) our member info node beside the registration: ephemeral, so it goes with the session.
-    Return the id of the session it is ours under, or None when it is not (yet) ours.
+def publish_member_info(zk, group, consumer_id, info) -> Optional[int]:
+    """Create (or update) our member info node beside the registration, when :func:`register` could not make it
+    with the registration: ephemeral, so it goes with the session. Return the id of the session it is ours under,
+    or None when it could not be made ours.
 
-    Published before the registration: a member listed without one counts as a JVM member, which turns every
-    member's leave grace off (:func:`~.leave_grace.read_ghosts`). A node of another session (an earlier session
-    of ours not yet expired, or a process with the same ``consumer.id``) is replaced only with *replace*, in one
-    multi-op (deleted and created together: the registration beside it is never listed without one), else left
-    (None). Best effort: a member that cannot write it still consumes (tools then show it as unknown)."""
+    A node of another session (an earlier session of ours not yet expired) is replaced in one multi-op (deleted and
+    created together: the registration beside it is never listed without one: a member listed without one counts
+    as a JVM member, which turns every member's leave grace off). Best effort: a member that cannot write it still
+    consumes (tools then show it as unknown; logged as a warning)."""
+    from kazoo.exceptions import BadVersionError, RolledBackError, RuntimeInconsistency
     from ..core.layout.member_info import encode_member_info
     path = paths.member_info_path(group, consumer_id)
     data = encode_member_info(info)
     try:
-        try:
+        # a few turns: the node may come or go between the reads and the writes
+        for _ in range(3):
+            try:
+                before = zk.client_id
+                zk.create(path, data, ephemeral=True, makepath=True)
+                return _same_session(before, zk.client_id)
+            except NodeExistsError:
+                pass
+            try:
+                current, stat = zk.get(path)
+            except NoNodeError:
+                continue
+            cid = zk.client_id
+            if cid is not None and stat.ephemeralOwner == cid[0]:
+                if current != data:
+                    zk.set(path, data, version=stat.version)
+                return cid[0]
+            tx = zk.transaction()
+            tx.delete(path, version=stat.version)
+            tx.create(path, data, ephemeral=True)
             before = zk.client_id
-            zk.create(path, data, ephemeral=True, makepath=True)
-            return _same_session(before, zk.client_id)
-        except NodeExistsError:
-            pass
-        current, stat = zk.get(path)
-        cid = zk.client_id
-        if cid is not None and stat.ephemeralOwner == cid[0]:
-            if current != data:
-                zk.set(path, data, version=stat.version)
-            return cid[0]
-        if not replace:
-            return None
-        tx = zk.transaction()
-        tx.delete(path, version=stat.version)
-        tx.create(path, data, ephemeral=True)
-        before = zk.client_id
-        failed = [r for r in tx.commit() if isinstance(r, Exception)]
-        if failed:
-            raise failed[0]
-        return _same_session(before, zk.client_id)
+            results = tx.commit()
+            # the operation that failed (the others say they were rolled back or not run with it)
+            failed = [r for r in results if isinstance(r, Exception)
+                      and not isinstance(r, (RolledBackError, RuntimeInconsistency))]
+            if not failed:
+                return _same_session(before, zk.client_id)
+            if not isinstance(failed[0], (NoNodeError, BadVersionError, NodeExistsError)):
+                raise failed[0]
+        raise RuntimeError("it kept changing under us")
     except Exception as e:
         # e.g. no permission under a shared /consumers
         log.warning("could not publish member info %s: %r (tools will show this member as unknown)", path, e)

@@ -131,10 +131,12 @@ def leave_group(member: Member, budget: ShutdownBudget, leave_grace: bool = True
                         lambda: announce_leave(member.zk, member.group, member.consumer_id,
                                                member.registration, member.config.rebalance_leave_grace_ms),
                         budget.left())
-            bounded("releasing owner nodes and the registration",
-                    lambda: release_and_deregister(member.zk, member.group, leaving, reg_path), budget.left())
-            bounded("withdrawing the member info node",
-                    lambda: withdraw_member_info(member.zk, member.group, member.consumer_id), budget.left())
+            # the info node after the registration (listed without one, a member looks like a JVM member): when
+            # the registration's deletion did not finish, both go with the session
+            if bounded("releasing owner nodes and the registration",
+                       lambda: release_and_deregister(member.zk, member.group, leaving, reg_path), budget.left()):
+                bounded("withdrawing the member info node",
+                        lambda: withdraw_member_info(member.zk, member.group, member.consumer_id), budget.left())
         else:
             log.warning("shutdown: ZooKeeper is unreachable: the owner nodes and the registration vanish "
                         "when the session expires (zookeeper.session.timeout.ms)")
