@@ -235,3 +235,65 @@ def test_an_earlier_sessions_member_info_is_replaced_at_registration(services, z
         assert zk.get(info_path)[0] != b"the earlier session's"
     finally:
         zkmod.close(earlier)
+
+
+def test_a_group_refusing_the_info_nodes_directory_still_registers_and_consumes(services, zk, unique, conns,
+                                                                              caplog):
+    """An administrator's ACL on /consumers/G that refuses CREATE (its ids, owners and offsets directories made
+    beforehand, open): the member info node's directory cannot be made, so the registration is made alone and the
+    member consumes, with one warning that its info node could not be published (not the cutover fence's error)."""
+    from kazoo.security import ACL, Id, OPEN_ACL_UNSAFE, Permissions
+    g, t = unique("g"), unique("t")
+    services.create_topic(t, 2)
+    for path in (paths.group_ids_path(g), "/consumers/%s/owners" % g, "/consumers/%s/offsets" % g):
+        zk.ensure_path(path)
+    zk.set_acls("/consumers/" + g, [ACL(Permissions.ALL & ~Permissions.CREATE, Id("world", "anyone"))])
+    try:
+        caplog.set_level(logging.WARNING, logger="zkconsumer.consumer.registration")
+        member = connector(services, g)
+        conns.append(member)
+        member.create_message_streams({t: 1})
+        wait_until(lambda: len(member.owned_partitions()) == 2, 20, message="the member owns the topic")
+        assert zk.exists(paths.consumer_registration_path(g, member.consumer_id)) is not None
+        assert zk.exists(paths.member_info_path(g, member.consumer_id)) is None
+        assert "could not publish member info" in caplog.text
+    finally:
+        zk.set_acls("/consumers/" + g, OPEN_ACL_UNSAFE)
+
+
+def test_an_info_node_of_ours_does_not_stand_for_another_session_that_took_our_id(services, zk, unique, conns,
+                                                                                 monkeypatch):
+    """Our registration is deleted out of band, and as we register again another session (a JVM member with the
+    same id) gets there first: our info node, left from before, goes while we wait for the id, so it does not
+    stand for that member."""
+    from zkconsumer.consumer import registration
+    from zkconsumer.core.layout import codecs
+    from zkconsumer.zookeeper import client as zkmod
+    g, t = unique("g"), unique("t")
+    services.create_topic(t, 2)
+    member = connector(services, g, **{"consumer.id": "taken"})
+    conns.append(member)
+    member.create_message_streams({t: 1})
+    wait_until(lambda: len(member.owned_partitions()) == 2, 20, message="the member owns the topic")
+    reg_path, info_path = paths.consumer_registration_path(g, g + "_taken"), paths.member_info_path(g, g + "_taken")
+    assert zk.exists(info_path).ephemeralOwner == member.zk.client_id[0]
+    jvm = zkmod.connect(services.zookeeper_connect)
+    real, taken = registration._create_with_info, []
+
+    def jvm_first(*args):
+        if not taken:
+            taken.append(jvm.create(reg_path, codecs.encode_consumer_registration(
+                codecs.ConsumerRegistration.static({t: 1})), ephemeral=True))
+        return real(*args)
+    monkeypatch.setattr(registration, "_create_with_info", jvm_first)
+    try:
+        zk.delete(reg_path)  # out of band: the member registers again
+        # at once, not when the wait for the id gives up (2 session timeouts: 8 s)
+        wait_until(lambda: taken and zk.exists(info_path) is None, 3,
+                   message="our info node withdrawn while another session holds our id")
+        assert zk.exists(reg_path).ephemeralOwner == jvm.client_id[0]
+    finally:
+        zkmod.close(jvm)
+    wait_until(lambda: zk.exists(info_path) is not None
+               and zk.exists(info_path).ephemeralOwner == member.zk.client_id[0], 20,
+               message="registered again with its info node once the other session is gone")

@@ -131,7 +131,7 @@ class GroupReader:
             return
         done = threading.Event()
         handler.dispatch_callback(Callback("watch", done.set, ()))
-        if not done.wait(WATCH_RUN_WAIT_S):
+        if not done.wait(WATCH_RUN_WAIT_S) and getattr(handler, "running", True):
             log.warning("group %s: kazoo's watch thread did not run the callbacks queued before the group's member "
                         "list within %.1f s (a watch callback that blocks?); this pass may use a registration that "
                         "changed meanwhile, and the next one reads it again", self.group, WATCH_RUN_WAIT_S)

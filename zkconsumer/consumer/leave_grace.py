@@ -11,9 +11,9 @@ notice deletes the expired marker and the group rebalances as usual (each member
 marker's expiry).
 
 The rule is decided from ZooKeeper alone, so every member agrees: ghosts count only while every live member is a
-zkconsumer member (has a member info node). A zkconsumer member writes its info node before its registration
-and deletes it after (unless writing it failed, e.g. without permission under a shared ``/consumers``), so it is
-not listed without one. JVM members know nothing of ghosts: with one of them in
+zkconsumer member (has a member info node). A zkconsumer member writes its info node with its registration (one
+multi-op; after it only when that cannot be: an earlier session's node still there, the first zkconsumer member
+of a group, no permission under a shared ``/consumers``) and deletes it after, so it is not listed without one. JVM members know nothing of ghosts: with one of them in
 the group, markers are ignored (the legacy behaviour). Expiry compares the marker's ``ctime`` (the ZooKeeper server's clock)
 with the member's wall clock: members' clocks must be within a fraction of the grace of ZooKeeper's.
 

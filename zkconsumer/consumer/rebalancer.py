@@ -59,7 +59,7 @@ from . import ownership
 from .group_view import GroupReader
 from .partition_info import OwnedThreads, PartitionTopicInfo
 from .leave_grace import withdraw_leave
-from .registration import publish_member_info, register
+from .registration import publish_member_info, register, withdraw_member_info
 
 if TYPE_CHECKING:
     from .member import Member
@@ -380,9 +380,14 @@ class Rebalancer(threading.Thread):
             # the member info node with the registration: listed without one, this member would turn every leave
             # grace off
             made: list = []
-            session = register(self.zk, self.group, self.consumer_id, c.registration,
-                               wait_timeout=self.config.zookeeper_session_timeout_ms / 1000.0 * 2,
-                               info=c.member_info, made=made)
+            try:
+                session = register(self.zk, self.group, self.consumer_id, c.registration,
+                                   wait_timeout=self.config.zookeeper_session_timeout_ms / 1000.0 * 2,
+                                   info=c.member_info, made=made)
+            except RegistrationConflictError:
+                # the id is another session's: an info node of ours must not stand for it
+                withdraw_member_info(self.zk, self.group, self.consumer_id)
+                raise
             self._registered_session = session
             if not (made and made[-1]):
                 # an earlier session's was there (replaced in one multi-op), or it could not be made with it

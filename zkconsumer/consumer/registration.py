@@ -34,8 +34,8 @@ def register(zk, group, consumer_id, registration, wait_timeout, info: Optional[
     With *info*, the member info node is created with it in one multi-op: listed without one, a member counts as a
     JVM member and turns every member's leave grace off (:func:`~.leave_grace.read_ghosts`), and made before it,
     it would stand for whichever session holds the registration meanwhile (a JVM member with the same id). When
-    the info node cannot come with it (an earlier session's is still there, or no right to create it) the
-    registration is created alone: *made* (a list) gets True when the info node came with it, else False, and the
+    the info node cannot come with it (an earlier session's is still there, its directory is missing, or no right
+    to create it) the registration is created alone: *made* (a list) gets True when the info node came with it, else False, and the
     caller publishes it (:func:`publish_member_info`)."""
     from ..core.layout.member_info import encode_member_info
     path = paths.consumer_registration_path(group, consumer_id)
@@ -85,6 +85,10 @@ def register(zk, group, consumer_id, registration, wait_timeout, info: Optional[
                 made.append(info_stat is not None and info_stat.ephemeralOwner == cid[0])
             log.info("registration %s already belongs to this session", path)
             return stat.ephemeralOwner
+        if info_data is not None:
+            # an info node of ours (left from before a registration deleted out of band) must not stand for the
+            # session that holds the id now
+            withdraw_member_info(zk, group, consumer_id)
         log.info("registration %s is held by session 0x%x (an earlier session of ours not yet expired, or a "
                  "duplicate consumer.id); waiting up to %.1f s for it to go", path, stat.ephemeralOwner,
                  max(0.0, deadline - time.monotonic()))
@@ -93,8 +97,10 @@ def register(zk, group, consumer_id, registration, wait_timeout, info: Optional[
 
 def _create_with_info(zk, group, consumer_id, path, data, info_data) -> bool:
     """Create the member info node and the registration at *path* in one multi-op: True when both were made; False
-    when the info node could not be (it exists, no right to create it: nothing was made); the registration's own
-    error (NodeExistsError, NoAuthError, ...) is raised. Their directories are made when missing."""
+    when the info node could not be (it exists, its directory is missing, no right to create it: nothing was made);
+    the registration's own error (NodeExistsError, NoAuthError, ...) is raised. The member list's directory is made
+    again when missing; the info node's is left to :func:`publish_member_info`, after the registration (made
+    first, it would be made in a group whose member list is fenced)."""
     from kazoo.exceptions import RolledBackError, RuntimeInconsistency
     info_path = paths.member_info_path(group, consumer_id)
     for attempt in range(2):
@@ -102,18 +108,21 @@ def _create_with_info(zk, group, consumer_id, path, data, info_data) -> bool:
         tx.create(info_path, info_data, ephemeral=True)
         tx.create(path, data, ephemeral=True)
         results = tx.commit()
-        failed = [(k, r) for k, r in enumerate(results) if isinstance(r, Exception)
-                  and not isinstance(r, (RolledBackError, RuntimeInconsistency))]
-        if not failed:
+        errors = [(k, r) for k, r in enumerate(results) if isinstance(r, Exception)]
+        if not errors:
             return True
-        k, error = failed[0]
-        if isinstance(error, NoNodeError) and attempt == 0:
-            # the group's first member: its directories
-            zk.ensure_path(paths.group_ids_path(group))
-            zk.ensure_path(paths.group_member_info_dir(group))
-            continue
+        # the operation that failed (the others say they were rolled back with it, or not run)
+        failed = [(k, r) for k, r in errors if not isinstance(r, (RolledBackError, RuntimeInconsistency))]
+        k, error = failed[0] if failed else errors[0]
         if k == 1:
+            if isinstance(error, NoNodeError) and attempt == 0:
+                # the member list was removed when empty (a tool's cleanup): made again
+                zk.ensure_path(paths.group_ids_path(group))
+                continue
             raise error
+        # the info node could not be made (an earlier session's is there; its directory is missing: no zkconsumer
+        # member came before, or made in a fenced group it must not be; no right to make it): the registration is
+        # made alone and the node published after
         log.debug("member info %s not created with the registration: %r", info_path, error)
         return False
     return False
@@ -205,11 +214,11 @@ def publish_member_info(zk, group, consumer_id, info) -> Optional[int]:
             tx.create(path, data, ephemeral=True)
             before = zk.client_id
             results = tx.commit()
-            # the operation that failed (the others say they were rolled back or not run with it)
-            failed = [r for r in results if isinstance(r, Exception)
-                      and not isinstance(r, (RolledBackError, RuntimeInconsistency))]
-            if not failed:
+            errors = [r for r in results if isinstance(r, Exception)]
+            if not errors:
                 return _same_session(before, zk.client_id)
+            # the operation that failed (the others say they were rolled back or not run with it)
+            failed = [r for r in errors if not isinstance(r, (RolledBackError, RuntimeInconsistency))] or errors
             if not isinstance(failed[0], (NoNodeError, BadVersionError, NodeExistsError)):
                 raise failed[0]
         raise RuntimeError("it kept changing under us")

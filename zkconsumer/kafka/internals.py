@@ -489,8 +489,8 @@ _slice_once: Any = None
 
 def _slice_once_class() -> Any:
     """kafka-python's ``KafkaBytes`` (the buffer a response is received into and decoded from) with a ``read`` that
-    copies its slice once (``KafkaBytes.read`` copies it twice: a bytearray slice, then bytes of it; a fetch
-    response's record sets are most of its bytes); None where this kafka-python's ``read`` does not answer as
+    copies its slice once (``KafkaBytes.read`` copies it twice: a bytearray slice, then bytes of it; kafka-python
+    3.0 reads a response's whole body so, a fetch response's record sets being most of it); None where this kafka-python's ``read`` does not answer as
     this one does (checked once, on a buffer of both kinds)."""
     global _slice_once
     if _slice_once is not None:
@@ -515,7 +515,9 @@ def _slice_once_class() -> Any:
                 buf.seek(at)
                 out.append((buf.read(n), buf.tell()))
             return out
-        ok = reads(KafkaBytes) == reads(SliceOnce) and SliceOnce(4).__class__ is SliceOnce
+        swapped = KafkaBytes(4)
+        swapped.__class__ = SliceOnce  # what read_response_slices_once does (a layout that differs refuses it)
+        ok = reads(KafkaBytes) == reads(SliceOnce) and type(swapped) is SliceOnce
         _slice_once = SliceOnce if ok else False
     except Exception:
         _slice_once = False
@@ -529,7 +531,11 @@ def read_response_slices_once(transport: Any) -> None:
     parser = getattr(getattr(transport, "_protocol", None), "parser", None)
     buf = getattr(parser, "_rbuffer", None)
     if cls is not None and type(buf) is cls.__bases__[0]:
-        buf.__class__ = cls
+        try:
+            buf.__class__ = cls
+        except TypeError:
+            global _slice_once
+            _slice_once = False
 
 
 def socket_reader_replaced(transport: Any) -> bool:

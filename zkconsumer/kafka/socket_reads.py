@@ -7,7 +7,8 @@ gives the connections of one ``KafkaConsumer`` — a fetcher's, never the applic
 up to :data:`READ_SIZE` bytes: the same bytes, in the same order, handed to the same protocol code, with the same
 errors (a closed socket, a failed read); only their number changes. Before each read, a response under way (its
 first bytes came with an earlier read) gets a buffer whose reads copy once where kafka-python's copy twice (a
-bytearray slice, then bytes of it): what the response is decoded into is the same. TLS connections
+bytearray slice, then bytes of it; kafka-python 3.0 reads a response's whole body so): what the response is
+decoded from is the same. TLS connections
 (``KafkaSSLTransport``) keep the stock reads. Where this kafka-python does not have the internals it relies on,
 nothing is changed.
 """
