@@ -289,7 +289,7 @@ def test_an_info_node_of_ours_does_not_stand_for_another_session_that_took_our_i
     try:
         zk.delete(reg_path)  # out of band: the member registers again
         # at once, not when the wait for the id gives up (2 session timeouts: 8 s)
-        wait_until(lambda: taken and zk.exists(info_path) is None, 3,
+        wait_until(lambda: taken and zk.exists(info_path) is None, 6,
                    message="our info node withdrawn while another session holds our id")
         assert zk.exists(reg_path).ephemeralOwner == jvm.client_id[0]
     finally:
@@ -297,3 +297,25 @@ def test_an_info_node_of_ours_does_not_stand_for_another_session_that_took_our_i
     wait_until(lambda: zk.exists(info_path) is not None
                and zk.exists(info_path).ephemeralOwner == member.zk.client_id[0], 20,
                message="registered again with its info node once the other session is gone")
+
+
+def test_the_first_member_of_a_group_makes_its_info_node_with_its_registration(services, zk, unique, conns,
+                                                                               monkeypatch):
+    """A group's first zkconsumer member finds no directory for member info nodes: the directories come in the same
+    multi-op as its info node and registration (leave markers can exist in a group whose members directory a tool
+    removed, and a member listed without its info node turns every leave grace off), so nothing is published
+    after the registration."""
+    from zkconsumer.consumer import rebalancer as rebalancer_module
+    g, t = unique("g"), unique("t")
+    services.create_topic(t, 2)
+    zk.ensure_path(paths.group_leaving_dir(g))  # a marker's directory, no members directory
+    assert zk.exists(paths.group_member_info_dir(g)) is None
+    real, published = rebalancer_module.publish_member_info, []
+    monkeypatch.setattr(rebalancer_module, "publish_member_info",
+                        lambda *a, **k: (published.append(a[2]), real(*a, **k))[1])
+    member = connector(services, g)
+    conns.append(member)
+    member.create_message_streams({t: 1})
+    wait_until(lambda: len(member.owned_partitions()) == 2, 20, message="the member owns the topic")
+    assert zk.exists(paths.member_info_path(g, member.consumer_id)).ephemeralOwner == member.zk.client_id[0]
+    assert published == [], "the info node was published after the registration"

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import Dict, Hashable, List, Optional, Set
 
 from kazoo.exceptions import NoNodeError
-from kazoo.protocol.states import Callback
 
 from ..errors import InvalidNameError, RebalanceError, ZnodeFormatError
 from ..core.layout import codecs, paths
 from ..core.layout.names import validate_topic
 from ..core.subscription.topic_count import UnusableRegistration, merge_thread_ids, thread_ids_per_topic
+from ..kafka.internals import kazoo_watch_callbacks_run
 from .leave_grace import read_ghosts
 
 log = logging.getLogger(__name__)
@@ -123,15 +123,7 @@ class GroupReader:
     def _watches_run(self) -> None:
         """Return once kazoo's watch thread has run every callback queued so far (those of the changes ZooKeeper
         sent before the answer just read), bounded by WATCH_RUN_WAIT_S; at once when called on that thread."""
-        handler = getattr(self.zk, "handler", None)
-        if handler is None or not hasattr(handler, "dispatch_callback") or not getattr(handler, "running", True):
-            # no watch thread (a client stopped: its callbacks are dropped)
-            return
-        if threading.current_thread() in getattr(handler, "_workers", ()):
-            return
-        done = threading.Event()
-        handler.dispatch_callback(Callback("watch", done.set, ()))
-        if not done.wait(WATCH_RUN_WAIT_S) and getattr(handler, "running", True):
+        if kazoo_watch_callbacks_run(self.zk, WATCH_RUN_WAIT_S) is False:
             log.warning("group %s: kazoo's watch thread did not run the callbacks queued before the group's member "
                         "list within %.1f s (a watch callback that blocks?); this pass may use a registration that "
                         "changed meanwhile, and the next one reads it again", self.group, WATCH_RUN_WAIT_S)

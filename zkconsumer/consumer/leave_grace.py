@@ -12,10 +12,11 @@ marker's expiry).
 
 The rule is decided from ZooKeeper alone, so every member agrees: ghosts count only while every live member is a
 zkconsumer member (has a member info node). A zkconsumer member writes its info node with its registration (one
-multi-op; after it only when that cannot be: an earlier session's node still there, the first zkconsumer member
-of a group, no permission under a shared ``/consumers``) and deletes it after, so it is not listed without one. JVM members know nothing of ghosts: with one of them in
-the group, markers are ignored (the legacy behaviour). Expiry compares the marker's ``ctime`` (the ZooKeeper server's clock)
-with the member's wall clock: members' clocks must be within a fraction of the grace of ZooKeeper's.
+multi-op, with the info node's directories when they are missing; after it only when that cannot be: an earlier
+session's node still there, no permission under a shared ``/consumers``) and deletes it after, so it is not listed
+without one. JVM members know nothing of ghosts: with one of them in the group, markers are ignored (the legacy
+behaviour). Expiry compares the marker's ``ctime`` (the ZooKeeper server's clock) with the member's wall clock:
+members' clocks must be within a fraction of the grace of ZooKeeper's.
 
 The cost: a leaver's partitions are not consumed until it is back or the grace has passed.
 """

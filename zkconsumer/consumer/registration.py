@@ -34,9 +34,9 @@ def register(zk, group, consumer_id, registration, wait_timeout, info: Optional[
     With *info*, the member info node is created with it in one multi-op: listed without one, a member counts as a
     JVM member and turns every member's leave grace off (:func:`~.leave_grace.read_ghosts`), and made before it,
     it would stand for whichever session holds the registration meanwhile (a JVM member with the same id). When
-    the info node cannot come with it (an earlier session's is still there, its directory is missing, or no right
-    to create it) the registration is created alone: *made* (a list) gets True when the info node came with it, else False, and the
-    caller publishes it (:func:`publish_member_info`)."""
+    the info node cannot come with it (an earlier session's is still there, or no right to create it or its
+    directories) the registration is created alone: *made* (a list) gets True when the info node came with it, else
+    False, and the caller publishes it (:func:`publish_member_info`)."""
     from ..core.layout.member_info import encode_member_info
     path = paths.consumer_registration_path(group, consumer_id)
     data = codecs.encode_consumer_registration(registration)
@@ -96,15 +96,20 @@ def register(zk, group, consumer_id, registration, wait_timeout, info: Optional[
 
 
 def _create_with_info(zk, group, consumer_id, path, data, info_data) -> bool:
-    """Create the member info node and the registration at *path* in one multi-op: True when both were made; False
-    when the info node could not be (it exists, its directory is missing, no right to create it: nothing was made);
-    the registration's own error (NodeExistsError, NoAuthError, ...) is raised. The member list's directory is made
-    again when missing; the info node's is left to :func:`publish_member_info`, after the registration (made
-    first, it would be made in a group whose member list is fenced)."""
+    """Create the member info node and the registration at *path* in one multi-op, with the info node's directories
+    when they are missing (made only if the registration is: never in a group whose member list refuses it): True
+    when both were made; False when the info node could not be (an earlier session's is there, no right to create
+    it or its directories: nothing was made); the registration's own error (NodeExistsError, NoAuthError, ...) is
+    raised. The member list's directory is made again when missing (a tool removes it when empty)."""
     from kazoo.exceptions import RolledBackError, RuntimeInconsistency
-    info_path = paths.member_info_path(group, consumer_id)
-    for attempt in range(2):
+    info_dir = paths.group_member_info_dir(group)
+    info_path = info_dir + "/" + consumer_id
+    dirs: List[str] = []
+    ids_made = False
+    for _ in range(4):
         tx = zk.transaction()
+        for d in dirs:
+            tx.create(d, b"")
         tx.create(info_path, info_data, ephemeral=True)
         tx.create(path, data, ephemeral=True)
         results = tx.commit()
@@ -114,15 +119,19 @@ def _create_with_info(zk, group, consumer_id, path, data, info_data) -> bool:
         # the operation that failed (the others say they were rolled back with it, or not run)
         failed = [(k, r) for k, r in errors if not isinstance(r, (RolledBackError, RuntimeInconsistency))]
         k, error = failed[0] if failed else errors[0]
-        if k == 1:
-            if isinstance(error, NoNodeError) and attempt == 0:
-                # the member list was removed when empty (a tool's cleanup): made again
+        if k == len(dirs) + 1:
+            if isinstance(error, NoNodeError) and not ids_made:
                 zk.ensure_path(paths.group_ids_path(group))
+                ids_made = True
                 continue
             raise error
-        # the info node could not be made (an earlier session's is there; its directory is missing: no zkconsumer
-        # member came before, or made in a fenced group it must not be; no right to make it): the registration is
-        # made alone and the node published after
+        if isinstance(error, NoNodeError) and k == len(dirs) or isinstance(error, NodeExistsError) and k < len(dirs):
+            # the info node's directories: those missing now go first in the next multi-op (another member may
+            # have made one meanwhile)
+            dirs = [d for d in (info_dir.rsplit("/", 1)[0], info_dir) if zk.exists(d) is None]
+            if dirs:
+                continue
+        # the info node could not be made: the registration is made alone and the node published after
         log.debug("member info %s not created with the registration: %r", info_path, error)
         return False
     return False

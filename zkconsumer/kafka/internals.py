@@ -34,18 +34,20 @@ after NOT_COORDINATOR, and none commits as a simple consumer with per-partition 
 
 The record decoder (:mod:`zkconsumer.kafka.fast_records`) subclasses ``Fetcher.PartitionRecords`` and reads
 ``MemoryRecords._buffer`` and ``DefaultRecordBatch._buffer``/``_pos``; it reaches them through
-:func:`partition_records_class`, :func:`consumer_fetcher`, :func:`records_buffer` and :func:`batch_data`, and falls
-back to kafka-python's own decoder when they are missing. A fetcher's client reads its sockets in larger pieces
-(:mod:`zkconsumer.kafka.socket_reads`) through :func:`plain_connections` (``_manager._build_transport`` and
-``_conns``, a transport's ``_sock``) and :func:`set_socket_reader` (``KafkaTCPTransport._sock_recv``), and keeps
-kafka-python's reads when they are missing; :func:`read_response_slices_once` gives the response it is receiving
-(``transport._protocol.parser._rbuffer``, a ``KafkaBytes``) a subclass whose ``read`` copies once. kazoo (2.9-2.11) sends a request object only through
-``KazooClient._call`` (what its ``TransactionRequest.commit_async`` does): :func:`kazoo_call` sends the one-pass
-multi-op of :mod:`zkconsumer.zookeeper.multi`, and :func:`kazoo_observe_requests` lets the bench and the tests
-count the requests a client sends. :func:`kazoo_transaction_requests` is a transaction's request list (the ZooKeeper
-offset store appends requests it built itself), :func:`kazoo_bound_handshake` bounds a connection attempt's wait for
-the handshake's answer (``KazooClient._connection``'s class and its ``_invoke``) and keeps the session timeout that
-answer granted, and :func:`kazoo_session_timeout_ms` is that timeout (the session lease's length).
+:func:`partition_records_class`, :func:`consumer_fetcher`, :func:`records_buffer` and :func:`batch_data`, and falls back
+to kafka-python's own decoder when they are missing. A fetcher's client reads its sockets in larger pieces
+(:mod:`zkconsumer.kafka.socket_reads`) through :func:`plain_connections` (``_manager._build_transport`` and ``_conns``,
+a transport's ``_sock``) and :func:`set_socket_reader` (``KafkaTCPTransport._sock_recv``), and keeps kafka-python's
+reads when they are missing; :func:`read_response_slices_once` gives the response it is receiving
+(``transport._protocol.parser._rbuffer``, a ``KafkaBytes``) a subclass whose ``read`` copies once. kazoo (2.9-2.11)
+sends a request object only through ``KazooClient._call`` (what its ``TransactionRequest.commit_async`` does):
+:func:`kazoo_call` sends the one-pass multi-op of :mod:`zkconsumer.zookeeper.multi`, and :func:`kazoo_observe_requests`
+lets the bench and the tests count the requests a client sends. :func:`kazoo_transaction_requests` is a transaction's
+request list (the ZooKeeper offset store appends requests it built itself), :func:`kazoo_bound_handshake` bounds a
+connection attempt's wait for the handshake's answer (``KazooClient._connection``'s class and its ``_invoke``) and keeps
+the session timeout that answer granted, and :func:`kazoo_session_timeout_ms` is that timeout (the session lease's
+length). :func:`kazoo_watch_callbacks_run` waits for kazoo's watch thread (its handler's ``dispatch_callback`` and
+worker threads) to run what was queued (the group reader, before it takes cached entries).
 
 kazoo's ``ConnectionHandler`` and ``Connect`` are imported with this module (a kazoo without them fails the import);
 otherwise a kafka-python or kazoo without what these functions need raises :class:`IncompatibleClientError` naming the
@@ -70,6 +72,7 @@ __all__ = ["IncompatibleClientError", "AdminClient", "close_quietly", "logged_wh
            "consumer_fetcher", "records_buffer",
            "batch_data", "plain_connections", "set_socket_reader", "socket_reader_replaced", "kazoo_supports_call",
            "kazoo_call", "kazoo_observe_requests", "kazoo_transaction_requests", "kazoo_session_timeout_ms",
+           "kazoo_watch_callbacks_run", "read_response_slices_once",
            "kazoo_bound_handshake"]
 
 
@@ -490,8 +493,8 @@ _slice_once: Any = None
 def _slice_once_class() -> Any:
     """kafka-python's ``KafkaBytes`` (the buffer a response is received into and decoded from) with a ``read`` that
     copies its slice once (``KafkaBytes.read`` copies it twice: a bytearray slice, then bytes of it; kafka-python
-    3.0 reads a response's whole body so, a fetch response's record sets being most of it); None where this kafka-python's ``read`` does not answer as
-    this one does (checked once, on a buffer of both kinds)."""
+    3.0 reads a response's whole body so, a fetch response's record sets being most of it); None where this
+    kafka-python's ``read`` does not answer as this one does (checked once, on a buffer of both kinds)."""
     global _slice_once
     if _slice_once is not None:
         return _slice_once or None
@@ -541,6 +544,24 @@ def read_response_slices_once(transport: Any) -> None:
 def socket_reader_replaced(transport: Any) -> bool:
     """True when :func:`set_socket_reader` gave *transport* a reader of its own."""
     return "_sock_recv" in vars(transport)
+
+
+def kazoo_watch_callbacks_run(zk: Any, timeout: float) -> Optional[bool]:
+    """Wait until kazoo's watch thread (``zk.handler``'s callback queue) has run every callback queued so far: True
+    when it has, False when *timeout* passed first, None when there is nothing to wait for (no such handler, a
+    stopped one, or called on that thread itself)."""
+    from kazoo.protocol.states import Callback
+    handler = getattr(zk, "handler", None)
+    if handler is None or not hasattr(handler, "dispatch_callback") or not getattr(handler, "running", True):
+        return None
+    if threading.current_thread() in getattr(handler, "_workers", ()):
+        return None
+    done = threading.Event()
+    handler.dispatch_callback(Callback("watch", done.set, ()))
+    if done.wait(timeout):
+        return True
+    # a client stopped meanwhile drops its queue: nothing more to wait for
+    return False if getattr(handler, "running", True) else None
 
 
 def kazoo_supports_call(zk: Any) -> bool:
