@@ -48,10 +48,8 @@ def register(zk, group, consumer_id, registration, wait_timeout, info: Optional[
             both = info_data is not None and _create_with_info(zk, group, consumer_id, path, data, info_data)
             if not both:
                 zk.create(path, data, ephemeral=True, makepath=True)
-            after = zk.client_id
-            if before is not None and after is not None and before[0] == after[0]:
-                session = before[0]
-            else:
+            session = _same_session(before, zk.client_id)
+            if session is None:
                 # the session changed, or the connection dropped, around the create: the node tells whose it is
                 stat = zk.exists(path)
                 if stat is None:
@@ -72,17 +70,14 @@ def register(zk, group, consumer_id, registration, wait_timeout, info: Optional[
                 "it; otherwise the group belongs to another ZooKeeper identity" % (path, paths.group_ids_path(group))
             ) from None
         try:
-            current, stat = zk.get(path)
+            ours, stat = _kept_if_ours(zk, path, data)
         except NoNodeError:
             continue
-        cid = zk.client_id
-        if cid is not None and stat.ephemeralOwner == cid[0]:
-            if current != data:
-                zk.set(path, data, version=stat.version)
+        if ours:
             if made is not None:
                 # a create retried after its answer was lost: the info node came with it, or was not asked for
                 info_stat = zk.exists(paths.member_info_path(group, consumer_id)) if info_data is not None else None
-                made.append(info_stat is not None and info_stat.ephemeralOwner == cid[0])
+                made.append(info_stat is not None and info_stat.ephemeralOwner == stat.ephemeralOwner)
             log.info("registration %s already belongs to this session", path)
             return stat.ephemeralOwner
         if info_data is not None:
@@ -101,7 +96,6 @@ def _create_with_info(zk, group, consumer_id, path, data, info_data) -> bool:
     when both were made; False when the info node could not be (an earlier session's is there, no right to create
     it or its directories: nothing was made); the registration's own error (NodeExistsError, NoAuthError, ...) is
     raised. The member list's directory is made again when missing (a tool removes it when empty)."""
-    from kazoo.exceptions import RolledBackError, RuntimeInconsistency
     info_dir = paths.group_member_info_dir(group)
     info_path = info_dir + "/" + consumer_id
     dirs: List[str] = []
@@ -112,13 +106,10 @@ def _create_with_info(zk, group, consumer_id, path, data, info_data) -> bool:
             tx.create(d, b"")
         tx.create(info_path, info_data, ephemeral=True)
         tx.create(path, data, ephemeral=True)
-        results = tx.commit()
-        errors = [(k, r) for k, r in enumerate(results) if isinstance(r, Exception)]
-        if not errors:
+        failure = _first_failure(tx.commit())
+        if failure is None:
             return True
-        # the operation that failed (the others say they were rolled back with it, or not run)
-        failed = [(k, r) for k, r in errors if not isinstance(r, (RolledBackError, RuntimeInconsistency))]
-        k, error = failed[0] if failed else errors[0]
+        k, error = failure
         if k == len(dirs) + 1:
             if isinstance(error, NoNodeError) and not ids_made:
                 zk.ensure_path(paths.group_ids_path(group))
@@ -187,16 +178,15 @@ def deregister_first(zk, group, consumer_id) -> bool:
     return True
 
 
-def publish_member_info(zk, group, consumer_id, info) -> Optional[int]:
+def publish_member_info(zk, group, consumer_id, info) -> None:
     """Create (or update) our member info node beside the registration, when :func:`register` could not make it
-    with the registration: ephemeral, so it goes with the session. Return the id of the session it is ours under,
-    or None when it could not be made ours.
+    with the registration: ephemeral, so it goes with the session.
 
     A node of another session (an earlier session of ours not yet expired) is replaced in one multi-op (deleted and
     created together: the registration beside it is never listed without one: a member listed without one counts
     as a JVM member, which turns every member's leave grace off). Best effort: a member that cannot write it still
     consumes (tools then show it as unknown; logged as a warning)."""
-    from kazoo.exceptions import BadVersionError, RolledBackError, RuntimeInconsistency
+    from kazoo.exceptions import BadVersionError
     from ..core.layout.member_info import encode_member_info
     path = paths.member_info_path(group, consumer_id)
     data = encode_member_info(info)
@@ -204,37 +194,51 @@ def publish_member_info(zk, group, consumer_id, info) -> Optional[int]:
         # a few turns: the node may come or go between the reads and the writes
         for _ in range(3):
             try:
-                before = zk.client_id
                 zk.create(path, data, ephemeral=True, makepath=True)
-                return _same_session(before, zk.client_id)
+                return
             except NodeExistsError:
                 pass
             try:
-                current, stat = zk.get(path)
+                ours, stat = _kept_if_ours(zk, path, data)
             except NoNodeError:
                 continue
-            cid = zk.client_id
-            if cid is not None and stat.ephemeralOwner == cid[0]:
-                if current != data:
-                    zk.set(path, data, version=stat.version)
-                return cid[0]
+            if ours:
+                return
             tx = zk.transaction()
             tx.delete(path, version=stat.version)
             tx.create(path, data, ephemeral=True)
-            before = zk.client_id
-            results = tx.commit()
-            errors = [r for r in results if isinstance(r, Exception)]
-            if not errors:
-                return _same_session(before, zk.client_id)
-            # the operation that failed (the others say they were rolled back or not run with it)
-            failed = [r for r in errors if not isinstance(r, (RolledBackError, RuntimeInconsistency))] or errors
-            if not isinstance(failed[0], (NoNodeError, BadVersionError, NodeExistsError)):
-                raise failed[0]
+            failure = _first_failure(tx.commit())
+            if failure is None:
+                return
+            if not isinstance(failure[1], (NoNodeError, BadVersionError, NodeExistsError)):
+                raise failure[1]
         raise RuntimeError("it kept changing under us")
     except Exception as e:
         # e.g. no permission under a shared /consumers
         log.warning("could not publish member info %s: %r (tools will show this member as unknown)", path, e)
+
+
+def _kept_if_ours(zk, path, data):
+    """``(ours, stat)`` of the ephemeral node at *path*: when it is this session's, its data is made *data* (set
+    only if it differs). NoNodeError when it is gone."""
+    current, stat = zk.get(path)
+    cid = zk.client_id
+    if cid is None or stat.ephemeralOwner != cid[0]:
+        return False, stat
+    if current != data:
+        zk.set(path, data, version=stat.version)
+    return True, stat
+
+
+def _first_failure(results):
+    """``(index, error)`` of the operation that failed a multi-op (the others say they were rolled back with it, or
+    not run), None when none failed."""
+    from kazoo.exceptions import RolledBackError, RuntimeInconsistency
+    errors = [(k, r) for k, r in enumerate(results) if isinstance(r, Exception)]
+    if not errors:
         return None
+    failed = [(k, r) for k, r in errors if not isinstance(r, (RolledBackError, RuntimeInconsistency))]
+    return (failed or errors)[0]
 
 
 def _same_session(before, after) -> Optional[int]:
