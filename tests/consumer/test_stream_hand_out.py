@@ -116,23 +116,13 @@ class _Lease:
     def clock(self):
         return self.now
 
+    def pause(self):
+        self.now = 20.0  # a pause: the session may have expired
+
     def wait_fresh(self, give_up):
         self.waits += 1
         self.deadline = self.now + 10.0
         return True
-
-
-def test_a_stale_lease_is_checked_before_the_next_record_of_a_chunk():
-    lease = _Lease()
-    s, _, _ = _stream(_chunk(0, range(4)), lease=lease)
-    got = []
-    for rec in s:
-        got.append(rec.offset)
-        if rec.offset == 1:
-            lease.now = 20.0  # a pause: the session may have expired
-        if rec.offset == 3:
-            break
-    assert got == [0, 1, 2, 3] and lease.waits == 1
 
 
 class _Renewing(SessionLease):
@@ -143,20 +133,24 @@ class _Renewing(SessionLease):
         super().__init__(None, 6000)
         self.deadline, self.waits = time.monotonic() + 60.0, 0
 
+    def pause(self):
+        self.deadline = time.monotonic() - 0.001  # just past, on the session's own clock
+
     def wait_fresh(self, abort=lambda: False, poll=0.05):
         self.waits += 1
         self.deadline = time.monotonic() + 60.0
         return True
 
 
-def test_a_deadline_passed_on_the_sessions_own_clock_is_seen_at_the_next_record():
-    lease = _Renewing()
+@pytest.mark.parametrize("lease_class", [_Lease, _Renewing], ids=["injected-clock", "session-lease"])
+def test_a_stale_lease_is_checked_before_the_next_record_of_a_chunk(lease_class):
+    lease = lease_class()
     s, _, _ = _stream(_chunk(0, range(4)), lease=lease)
     got = []
     for rec in s:
         got.append(rec.offset)
         if rec.offset == 1:
-            lease.deadline = time.monotonic() - 0.001  # just past
+            lease.pause()
         if rec.offset == 3:
             break
     assert got == [0, 1, 2, 3] and lease.waits == 1
